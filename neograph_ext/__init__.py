@@ -1,0 +1,36 @@
+"""neograph-ext: schema-fingerprinted auto-resume for LangGraph.
+
+``compile`` stamps the fingerprints of a graph's types into every checkpoint;
+``run`` (and ``arun``, ``stream``, ``astream``) compares them on resume and rewinds a
+thread to just before the earliest node whose types changed, keeping the work
+upstream of it. ``plan`` explains what a resume would do without doing it.
+"""
+
+from neograph_ext._errors import (
+    CheckpointSchemaError,
+    GraphError,
+    NeographExtError,
+    ThreadBusyError,
+)
+from neograph_ext._fingerprint import fingerprint_type
+from neograph_ext._plan import ChangeReason, NodeChange, PlanKind, ResumePlan
+from neograph_ext._run import aplan, arun, astream, compile, plan, run, stream
+
+__all__ = [
+    "ChangeReason",
+    "CheckpointSchemaError",
+    "GraphError",
+    "NeographExtError",
+    "NodeChange",
+    "PlanKind",
+    "ResumePlan",
+    "ThreadBusyError",
+    "aplan",
+    "arun",
+    "astream",
+    "compile",
+    "fingerprint_type",
+    "plan",
+    "run",
+    "stream",
+]

@@ -1,0 +1,52 @@
+"""The exceptions neograph-ext raises.
+
+Every error derives from one root so callers can catch the library as a whole::
+
+    NeographExtError
+    ├── CheckpointSchemaError   a resume would reuse checkpoints written by other types
+    ├── ThreadBusyError         another process holds the thread's lock
+    └── GraphError              the graph given cannot be used (not compiled by neograph-ext,
+                                no checkpointer, no thread_id, or a reference that cannot be loaded)
+
+Third-party errors are translated at the boundary with ``raise ... from exc``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from neograph_ext._plan import ResumePlan
+
+__all__ = ["CheckpointSchemaError", "GraphError", "NeographExtError", "ThreadBusyError"]
+
+
+class NeographExtError(Exception):
+    """Root of every error raised by neograph-ext."""
+
+
+class CheckpointSchemaError(NeographExtError):
+    """The thread's checkpoints were written by code whose types differ from the current ones.
+
+    Raised before any node runs and before anything is written: in strict mode
+    (``auto_resume=False``) whenever a resume would rewind, and in every mode when a
+    rewind cannot be done safely (the change lies in an earlier turn of a multi-turn
+    thread, or the thread has no per-step checkpoints).
+
+    Attributes:
+        invalidated_nodes: Names of the nodes whose stored results no longer match.
+        plan: The full decision, with each change and its field-level diff.
+    """
+
+    def __init__(self, message: str, plan: ResumePlan) -> None:
+        super().__init__(message)
+        self.plan = plan
+        self.invalidated_nodes: frozenset[str] = plan.invalidated_nodes
+
+
+class ThreadBusyError(NeographExtError):
+    """Another process is resuming the same thread and ``on_busy="raise"`` was asked for."""
+
+
+class GraphError(NeographExtError):
+    """The graph or config given cannot be used; the message names the fix."""

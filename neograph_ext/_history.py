@@ -1,0 +1,214 @@
+"""A thread's lineage, read from raw checkpoint tuples.
+
+Rules:
+- Only raw ``CheckpointTuple``s are read, never validated state snapshots: old values
+  that no longer fit the current state schema must not stop a resume from planning.
+- The lineage is the chain of ``parent_config`` pointers from the head, oldest first;
+  the saver's history is a tree holding every branch, and forks are not ours to walk.
+- Which nodes produced checkpoint C is derived from C and its parent P: nodes whose
+  ``versions_seen`` moved (pull tasks) and the ``Send``s queued in P (push tasks).
+  Channels C's step wrote are those whose version moved.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langgraph.channels.base import BaseChannel
+from langgraph.checkpoint.base import CheckpointTuple
+from langgraph.types import Send
+
+from neograph_ext._stamp import STAMP_KEY, VERIFIED_KEY, Stamp, Unreadable, read_stamp
+
+__all__ = ["Record", "lineage", "waiting"]
+
+_TASKS = "__pregel_tasks"
+_SPECIAL_WRITES = frozenset({"__error__", "__interrupt__", "__resume__", "__scheduled__"})
+
+
+@dataclass(frozen=True)
+class Record:
+    """One checkpoint of the lineage, reduced to what planning needs."""
+
+    checkpoint_id: str
+    """The checkpoint's id."""
+    parent_id: str | None
+    """The id of the checkpoint it was written after, if any."""
+    step: int
+    """LangGraph's step counter (``-1`` for an input checkpoint)."""
+    source: str
+    """``input``, ``loop``, ``update`` or ``fork``."""
+    stamp: Stamp | Unreadable | None
+    """The fingerprints it was written under; None when written without neograph-ext."""
+    verified: str | None
+    """Stamp id against which ``run()`` had verified this checkpoint's whole lineage."""
+    ran: frozenset[str]
+    """Nodes whose tasks ran in the step that produced this checkpoint."""
+    wrote: frozenset[str]
+    """State channels that step updated."""
+    span: int
+    """Steps between the parent and this checkpoint: more than 1 when intermediate
+    checkpoints were never written (``durability="exit"``)."""
+    pending_tasks: int
+    """Tasks of this checkpoint's own step that finished without a checkpoint after them."""
+    next_nodes: frozenset[str]
+    """Nodes this checkpoint is waiting to run (only filled for the head)."""
+    input: Any = None
+    """For an ``input`` checkpoint, the input the run was started with."""
+
+
+def lineage(
+    tuples: Iterable[CheckpointTuple],
+    head_id: str | None,
+    *,
+    next_nodes: frozenset[str] = frozenset(),
+) -> tuple[Record, ...]:
+    """Reduce a thread's checkpoints to the head's lineage, oldest first.
+
+    Args:
+        tuples: Every root-namespace checkpoint of the thread, in any order.
+        head_id: The checkpoint to start from; the newest when None.
+        next_nodes: The nodes the head is waiting to run.
+
+    Returns:
+        The lineage, oldest first; empty when the thread has no checkpoints.
+
+    Raises:
+        KeyError: ``head_id`` is not a checkpoint of the thread.
+    """
+    by_id: dict[str, CheckpointTuple] = {}
+    newest: str | None = None
+    for tup in tuples:
+        cid = tup.checkpoint["id"]
+        by_id[cid] = tup
+        if newest is None or cid > newest:
+            newest = cid
+    head = head_id or newest
+    if head is None:
+        return ()
+    if head not in by_id:
+        raise KeyError(head)
+    chain: list[CheckpointTuple] = []
+    cursor: str | None = head
+    while cursor is not None and cursor in by_id:
+        tup = by_id[cursor]
+        chain.append(tup)
+        cursor = _parent_id(tup)
+    chain.reverse()
+    records = []
+    parent: CheckpointTuple | None = None
+    for tup in chain:
+        is_head = tup.checkpoint["id"] == head
+        records.append(_record(tup, parent, next_nodes if is_head else frozenset()))
+        parent = tup
+    return tuple(records)
+
+
+def _parent_id(tup: CheckpointTuple) -> str | None:
+    if tup.parent_config is None:
+        return None
+    parent = tup.parent_config.get("configurable", {}).get("checkpoint_id")
+    return parent if isinstance(parent, str) else None
+
+
+def _record(
+    tup: CheckpointTuple, parent: CheckpointTuple | None, next_nodes: frozenset[str]
+) -> Record:
+    checkpoint = tup.checkpoint
+    metadata: Mapping[str, Any] = tup.metadata or {}
+    step = metadata.get("step", -1)
+    step = step if isinstance(step, int) else -1
+    parent_step = _step(parent) if parent is not None else -1
+    source = str(metadata.get("source", ""))
+    verified = metadata.get(VERIFIED_KEY)
+    values = checkpoint.get("channel_values", {})
+    return Record(
+        checkpoint_id=checkpoint["id"],
+        parent_id=_parent_id(tup),
+        step=step,
+        source=source,
+        stamp=read_stamp(metadata.get(STAMP_KEY)),
+        verified=verified if isinstance(verified, str) else None,
+        ran=_ran(checkpoint, parent),
+        wrote=_wrote(checkpoint, parent),
+        span=step - parent_step if source != "input" else 0,
+        pending_tasks=len(
+            {task for task, channel, _ in tup.pending_writes or () if channel not in _SPECIAL_WRITES}
+        ),
+        next_nodes=next_nodes,
+        input=values.get("__start__") if source == "input" else None,
+    )
+
+
+def _step(tup: CheckpointTuple) -> int:
+    step = (tup.metadata or {}).get("step", -1)
+    return step if isinstance(step, int) else -1
+
+
+def _ran(checkpoint: Mapping[str, Any], parent: CheckpointTuple | None) -> frozenset[str]:
+    seen: Mapping[str, Any] = checkpoint.get("versions_seen", {})
+    before: Mapping[str, Any] = parent.checkpoint.get("versions_seen", {}) if parent else {}
+    names = {name for name, versions in seen.items() if before.get(name) != versions}
+    if parent is not None:
+        queued = parent.checkpoint.get("channel_values", {}).get(_TASKS) or ()
+        names.update(send.node for send in queued if isinstance(send, Send))
+    return frozenset(name for name in names if not name.startswith("__"))
+
+
+def _wrote(checkpoint: Mapping[str, Any], parent: CheckpointTuple | None) -> frozenset[str]:
+    versions: Mapping[str, Any] = checkpoint.get("channel_versions", {})
+    before: Mapping[str, Any] = parent.checkpoint.get("channel_versions", {}) if parent else {}
+    return frozenset(
+        name
+        for name, version in versions.items()
+        if before.get(name) != version and not name.startswith(("__", "branch:", "join:"))
+    )
+
+
+def waiting(
+    checkpoint: Mapping[str, Any],
+    triggers: Mapping[str, Sequence[str]],
+    channels: Mapping[str, BaseChannel[Any, Any, Any]],
+) -> frozenset[str]:
+    """Nodes a checkpoint waits to run: the next superstep, computed from raw data.
+
+    LangGraph's own rule: a node is due when one of its trigger channels holds a value
+    and moved past the version the node last saw, or when a ``Send`` to it is queued.
+
+    Args:
+        checkpoint: The raw checkpoint.
+        triggers: Per current node, the channels that trigger it.
+        channels: The graph's channel specs, which know when a value is available.
+    """
+    versions: Mapping[str, Any] = checkpoint.get("channel_versions", {})
+    seen_all: Mapping[str, Mapping[str, Any]] = checkpoint.get("versions_seen", {})
+    values: Mapping[str, Any] = checkpoint.get("channel_values", {})
+    due = {
+        name
+        for name, names in triggers.items()
+        if any(
+            _newer(versions.get(channel), seen_all.get(name, {}).get(channel))
+            and _available(channels.get(channel), values, channel)
+            for channel in names
+        )
+    }
+    due.update(send.node for send in values.get(_TASKS) or () if isinstance(send, Send))
+    return frozenset(due)
+
+
+def _available(
+    spec: BaseChannel[Any, Any, Any] | None, values: Mapping[str, Any], channel: str
+) -> bool:
+    if spec is None or channel not in values:
+        return False
+    return spec.from_checkpoint(values[channel]).is_available()
+
+
+def _newer(version: object, seen: object) -> bool:
+    if version is None:
+        return False
+    if seen is None or type(version) is not type(seen):
+        return True
+    return bool(version > seen)  # type: ignore[operator]

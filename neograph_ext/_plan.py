@@ -1,0 +1,304 @@
+"""The resume decision: pure, from a lineage and the current stamp to a ``ResumePlan``.
+
+Rules:
+- No I/O and no LangGraph graph here; everything is a frozen record.
+- A task is attributed to the stamp on the checkpoint its writes produced. It is
+  affected when its node's fingerprint differs from the current one, or when it
+  wrote a channel whose type changed. The earliest affected task's parent checkpoint
+  is the rewind target; LangGraph re-runs that whole superstep and all after it.
+- Checkpoints without a trustworthy stamp never count as changed (``unverified``).
+- A rewind that would drop later turns, or that has no checkpoint to fork from,
+  is not done silently: the plan carries a ``blocker`` and ``run`` raises.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+
+from neograph_ext._fingerprint import diff
+from neograph_ext._history import Record
+from neograph_ext._stamp import NodeStamp, Stamp, Unreadable
+
+__all__ = ["ChangeReason", "NodeChange", "PlanKind", "ResumePlan", "decide", "verified_head"]
+
+
+class PlanKind(StrEnum):
+    """What ``run`` will do with a thread."""
+
+    FRESH = "fresh"
+    """No checkpoint yet: run with the input."""
+    CONTINUE = "continue"
+    """Incomplete, nothing changed: resume from the head."""
+    UP_TO_DATE = "up_to_date"
+    """Complete, nothing changed: return the stored result, execute nothing."""
+    REWIND = "rewind"
+    """Something changed: fork from the checkpoint before the earliest affected task."""
+    UNVERIFIED = "unverified"
+    """Written without fingerprints: resume as LangGraph would."""
+
+
+class ChangeReason(StrEnum):
+    """Why a node's stored results no longer count."""
+
+    OUTPUT_TYPE = "output type"
+    CHANNEL = "channel type"
+    VERSION = "version"
+    SUCCESSORS = "successors"
+    SUBGRAPH = "subgraph"
+    REMOVED = "removed"
+
+
+@dataclass(frozen=True)
+class NodeChange:
+    """One reason one node is invalidated."""
+
+    node: str
+    """The node's name."""
+    reason: ChangeReason
+    """What changed."""
+    old: str | None
+    """The stored fingerprint (or version string) of what changed."""
+    new: str | None
+    """The current one; None when the node or channel no longer exists."""
+    diff: tuple[str, ...]
+    """Readable lines, e.g. ``Analysis.score: int -> float``."""
+    channel: str | None = None
+    """For ``CHANNEL``: the channel whose type changed."""
+
+    def describe(self) -> str:
+        """One line naming the node and the reason, then the diff lines, indented."""
+        what = f"channel `{self.channel}` type" if self.channel else str(self.reason)
+        lines = [f"node `{self.node}`: {what} changed"]
+        lines += [f"    {line}" for line in self.diff]
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class ResumePlan:
+    """What ``run`` would do with a thread, and why."""
+
+    kind: PlanKind
+    """The decision."""
+    thread_id: str
+    """The thread planned."""
+    head_id: str | None = None
+    """The checkpoint planned from (the newest, or the one named in the config)."""
+    checkpoint_id: str | None = None
+    """For a rewind: the checkpoint to fork from."""
+    step: int | None = None
+    """For a rewind: that checkpoint's step."""
+    invalidated_nodes: frozenset[str] = frozenset()
+    """Nodes whose stored results were produced by other types."""
+    changes: tuple[NodeChange, ...] = ()
+    """Each reason, with its field-level diff."""
+    rerun: frozenset[str] = frozenset()
+    """Nodes expected to run again (new code may route to others too)."""
+    kept: frozenset[str] = frozenset()
+    """Nodes of the current run whose results are kept."""
+    next_nodes: frozenset[str] = frozenset()
+    """Nodes the head checkpoint waits on; empty when the run completed."""
+    blocker: str | None = None
+    """Why this plan cannot be carried out automatically; ``run`` then raises."""
+    notes: tuple[str, ...] = field(default=())
+    """Things worth logging, such as why checkpoints count as unverified."""
+
+    def __str__(self) -> str:
+        head = f"{self.kind}: thread {self.thread_id!r}"
+        if self.kind is PlanKind.REWIND:
+            head += f", fork from checkpoint {self.checkpoint_id} (step {self.step})"
+        lines = [head]
+        lines += [change.describe() for change in self.changes]
+        if self.rerun:
+            lines.append(f"re-runs: {', '.join(sorted(self.rerun))}")
+        if self.kept:
+            lines.append(f"kept: {', '.join(sorted(self.kept))}")
+        if self.blocker:
+            lines.append(f"blocked: {self.blocker}")
+        lines += [f"note: {note}" for note in self.notes]
+        return "\n".join(lines)
+
+
+def decide(records: Sequence[Record], current: Stamp, thread_id: str) -> ResumePlan:
+    """Plan the resume of a thread.
+
+    Args:
+        records: The head's lineage, oldest first (``history.lineage``); the head
+            alone suffices when it is verified (see ``verified_head``).
+        current: The stamp of the graph about to run.
+        thread_id: For messages.
+
+    Returns:
+        The plan; ``blocker`` is set when it must not be carried out silently.
+    """
+    if not records:
+        return ResumePlan(PlanKind.FRESH, thread_id)
+    head = records[-1]
+    turn = max((i for i, r in enumerate(records) if r.source == "input"), default=0)
+    base = ResumePlan(
+        PlanKind.UP_TO_DATE if not head.next_nodes else PlanKind.CONTINUE,
+        thread_id,
+        head_id=head.checkpoint_id,
+        next_nodes=head.next_nodes,
+        kept=_ran_between(records, turn + 1, len(records)),
+    )
+    foreign = _foreign(records, current)
+    if foreign:
+        return replace(base, blocker=foreign)
+    notes: list[str] = []
+    for index, record in enumerate(records):
+        if not isinstance(record.stamp, Stamp):
+            if record.ran and record.stamp is not None:
+                notes.append(f"checkpoint {record.checkpoint_id}: {_unreadable(record.stamp)}")
+            elif record.ran:
+                notes.append(f"checkpoint {record.checkpoint_id}: written without a stamp")
+            continue
+        changes = _changes(record.ran, record.wrote, record.stamp, current)
+        if changes:
+            return _rewind(base, records, index, turn, changes, thread_id)
+    if head.pending_tasks and isinstance(head.stamp, Stamp):
+        channels = frozenset(head.stamp.channels) | frozenset(current.channels)
+        changes = _changes(head.next_nodes, channels, head.stamp, current)
+        if changes:
+            return _rewind(base, records, len(records), turn, changes, thread_id)
+    if notes:
+        return replace(base, kind=PlanKind.UNVERIFIED, notes=tuple(notes))
+    return base
+
+
+def verified_head(head: Record, current: Stamp) -> bool:
+    """Whether ``run`` already checked the head's whole lineage against ``current``."""
+    stamp = head.stamp
+    return isinstance(stamp, Stamp) and stamp.id == current.id and head.verified == current.id
+
+
+def _ran_between(records: Sequence[Record], start: int, stop: int) -> frozenset[str]:
+    return frozenset(name for record in records[start:stop] for name in record.ran)
+
+
+def _rewind(
+    base: ResumePlan,
+    records: Sequence[Record],
+    index: int,
+    turn: int,
+    changes: tuple[NodeChange, ...],
+    thread_id: str,
+) -> ResumePlan:
+    """Fork from the parent of ``records[index]`` (``len(records)``: the head itself)."""
+    head = records[-1]
+    invalidated = frozenset(change.node for change in changes)
+    rerun = _ran_between(records, index, len(records)) | head.next_nodes | invalidated
+    rerun = rerun - {c.node for c in changes if c.reason is ChangeReason.REMOVED}
+    target = records[index - 1] if index > 0 else None
+    plan = replace(
+        base,
+        kind=PlanKind.REWIND,
+        checkpoint_id=target.checkpoint_id if target else None,
+        step=target.step if target else None,
+        invalidated_nodes=invalidated,
+        changes=changes,
+        rerun=rerun,
+        kept=_ran_between(records, turn + 1, index) - rerun,
+    )
+    if index < len(records) and records[index].span > 1 or target is None:
+        return replace(
+            plan,
+            blocker=(
+                f"thread {thread_id!r} was written with durability='exit': it has no "
+                "checkpoint between the steps before and after the changed nodes, so there is "
+                "nothing to rewind to; start a new thread_id (and write with "
+                "durability='sync', the default of run())"
+            ),
+        )
+    if index <= turn and turn > 0:
+        return replace(
+            plan,
+            blocker=(
+                f"thread {thread_id!r}: the earliest changed node ran in an earlier turn "
+                f"(before the input at step {records[turn].step}); rewinding would drop the "
+                "later turns. Replay the conversation on a new thread_id, or rewind it "
+                "yourself with LangGraph's time travel"
+            ),
+        )
+    return plan
+
+
+def _foreign(records: Sequence[Record], current: Stamp) -> str | None:
+    """A thread written by a graph with no node in common with the current one."""
+    ran = frozenset(name for record in records for name in record.ran)
+    if not ran or ran & frozenset(current.nodes):
+        return None
+    return (
+        f"the thread was written by a different graph: its nodes {sorted(ran)} have nothing "
+        f"in common with this graph's nodes {sorted(current.nodes)}; use another thread_id"
+    )
+
+
+def _unreadable(stamp: Unreadable) -> str:
+    return f"stamp not trusted ({stamp.reason}): {stamp.detail}"
+
+
+def _changes(
+    ran: frozenset[str], wrote: frozenset[str], old: Stamp, new: Stamp
+) -> tuple[NodeChange, ...]:
+    found: list[NodeChange] = []
+    for node in sorted(ran):
+        found += _node_changes(node, old, new)
+    for channel in sorted(wrote):
+        before, after = old.channels.get(channel), new.channels.get(channel)
+        if before == after:
+            continue
+        lines = _sig_diff(old, before, new, after)
+        found += [
+            NodeChange(node, ChangeReason.CHANNEL, before, after, lines, channel=channel)
+            for node in sorted(ran)
+        ]
+    return tuple(found)
+
+
+def _node_changes(node: str, old: Stamp, new: Stamp) -> list[NodeChange]:
+    before, after = old.nodes.get(node), new.nodes.get(node)
+    if after is None:
+        fp = before.fp if before else None
+        return [NodeChange(node, ChangeReason.REMOVED, fp, None, ("node removed from the graph",))]
+    if before is None:
+        return [NodeChange(node, ChangeReason.OUTPUT_TYPE, None, after.fp, ("node is new",))]
+    if before.fp == after.fp:
+        return []
+    return _parts_changed(node, before, after, old, new)
+
+
+def _parts_changed(
+    node: str, before: NodeStamp, after: NodeStamp, old: Stamp, new: Stamp
+) -> list[NodeChange]:
+    found = []
+    if before.out != after.out:
+        lines = _sig_diff(old, before.out, new, after.out)
+        found.append(NodeChange(node, ChangeReason.OUTPUT_TYPE, before.out, after.out, lines))
+    if before.ver != after.ver:
+        line = f"version {before.ver!r} -> {after.ver!r}"
+        found.append(NodeChange(node, ChangeReason.VERSION, before.ver, after.ver, (line,)))
+    if before.succ != after.succ:
+        line = f"successors {list(before.succ)} -> {list(after.succ)}"
+        found.append(NodeChange(node, ChangeReason.SUCCESSORS, None, None, (line,)))
+    if before.sub != after.sub:
+        inner_old, inner_new = before.sub or {}, after.sub or {}
+        lines = tuple(
+            f"subgraph {name}: changed"
+            for name in sorted(set(inner_old) | set(inner_new))
+            if inner_old.get(name) != inner_new.get(name)
+        )
+        found.append(NodeChange(node, ChangeReason.SUBGRAPH, None, None, lines))
+    return found
+
+
+def _sig_diff(old: Stamp, before: str | None, new: Stamp, after: str | None) -> tuple[str, ...]:
+    if before is None:
+        return ("type now declared",) if after else ()
+    if after is None:
+        return ("type no longer declared",)
+    old_sig, new_sig = old.sigs.get(before), new.sigs.get(after)
+    if old_sig is None or new_sig is None:
+        return (f"fingerprint {before[:12]} -> {after[:12]}",)
+    return tuple(diff(old_sig, new_sig)) or (f"fingerprint {before[:12]} -> {after[:12]}",)

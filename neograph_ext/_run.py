@@ -1,0 +1,418 @@
+"""Compiling a stamped graph and resuming its threads: the execution layer.
+
+Rules:
+- ``compile`` returns LangGraph's own compiled graph, its config metadata carrying
+  the stamp, so every checkpoint it writes is stamped however it is invoked.
+- Reading and deciding are shared; the sync and async drivers below differ by
+  ``await`` alone. What to invoke is computed once, purely, by ``_prepare``.
+- A rewind is LangGraph time travel: invoke from the target checkpoint, a fork.
+  Nothing is deleted or overwritten.
+- The caller's input and config are never mutated.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
+from langgraph.graph import StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.pregel import Pregel
+from langgraph.types import Command
+
+from neograph_ext._errors import CheckpointSchemaError, GraphError
+from neograph_ext._history import Record, lineage, waiting
+from neograph_ext._plan import PlanKind, ResumePlan, decide, verified_head
+from neograph_ext._stamp import (
+    INPUT_KEY,
+    STAMP_KEY,
+    VERIFIED_KEY,
+    Stamp,
+    build_stamp,
+    input_digest,
+    read_stamp,
+)
+
+__all__ = ["aplan", "arun", "astream", "compile", "plan", "run", "stream"]
+
+logger = logging.getLogger("neograph_ext")
+
+DECISION_KEY = "neograph_ext_decision"
+"""Run metadata naming the decision, so it shows in traces and checkpoint metadata."""
+
+
+def compile(  # noqa: A001 - the public name mirrors StateGraph.compile
+    builder: StateGraph[Any, Any, Any, Any],
+    *,
+    checkpointer: Any = None,
+    output_types: Mapping[str, object] | None = None,
+    versions: Mapping[str, str] | None = None,
+    **compile_kwargs: Any,
+) -> CompiledStateGraph[Any, Any, Any, Any]:
+    """Compile a StateGraph whose checkpoints carry the fingerprints of its types.
+
+    Args:
+        builder: Any LangGraph ``StateGraph``.
+        checkpointer: Passed to ``StateGraph.compile``; ``run`` needs one. ``None``
+            suits a subgraph added as a node of a parent graph.
+        output_types: Per node, the type its results have; overrides the return
+            annotation of the node's callable.
+        versions: Per node, an opaque string to bump after a prompt or logic change
+            that leaves the types alone.
+        **compile_kwargs: Every other keyword of ``StateGraph.compile``.
+
+    Returns:
+        LangGraph's compiled graph; all of its API works as usual.
+
+    Raises:
+        ValueError: ``output_types`` or ``versions`` names an unknown node.
+    """
+    stamp = build_stamp(builder, output_types, versions)
+    graph = builder.compile(checkpointer=checkpointer, **compile_kwargs)
+    return graph.with_config(metadata={STAMP_KEY: stamp.encode()})
+
+
+class _When(StrEnum):
+    ALWAYS = "always"
+    INTERRUPTED = "interrupted"
+    COMPLETE = "complete"
+
+
+@dataclass(frozen=True)
+class _Invocation:
+    input: Any
+    config: RunnableConfig
+    when: _When = _When.ALWAYS
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    invocations: tuple[_Invocation, ...]
+    stored: Any
+    kwargs: dict[str, Any]
+
+
+def plan(graph: Pregel[Any, Any, Any, Any], config: RunnableConfig) -> ResumePlan:
+    """What ``run`` would do with the thread in ``config``; executes and writes nothing.
+
+    Args:
+        graph: A graph made by ``neograph_ext.compile`` with a checkpointer.
+        config: Names the thread (``configurable.thread_id``) and optionally a
+            ``checkpoint_id`` to plan from.
+
+    Returns:
+        The decision, with each change explained at field level.
+
+    Raises:
+        GraphError: The graph was not compiled by neograph-ext, has no checkpointer,
+            or the config names no thread.
+    """
+    return _read(graph, config)[0]
+
+
+async def aplan(graph: Pregel[Any, Any, Any, Any], config: RunnableConfig) -> ResumePlan:
+    """Async twin of ``plan``."""
+    return (await _aread(graph, config))[0]
+
+
+def run(
+    graph: Pregel[Any, Any, Any, Any],
+    input: Any,
+    config: RunnableConfig,
+    *,
+    auto_resume: bool = True,
+    **kwargs: Any,
+) -> Any:
+    """Run or resume a thread, rewinding past checkpoints that other types wrote.
+
+    Args:
+        graph: A graph made by ``neograph_ext.compile`` with a checkpointer.
+        input: The run's input; ignored when resuming an incomplete thread, and a
+            ``Command(resume=...)`` answers an interrupt as usual.
+        config: Names the thread; a ``checkpoint_id`` in it is planned from.
+        auto_resume: False (strict mode, for CI) raises instead of rewinding.
+        **kwargs: Passed to ``graph.invoke``; ``durability`` defaults to ``"sync"``.
+
+    Returns:
+        What ``graph.invoke`` returns; for a complete, unchanged thread, its stored output.
+
+    Raises:
+        CheckpointSchemaError: Strict mode and something changed, or a change that
+            cannot be rewound safely; raised before any node runs.
+        GraphError: The graph or config cannot be used.
+    """
+    plan_, head = _read(graph, config)
+    prepared = _prepare(graph, plan_, head, input, config, auto_resume, kwargs)
+    result = prepared.stored
+    for step in prepared.invocations:
+        if step.when is _When.ALWAYS or _holds(step.when, graph, _saver(graph).get_tuple(config)):
+            result = graph.invoke(step.input, step.config, **prepared.kwargs)
+    return result
+
+
+async def arun(
+    graph: Pregel[Any, Any, Any, Any],
+    input: Any,
+    config: RunnableConfig,
+    *,
+    auto_resume: bool = True,
+    **kwargs: Any,
+) -> Any:
+    """Async twin of ``run``."""
+    plan_, head = await _aread(graph, config)
+    prepared = _prepare(graph, plan_, head, input, config, auto_resume, kwargs)
+    result = prepared.stored
+    for step in prepared.invocations:
+        if step.when is _When.ALWAYS or _holds(
+            step.when, graph, await _saver(graph).aget_tuple(config)
+        ):
+            result = await graph.ainvoke(step.input, step.config, **prepared.kwargs)
+    return result
+
+
+def stream(
+    graph: Pregel[Any, Any, Any, Any],
+    input: Any,
+    config: RunnableConfig,
+    *,
+    auto_resume: bool = True,
+    **kwargs: Any,
+) -> Iterator[Any]:
+    """Like ``run``, yielding exactly the chunks of LangGraph's ``stream``.
+
+    A complete, unchanged thread yields nothing: nothing runs.
+    """
+    plan_, head = _read(graph, config)
+    prepared = _prepare(graph, plan_, head, input, config, auto_resume, kwargs)
+    for step in prepared.invocations:
+        if step.when is _When.ALWAYS or _holds(step.when, graph, _saver(graph).get_tuple(config)):
+            yield from graph.stream(step.input, step.config, **prepared.kwargs)
+
+
+async def astream(
+    graph: Pregel[Any, Any, Any, Any],
+    input: Any,
+    config: RunnableConfig,
+    *,
+    auto_resume: bool = True,
+    **kwargs: Any,
+) -> AsyncIterator[Any]:
+    """Async twin of ``stream``."""
+    plan_, head = await _aread(graph, config)
+    prepared = _prepare(graph, plan_, head, input, config, auto_resume, kwargs)
+    for step in prepared.invocations:
+        if step.when is _When.ALWAYS or _holds(
+            step.when, graph, await _saver(graph).aget_tuple(config)
+        ):
+            async for chunk in graph.astream(step.input, step.config, **prepared.kwargs):
+                yield chunk
+
+
+def _read(
+    graph: Pregel[Any, Any, Any, Any], config: RunnableConfig
+) -> tuple[ResumePlan, CheckpointTuple | None]:
+    stamp, saver, thread_id = _context(graph, config)
+    head = saver.get_tuple(config)
+    records = _from_head(graph, head, stamp)
+    if records is None:
+        records = _from_history(graph, head, saver.list(_thread(config)))
+    return _decided(records, stamp, thread_id), head
+
+
+async def _aread(
+    graph: Pregel[Any, Any, Any, Any], config: RunnableConfig
+) -> tuple[ResumePlan, CheckpointTuple | None]:
+    stamp, saver, thread_id = _context(graph, config)
+    head = await saver.aget_tuple(config)
+    records = _from_head(graph, head, stamp)
+    if records is None:
+        records = _from_history(graph, head, [tup async for tup in saver.alist(_thread(config))])
+    return _decided(records, stamp, thread_id), head
+
+
+def _context(
+    graph: Pregel[Any, Any, Any, Any], config: RunnableConfig
+) -> tuple[Stamp, BaseCheckpointSaver[Any], str]:
+    stamp = _stamp(graph)
+    thread_id = (config.get("configurable") or {}).get("thread_id")
+    if thread_id is None:
+        raise GraphError('config names no thread: pass {"configurable": {"thread_id": "..."}}')
+    return stamp, _saver(graph), str(thread_id)
+
+
+def _stamp(graph: Pregel[Any, Any, Any, Any]) -> Stamp:
+    stamp = read_stamp((graph.config or {}).get("metadata", {}).get(STAMP_KEY))
+    if not isinstance(stamp, Stamp):
+        raise GraphError(
+            "this graph carries no neograph-ext stamp: build it with "
+            "neograph_ext.compile(builder, checkpointer=...) instead of builder.compile(...)"
+        )
+    return stamp
+
+
+def _next(graph: Pregel[Any, Any, Any, Any], head: CheckpointTuple) -> frozenset[str]:
+    triggers = {
+        name: tuple(node.triggers) for name, node in graph.nodes.items() if not name.startswith("__")
+    }
+    return waiting(head.checkpoint, triggers, graph.channels)
+
+
+def _saver(graph: Pregel[Any, Any, Any, Any]) -> BaseCheckpointSaver[Any]:
+    saver = graph.checkpointer
+    if not isinstance(saver, BaseCheckpointSaver):
+        raise GraphError(
+            "this graph has no checkpointer to resume from: "
+            "compile it with neograph_ext.compile(builder, checkpointer=saver)"
+        )
+    return saver
+
+
+def _thread(config: RunnableConfig) -> RunnableConfig:
+    """The whole root namespace of the thread: every branch, not one checkpoint."""
+    configurable = config.get("configurable") or {}
+    return {"configurable": {"thread_id": configurable["thread_id"], "checkpoint_ns": ""}}
+
+
+def _from_head(
+    graph: Pregel[Any, Any, Any, Any], head: CheckpointTuple | None, stamp: Stamp
+) -> tuple[Record, ...] | None:
+    """The lineage when the head alone decides it; None when the history must be read."""
+    if head is None:
+        return ()
+    records = lineage([head], None, next_nodes=_next(graph, head))
+    return records if verified_head(records[-1], stamp) else None
+
+
+def _from_history(
+    graph: Pregel[Any, Any, Any, Any], head: CheckpointTuple | None, tuples: Iterable[CheckpointTuple]
+) -> tuple[Record, ...]:
+    assert head is not None  # _from_head answered for an empty thread
+    return lineage(tuples, head.checkpoint["id"], next_nodes=_next(graph, head))
+
+
+def _decided(records: tuple[Record, ...], stamp: Stamp, thread_id: str) -> ResumePlan:
+    decision = decide(records, stamp, thread_id)
+    logger.info(
+        "thread %r: %s%s%s",
+        thread_id,
+        decision.kind,
+        f" from checkpoint {decision.checkpoint_id} (step {decision.step})"
+        if decision.kind is PlanKind.REWIND
+        else "",
+        f", invalidated: {', '.join(sorted(decision.invalidated_nodes))}"
+        if decision.invalidated_nodes
+        else "",
+    )
+    for note in decision.notes:
+        logger.warning("thread %r: %s", thread_id, note)
+    return decision
+
+
+def _prepare(
+    graph: Pregel[Any, Any, Any, Any],
+    decision: ResumePlan,
+    head: CheckpointTuple | None,
+    input: Any,
+    config: RunnableConfig,
+    auto_resume: bool,
+    kwargs: Mapping[str, Any],
+) -> _Prepared:
+    """What to invoke for a decision; raises before anything runs when it must."""
+    if decision.blocker:
+        raise CheckpointSchemaError(_message(decision, decision.blocker), decision)
+    if decision.kind is PlanKind.REWIND and not auto_resume:
+        ways = (
+            "run with auto_resume=True to rewind and re-run them, keeping the upstream "
+            "work, or start a new thread_id"
+        )
+        raise CheckpointSchemaError(_message(decision, ways), decision)
+    stamp = _stamp(graph)
+    metadata: dict[str, Any] = {DECISION_KEY: str(decision.kind)}
+    if decision.kind is not PlanKind.UNVERIFIED:
+        metadata[VERIFIED_KEY] = stamp.id
+    stored_input = (head.metadata or {}).get(INPUT_KEY) if head else None
+    if stored_input is not None:
+        metadata[INPUT_KEY] = stored_input
+    here = _with_metadata(config, metadata)
+    answer = isinstance(input, Command)
+    given = None if input is None or answer else input_digest(input)
+    new_run = _with_checkpoint(_with_metadata(here, {INPUT_KEY: given or ""}), None)
+    complete = head is not None and not decision.next_nodes and not _interrupted(head)
+    # A complete thread given another input starts a new turn; the same input (or an
+    # input whose digest is unknown) asks for the stored result.
+    new_turn = complete and given is not None and stored_input not in (None, given)
+    if head is None:
+        steps: tuple[_Invocation, ...] = (_Invocation(input, new_run),)
+    elif decision.kind is PlanKind.REWIND:
+        steps = (_Invocation(None, _with_checkpoint(here, decision.checkpoint_id)),)
+        if answer:
+            steps += (_Invocation(input, _with_checkpoint(here, None), _When.INTERRUPTED),)
+        elif new_turn:
+            steps += (_Invocation(input, new_run, _When.COMPLETE),)
+    elif new_turn:
+        steps = (_Invocation(input, new_run),)
+    elif complete:
+        steps = ()
+    else:
+        if given is not None and given != stored_input:
+            logger.info(
+                "thread %r is incomplete: resuming it; the input given is ignored",
+                decision.thread_id,
+            )
+        steps = (_Invocation(input if answer else None, here),)
+    stored = _output(graph, head) if complete and not steps else None
+    return _Prepared(steps, stored, {"durability": "sync", **kwargs})
+
+
+def _message(decision: ResumePlan, ways: str) -> str:
+    changed = "\n".join(change.describe() for change in decision.changes)
+    nodes = ", ".join(sorted(decision.invalidated_nodes)) or "none"
+    return (
+        f"thread {decision.thread_id!r}: checkpoints were written by code whose types "
+        f"differ from the current graph's. Invalidated nodes: {nodes}.\n"
+        f"{changed}\nTo proceed: {ways}."
+    )
+
+
+def _with_metadata(config: RunnableConfig, metadata: Mapping[str, Any]) -> RunnableConfig:
+    merged: RunnableConfig = {**config}
+    merged["metadata"] = {**(config.get("metadata") or {}), **metadata}
+    merged["configurable"] = {**(config.get("configurable") or {})}
+    return merged
+
+
+def _with_checkpoint(config: RunnableConfig, checkpoint_id: str | None) -> RunnableConfig:
+    configurable = {**(config.get("configurable") or {})}
+    configurable.pop("checkpoint_id", None)
+    if checkpoint_id is not None:
+        configurable["checkpoint_id"] = checkpoint_id
+    return {**config, "configurable": configurable}
+
+
+def _interrupted(head: CheckpointTuple) -> bool:
+    return any(channel == "__interrupt__" for _, channel, _ in head.pending_writes or ())
+
+
+def _holds(when: _When, graph: Pregel[Any, Any, Any, Any], head: CheckpointTuple | None) -> bool:
+    """Whether a follow-up invocation applies to the thread as the first one left it."""
+    if head is None:
+        return False
+    if when is _When.INTERRUPTED:
+        return _interrupted(head)
+    return not _interrupted(head) and not _next(graph, head)
+
+
+def _output(graph: Pregel[Any, Any, Any, Any], head: CheckpointTuple | None) -> Any:
+    """What ``invoke`` returns for a finished thread, read from the raw head."""
+    if head is None:
+        return None
+    values = head.checkpoint.get("channel_values", {})
+    channels = graph.output_channels
+    if isinstance(channels, str):
+        return values.get(channels)
+    return {key: values[key] for key in channels if key in values}
