@@ -154,14 +154,10 @@ def decide(records: Sequence[Record], current: Stamp, thread_id: str) -> ResumeP
             elif record.ran:
                 notes.append(f"checkpoint {record.checkpoint_id}: written without a stamp")
             continue
-        changes = _changes(record.ran, record.wrote, record.stamp, current)
-        if changes:
-            return _rewind(base, records, index, turn, changes, thread_id)
-    if head.pending_tasks and isinstance(head.stamp, Stamp):
-        channels = frozenset(head.stamp.channels) | frozenset(current.channels)
-        changes = _changes(head.next_nodes, channels, head.stamp, current)
-        if changes:
-            return _rewind(base, records, len(records), turn, changes, thread_id)
+        if _changes(record.ran, record.wrote, record.stamp, current):
+            return _rewind(base, records, index, turn, _all_changes(records, index, current))
+    if _pending_changes(head, current):
+        return _rewind(base, records, len(records), turn, _pending_changes(head, current))
     if notes:
         return replace(base, kind=PlanKind.UNVERIFIED, notes=tuple(notes))
     return base
@@ -177,13 +173,34 @@ def _ran_between(records: Sequence[Record], start: int, stop: int) -> frozenset[
     return frozenset(name for record in records[start:stop] for name in record.ran)
 
 
+def _all_changes(
+    records: Sequence[Record], start: int, current: Stamp
+) -> tuple[NodeChange, ...]:
+    """Every change from the earliest affected task on, each node and reason once."""
+    found: dict[tuple[str, ChangeReason, str | None], NodeChange] = {}
+    for record in records[start:]:
+        if isinstance(record.stamp, Stamp):
+            for change in _changes(record.ran, record.wrote, record.stamp, current):
+                found.setdefault((change.node, change.reason, change.channel), change)
+    for change in _pending_changes(records[-1], current):
+        found.setdefault((change.node, change.reason, change.channel), change)
+    return tuple(found.values())
+
+
+def _pending_changes(head: Record, current: Stamp) -> tuple[NodeChange, ...]:
+    """Changes among the head's finished-but-uncheckpointed tasks (a crashed superstep)."""
+    if not head.pending_tasks or not isinstance(head.stamp, Stamp):
+        return ()
+    channels = frozenset(head.stamp.channels) | frozenset(current.channels)
+    return _changes(head.next_nodes, channels, head.stamp, current)
+
+
 def _rewind(
     base: ResumePlan,
     records: Sequence[Record],
     index: int,
     turn: int,
     changes: tuple[NodeChange, ...],
-    thread_id: str,
 ) -> ResumePlan:
     """Fork from the parent of ``records[index]`` (``len(records)``: the head itself)."""
     head = records[-1]
@@ -205,7 +222,7 @@ def _rewind(
         return replace(
             plan,
             blocker=(
-                f"thread {thread_id!r} was written with durability='exit': it has no "
+                f"thread {base.thread_id!r} was written with durability='exit': it has no "
                 "checkpoint between the steps before and after the changed nodes, so there is "
                 "nothing to rewind to; start a new thread_id (and write with "
                 "durability='sync', the default of run())"
@@ -215,7 +232,7 @@ def _rewind(
         return replace(
             plan,
             blocker=(
-                f"thread {thread_id!r}: the earliest changed node ran in an earlier turn "
+                f"thread {base.thread_id!r}: the earliest changed node ran in an earlier turn "
                 f"(before the input at step {records[turn].step}); rewinding would drop the "
                 "later turns. Replay the conversation on a new thread_id, or rewind it "
                 "yourself with LangGraph's time travel"

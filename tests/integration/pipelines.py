@@ -1,0 +1,65 @@
+"""Real LangGraph graphs for the resume tests; every node counts its executions."""
+
+from __future__ import annotations
+
+import operator
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from typing import Annotated, Any, TypedDict
+
+from langgraph.graph import END, START, StateGraph
+from pydantic import BaseModel, create_model
+
+MODULE = "tests.integration.models"
+
+
+class State(TypedDict, total=False):
+    """A log every node appends to (a reducer channel) and one plain value."""
+
+    log: Annotated[list[str], operator.add]
+    value: int
+
+
+def model(name: str = "Analysis", **fields: Any) -> type[BaseModel]:
+    """A pydantic model with a fixed module and qualname, so only its fields differ."""
+    return create_model(name, __module__=MODULE, **fields)
+
+
+class Crash(RuntimeError):
+    """Raised by a node told to crash, standing in for a process dying mid-run."""
+
+
+def node(
+    name: str, runs: Counter[str], *, returns: object = None, crash: bool = False
+) -> Callable[[State], dict[str, Any]]:
+    """A node that counts itself, appends its name to the log, and declares ``returns``."""
+
+    def fn(state: State) -> dict[str, Any]:
+        runs[name] += 1
+        if crash:
+            raise Crash(name)
+        return {"log": [name]}
+
+    fn.__name__ = name.replace("-", "_")
+    if returns is not None:
+        fn.__annotations__ = {"state": State, "return": returns}
+    return fn
+
+
+def linear(
+    runs: Counter[str],
+    returns: Mapping[str, object] | None = None,
+    *,
+    names: Sequence[str] = ("a", "b", "c", "d"),
+    crash: str | None = None,
+) -> StateGraph[Any, Any, Any, Any]:
+    """``names[0] -> names[1] -> ...``; ``returns`` sets return annotations per node."""
+    returns = returns or {}
+    builder = StateGraph(State)
+    for name in names:
+        builder.add_node(name, node(name, runs, returns=returns.get(name), crash=name == crash))
+    builder.add_edge(START, names[0])
+    for before, after in zip(names, names[1:], strict=False):
+        builder.add_edge(before, after)
+    builder.add_edge(names[-1], END)
+    return builder

@@ -1,0 +1,250 @@
+"""A linear pipeline a -> b -> c -> d: what re-runs after each kind of change."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pytest
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
+import neograph_ext as ne
+from tests.integration.pipelines import Crash, linear, model
+
+V1 = model(score=(int, ...), label=(str, ...))
+
+CHANGES: dict[str, tuple[type[Any], str]] = {
+    "field added": (model(score=(int, ...), label=(str, ...), extra=(float, ...)), "extra"),
+    "field removed": (model(score=(int, ...)), "label"),
+    "field retyped": (model(score=(float, ...), label=(str, ...)), "score"),
+    "class renamed": (model("Analysis2", score=(int, ...), label=(str, ...)), "Analysis2"),
+}
+
+
+def count_checkpoints(saver: BaseCheckpointSaver[Any], config: RunnableConfig) -> int:
+    return len(list(saver.list(config)))
+
+
+def completed(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig, returns: dict[str, object]
+) -> Counter[str]:
+    runs: Counter[str] = Counter()
+    ne.run(ne.compile(linear(runs, returns), checkpointer=saver), {"log": []}, config)
+    assert runs == Counter("abcd")
+    return runs
+
+
+@pytest.mark.parametrize("change", sorted(CHANGES))
+def test_changed_output_type_reruns_the_node_and_downstream_only(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig, change: str
+) -> None:
+    completed(saver, config, {"c": V1})
+    new_type, named = CHANGES[change]
+    runs: Counter[str] = Counter()
+    graph = ne.compile(linear(runs, {"c": new_type}), checkpointer=saver)
+
+    plan = ne.plan(graph, config)
+    assert plan.kind is ne.PlanKind.REWIND
+    assert plan.invalidated_nodes == {"c"}
+    assert named in str(plan)
+
+    result = ne.run(graph, {"log": []}, config)
+    assert runs == Counter({"c": 1, "d": 1})
+    # The reducer channel was restored from the fork point: no duplicate appends.
+    assert result["log"] == ["a", "b", "c", "d"]
+
+    assert ne.run(graph, {"log": []}, config)["log"] == ["a", "b", "c", "d"]
+    assert runs == Counter({"c": 1, "d": 1}), "a third run must execute nothing"
+    assert ne.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
+
+
+@pytest.mark.parametrize(
+    ("changed", "expected"),
+    [({"a"}, "abcd"), ({"d"}, "d"), ({"b", "d"}, "bcd")],
+    ids=["root", "leaf", "b-and-d"],
+)
+def test_earliest_change_decides_what_reruns(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig, changed: set[str], expected: str
+) -> None:
+    completed(saver, config, dict.fromkeys("abcd", V1))
+    new = CHANGES["field retyped"][0]
+    runs: Counter[str] = Counter()
+    returns = {n: new if n in changed else V1 for n in "abcd"}
+    graph = ne.compile(linear(runs, returns), checkpointer=saver)
+    assert ne.plan(graph, config).invalidated_nodes == changed
+    ne.run(graph, {"log": []}, config)
+    assert runs == Counter(expected)
+
+
+def test_strict_mode_raises_before_running_and_writes_nothing(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    completed(saver, config, {"c": V1})
+    before = count_checkpoints(saver, config)
+    runs: Counter[str] = Counter()
+    graph = ne.compile(linear(runs, {"c": CHANGES["field retyped"][0]}), checkpointer=saver)
+    with pytest.raises(ne.CheckpointSchemaError) as caught:
+        ne.run(graph, {"log": []}, config, auto_resume=False)
+    assert caught.value.invalidated_nodes == {"c"}
+    assert caught.value.plan.kind is ne.PlanKind.REWIND
+    message = str(caught.value)
+    assert "node `c`" in message and "score" in message and "auto_resume" in message
+    assert runs == Counter()
+    assert count_checkpoints(saver, config) == before
+
+
+def test_strict_mode_passes_when_nothing_changed(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    completed(saver, config, {"c": V1})
+    runs: Counter[str] = Counter()
+    graph = ne.compile(linear(runs, {"c": V1}), checkpointer=saver)
+    assert ne.run(graph, {"log": []}, config, auto_resume=False)["log"] == list("abcd")
+    assert runs == Counter()
+
+
+def test_plan_explains_at_field_level_and_writes_nothing(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    completed(saver, config, {"c": V1})
+    before = count_checkpoints(saver, config)
+    graph = ne.compile(linear(Counter(), {"c": CHANGES["field retyped"][0]}), checkpointer=saver)
+    plan = ne.plan(graph, config)
+    (change,) = plan.changes
+    assert change.node == "c" and change.reason is ne.ChangeReason.OUTPUT_TYPE
+    assert change.old != change.new
+    assert any("score" in line and "int" in line and "float" in line for line in change.diff)
+    assert plan.rerun == {"c", "d"} and plan.kept == {"a", "b"}
+    assert plan.step is not None and plan.checkpoint_id is not None
+    assert "score" in str(plan) and "c" in str(plan)
+    assert count_checkpoints(saver, config) == before
+
+
+def test_hyphenated_node_names(saver: BaseCheckpointSaver[Any], config: RunnableConfig) -> None:
+    names = ("load-doc", "call-llm", "parse-out", "save-it")
+    runs: Counter[str] = Counter()
+    graph = ne.compile(linear(runs, {"parse-out": V1}, names=names), checkpointer=saver)
+    ne.run(graph, {"log": []}, config)
+    runs.clear()
+    new = CHANGES["field added"][0]
+    graph = ne.compile(linear(runs, {"parse-out": new}, names=names), checkpointer=saver)
+    assert ne.plan(graph, config).invalidated_nodes == {"parse-out"}
+    ne.run(graph, {"log": []}, config)
+    assert runs == Counter({"parse-out": 1, "save-it": 1})
+
+
+def test_versions_bump_reruns_the_node(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    runs: Counter[str] = Counter()
+    v1 = ne.compile(linear(runs), checkpointer=saver, versions={"b": "prompt-v1"})
+    ne.run(v1, {"log": []}, config)
+    ne.run(v1, {"log": []}, config)
+    assert runs == Counter("abcd")
+    runs.clear()
+    graph = ne.compile(linear(runs), checkpointer=saver, versions={"b": "prompt-v2"})
+    (change,) = ne.plan(graph, config).changes
+    assert change.reason is ne.ChangeReason.VERSION and "prompt-v2" in change.diff[0]
+    ne.run(graph, None, config)
+    assert runs == Counter("bcd")
+
+
+def test_output_types_override_the_return_annotation(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    completed(saver, config, {"c": V1})
+    runs: Counter[str] = Counter()
+    # Same annotation, but the declared override differs from what was stamped.
+    graph = ne.compile(
+        linear(runs, {"c": V1}), checkpointer=saver, output_types={"c": CHANGES["field added"][0]}
+    )
+    assert ne.plan(graph, config).invalidated_nodes == {"c"}
+    graph = ne.compile(linear(runs, {"c": None}), checkpointer=saver, output_types={"c": V1})
+    assert ne.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
+
+
+def test_unknown_node_in_options_is_a_clear_error(saver: BaseCheckpointSaver[Any]) -> None:
+    with pytest.raises(ValueError, match="versions names nodes the graph does not have: \\['x'\\]"):
+        ne.compile(linear(Counter()), checkpointer=saver, versions={"x": "1"})
+
+
+def test_crash_resumes_without_repeating_finished_nodes(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    runs: Counter[str] = Counter()
+    with pytest.raises(Crash):
+        ne.run(ne.compile(linear(runs, crash="c"), checkpointer=saver), {"log": []}, config)
+    assert runs == Counter("abc")
+    runs.clear()
+    graph = ne.compile(linear(runs), checkpointer=saver)
+    assert ne.plan(graph, config).kind is ne.PlanKind.CONTINUE
+    # The input of an incomplete thread is ignored: the stored run continues.
+    assert ne.run(graph, {"log": ["ignored"]}, config)["log"] == list("abcd")
+    assert runs == Counter("cd")
+
+
+def test_crash_then_change_upstream_rewinds_before_it(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    runs: Counter[str] = Counter()
+    graph = ne.compile(linear(runs, {"b": V1}, crash="d"), checkpointer=saver)
+    with pytest.raises(Crash):
+        ne.run(graph, {"log": []}, config)
+    runs.clear()
+    graph = ne.compile(linear(runs, {"b": CHANGES["field added"][0]}), checkpointer=saver)
+    assert ne.run(graph, None, config)["log"] == list("abcd")
+    assert runs == Counter("bcd")
+
+
+def test_caller_input_and_config_are_not_mutated(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    completed(saver, config, {"c": V1})
+    graph = ne.compile(linear(Counter(), {"c": CHANGES["field added"][0]}), checkpointer=saver)
+    given = {"log": []}
+    snapshot_config = {"configurable": dict(config["configurable"])}
+    ne.run(graph, given, config)
+    assert given == {"log": []}
+    assert config == snapshot_config
+
+
+def test_checkpoint_id_in_config_is_planned_from(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    completed(saver, config, {"c": V1})
+    history = list(saver.list(config))
+    after_b = next(t for t in history if t.metadata and t.metadata.get("step") == 2)
+    at = {"configurable": {**config["configurable"], "checkpoint_id": after_b.checkpoint["id"]}}
+    runs: Counter[str] = Counter()
+    graph = ne.compile(linear(runs, {"c": V1}), checkpointer=saver)
+    plan = ne.plan(graph, at)
+    assert plan.kind is ne.PlanKind.CONTINUE and plan.head_id == after_b.checkpoint["id"]
+    assert plan.next_nodes == {"c"}
+    ne.run(graph, None, at)
+    assert runs == Counter("cd")
+
+
+def test_history_is_forked_never_overwritten(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    completed(saver, config, {"c": V1})
+    before = {t.checkpoint["id"] for t in saver.list(config)}
+    graph = ne.compile(linear(Counter(), {"c": CHANGES["field added"][0]}), checkpointer=saver)
+    ne.run(graph, None, config)
+    after = {t.checkpoint["id"] for t in saver.list(config)}
+    assert before < after
+    sources = {t.metadata["source"] for t in saver.list(config) if t.checkpoint["id"] not in before}
+    assert "fork" in sources
+
+
+def test_graph_without_stamp_or_thread_is_a_clear_error(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    plain = linear(Counter()).compile(checkpointer=saver)
+    with pytest.raises(ne.GraphError, match="neograph_ext.compile"):
+        ne.run(plain, None, config)
+    with pytest.raises(ne.GraphError, match="thread_id"):
+        ne.run(ne.compile(linear(Counter()), checkpointer=saver), None, {})
+    with pytest.raises(ne.GraphError, match="checkpointer"):
+        ne.plan(ne.compile(linear(Counter())), config)
