@@ -1,0 +1,43 @@
+"""A process dies inside a node; another process resumes the thread from the database."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+
+def worker(db: str, thread: str, log: Path, *exit_in: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tests.integration.kill_worker", db, thread, str(log), *exit_in],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("where", ["sqlite", "postgres"])
+def test_killed_process_is_resumed_by_another_without_repeating_nodes(
+    where: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    db = (
+        str(tmp_path / "threads.sqlite")
+        if where == "sqlite"
+        else request.getfixturevalue("pg_dsn")
+    )
+    thread, log = str(uuid.uuid4()), tmp_path / "executions.log"
+
+    killed = worker(db, thread, log, "c")
+    assert killed.returncode == 17, killed.stderr
+    assert log.read_text().split() == ["a", "b", "c"]
+
+    resumed = worker(db, thread, log)
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout) == {"log": ["a", "b", "c", "d"]}
+    # Only the killed node and what follows ran again.
+    assert log.read_text().split() == ["a", "b", "c", "c", "d"]

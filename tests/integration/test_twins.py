@@ -1,0 +1,95 @@
+"""The async and streaming twins behave exactly like ``run``."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pytest
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
+import neograph_ext as ne
+from tests.integration.pipelines import Crash, linear, model
+
+V1 = model(score=(int, ...))
+V2 = model(score=(float, ...))
+
+
+async def test_async_twins_rewind_like_run(
+    async_saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    runs: Counter[str] = Counter()
+    graph = ne.compile(linear(runs, {"c": V1}, crash="d"), checkpointer=async_saver)
+    with pytest.raises(Crash):
+        await ne.arun(graph, {"log": []}, config)
+    runs.clear()
+    graph = ne.compile(linear(runs, {"c": V2}), checkpointer=async_saver)
+    plan = await ne.aplan(graph, config)
+    assert plan.kind is ne.PlanKind.REWIND and plan.invalidated_nodes == {"c"}
+    with pytest.raises(ne.CheckpointSchemaError):
+        await ne.arun(graph, None, config, auto_resume=False)
+    assert runs == Counter()
+    assert (await ne.arun(graph, None, config))["log"] == list("abcd")
+    assert runs == Counter("cd")
+    assert (await ne.aplan(graph, config)).kind is ne.PlanKind.UP_TO_DATE
+
+
+async def test_astream_yields_langgraphs_chunks(
+    async_saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    runs: Counter[str] = Counter()
+    graph = ne.compile(linear(runs, {"c": V1}), checkpointer=async_saver)
+    chunks = [c async for c in ne.astream(graph, {"log": []}, config, stream_mode="updates")]
+    assert chunks == [{name: {"log": [name]}} for name in "abcd"]
+    runs.clear()
+    graph = ne.compile(linear(runs, {"c": V2}), checkpointer=async_saver)
+    chunks = [c async for c in ne.astream(graph, None, config, stream_mode="updates")]
+    assert chunks == [{"c": {"log": ["c"]}}, {"d": {"log": ["d"]}}]
+    assert [c async for c in ne.astream(graph, None, config)] == []
+
+
+def test_stream_yields_exactly_langgraphs_chunks(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    runs: Counter[str] = Counter()
+    plain_config: RunnableConfig = {"configurable": {"thread_id": f"{config['configurable']['thread_id']}-plain"}}
+    expected = list(
+        linear(runs).compile(checkpointer=saver).stream(
+            {"log": []}, plain_config, stream_mode="values", durability="sync"
+        )
+    )
+    graph = ne.compile(linear(runs), checkpointer=saver)
+    assert list(ne.stream(graph, {"log": []}, config, stream_mode="values")) == expected
+    runs.clear()
+    graph = ne.compile(linear(runs, {"b": V2}), checkpointer=saver)
+    chunks = list(ne.stream(graph, None, config, stream_mode=["updates", "values"]))
+    assert [c for mode, c in chunks if mode == "updates"] == [
+        {name: {"log": [name]}} for name in "bcd"
+    ]
+    assert chunks[-1] == ("values", {"log": list("abcd")})
+    assert runs == Counter("bcd")
+
+
+def test_run_defaults_to_sync_durability_and_an_explicit_one_wins(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    graph = ne.compile(linear(Counter()), checkpointer=saver)
+    ne.run(graph, {"log": []}, config)
+    per_step = len(list(saver.list(config)))
+    other: RunnableConfig = {"configurable": {"thread_id": f"{config['configurable']['thread_id']}-x"}}
+    ne.run(graph, {"log": []}, other, durability="exit")
+    assert per_step == 6
+    assert len(list(saver.list(other))) == 1
+
+
+def test_run_records_its_decision_in_run_metadata(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    graph = ne.compile(linear(Counter(), {"c": V1}), checkpointer=saver)
+    ne.run(graph, {"log": []}, config)
+    ne.run(ne.compile(linear(Counter(), {"c": V2}), checkpointer=saver), None, config)
+    head = saver.get_tuple(config)
+    assert head is not None
+    assert head.metadata["neograph_ext_decision"] == "rewind"
+    assert head.metadata["source"] == "loop"
