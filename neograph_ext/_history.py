@@ -135,7 +135,11 @@ def _record(
         wrote=_wrote(checkpoint, parent),
         span=step - parent_step if source != "input" else 0,
         pending_tasks=len(
-            {task for task, channel, _ in tup.pending_writes or () if channel not in _SPECIAL_WRITES}
+            {
+                task
+                for task, channel, _ in tup.pending_writes or ()
+                if channel not in _SPECIAL_WRITES
+            }
         ),
         next_nodes=next_nodes,
         input=values.get("__start__") if source == "input" else None,
@@ -170,7 +174,7 @@ def _wrote(checkpoint: Mapping[str, Any], parent: CheckpointTuple | None) -> fro
 def waiting(
     checkpoint: Mapping[str, Any],
     triggers: Mapping[str, Sequence[str]],
-    channels: Mapping[str, BaseChannel[Any, Any, Any]],
+    channels: Mapping[str, object],
 ) -> frozenset[str]:
     """Nodes a checkpoint waits to run: the next superstep, computed from raw data.
 
@@ -198,10 +202,8 @@ def waiting(
     return frozenset(due)
 
 
-def _available(
-    spec: BaseChannel[Any, Any, Any] | None, values: Mapping[str, Any], channel: str
-) -> bool:
-    if spec is None or channel not in values:
+def _available(spec: object, values: Mapping[str, Any], channel: str) -> bool:
+    if not isinstance(spec, BaseChannel) or channel not in values:
         return False
     return spec.from_checkpoint(values[channel]).is_available()
 

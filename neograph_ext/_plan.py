@@ -173,9 +173,7 @@ def _ran_between(records: Sequence[Record], start: int, stop: int) -> frozenset[
     return frozenset(name for record in records[start:stop] for name in record.ran)
 
 
-def _all_changes(
-    records: Sequence[Record], start: int, current: Stamp
-) -> tuple[NodeChange, ...]:
+def _all_changes(records: Sequence[Record], start: int, current: Stamp) -> tuple[NodeChange, ...]:
     """Every change from the earliest affected task on, each node and reason once."""
     found: dict[tuple[str, ChangeReason, str | None], NodeChange] = {}
     for record in records[start:]:
@@ -218,7 +216,7 @@ def _rewind(
         rerun=rerun,
         kept=_ran_between(records, turn + 1, index) - rerun,
     )
-    if index < len(records) and records[index].span > 1 or target is None:
+    if (index < len(records) and records[index].span > 1) or target is None:
         return replace(
             plan,
             blocker=(

@@ -46,7 +46,7 @@ DECISION_KEY = "neograph_ext_decision"
 """Run metadata naming the decision, so it shows in traces and checkpoint metadata."""
 
 
-def compile(  # noqa: A001 - the public name mirrors StateGraph.compile
+def compile(
     builder: StateGraph[Any, Any, Any, Any],
     *,
     checkpointer: Any = None,
@@ -257,7 +257,9 @@ def _stamp(graph: Pregel[Any, Any, Any, Any]) -> Stamp:
 
 def _next(graph: Pregel[Any, Any, Any, Any], head: CheckpointTuple) -> frozenset[str]:
     triggers = {
-        name: tuple(node.triggers) for name, node in graph.nodes.items() if not name.startswith("__")
+        name: tuple(node.triggers)
+        for name, node in graph.nodes.items()
+        if not name.startswith("__")
     }
     return waiting(head.checkpoint, triggers, graph.channels)
 
@@ -289,7 +291,9 @@ def _from_head(
 
 
 def _from_history(
-    graph: Pregel[Any, Any, Any, Any], head: CheckpointTuple | None, tuples: Iterable[CheckpointTuple]
+    graph: Pregel[Any, Any, Any, Any],
+    head: CheckpointTuple | None,
+    tuples: Iterable[CheckpointTuple],
 ) -> tuple[Record, ...]:
     assert head is not None  # _from_head answered for an empty thread
     return lineage(tuples, head.checkpoint["id"], next_nodes=_next(graph, head))

@@ -20,7 +20,7 @@ import logging
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, get_args, get_origin
+from typing import Annotated, Any, Final, Literal, get_args, get_origin
 
 import pydantic
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
@@ -32,9 +32,9 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from neograph_ext._fingerprint import Signature, UnresolvedTypeError, digest, signature
 
 __all__ = [
+    "INPUT_KEY",
     "MAX_STAMP_CHARS",
     "STAMP_FORMAT",
-    "INPUT_KEY",
     "STAMP_KEY",
     "VERIFIED_KEY",
     "NodeStamp",
@@ -56,7 +56,7 @@ INPUT_KEY = "neograph_ext_input"
 VERIFIED_KEY = "neograph_ext_verified"
 """Metadata written by ``run()``: the stamp id the whole lineage was checked against."""
 
-STAMP_FORMAT = 1
+STAMP_FORMAT: Final = 1
 """Version of the stamp's JSON shape; a stamp of another version is not trusted."""
 
 MAX_STAMP_CHARS = 2_000_000
@@ -159,7 +159,7 @@ def input_digest(value: object) -> str | None:
     """SHA-256 of a run's input as LangGraph's serializer encodes it; None if it cannot."""
     try:
         _, data = _SERDE.dumps_typed(value)
-    except Exception:  # noqa: BLE001 - any input LangGraph cannot encode has no digest
+    except Exception:
         return None
     return hashlib.sha256(data).hexdigest()
 
@@ -250,9 +250,7 @@ def _successors(builder: StateGraph[Any, Any, Any, Any]) -> dict[str, set[str]]:
             ends = branch.ends.values() if branch.ends is not None else ("*",)
             out.setdefault(start, set()).update(ends)
     for name, spec in builder.nodes.items():
-        if isinstance(spec.ends, dict):
-            out.setdefault(name, set()).update(spec.ends)
-        elif spec.ends:
+        if isinstance(spec.ends, dict) or spec.ends:
             out.setdefault(name, set()).update(spec.ends)
     return out
 
@@ -275,7 +273,7 @@ def _return_type(runnable: object) -> object | None:
     except (NameError, TypeError, AttributeError) as exc:
         logger.debug("return annotation of %r not resolved: %s", fn, exc)
         return None
-    tp = hints.get("return")
+    tp: object = hints.get("return")
     origin = get_origin(tp)
     if origin in (typing.Coroutine, typing.Awaitable) or (
         origin is not None and getattr(origin, "__name__", "") in ("Coroutine", "Awaitable")
@@ -311,7 +309,7 @@ def _channel_types(builder: StateGraph[Any, Any, Any, Any]) -> dict[str, object]
             for key, field in schema.model_fields.items():
                 tp: object = field.annotation
                 if field.metadata:
-                    tp = Annotated[(tp, *field.metadata)]  # type: ignore[valid-type]
+                    tp = Annotated[(tp, *field.metadata)]
                 types.setdefault(key, tp)
             continue
         try:

@@ -14,6 +14,7 @@ import os
 import sqlite3
 import sys
 from collections.abc import Iterator
+from itertools import pairwise
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -57,7 +58,7 @@ def main(db: str, thread: str, log: str, exit_in: str | None) -> None:
     for name in names:
         builder.add_node(name, make(name))
     builder.add_edge(START, "a")
-    for before, after in zip(names, names[1:], strict=False):
+    for before, after in pairwise(names):
         builder.add_edge(before, after)
     with open_saver(db) as saver:
         graph = ne.compile(builder, checkpointer=saver)

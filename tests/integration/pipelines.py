@@ -5,6 +5,7 @@ from __future__ import annotations
 import operator
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from itertools import pairwise
 from typing import Annotated, Any, TypedDict
 
 from langgraph.graph import END, START, StateGraph
@@ -59,7 +60,7 @@ def linear(
     for name in names:
         builder.add_node(name, node(name, runs, returns=returns.get(name), crash=name == crash))
     builder.add_edge(START, names[0])
-    for before, after in zip(names, names[1:], strict=False):
+    for before, after in pairwise(names):
         builder.add_edge(before, after)
     builder.add_edge(names[-1], END)
     return builder

@@ -26,9 +26,7 @@ def test_killed_process_is_resumed_by_another_without_repeating_nodes(
     where: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
     db = (
-        str(tmp_path / "threads.sqlite")
-        if where == "sqlite"
-        else request.getfixturevalue("pg_dsn")
+        str(tmp_path / "threads.sqlite") if where == "sqlite" else request.getfixturevalue("pg_dsn")
     )
     thread, log = str(uuid.uuid4()), tmp_path / "executions.log"
 

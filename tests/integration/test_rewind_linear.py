@@ -165,7 +165,7 @@ def test_output_types_override_the_return_annotation(
 
 
 def test_unknown_node_in_options_is_a_clear_error(saver: BaseCheckpointSaver[Any]) -> None:
-    with pytest.raises(ValueError, match="versions names nodes the graph does not have: \\['x'\\]"):
+    with pytest.raises(ValueError, match=r"versions names nodes the graph does not have: \['x'\]"):
         ne.compile(linear(Counter()), checkpointer=saver, versions={"x": "1"})
 
 
@@ -242,7 +242,7 @@ def test_graph_without_stamp_or_thread_is_a_clear_error(
     saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
     plain = linear(Counter()).compile(checkpointer=saver)
-    with pytest.raises(ne.GraphError, match="neograph_ext.compile"):
+    with pytest.raises(ne.GraphError, match=r"neograph_ext\.compile"):
         ne.run(plain, None, config)
     with pytest.raises(ne.GraphError, match="thread_id"):
         ne.run(ne.compile(linear(Counter()), checkpointer=saver), None, {})

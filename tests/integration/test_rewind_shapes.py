@@ -253,7 +253,8 @@ def test_channel_type_change_in_a_plain_graph_without_annotations(
     saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
     def build(summary_type: Any, runs: Counter[str]) -> StateGraph[Any, Any, Any, Any]:
-        state = TypedDict("Plain", {"doc": str, "summary": summary_type, "out": str}, total=False)
+        # Built at run time on purpose: the channel's type is the parameter.
+        state = TypedDict("Plain", {"doc": str, "summary": summary_type, "out": str}, total=False)  # noqa: UP013
         builder = StateGraph(state)
 
         def load(s: Any):  # type: ignore[no-untyped-def]

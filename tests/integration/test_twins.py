@@ -53,11 +53,13 @@ def test_stream_yields_exactly_langgraphs_chunks(
     saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
     runs: Counter[str] = Counter()
-    plain_config: RunnableConfig = {"configurable": {"thread_id": f"{config['configurable']['thread_id']}-plain"}}
+    plain_config: RunnableConfig = {
+        "configurable": {"thread_id": f"{config['configurable']['thread_id']}-plain"}
+    }
     expected = list(
-        linear(runs).compile(checkpointer=saver).stream(
-            {"log": []}, plain_config, stream_mode="values", durability="sync"
-        )
+        linear(runs)
+        .compile(checkpointer=saver)
+        .stream({"log": []}, plain_config, stream_mode="values", durability="sync")
     )
     graph = ne.compile(linear(runs), checkpointer=saver)
     assert list(ne.stream(graph, {"log": []}, config, stream_mode="values")) == expected
@@ -77,7 +79,9 @@ def test_run_defaults_to_sync_durability_and_an_explicit_one_wins(
     graph = ne.compile(linear(Counter()), checkpointer=saver)
     ne.run(graph, {"log": []}, config)
     per_step = len(list(saver.list(config)))
-    other: RunnableConfig = {"configurable": {"thread_id": f"{config['configurable']['thread_id']}-x"}}
+    other: RunnableConfig = {
+        "configurable": {"thread_id": f"{config['configurable']['thread_id']}-x"}
+    }
     ne.run(graph, {"log": []}, other, durability="exit")
     assert per_step == 6
     assert len(list(saver.list(other))) == 1
