@@ -1,0 +1,171 @@
+"""The resume decision on hand-made lineages: no graph, no database."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import pytest
+from langgraph.graph import START, StateGraph
+
+from neograph_ext._history import Record
+from neograph_ext._plan import ChangeReason, PlanKind, decide, verified_head
+from neograph_ext._stamp import Stamp, Unreadable, build_stamp
+from tests.integration.pipelines import State, linear, model
+
+V1 = model(score=(int, ...))
+V2 = model(score=(float, ...))
+
+
+def stamp(**returns: object) -> Stamp:
+    from collections import Counter
+
+    return build_stamp(linear(Counter(), returns))
+
+
+def record(
+    step: int,
+    ran: Iterable[str] = (),
+    *,
+    stamp: Stamp | Unreadable | None,
+    source: str = "loop",
+    wrote: Iterable[str] = ("log",),
+    span: int = 1,
+    next_nodes: Iterable[str] = (),
+    pending: int = 0,
+    verified: str | None = None,
+) -> Record:
+    return Record(
+        checkpoint_id=f"cp{step + 1:03d}",
+        parent_id=f"cp{step:03d}" if step > -1 else None,
+        step=step,
+        source=source,
+        stamp=stamp,
+        verified=verified,
+        ran=frozenset(ran),
+        wrote=frozenset(wrote),
+        span=span,
+        pending_tasks=pending,
+        next_nodes=frozenset(next_nodes),
+    )
+
+
+def thread(old: Stamp | Unreadable | None, ran: str = "abcd", **extra: Any) -> list[Record]:
+    records = [record(-1, stamp=old, source="input", wrote=()), record(0, stamp=old, wrote=())]
+    records += [record(i + 1, node, stamp=old) for i, node in enumerate(ran)]
+    if extra:
+        records[-1] = record(len(ran), ran[-1], stamp=old, **extra)
+    return records
+
+
+def test_no_checkpoint_is_fresh() -> None:
+    assert decide([], stamp(), "t").kind is PlanKind.FRESH
+
+
+@pytest.mark.parametrize(
+    ("next_nodes", "kind"), [((), PlanKind.UP_TO_DATE), (("d",), PlanKind.CONTINUE)]
+)
+def test_nothing_changed(next_nodes: tuple[str, ...], kind: PlanKind) -> None:
+    s = stamp(c=V1)
+    plan = decide(thread(s, next_nodes=next_nodes), s, "t")
+    assert plan.kind is kind and not plan.changes and plan.blocker is None
+
+
+def test_rewind_targets_the_parent_of_the_earliest_affected_task() -> None:
+    records = thread(stamp(c=V1))
+    plan = decide(records, stamp(c=V2), "t")
+    assert plan.kind is PlanKind.REWIND
+    assert plan.checkpoint_id == records[3].checkpoint_id  # after b, before c
+    assert plan.step == 2
+    assert plan.rerun == {"c", "d"} and plan.kept == {"a", "b"}
+    (change,) = plan.changes
+    assert change.reason is ChangeReason.OUTPUT_TYPE and change.old != change.new
+    assert "score" in "\n".join(change.diff)
+
+
+def test_unstamped_and_unreadable_checkpoints_never_count_as_changed() -> None:
+    garbage = Unreadable("format", "stamp is not JSON")
+    for old in (None, garbage):
+        plan = decide(thread(old), stamp(c=V2), "t")
+        assert plan.kind is PlanKind.UNVERIFIED and not plan.changes
+        assert plan.notes
+
+
+def test_change_after_unstamped_checkpoints_still_rewinds() -> None:
+    records = thread(None, "ab") + [record(3, "c", stamp=stamp(c=V1))]
+    assert decide(records, stamp(c=V2), "t").invalidated_nodes == {"c"}
+
+
+def test_change_in_an_earlier_turn_is_blocked() -> None:
+    old = stamp(b=V1)
+    turn_two = [record(5, stamp=old, source="input", wrote=()), record(6, "a", stamp=old)]
+    plan = decide(thread(old) + turn_two, stamp(b=V2), "t")
+    assert plan.kind is PlanKind.REWIND and plan.blocker and "earlier turn" in plan.blocker
+
+
+def test_collapsed_steps_from_exit_durability_are_blocked() -> None:
+    old = stamp(c=V1)
+    records = [
+        record(-1, stamp=old, source="input", wrote=()),
+        record(4, "abcd", stamp=old, span=5),
+    ]
+    plan = decide(records, stamp(c=V2), "t")
+    assert plan.blocker and "durability='exit'" in plan.blocker
+
+
+def test_finished_tasks_of_a_crashed_superstep_are_checked() -> None:
+    old, new = stamp(c=V1), stamp(c=V2)
+    records = thread(old, "ab", next_nodes=("c",), pending=1)
+    plan = decide(records, new, "t")
+    assert plan.kind is PlanKind.REWIND and plan.checkpoint_id == records[-1].checkpoint_id
+
+
+def test_a_thread_of_another_graph_is_blocked_with_both_node_lists() -> None:
+    plan = decide(thread(None, "xyz"), stamp(), "t")
+    assert (
+        plan.blocker
+        and "['x', 'y', 'z']" in plan.blocker
+        and "['a', 'b', 'c', 'd']" in plan.blocker
+    )
+
+
+def test_verified_head_needs_both_the_same_stamp_and_the_claim() -> None:
+    s = stamp()
+    assert verified_head(record(3, stamp=s, verified=s.id), s)
+    assert not verified_head(record(3, stamp=s), s)
+    assert not verified_head(record(3, stamp=stamp(c=V1), verified=s.id), s)
+
+
+def test_removed_node_is_named_and_not_expected_to_rerun() -> None:
+    from collections import Counter
+
+    old = stamp()
+    new = build_stamp(linear(Counter(), names="abd"))
+    plan = decide(thread(old, "abc", next_nodes=()), new, "t")
+    reasons: dict[str, set[ChangeReason]] = {}
+    for change in plan.changes:
+        reasons.setdefault(change.node, set()).add(change.reason)
+    assert reasons == {"b": {ChangeReason.SUCCESSORS}, "c": {ChangeReason.REMOVED}}
+    assert "c" not in plan.rerun
+
+
+def test_plan_reads_as_text() -> None:
+    text = str(decide(thread(stamp(c=V1)), stamp(c=V2), "t"))
+    assert text.startswith("rewind: thread 't', fork from checkpoint")
+    assert "node `c`: output type changed" in text and "re-runs: c, d" in text
+
+
+def test_successors_cover_conditional_destinations() -> None:
+    builder = StateGraph(State)
+    builder.add_node("a", lambda s: {})
+    builder.add_node("b", lambda s: {})
+    builder.add_edge(START, "a")
+    builder.add_conditional_edges("a", lambda s: "b", ["b"])
+    declared = build_stamp(builder).nodes["a"].succ
+    builder2 = StateGraph(State)
+    builder2.add_node("a", lambda s: {})
+    builder2.add_node("b", lambda s: {})
+    builder2.add_edge(START, "a")
+    builder2.add_conditional_edges("a", lambda s: "b")
+    assert declared == ("b",)
+    assert build_stamp(builder2).nodes["a"].succ == ("*",)

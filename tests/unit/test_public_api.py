@@ -1,0 +1,42 @@
+"""The exported surface is exactly what ``__all__`` says, and every name is documented."""
+
+from __future__ import annotations
+
+import inspect
+
+import neograph_ext
+
+EXPECTED = [
+    "ChangeReason",
+    "CheckpointSchemaError",
+    "GraphError",
+    "NeographExtError",
+    "NodeChange",
+    "PlanKind",
+    "ResumePlan",
+    "ThreadBusyError",
+    "aplan",
+    "arun",
+    "astream",
+    "compile",
+    "fingerprint_type",
+    "plan",
+    "run",
+    "stream",
+]
+
+
+def test_exports_are_exactly_all() -> None:
+    assert neograph_ext.__all__ == EXPECTED
+    public = {n for n in vars(neograph_ext) if not n.startswith("_")}
+    assert public == set(EXPECTED)
+
+
+def test_every_export_has_a_docstring() -> None:
+    for name in EXPECTED:
+        assert inspect.getdoc(getattr(neograph_ext, name)), name
+
+
+def test_errors_share_one_root() -> None:
+    for name in ("CheckpointSchemaError", "GraphError", "ThreadBusyError"):
+        assert issubclass(getattr(neograph_ext, name), neograph_ext.NeographExtError)

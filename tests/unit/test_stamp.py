@@ -1,0 +1,118 @@
+"""What goes into checkpoint metadata: built from a builder, read back defensively."""
+
+from __future__ import annotations
+
+import json
+import operator
+from collections import Counter
+from typing import Annotated, Any, Literal, TypedDict
+
+from langgraph.graph import START, StateGraph
+from langgraph.types import Command
+
+from neograph_ext import fingerprint_type
+from neograph_ext._stamp import STAMP_KEY, Stamp, Unreadable, build_stamp, read_stamp
+from tests.integration.pipelines import State, linear, model
+
+V1 = model(score=(int, ...))
+
+
+def one_node(fn: Any) -> StateGraph[Any, Any, Any, Any]:
+    builder = StateGraph(State)
+    builder.add_node("n", fn)
+    builder.add_edge(START, "n")
+    return builder
+
+
+def out_of(fn: Any) -> str | None:
+    return build_stamp(one_node(fn)).nodes["n"].out
+
+
+def test_return_annotation_is_unwrapped_from_coroutines() -> None:
+    def sync(state: State) -> V1:  # type: ignore[valid-type]
+        raise NotImplementedError
+
+    async def asynchronous(state: State) -> V1:  # type: ignore[valid-type]
+        raise NotImplementedError
+
+    assert out_of(sync) == out_of(asynchronous) == fingerprint_type(V1)
+
+
+def test_annotations_that_say_nothing_about_the_output_are_skipped() -> None:
+    def plain(state: State) -> dict[str, Any]:
+        return {}
+
+    def command(state: State) -> Command[Literal["n"]]:
+        raise NotImplementedError
+
+    def anything(state: State) -> Any:
+        return {}
+
+    def unannotated(state):  # type: ignore[no-untyped-def]
+        return {}
+
+    assert {out_of(f) for f in (plain, command, anything, unannotated)} == {None}
+
+
+def test_unresolvable_forward_reference_degrades_to_no_fingerprint() -> None:
+    def fn(state: State) -> NoSuchType:  # type: ignore[name-defined]  # noqa: F821
+        return {}
+
+    assert out_of(fn) is None
+
+
+def test_reducer_is_stripped_from_channel_types() -> None:
+    class WithReducer(TypedDict):
+        log: Annotated[list[str], operator.add]
+
+    class Without(TypedDict):
+        log: list[str]
+
+    def channels(schema: Any) -> dict[str, str]:
+        builder = StateGraph(schema)
+        builder.add_node("n", lambda s: {})
+        builder.add_edge(START, "n")
+        return dict(build_stamp(builder).channels)
+
+    assert channels(WithReducer) == channels(Without) == {"log": fingerprint_type(list[str])}
+
+
+def test_node_fingerprint_covers_version_and_successors() -> None:
+    base = build_stamp(linear(Counter()))
+    bumped = build_stamp(linear(Counter()), versions={"b": "v2"})
+    longer = build_stamp(linear(Counter(), names="abcde"))
+    assert base.nodes["b"].fp != bumped.nodes["b"].fp
+    assert base.nodes["a"].fp == bumped.nodes["a"].fp
+    assert base.nodes["d"].fp != longer.nodes["d"].fp
+    assert base.nodes["c"].fp == longer.nodes["c"].fp
+    assert len({base.id, bumped.id, longer.id}) == 3
+
+
+def test_stamp_round_trips_through_its_json() -> None:
+    stamp = build_stamp(linear(Counter(), {"c": V1}))
+    encoded = stamp.encode()
+    assert json.loads(encoded)["v"] == 1
+    assert read_stamp(encoded) == stamp
+    # Signatures are stored so a later process can explain a diff.
+    assert stamp.nodes["c"].out in json.loads(encoded)["sigs"]
+
+
+def test_untrusted_stamps_are_unreadable_with_a_reason() -> None:
+    good = json.loads(build_stamp(linear(Counter())).encode())
+    cases: dict[str, object] = {
+        "format": "{not json",
+        "version": json.dumps({**good, "v": 99}),
+        "invalid": json.dumps({**good, "id": "0" * 64}),
+    }
+    for reason, raw in cases.items():
+        result = read_stamp(raw)
+        assert isinstance(result, Unreadable) and result.reason == reason, raw
+    assert isinstance(read_stamp({"v": 1}), Unreadable)
+    assert read_stamp(None) is None
+
+
+def test_stamp_key_is_a_valid_sqlite_filter_key() -> None:
+    import re
+
+    assert re.fullmatch(r"[a-zA-Z0-9_.-]+", STAMP_KEY) and "." not in STAMP_KEY
+    assert isinstance(read_stamp(build_stamp(linear(Counter())).encode()), Stamp)
