@@ -92,7 +92,7 @@ def test_unstamped_and_unreadable_checkpoints_never_count_as_changed() -> None:
 
 
 def test_change_after_unstamped_checkpoints_still_rewinds() -> None:
-    records = thread(None, "ab") + [record(3, "c", stamp=stamp(c=V1))]
+    records = [*thread(None, "ab"), record(3, "c", stamp=stamp(c=V1))]
     assert decide(records, stamp(c=V2), "t").invalidated_nodes == {"c"}
 
 
