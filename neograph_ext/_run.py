@@ -27,6 +27,7 @@ from langgraph.types import Command
 
 from neograph_ext._errors import CheckpointSchemaError, GraphError
 from neograph_ext._history import Record, lineage, waiting
+from neograph_ext._lock import OnBusy, athread_lock, thread_lock
 from neograph_ext._plan import PlanKind, ResumePlan, decide, verified_head
 from neograph_ext._stamp import (
     INPUT_KEY,
@@ -126,6 +127,8 @@ def run(
     config: RunnableConfig,
     *,
     auto_resume: bool = True,
+    on_busy: OnBusy = "wait",
+    lock_timeout: float = 300.0,
     **kwargs: Any,
 ) -> Any:
     """Run or resume a thread, rewinding past checkpoints that other types wrote.
@@ -136,6 +139,10 @@ def run(
             ``Command(resume=...)`` answers an interrupt as usual.
         config: Names the thread; a ``checkpoint_id`` in it is planned from.
         auto_resume: False (strict mode, for CI) raises instead of rewinding.
+        on_busy: When another process holds the thread: ``"wait"`` for it, up to
+            ``lock_timeout`` seconds, or ``"raise"`` at once. The lock covers planning
+            and executing; it is taken for SQLite files and PostgreSQL only.
+        lock_timeout: Seconds to wait for the thread's lock.
         **kwargs: Passed to ``graph.invoke``; ``durability`` defaults to ``"sync"``.
 
     Returns:
@@ -145,14 +152,15 @@ def run(
         CheckpointSchemaError: Strict mode and something changed, or a change that
             cannot be rewound safely; raised before any node runs.
         GraphError: The graph or config cannot be used.
+        ThreadBusyError: Another process holds the thread's lock.
     """
-    plan_, head = _read(graph, config)
-    prepared = _prepare(graph, plan_, head, input, config, auto_resume, kwargs)
-    result = prepared.stored
-    for step in prepared.invocations:
-        if step.when is _When.ALWAYS or _holds(step.when, graph, _saver(graph).get_tuple(config)):
-            result = graph.invoke(step.input, step.config, **prepared.kwargs)
-    return result
+    with thread_lock(*_target(graph, config), on_busy=on_busy, timeout=lock_timeout):
+        prepared = _prepare(graph, *_read(graph, config), input, config, auto_resume, kwargs)
+        result = prepared.stored
+        for step in prepared.invocations:
+            if step.when is _When.ALWAYS or _holds(step.when, graph, _head(graph, step)):
+                result = graph.invoke(step.input, step.config, **prepared.kwargs)
+        return result
 
 
 async def arun(
@@ -161,18 +169,18 @@ async def arun(
     config: RunnableConfig,
     *,
     auto_resume: bool = True,
+    on_busy: OnBusy = "wait",
+    lock_timeout: float = 300.0,
     **kwargs: Any,
 ) -> Any:
     """Async twin of ``run``."""
-    plan_, head = await _aread(graph, config)
-    prepared = _prepare(graph, plan_, head, input, config, auto_resume, kwargs)
-    result = prepared.stored
-    for step in prepared.invocations:
-        if step.when is _When.ALWAYS or _holds(
-            step.when, graph, await _saver(graph).aget_tuple(config)
-        ):
-            result = await graph.ainvoke(step.input, step.config, **prepared.kwargs)
-    return result
+    async with athread_lock(*_target(graph, config), on_busy=on_busy, timeout=lock_timeout):
+        prepared = _prepare(graph, *await _aread(graph, config), input, config, auto_resume, kwargs)
+        result = prepared.stored
+        for step in prepared.invocations:
+            if step.when is _When.ALWAYS or _holds(step.when, graph, await _ahead(graph, step)):
+                result = await graph.ainvoke(step.input, step.config, **prepared.kwargs)
+        return result
 
 
 def stream(
@@ -181,17 +189,19 @@ def stream(
     config: RunnableConfig,
     *,
     auto_resume: bool = True,
+    on_busy: OnBusy = "wait",
+    lock_timeout: float = 300.0,
     **kwargs: Any,
 ) -> Iterator[Any]:
     """Like ``run``, yielding exactly the chunks of LangGraph's ``stream``.
 
     A complete, unchanged thread yields nothing: nothing runs.
     """
-    plan_, head = _read(graph, config)
-    prepared = _prepare(graph, plan_, head, input, config, auto_resume, kwargs)
-    for step in prepared.invocations:
-        if step.when is _When.ALWAYS or _holds(step.when, graph, _saver(graph).get_tuple(config)):
-            yield from graph.stream(step.input, step.config, **prepared.kwargs)
+    with thread_lock(*_target(graph, config), on_busy=on_busy, timeout=lock_timeout):
+        prepared = _prepare(graph, *_read(graph, config), input, config, auto_resume, kwargs)
+        for step in prepared.invocations:
+            if step.when is _When.ALWAYS or _holds(step.when, graph, _head(graph, step)):
+                yield from graph.stream(step.input, step.config, **prepared.kwargs)
 
 
 async def astream(
@@ -200,23 +210,24 @@ async def astream(
     config: RunnableConfig,
     *,
     auto_resume: bool = True,
+    on_busy: OnBusy = "wait",
+    lock_timeout: float = 300.0,
     **kwargs: Any,
 ) -> AsyncIterator[Any]:
     """Async twin of ``stream``."""
-    plan_, head = await _aread(graph, config)
-    prepared = _prepare(graph, plan_, head, input, config, auto_resume, kwargs)
-    for step in prepared.invocations:
-        if step.when is _When.ALWAYS or _holds(
-            step.when, graph, await _saver(graph).aget_tuple(config)
-        ):
-            async for chunk in graph.astream(step.input, step.config, **prepared.kwargs):
-                yield chunk
+    async with athread_lock(*_target(graph, config), on_busy=on_busy, timeout=lock_timeout):
+        prepared = _prepare(graph, *await _aread(graph, config), input, config, auto_resume, kwargs)
+        for step in prepared.invocations:
+            if step.when is _When.ALWAYS or _holds(step.when, graph, await _ahead(graph, step)):
+                async for chunk in graph.astream(step.input, step.config, **prepared.kwargs):
+                    yield chunk
 
 
 def _read(
     graph: Pregel[Any, Any, Any, Any], config: RunnableConfig
 ) -> tuple[ResumePlan, CheckpointTuple | None]:
-    stamp, saver, thread_id = _context(graph, config)
+    stamp = _stamp(graph)
+    saver, thread_id = _target(graph, config)
     head = saver.get_tuple(config)
     records = _from_head(graph, head, stamp)
     if records is None:
@@ -227,7 +238,8 @@ def _read(
 async def _aread(
     graph: Pregel[Any, Any, Any, Any], config: RunnableConfig
 ) -> tuple[ResumePlan, CheckpointTuple | None]:
-    stamp, saver, thread_id = _context(graph, config)
+    stamp = _stamp(graph)
+    saver, thread_id = _target(graph, config)
     head = await saver.aget_tuple(config)
     records = _from_head(graph, head, stamp)
     if records is None:
@@ -235,14 +247,23 @@ async def _aread(
     return _decided(records, stamp, thread_id), head
 
 
-def _context(
+def _target(
     graph: Pregel[Any, Any, Any, Any], config: RunnableConfig
-) -> tuple[Stamp, BaseCheckpointSaver[Any], str]:
-    stamp = _stamp(graph)
+) -> tuple[BaseCheckpointSaver[Any], str]:
+    """The saver and thread a call works on; the thread's lock is keyed by them."""
+    _stamp(graph)
     thread_id = (config.get("configurable") or {}).get("thread_id")
     if thread_id is None:
         raise GraphError('config names no thread: pass {"configurable": {"thread_id": "..."}}')
-    return stamp, _saver(graph), str(thread_id)
+    return _saver(graph), str(thread_id)
+
+
+def _head(graph: Pregel[Any, Any, Any, Any], step: _Invocation) -> CheckpointTuple | None:
+    return _saver(graph).get_tuple(step.config)
+
+
+async def _ahead(graph: Pregel[Any, Any, Any, Any], step: _Invocation) -> CheckpointTuple | None:
+    return await _saver(graph).aget_tuple(step.config)
 
 
 def _stamp(graph: Pregel[Any, Any, Any, Any]) -> Stamp:
