@@ -5,6 +5,8 @@ Every error derives from one root so callers can catch the library as a whole::
     NeographExtError
     ├── CheckpointSchemaError   a resume would reuse checkpoints written by other types
     ├── ThreadBusyError         another process holds the thread's lock
+    ├── UnresolvedTypeError     (also a TypeError) a forward reference cannot be resolved;
+    │                           compile() catches it and leaves that type unfingerprinted
     └── GraphError              the graph given cannot be used (not compiled by neograph-ext,
                                 no checkpointer, no thread_id, or a reference that cannot be loaded)
 
