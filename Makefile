@@ -1,0 +1,55 @@
+# Everything runs from the project's own virtualenv in .venv, made on first use.
+#
+#   make demo    run examples/demo.py (SQLite, no server needed)
+#   make test    run the tests next to a throwaway PostgreSQL server
+#                (make test PYTEST_ARGS='-m "not postgres" -x' for a quick run)
+#   make lint    ruff check, ruff format --check, mypy
+#   make format  apply ruff's fixes and formatting
+#   make bench   run bench/run.py
+#   make clean   delete .venv and caches
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+# Touched after a successful install: re-installs only when pyproject.toml changes.
+STAMP := $(VENV)/.installed
+PYTEST_ARGS ?=
+
+.DEFAULT_GOAL := test
+.PHONY: venv demo test lint format bench clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@# A venv without pip (e.g. made before python3-venv was installed) is remade.
+	$(BIN)/python -m pip --version >/dev/null 2>&1 || $(PYTHON) -m venv --clear $(VENV)
+	$(BIN)/python -m pip install --upgrade pip
+	$(BIN)/python -m pip install -e '.[dev]'
+	touch $@
+
+demo: venv
+	$(BIN)/python examples/demo.py
+
+# scripts/pg.sh starts the server, exports NEOGRAPH_EXT_PG_DSN, runs pytest,
+# stops the server (also on failure or Ctrl-C) and exits with pytest's status.
+test: venv
+	PYTHON=$(BIN)/python bash scripts/pg.sh $(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# All three checks run, so one report shows every problem; any failure fails.
+lint: venv
+	@status=0; \
+	for check in "ruff check ." "ruff format --check ." "mypy"; do \
+		echo "$(BIN)/$$check"; $(BIN)/$$check || status=1; \
+	done; \
+	exit $$status
+
+format: venv
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+bench: venv
+	$(BIN)/python -m pip install --quiet -e '.[bench]'
+	$(BIN)/python bench/run.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

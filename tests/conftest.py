@@ -1,0 +1,114 @@
+"""Shared fixtures: a fresh checkpoint saver of each kind, sync and async.
+
+Rules:
+- `saver` and `async_saver` run a test once per kind in `SAVER_KINDS`; the
+  PostgreSQL runs get the `postgres` marker, so `-m "not postgres"` leaves
+  them out of a quick local run.
+- PostgreSQL tests never skip: without `NEOGRAPH_EXT_PG_DSN` they fail and
+  say why. `make test` starts a throwaway server and sets it.
+- Every PostgreSQL test shares one database, so a test must use its own
+  thread ids: the `config` fixture gives a new one each time.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.postgres import PostgresSaver
+from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+SAVER_KINDS = ("memory", "sqlite", "postgres")
+
+PG_DSN_ENV = "NEOGRAPH_EXT_PG_DSN"
+# Set by scripts/pg.sh when it could not start a server: the reason.
+PG_ERROR_ENV = "NEOGRAPH_EXT_PG_ERROR"
+PG_MISSING = (
+    f"PostgreSQL tests need {PG_DSN_ENV}; run them through `make test`, which starts a server"
+)
+
+# Fixtures whose "postgres" parameter needs the server.
+_SAVER_FIXTURES = ("saver", "async_saver")
+
+
+def _require_pg_dsn() -> str:
+    dsn = os.environ.get(PG_DSN_ENV)
+    if not dsn:
+        reason = os.environ.get(PG_ERROR_ENV)
+        pytest.fail(PG_MISSING + (f" (none started: {reason})" if reason else ""), pytrace=False)
+    return dsn
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        params = getattr(item, "callspec", None)
+        uses_pg = "pg_dsn" in getattr(item, "fixturenames", ()) or (
+            params is not None
+            and any(params.params.get(name) == "postgres" for name in _SAVER_FIXTURES)
+        )
+        if uses_pg:
+            item.add_marker(pytest.mark.postgres)
+
+
+@pytest.fixture
+def pg_dsn() -> str:
+    """The DSN of the shared PostgreSQL test database; fails the test if unset."""
+    return _require_pg_dsn()
+
+
+@pytest.fixture
+def sqlite_path(tmp_path: Path) -> Path:
+    """A path for a new SQLite file, e.g. for a test that spawns subprocesses."""
+    return tmp_path / "checkpoints.sqlite"
+
+
+@pytest.fixture
+def config() -> RunnableConfig:
+    """A config naming a thread no other test uses."""
+    return {"configurable": {"thread_id": str(uuid.uuid4())}}
+
+
+@pytest.fixture(params=SAVER_KINDS, ids=SAVER_KINDS)
+def saver(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BaseCheckpointSaver[Any]]:
+    """A fresh sync saver: in memory, on a SQLite file, or on the test database."""
+    kind = request.param
+    if kind == "memory":
+        yield InMemorySaver()
+    elif kind == "sqlite":
+        conn = sqlite3.connect(tmp_path / "saver.sqlite", check_same_thread=False)
+        try:
+            yield SqliteSaver(conn)
+        finally:
+            conn.close()
+    else:
+        with PostgresSaver.from_conn_string(_require_pg_dsn()) as pg_saver:
+            pg_saver.setup()
+            yield pg_saver
+
+
+@pytest_asyncio.fixture(params=SAVER_KINDS, ids=SAVER_KINDS)
+async def async_saver(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> AsyncIterator[BaseCheckpointSaver[Any]]:
+    """A fresh async saver: in memory, on a SQLite file, or on the test database."""
+    kind = request.param
+    if kind == "memory":
+        yield InMemorySaver()
+    elif kind == "sqlite":
+        async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "async_saver.sqlite")) as lite:
+            yield lite
+    else:
+        async with AsyncPostgresSaver.from_conn_string(_require_pg_dsn()) as pg_saver:
+            await pg_saver.setup()
+            yield pg_saver
