@@ -113,12 +113,12 @@ def plan(graph: Pregel[Any, Any, Any, Any], config: RunnableConfig) -> ResumePla
         GraphError: The graph was not compiled by neograph-ext, has no checkpointer,
             or the config names no thread.
     """
-    return _read(graph, config)[0]
+    return _read(_call(graph, config))[0]
 
 
 async def aplan(graph: Pregel[Any, Any, Any, Any], config: RunnableConfig) -> ResumePlan:
     """Async twin of ``plan``."""
-    return (await _aread(graph, config))[0]
+    return (await _aread(_call(graph, config)))[0]
 
 
 def run(
@@ -140,8 +140,10 @@ def run(
         config: Names the thread; a ``checkpoint_id`` in it is planned from.
         auto_resume: False (strict mode, for CI) raises instead of rewinding.
         on_busy: When another process holds the thread: ``"wait"`` for it, up to
-            ``lock_timeout`` seconds, or ``"raise"`` at once. The lock covers planning
-            and executing; it is taken for SQLite files and PostgreSQL only.
+            ``lock_timeout`` seconds, or ``"raise"`` at once. Whenever there is work to
+            do, the thread is planned again and executed under its lock (SQLite files
+            and PostgreSQL; other savers take none), so concurrent callers never run
+            a node twice.
         lock_timeout: Seconds to wait for the thread's lock.
         **kwargs: Passed to ``graph.invoke``; ``durability`` defaults to ``"sync"``.
 
@@ -154,8 +156,13 @@ def run(
         GraphError: The graph or config cannot be used.
         ThreadBusyError: Another process holds the thread's lock.
     """
-    with thread_lock(*_target(graph, config), on_busy=on_busy, timeout=lock_timeout):
-        prepared = _prepare(graph, *_read(graph, config), input, config, auto_resume, kwargs)
+    call = _call(graph, config)
+    prepared = _prepare(call, *_read(call), input, auto_resume, kwargs)
+    if not prepared.invocations:
+        return prepared.stored
+    with thread_lock(call.saver, call.thread_id, on_busy=on_busy, timeout=lock_timeout):
+        # Planned again under the lock: another process may have just finished the work.
+        prepared = _prepare(call, *_read(call), input, auto_resume, kwargs)
         result = prepared.stored
         for step in prepared.invocations:
             if step.when is _When.ALWAYS or _holds(step.when, graph, _head(graph, step)):
@@ -174,8 +181,13 @@ async def arun(
     **kwargs: Any,
 ) -> Any:
     """Async twin of ``run``."""
-    async with athread_lock(*_target(graph, config), on_busy=on_busy, timeout=lock_timeout):
-        prepared = _prepare(graph, *await _aread(graph, config), input, config, auto_resume, kwargs)
+    call = _call(graph, config)
+    prepared = _prepare(call, *await _aread(call), input, auto_resume, kwargs)
+    if not prepared.invocations:
+        return prepared.stored
+    async with athread_lock(call.saver, call.thread_id, on_busy=on_busy, timeout=lock_timeout):
+        # Planned again under the lock: another process may have just finished the work.
+        prepared = _prepare(call, *await _aread(call), input, auto_resume, kwargs)
         result = prepared.stored
         for step in prepared.invocations:
             if step.when is _When.ALWAYS or _holds(step.when, graph, await _ahead(graph, step)):
@@ -197,8 +209,11 @@ def stream(
 
     A complete, unchanged thread yields nothing: nothing runs.
     """
-    with thread_lock(*_target(graph, config), on_busy=on_busy, timeout=lock_timeout):
-        prepared = _prepare(graph, *_read(graph, config), input, config, auto_resume, kwargs)
+    call = _call(graph, config)
+    if not _prepare(call, *_read(call), input, auto_resume, kwargs).invocations:
+        return
+    with thread_lock(call.saver, call.thread_id, on_busy=on_busy, timeout=lock_timeout):
+        prepared = _prepare(call, *_read(call), input, auto_resume, kwargs)
         for step in prepared.invocations:
             if step.when is _When.ALWAYS or _holds(step.when, graph, _head(graph, step)):
                 yield from graph.stream(step.input, step.config, **prepared.kwargs)
@@ -215,47 +230,56 @@ async def astream(
     **kwargs: Any,
 ) -> AsyncIterator[Any]:
     """Async twin of ``stream``."""
-    async with athread_lock(*_target(graph, config), on_busy=on_busy, timeout=lock_timeout):
-        prepared = _prepare(graph, *await _aread(graph, config), input, config, auto_resume, kwargs)
+    call = _call(graph, config)
+    if not _prepare(call, *await _aread(call), input, auto_resume, kwargs).invocations:
+        return
+    async with athread_lock(call.saver, call.thread_id, on_busy=on_busy, timeout=lock_timeout):
+        prepared = _prepare(call, *await _aread(call), input, auto_resume, kwargs)
         for step in prepared.invocations:
             if step.when is _When.ALWAYS or _holds(step.when, graph, await _ahead(graph, step)):
                 async for chunk in graph.astream(step.input, step.config, **prepared.kwargs):
                     yield chunk
 
 
-def _read(
-    graph: Pregel[Any, Any, Any, Any], config: RunnableConfig
-) -> tuple[ResumePlan, CheckpointTuple | None]:
-    stamp = _stamp(graph)
-    saver, thread_id = _target(graph, config)
-    head = saver.get_tuple(config)
-    records = _from_head(graph, head, stamp)
+def _read(call: _Call) -> tuple[ResumePlan, CheckpointTuple | None]:
+    head = call.saver.get_tuple(call.config)
+    records = _from_head(call, head)
     if records is None:
-        records = _from_history(graph, head, saver.list(_thread(config)))
-    return _decided(records, stamp, thread_id), head
+        records = _from_history(call, head, call.saver.list(_thread(call.config)))
+    return _decided(records, call), head
 
 
-async def _aread(
-    graph: Pregel[Any, Any, Any, Any], config: RunnableConfig
-) -> tuple[ResumePlan, CheckpointTuple | None]:
-    stamp = _stamp(graph)
-    saver, thread_id = _target(graph, config)
-    head = await saver.aget_tuple(config)
-    records = _from_head(graph, head, stamp)
+async def _aread(call: _Call) -> tuple[ResumePlan, CheckpointTuple | None]:
+    head = await call.saver.aget_tuple(call.config)
+    records = _from_head(call, head)
     if records is None:
-        records = _from_history(graph, head, [tup async for tup in saver.alist(_thread(config))])
-    return _decided(records, stamp, thread_id), head
+        tuples = [tup async for tup in call.saver.alist(_thread(call.config))]
+        records = _from_history(call, head, tuples)
+    return _decided(records, call), head
 
 
-def _target(
-    graph: Pregel[Any, Any, Any, Any], config: RunnableConfig
-) -> tuple[BaseCheckpointSaver[Any], str]:
-    """The saver and thread a call works on; the thread's lock is keyed by them."""
-    _stamp(graph)
+@dataclass(frozen=True)
+class _Call:
+    """What one call works on, checked once."""
+
+    graph: Pregel[Any, Any, Any, Any]
+    config: RunnableConfig
+    stamp: Stamp
+    saver: BaseCheckpointSaver[Any]
+    thread_id: str
+
+
+def _call(graph: Pregel[Any, Any, Any, Any], config: RunnableConfig) -> _Call:
+    stamp = read_stamp((graph.config or {}).get("metadata", {}).get(STAMP_KEY))
+    if not isinstance(stamp, Stamp):
+        raise GraphError(
+            "this graph carries no neograph-ext stamp: build it with "
+            "neograph_ext.compile(builder, checkpointer=...) instead of builder.compile(...)"
+        )
     thread_id = (config.get("configurable") or {}).get("thread_id")
     if thread_id is None:
         raise GraphError('config names no thread: pass {"configurable": {"thread_id": "..."}}')
-    return _saver(graph), str(thread_id)
+    return _Call(graph, config, stamp, _saver(graph), str(thread_id))
 
 
 def _head(graph: Pregel[Any, Any, Any, Any], step: _Invocation) -> CheckpointTuple | None:
@@ -264,16 +288,6 @@ def _head(graph: Pregel[Any, Any, Any, Any], step: _Invocation) -> CheckpointTup
 
 async def _ahead(graph: Pregel[Any, Any, Any, Any], step: _Invocation) -> CheckpointTuple | None:
     return await _saver(graph).aget_tuple(step.config)
-
-
-def _stamp(graph: Pregel[Any, Any, Any, Any]) -> Stamp:
-    stamp = read_stamp((graph.config or {}).get("metadata", {}).get(STAMP_KEY))
-    if not isinstance(stamp, Stamp):
-        raise GraphError(
-            "this graph carries no neograph-ext stamp: build it with "
-            "neograph_ext.compile(builder, checkpointer=...) instead of builder.compile(...)"
-        )
-    return stamp
 
 
 def _next(graph: Pregel[Any, Any, Any, Any], head: CheckpointTuple) -> frozenset[str]:
@@ -301,27 +315,24 @@ def _thread(config: RunnableConfig) -> RunnableConfig:
     return {"configurable": {"thread_id": configurable["thread_id"], "checkpoint_ns": ""}}
 
 
-def _from_head(
-    graph: Pregel[Any, Any, Any, Any], head: CheckpointTuple | None, stamp: Stamp
-) -> tuple[Record, ...] | None:
+def _from_head(call: _Call, head: CheckpointTuple | None) -> tuple[Record, ...] | None:
     """The lineage when the head alone decides it; None when the history must be read."""
     if head is None:
         return ()
-    records = lineage([head], None, next_nodes=_next(graph, head))
-    return records if verified_head(records[-1], stamp) else None
+    records = lineage([head], None, next_nodes=_next(call.graph, head))
+    return records if verified_head(records[-1], call.stamp) else None
 
 
 def _from_history(
-    graph: Pregel[Any, Any, Any, Any],
-    head: CheckpointTuple | None,
-    tuples: Iterable[CheckpointTuple],
+    call: _Call, head: CheckpointTuple | None, tuples: Iterable[CheckpointTuple]
 ) -> tuple[Record, ...]:
     assert head is not None  # _from_head answered for an empty thread
-    return lineage(tuples, head.checkpoint["id"], next_nodes=_next(graph, head))
+    return lineage(tuples, head.checkpoint["id"], next_nodes=_next(call.graph, head))
 
 
-def _decided(records: tuple[Record, ...], stamp: Stamp, thread_id: str) -> ResumePlan:
-    decision = decide(records, stamp, thread_id)
+def _decided(records: tuple[Record, ...], call: _Call) -> ResumePlan:
+    thread_id = call.thread_id
+    decision = decide(records, call.stamp, thread_id)
     logger.info(
         "thread %r: %s%s%s",
         thread_id,
@@ -339,11 +350,10 @@ def _decided(records: tuple[Record, ...], stamp: Stamp, thread_id: str) -> Resum
 
 
 def _prepare(
-    graph: Pregel[Any, Any, Any, Any],
+    call: _Call,
     decision: ResumePlan,
     head: CheckpointTuple | None,
     input: Any,
-    config: RunnableConfig,
     auto_resume: bool,
     kwargs: Mapping[str, Any],
 ) -> _Prepared:
@@ -356,14 +366,13 @@ def _prepare(
             "work, or start a new thread_id"
         )
         raise CheckpointSchemaError(_message(decision, ways), decision)
-    stamp = _stamp(graph)
     metadata: dict[str, Any] = {DECISION_KEY: str(decision.kind)}
     if decision.kind is not PlanKind.UNVERIFIED:
-        metadata[VERIFIED_KEY] = stamp.id
+        metadata[VERIFIED_KEY] = call.stamp.id
     stored_input = (head.metadata or {}).get(INPUT_KEY) if head else None
     if stored_input is not None:
         metadata[INPUT_KEY] = stored_input
-    here = _with_metadata(config, metadata)
+    here = _with_metadata(call.config, metadata)
     answer = isinstance(input, Command)
     given = None if input is None or answer else input_digest(input)
     new_run = _with_checkpoint(_with_metadata(here, {INPUT_KEY: given or ""}), None)
@@ -390,7 +399,7 @@ def _prepare(
                 decision.thread_id,
             )
         steps = (_Invocation(input if answer else None, here),)
-    stored = _output(graph, head) if complete and not steps else None
+    stored = _output(call.graph, head) if complete and not steps else None
     return _Prepared(steps, stored, {"durability": "sync", **kwargs})
 
 
