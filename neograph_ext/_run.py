@@ -101,6 +101,9 @@ class _Prepared:
 def plan(graph: Pregel[Any, Any, Any, Any], config: RunnableConfig) -> ResumePlan:
     """What ``run`` would do with the thread in ``config``; executes and writes nothing.
 
+    Unlike ``run``, which trusts a head it verified itself, ``plan`` always reads the
+    thread's lineage, so ``kept`` and ``rerun`` are complete.
+
     Args:
         graph: A graph made by ``neograph_ext.compile`` with a checkpointer.
         config: Names the thread (``configurable.thread_id``) and optionally a
@@ -113,12 +116,12 @@ def plan(graph: Pregel[Any, Any, Any, Any], config: RunnableConfig) -> ResumePla
         GraphError: The graph was not compiled by neograph-ext, has no checkpointer,
             or the config names no thread.
     """
-    return _read(_call(graph, config))[0]
+    return _read(_call(graph, config), full=True)[0]
 
 
 async def aplan(graph: Pregel[Any, Any, Any, Any], config: RunnableConfig) -> ResumePlan:
     """Async twin of ``plan``."""
-    return (await _aread(_call(graph, config)))[0]
+    return (await _aread(_call(graph, config), full=True))[0]
 
 
 def run(
@@ -241,17 +244,17 @@ async def astream(
                     yield chunk
 
 
-def _read(call: _Call) -> tuple[ResumePlan, CheckpointTuple | None]:
+def _read(call: _Call, *, full: bool = False) -> tuple[ResumePlan, CheckpointTuple | None]:
     head = call.saver.get_tuple(call.config)
-    records = _from_head(call, head)
+    records = None if full else _from_head(call, head)
     if records is None:
         records = _from_history(call, head, call.saver.list(_thread(call.config)))
     return _decided(records, call), head
 
 
-async def _aread(call: _Call) -> tuple[ResumePlan, CheckpointTuple | None]:
+async def _aread(call: _Call, *, full: bool = False) -> tuple[ResumePlan, CheckpointTuple | None]:
     head = await call.saver.aget_tuple(call.config)
-    records = _from_head(call, head)
+    records = None if full else _from_head(call, head)
     if records is None:
         tuples = [tup async for tup in call.saver.alist(_thread(call.config))]
         records = _from_history(call, head, tuples)
@@ -326,7 +329,8 @@ def _from_head(call: _Call, head: CheckpointTuple | None) -> tuple[Record, ...] 
 def _from_history(
     call: _Call, head: CheckpointTuple | None, tuples: Iterable[CheckpointTuple]
 ) -> tuple[Record, ...]:
-    assert head is not None  # _from_head answered for an empty thread
+    if head is None:
+        return ()
     return lineage(tuples, head.checkpoint["id"], next_nodes=_next(call.graph, head))
 
 

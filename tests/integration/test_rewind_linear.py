@@ -102,6 +102,8 @@ def test_strict_mode_passes_when_nothing_changed(
     graph = ne.compile(linear(runs, {"c": V1}), checkpointer=saver)
     assert ne.run(graph, {"log": []}, config, auto_resume=False)["log"] == list("abcd")
     assert runs == Counter()
+    # plan() reads the lineage even when run() could trust the head it verified.
+    assert ne.plan(graph, config).kept == set("abcd")
 
 
 def test_plan_explains_at_field_level_and_writes_nothing(

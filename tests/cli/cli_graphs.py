@@ -1,0 +1,69 @@
+"""Graphs the CLI tests point GRAPH at: module-level builders and compiled graphs.
+
+``v1`` and ``v2`` are the same pipeline ``a -> b -> c -> d`` before and after a deploy
+that changed node ``c``'s output model: ``Review.score`` went from ``int`` to ``float``.
+Both models are named ``Review`` and live in this module, so the field is the only
+difference the fingerprints see.
+"""
+
+from __future__ import annotations
+
+import operator
+from itertools import pairwise
+from typing import Annotated, Any, TypedDict
+
+from langgraph.graph import END, START, StateGraph
+from pydantic import BaseModel, create_model
+
+import neograph_ext
+
+
+class State(TypedDict, total=False):
+    """What every node appends to, and the document the run was started with."""
+
+    doc: str
+    log: Annotated[list[str], operator.add]
+
+
+ReviewV1: type[BaseModel] = create_model("Review", __module__=__name__, score=(int, ...))
+ReviewV2: type[BaseModel] = create_model("Review", __module__=__name__, score=(float, ...))
+
+
+def _node(name: str, returns: object = None) -> Any:
+    def fn(state: State) -> dict[str, Any]:
+        return {"log": [name]}
+
+    fn.__name__ = name
+    if returns is not None:
+        fn.__annotations__ = {"state": State, "return": returns}
+    return fn
+
+
+def pipeline(review: type[BaseModel], names: str = "abcd") -> StateGraph[Any, Any, Any, Any]:
+    """A linear pipeline over ``names``; node ``c`` declares ``review`` as its output."""
+    builder = StateGraph(State)
+    for name in names:
+        builder.add_node(name, _node(name, review if name == "c" else None))
+    builder.add_edge(START, names[0])
+    for before, after in pairwise(names):
+        builder.add_edge(before, after)
+    builder.add_edge(names[-1], END)
+    return builder
+
+
+v1 = pipeline(ReviewV1)
+"""Before the deploy."""
+
+v2 = pipeline(ReviewV2)
+"""After the deploy: ``c`` now returns ``score: float``."""
+
+other = pipeline(ReviewV1, names="wxyz")
+"""A different graph altogether: no node in common with ``v1``."""
+
+compiled_v2 = neograph_ext.compile(v2, checkpointer=None)
+"""``v2`` compiled by neograph-ext: the CLI attaches the database's saver to it."""
+
+plain_v1 = v1.compile()
+"""``v1`` compiled by plain LangGraph: no stamp, so the CLI refuses it."""
+
+not_a_graph = 42
