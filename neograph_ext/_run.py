@@ -245,7 +245,7 @@ async def astream(
 
 
 def _read(call: _Call, *, full: bool = False) -> tuple[ResumePlan, CheckpointTuple | None]:
-    head = call.saver.get_tuple(call.config)
+    head = _found(call, call.saver.get_tuple(call.config))
     records = None if full else _from_head(call, head)
     if records is None:
         records = _from_history(call, head, call.saver.list(_thread(call.config)))
@@ -253,7 +253,7 @@ def _read(call: _Call, *, full: bool = False) -> tuple[ResumePlan, CheckpointTup
 
 
 async def _aread(call: _Call, *, full: bool = False) -> tuple[ResumePlan, CheckpointTuple | None]:
-    head = await call.saver.aget_tuple(call.config)
+    head = _found(call, await call.saver.aget_tuple(call.config))
     records = None if full else _from_head(call, head)
     if records is None:
         tuples = [tup async for tup in call.saver.alist(_thread(call.config))]
@@ -270,6 +270,17 @@ class _Call:
     stamp: Stamp
     saver: BaseCheckpointSaver[Any]
     thread_id: str
+
+
+def _found(call: _Call, head: CheckpointTuple | None) -> CheckpointTuple | None:
+    """The head, after checking that a checkpoint named in the config exists."""
+    wanted = (call.config.get("configurable") or {}).get("checkpoint_id")
+    if head is None and wanted is not None:
+        raise GraphError(
+            f"thread {call.thread_id!r} has no checkpoint {wanted!r}: drop checkpoint_id "
+            "from the config to resume the thread's newest checkpoint"
+        )
+    return head
 
 
 def _call(graph: Pregel[Any, Any, Any, Any], config: RunnableConfig) -> _Call:
@@ -411,8 +422,8 @@ def _message(decision: ResumePlan, ways: str) -> str:
     changed = "\n".join(change.describe() for change in decision.changes)
     nodes = ", ".join(sorted(decision.invalidated_nodes)) or "none"
     return (
-        f"thread {decision.thread_id!r}: checkpoints were written by code whose types "
-        f"differ from the current graph's. Invalidated nodes: {nodes}.\n"
+        f"thread {decision.thread_id!r}: checkpoints were written by code that differs "
+        f"from the current graph (types, versions or edges). Invalidated nodes: {nodes}.\n"
         f"{changed}\nTo proceed: {ways}."
     )
 

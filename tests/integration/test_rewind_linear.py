@@ -250,3 +250,17 @@ def test_graph_without_stamp_or_thread_is_a_clear_error(
         ne.run(ne.compile(linear(Counter()), checkpointer=saver), None, {})
     with pytest.raises(ne.GraphError, match="checkpointer"):
         ne.plan(ne.compile(linear(Counter())), config)
+
+
+def test_unknown_checkpoint_id_is_a_clear_error_not_a_fresh_thread(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    completed(saver, config, {"c": V1})
+    at = {"configurable": {**config["configurable"], "checkpoint_id": "no-such-checkpoint"}}
+    runs: Counter[str] = Counter()
+    graph = ne.compile(linear(runs, {"c": V1}), checkpointer=saver)
+    with pytest.raises(ne.GraphError, match="has no checkpoint 'no-such-checkpoint'"):
+        ne.plan(graph, at)
+    with pytest.raises(ne.GraphError, match="drop checkpoint_id"):
+        ne.run(graph, None, at)
+    assert runs == Counter()
