@@ -314,6 +314,11 @@ def _sig_diff(old: Stamp, before: str | None, new: Stamp, after: str | None) -> 
     if after is None:
         return ("type no longer declared",)
     old_sig, new_sig = old.sigs.get(before), new.sigs.get(after)
+    fallback = (f"fingerprint {before[:12]} -> {after[:12]}",)
     if old_sig is None or new_sig is None:
-        return (f"fingerprint {before[:12]} -> {after[:12]}",)
-    return tuple(diff(old_sig, new_sig)) or (f"fingerprint {before[:12]} -> {after[:12]}",)
+        return fallback
+    try:
+        lines = tuple(diff(old_sig, new_sig))
+    except Exception:
+        return fallback
+    return lines or fallback

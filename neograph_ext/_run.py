@@ -267,6 +267,7 @@ class _Call:
 
     graph: Pregel[Any, Any, Any, Any]
     config: RunnableConfig
+    raw_stamp: str
     stamp: Stamp
     saver: BaseCheckpointSaver[Any]
     thread_id: str
@@ -284,8 +285,9 @@ def _found(call: _Call, head: CheckpointTuple | None) -> CheckpointTuple | None:
 
 
 def _call(graph: Pregel[Any, Any, Any, Any], config: RunnableConfig) -> _Call:
-    stamp = read_stamp((graph.config or {}).get("metadata", {}).get(STAMP_KEY))
-    if not isinstance(stamp, Stamp):
+    raw = (graph.config or {}).get("metadata", {}).get(STAMP_KEY)
+    stamp = read_stamp(raw)
+    if not isinstance(stamp, Stamp) or not isinstance(raw, str):
         raise GraphError(
             "this graph carries no neograph-ext stamp: build it with "
             "neograph_ext.compile(builder, checkpointer=...) instead of builder.compile(...)"
@@ -293,7 +295,7 @@ def _call(graph: Pregel[Any, Any, Any, Any], config: RunnableConfig) -> _Call:
     thread_id = (config.get("configurable") or {}).get("thread_id")
     if thread_id is None:
         raise GraphError('config names no thread: pass {"configurable": {"thread_id": "..."}}')
-    return _Call(graph, config, stamp, _saver(graph), str(thread_id))
+    return _Call(graph, config, raw, stamp, _saver(graph), str(thread_id))
 
 
 def _head(graph: Pregel[Any, Any, Any, Any], step: _Invocation) -> CheckpointTuple | None:
@@ -381,7 +383,8 @@ def _prepare(
             "work, or start a new thread_id"
         )
         raise CheckpointSchemaError(_message(decision, ways), decision)
-    metadata: dict[str, Any] = {DECISION_KEY: str(decision.kind)}
+    # The graph's own stamp wins over any stamp a caller forwards in its metadata.
+    metadata: dict[str, Any] = {STAMP_KEY: call.raw_stamp, DECISION_KEY: str(decision.kind)}
     if decision.kind is not PlanKind.UNVERIFIED:
         metadata[VERIFIED_KEY] = call.stamp.id
     stored_input = (head.metadata or {}).get(INPUT_KEY) if head else None

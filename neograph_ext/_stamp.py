@@ -133,7 +133,7 @@ def read_stamp(raw: object) -> Stamp | Unreadable | None:
     return _parse(raw)
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=16)
 def _parse(raw: str) -> Stamp | Unreadable:
     """Cached: a thread's checkpoints repeat the same few stamps thousands of times."""
     if len(raw) > MAX_STAMP_CHARS:
@@ -144,7 +144,7 @@ def _parse(raw: str) -> Stamp | Unreadable:
         return Unreadable("format", f"stamp is not JSON: {str(exc)[:200]}")
     if not isinstance(data, dict):
         return Unreadable("format", "stamp is not a JSON object")
-    if data.get("v") != STAMP_FORMAT:
+    if type(data.get("v")) is not int or data["v"] != STAMP_FORMAT:
         return Unreadable("version", f"unknown stamp format {str(data.get('v'))[:50]!r}")
     try:
         stamp = Stamp.model_validate_json(raw)
@@ -152,7 +152,17 @@ def _parse(raw: str) -> Stamp | Unreadable:
         return Unreadable("invalid", f"stamp has a bad shape: {str(exc)[:200]}")
     if stamp.id != _stamp_id(stamp.nodes, stamp.channels):
         return Unreadable("invalid", "stamp id does not match its contents")
+    if any(_sig_digest(sig) != key for key, sig in stamp.sigs.items()):
+        return Unreadable("invalid", "a type signature does not match its digest")
     return stamp
+
+
+def _sig_digest(sig: Signature) -> str | None:
+    """The digest a stored signature should be filed under; None if it has none."""
+    try:
+        return digest(sig)
+    except (TypeError, ValueError, RecursionError):
+        return None
 
 
 def input_digest(value: object) -> str | None:

@@ -97,3 +97,18 @@ def test_run_records_its_decision_in_run_metadata(
     assert head is not None
     assert head.metadata["neograph_ext_decision"] == "rewind"
     assert head.metadata["source"] == "loop"
+
+
+def test_a_stamp_forwarded_in_caller_metadata_never_replaces_the_graphs(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    old = ne.compile(linear(Counter(), {"c": V1}), checkpointer=saver)
+    ne.run(old, {"log": []}, config)
+    stale = saver.get_tuple(config)
+    assert stale is not None
+    runs: Counter[str] = Counter()
+    graph = ne.compile(linear(runs, {"c": V2}), checkpointer=saver)
+    # e.g. metadata copied from an old checkpoint for tracing
+    ne.run(graph, None, {**config, "metadata": dict(stale.metadata)})
+    assert runs == Counter("cd")
+    assert ne.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE

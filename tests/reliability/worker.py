@@ -1,0 +1,251 @@
+"""One ``neograph_ext.run`` of the reliability graph, in a process of its own.
+
+Usage::
+
+    python -m tests.reliability.worker DB THREAD LOG [options]
+
+DB is a SQLite file path or a ``postgresql://`` DSN (its tables must exist: the
+parent calls ``setup()`` once, so racing workers never race on migrations). Every
+node execution appends the node's name to LOG, one line, flushed before the node
+does anything else: the log is the ground truth of what ran.
+
+The graph has six nodes and one parallel pair: ``a -> b -> (c | d) -> e -> f``.
+Each node writes a value derived from its inputs and from its declared output type,
+so the final state shows which code produced it. ``--code c=float`` declares another
+output type for ``c``: a schema change neograph-ext must detect.
+
+Options:
+    --code NODE=TYPE,...   output types (int, float, str, bytes); default all ``str``
+    --block-at NODE        that node touches ``SIGNAL_DIR/NODE`` and sleeps until killed
+    --signal-dir DIR       where ``--block-at`` signals
+    --ready FILE / --go FILE   touch FILE when ready, then wait for the go file: races
+    --delay SECONDS        each node sleeps this long, so racing runs overlap
+    --on-busy wait|raise   passed to ``run``
+    --lock-timeout SECONDS passed to ``run`` as ``lock_timeout``
+    --out FILE             write the outcome as JSON (else print it)
+
+Exit status: 0 done, 3 ``ThreadBusyError``, 4 ``CheckpointSchemaError``, 1 other.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import operator
+import os
+import sqlite3
+import sys
+import time
+import traceback
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Annotated, Any, TypedDict
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END, START, StateGraph
+
+import neograph_ext as ne
+
+NODES = ("a", "b", "c", "d", "e", "f")
+"""Execution order; ``c`` and ``d`` run in the same superstep."""
+SIBLING = {"c": "d", "d": "c"}
+"""The parallel pair: a kill inside one may or may not leave the other's result stored."""
+UPSTREAM: Mapping[str, tuple[str, ...]] = {
+    "a": ("seed",),
+    "b": ("a",),
+    "c": ("b",),
+    "d": ("b",),
+    "e": ("c", "d"),
+    "f": ("e",),
+}
+TYPES: Mapping[str, type] = {"int": int, "float": float, "str": str, "bytes": bytes}
+"""Output types a node can declare; changing one is a schema change."""
+INPUT: Mapping[str, Any] = {"seed": "s0", "log": []}
+"""The input every run starts a thread with."""
+
+EXIT_OK, EXIT_ERROR, EXIT_BUSY, EXIT_SCHEMA = 0, 1, 3, 4
+
+
+class State(TypedDict, total=False):
+    """A reducer channel (appends) and one plain channel per node."""
+
+    log: Annotated[list[str], operator.add]
+    seed: str
+    a: str
+    b: str
+    c: str
+    d: str
+    e: str
+    f: str
+
+
+def record(log: Path, name: str) -> None:
+    """Append one line to the execution log; written before the node may be killed."""
+    with log.open("a", encoding="utf-8") as fh:
+        fh.write(name + "\n")
+        fh.flush()
+
+
+def executions(log: Path) -> list[str]:
+    """Every node execution recorded so far, in order."""
+    return log.read_text(encoding="utf-8").split() if log.exists() else []
+
+
+def parse_code(text: str | None) -> dict[str, str]:
+    """``"c=float,e=int"`` -> ``{"c": "float", "e": "int"}``; every other node is ``str``."""
+    code = dict.fromkeys(NODES, "str")
+    for part in filter(None, (text or "").split(",")):
+        node, _, tp = part.partition("=")
+        if node not in code or tp not in TYPES:
+            raise ValueError(f"bad --code entry {part!r}")
+        code[node] = tp
+    return code
+
+
+def value(name: str, state: Mapping[str, Any], code: Mapping[str, str]) -> str:
+    """What node ``name`` writes: its inputs and its declared type, nothing random."""
+    inputs = ",".join(str(state.get(key)) for key in UPSTREAM[name])
+    return f"{name}:{code[name]}({inputs})"
+
+
+def build(
+    log: Path,
+    code: Mapping[str, str],
+    *,
+    block_at: str | None = None,
+    signal_dir: Path | None = None,
+    crash_at: str | None = None,
+    delay: float = 0.0,
+    names: Sequence[str] = NODES,
+) -> StateGraph[Any, Any, Any, Any]:
+    """The six-node graph; ``crash_at`` raises in that node (an in-process crash)."""
+
+    def make(name: str) -> Callable[[State], dict[str, Any]]:
+        def node(state: State) -> dict[str, Any]:
+            record(log, name)
+            if name == block_at:
+                assert signal_dir is not None
+                (signal_dir / name).touch()
+                time.sleep(600)  # until the parent kills this process
+            if name == crash_at:
+                raise RuntimeError(f"crash in {name}")
+            if delay:
+                time.sleep(delay)
+            return {"log": [name], name: value(name, state, code)}
+
+        node.__name__ = f"node_{name}"
+        return node
+
+    builder = StateGraph(State)
+    for name in names:
+        builder.add_node(name, make(name))
+    builder.add_edge(START, "a")
+    builder.add_edge("a", "b")
+    builder.add_edge("b", "c")
+    builder.add_edge("b", "d")
+    builder.add_edge(["c", "d"], "e")
+    builder.add_edge("e", "f")
+    builder.add_edge("f", END)
+    return builder
+
+
+def compiled(
+    saver: BaseCheckpointSaver[Any],
+    builder: StateGraph[Any, Any, Any, Any],
+    code: Mapping[str, str],
+) -> Any:
+    """Compile with neograph-ext, declaring each node's output type from ``code``."""
+    return ne.compile(
+        builder, checkpointer=saver, output_types={n: TYPES[t] for n, t in code.items()}
+    )
+
+
+@contextlib.contextmanager
+def open_saver(db: str) -> Iterator[BaseCheckpointSaver[Any]]:
+    """A sync saver on a SQLite file or a PostgreSQL DSN (tables already set up)."""
+    if db.startswith(("postgresql://", "postgres://")):
+        from langgraph.checkpoint.postgres import PostgresSaver
+
+        with PostgresSaver.from_conn_string(db) as saver:
+            yield saver
+    else:
+        from langgraph.checkpoint.sqlite import SqliteSaver
+
+        conn = sqlite3.connect(db, check_same_thread=False, timeout=30)
+        try:
+            yield SqliteSaver(conn)
+        finally:
+            conn.close()
+
+
+def _wait_for(path: Path, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{path} never appeared")
+        time.sleep(0.001)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run once; write the outcome; return the exit status (see module docstring)."""
+    parser = argparse.ArgumentParser(prog="tests.reliability.worker")
+    parser.add_argument("db")
+    parser.add_argument("thread")
+    parser.add_argument("log", type=Path)
+    parser.add_argument("--code")
+    parser.add_argument("--block-at")
+    parser.add_argument("--signal-dir", type=Path)
+    parser.add_argument("--ready", type=Path)
+    parser.add_argument("--go", type=Path)
+    parser.add_argument("--delay", type=float, default=0.0)
+    parser.add_argument("--on-busy", default="wait", choices=("wait", "raise"))
+    parser.add_argument("--lock-timeout", type=float, default=60.0)
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args(argv)
+
+    code = parse_code(args.code)
+    builder = build(
+        args.log, code, block_at=args.block_at, signal_dir=args.signal_dir, delay=args.delay
+    )
+    status, outcome = EXIT_ERROR, {}
+    try:
+        with open_saver(args.db) as saver:
+            graph = compiled(saver, builder, code)
+            if args.ready:
+                args.ready.touch()
+            if args.go:
+                _wait_for(args.go)
+            started = time.monotonic()
+            result = ne.run(
+                graph,
+                dict(INPUT),
+                {"configurable": {"thread_id": args.thread}},
+                on_busy=args.on_busy,
+                lock_timeout=args.lock_timeout,
+            )
+            status = EXIT_OK
+            outcome = {"status": "ok", "result": result, "seconds": time.monotonic() - started}
+    except ne.ThreadBusyError as exc:
+        status, outcome = EXIT_BUSY, {"status": "busy", "error": str(exc)}
+    except ne.CheckpointSchemaError as exc:
+        status, outcome = EXIT_SCHEMA, {"status": "schema", "error": str(exc)}
+    except Exception as exc:  # the parent reports it
+        outcome = {"status": "error", "error": repr(exc), "traceback": traceback.format_exc()}
+    text = json.dumps(outcome, default=repr)
+    if args.out:
+        tmp = args.out.with_suffix(".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, args.out)  # the parent never reads half a result
+    else:
+        print(text)
+    return status
+
+
+def entry(argv: Sequence[str]) -> None:
+    """Target for ``multiprocessing``: the exit status becomes the process's exit code."""
+    sys.exit(main(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
