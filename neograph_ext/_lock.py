@@ -214,11 +214,7 @@ async def _alock_for(saver: BaseCheckpointSaver[Any], thread_id: str) -> _ALock 
         return _file_lock(_main_file(rows), thread_id, saver)
     if _is(conn, "psycopg", "AsyncConnection") or _is(conn, "psycopg_pool", "AsyncConnectionPool"):
         return _AsyncAdvisoryLock(conn, _saver_alock(saver), thread_id)
-    if isinstance(conn, sqlite3.Connection):
-        # A sync saver under arun: the file lock needs no connection to poll.
-        return _file_lock(_sqlite_file(conn, _saver_lock(saver)), thread_id, saver)
-    if _is(conn, "psycopg", "Connection") or _is(conn, "psycopg_pool", "ConnectionPool"):
-        return _ThreadedLock(_AdvisoryLock(conn, _saver_lock(saver), thread_id))
+    # A sync saver never gets here: LangGraph's sync savers refuse arun's aget_tuple.
     _no_lock(saver, thread_id)
     return None
 
@@ -466,19 +462,6 @@ class _AsyncAdvisoryLock:
             if self._pooled:
                 pool: AsyncConnectionPool[Any] = self._source  # type: ignore[assignment]
                 await pool.putconn(conn)
-
-
-class _ThreadedLock:
-    """A sync saver's advisory lock driven from ``arun``: its statements run in a thread."""
-
-    def __init__(self, lock: _AdvisoryLock) -> None:
-        self._lock = lock
-
-    async def atry_acquire(self) -> bool:
-        return await asyncio.to_thread(self._lock.try_acquire)
-
-    async def arelease(self) -> None:
-        await asyncio.to_thread(self._lock.release)
 
 
 def _query(conn: Connection[Any], sql: LiteralString, params: dict[str, int]) -> bool:

@@ -203,23 +203,6 @@ def test_an_exception_inside_releases_the_lock(
 
 
 @pytest.mark.postgres
-def test_a_sync_postgres_saver_under_athread_lock(pg_dsn: str, thread: str) -> None:
-    async def main() -> None:
-        with (
-            PostgresSaver.from_conn_string(pg_dsn) as a,
-            PostgresSaver.from_conn_string(pg_dsn) as b,
-        ):
-            async with athread_lock(a, thread):
-                with pytest.raises(ne.ThreadBusyError):
-                    async with athread_lock(b, thread, on_busy="raise"):
-                        pass
-            async with athread_lock(b, thread, on_busy="raise"):
-                pass
-
-    asyncio.run(main())
-
-
-@pytest.mark.postgres
 def test_a_pool_of_one_connection_is_refused_with_the_fix(pg_dsn: str, thread: str) -> None:
     with ConnectionPool(pg_dsn, min_size=1, max_size=1, kwargs=PG_KWARGS) as pool:
         saver = PostgresSaver(pool)  # type: ignore[arg-type]
