@@ -21,7 +21,7 @@ def worker(db: str, thread: str, log: Path, *exit_in: str) -> subprocess.Complet
     )
 
 
-@pytest.mark.parametrize("where", ["sqlite", "postgres"])
+@pytest.mark.parametrize("where", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def test_killed_process_is_resumed_by_another_without_repeating_nodes(
     where: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
