@@ -13,8 +13,7 @@ Rules:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from langgraph.channels.base import BaseChannel
 from langgraph.checkpoint.base import CheckpointTuple
@@ -28,9 +27,11 @@ _TASKS = "__pregel_tasks"
 _SPECIAL_WRITES = frozenset({"__error__", "__interrupt__", "__resume__", "__scheduled__"})
 
 
-@dataclass(frozen=True)
-class Record:
-    """One checkpoint of the lineage, reduced to what planning needs."""
+class Record(NamedTuple):
+    """One checkpoint of the lineage, reduced to what planning needs.
+
+    A NamedTuple, not a dataclass: a long thread builds thousands of them per plan.
+    """
 
     checkpoint_id: str
     """The checkpoint's id."""

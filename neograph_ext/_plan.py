@@ -13,7 +13,7 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
@@ -146,16 +146,16 @@ def decide(records: Sequence[Record], current: Stamp, thread_id: str) -> ResumeP
     foreign = _foreign(records, current)
     if foreign:
         return replace(base, blocker=foreign)
+    changes_of = _changes_against(current)
     notes: list[str] = []
     for index, record in enumerate(records):
-        if not isinstance(record.stamp, Stamp):
-            if record.ran and record.stamp is not None:
-                notes.append(f"checkpoint {record.checkpoint_id}: {_unreadable(record.stamp)}")
-            elif record.ran:
-                notes.append(f"checkpoint {record.checkpoint_id}: written without a stamp")
-            continue
-        if _changes(record.ran, record.wrote, record.stamp, current):
-            return _rewind(base, records, index, turn, _all_changes(records, index, current))
+        if isinstance(record.stamp, Unreadable) and record.ran:
+            notes.append(f"checkpoint {record.checkpoint_id}: {_unreadable(record.stamp)}")
+        elif record.stamp is None and record.ran:
+            notes.append(f"checkpoint {record.checkpoint_id}: written without a stamp")
+        elif changes_of(record):
+            found = _all_changes(records[index:], changes_of) + _pending_changes(head, current)
+            return _rewind(base, records, index, turn, _unique(found))
     if _pending_changes(head, current):
         return _rewind(base, records, len(records), turn, _pending_changes(head, current))
     if notes:
@@ -173,14 +173,33 @@ def _ran_between(records: Sequence[Record], start: int, stop: int) -> frozenset[
     return frozenset(name for record in records[start:stop] for name in record.ran)
 
 
-def _all_changes(records: Sequence[Record], start: int, current: Stamp) -> tuple[NodeChange, ...]:
-    """Every change from the earliest affected task on, each node and reason once."""
+def _changes_against(current: Stamp) -> Callable[[Record], tuple[NodeChange, ...]]:
+    """A record's changes, memoised: along a thread the same stamp and step repeat."""
+    memo: dict[tuple[str, frozenset[str], frozenset[str]], tuple[NodeChange, ...]] = {}
+
+    def changes_of(record: Record) -> tuple[NodeChange, ...]:
+        stamp = record.stamp
+        if not isinstance(stamp, Stamp) or stamp.id == current.id:
+            return ()
+        key = (stamp.id, record.ran, record.wrote)
+        if key not in memo:
+            memo[key] = _changes(record.ran, record.wrote, stamp, current)
+        return memo[key]
+
+    return changes_of
+
+
+def _all_changes(
+    records: Sequence[Record], changes_of: Callable[[Record], tuple[NodeChange, ...]]
+) -> tuple[NodeChange, ...]:
+    """Every change in ``records``."""
+    return tuple(change for record in records for change in changes_of(record))
+
+
+def _unique(changes: Sequence[NodeChange]) -> tuple[NodeChange, ...]:
+    """Each node and reason once, the earliest first."""
     found: dict[tuple[str, ChangeReason, str | None], NodeChange] = {}
-    for record in records[start:]:
-        if isinstance(record.stamp, Stamp):
-            for change in _changes(record.ran, record.wrote, record.stamp, current):
-                found.setdefault((change.node, change.reason, change.channel), change)
-    for change in _pending_changes(records[-1], current):
+    for change in changes:
         found.setdefault((change.node, change.reason, change.channel), change)
     return tuple(found.values())
 
