@@ -160,12 +160,13 @@ def run(
         ThreadBusyError: Another process holds the thread's lock.
     """
     call = _call(graph, config)
-    prepared = _prepare(call, *_read(call), input, auto_resume, kwargs)
+    decision, head = _read(call)
+    prepared = _prepare(call, decision, head, input, auto_resume, kwargs)
     if not prepared.invocations:
         return prepared.stored
     with thread_lock(call.saver, call.thread_id, on_busy=on_busy, timeout=lock_timeout):
-        # Planned again under the lock: another process may have just finished the work.
-        prepared = _prepare(call, *_read(call), input, auto_resume, kwargs)
+        if _moved(head, call.saver.get_tuple(call.config)):
+            prepared = _prepare(call, *_read(call), input, auto_resume, kwargs)
         result = prepared.stored
         for step in prepared.invocations:
             if step.when is _When.ALWAYS or _holds(step.when, graph, _head(graph, step)):
@@ -185,12 +186,13 @@ async def arun(
 ) -> Any:
     """Async twin of ``run``."""
     call = _call(graph, config)
-    prepared = _prepare(call, *await _aread(call), input, auto_resume, kwargs)
+    decision, head = await _aread(call)
+    prepared = _prepare(call, decision, head, input, auto_resume, kwargs)
     if not prepared.invocations:
         return prepared.stored
     async with athread_lock(call.saver, call.thread_id, on_busy=on_busy, timeout=lock_timeout):
-        # Planned again under the lock: another process may have just finished the work.
-        prepared = _prepare(call, *await _aread(call), input, auto_resume, kwargs)
+        if _moved(head, await call.saver.aget_tuple(call.config)):
+            prepared = _prepare(call, *await _aread(call), input, auto_resume, kwargs)
         result = prepared.stored
         for step in prepared.invocations:
             if step.when is _When.ALWAYS or _holds(step.when, graph, await _ahead(graph, step)):
@@ -213,10 +215,13 @@ def stream(
     A complete, unchanged thread yields nothing: nothing runs.
     """
     call = _call(graph, config)
-    if not _prepare(call, *_read(call), input, auto_resume, kwargs).invocations:
+    decision, head = _read(call)
+    prepared = _prepare(call, decision, head, input, auto_resume, kwargs)
+    if not prepared.invocations:
         return
     with thread_lock(call.saver, call.thread_id, on_busy=on_busy, timeout=lock_timeout):
-        prepared = _prepare(call, *_read(call), input, auto_resume, kwargs)
+        if _moved(head, call.saver.get_tuple(call.config)):
+            prepared = _prepare(call, *_read(call), input, auto_resume, kwargs)
         for step in prepared.invocations:
             if step.when is _When.ALWAYS or _holds(step.when, graph, _head(graph, step)):
                 yield from graph.stream(step.input, step.config, **prepared.kwargs)
@@ -234,10 +239,13 @@ async def astream(
 ) -> AsyncIterator[Any]:
     """Async twin of ``stream``."""
     call = _call(graph, config)
-    if not _prepare(call, *await _aread(call), input, auto_resume, kwargs).invocations:
+    decision, head = await _aread(call)
+    prepared = _prepare(call, decision, head, input, auto_resume, kwargs)
+    if not prepared.invocations:
         return
     async with athread_lock(call.saver, call.thread_id, on_busy=on_busy, timeout=lock_timeout):
-        prepared = _prepare(call, *await _aread(call), input, auto_resume, kwargs)
+        if _moved(head, await call.saver.aget_tuple(call.config)):
+            prepared = _prepare(call, *await _aread(call), input, auto_resume, kwargs)
         for step in prepared.invocations:
             if step.when is _When.ALWAYS or _holds(step.when, graph, await _ahead(graph, step)):
                 async for chunk in graph.astream(step.input, step.config, **prepared.kwargs):
@@ -271,6 +279,18 @@ class _Call:
     stamp: Stamp
     saver: BaseCheckpointSaver[Any]
     thread_id: str
+
+
+def _moved(planned: CheckpointTuple | None, now: CheckpointTuple | None) -> bool:
+    """Whether the thread changed between planning and taking its lock.
+
+    Another process may have worked on it meanwhile; then the plan is made again.
+    """
+    if planned is None or now is None:
+        return planned is not now
+    return planned.checkpoint["id"] != now.checkpoint["id"] or len(
+        planned.pending_writes or ()
+    ) != len(now.pending_writes or ())
 
 
 def _found(call: _Call, head: CheckpointTuple | None) -> CheckpointTuple | None:
