@@ -62,49 +62,51 @@ class Record(NamedTuple):
 
 def lineage(
     tuples: Iterable[CheckpointTuple],
-    head_id: str | None,
+    head_id: str,
     *,
     next_nodes: frozenset[str] = frozenset(),
 ) -> tuple[Record, ...]:
     """Reduce a thread's checkpoints to the head's lineage, oldest first.
 
+    Savers list a thread newest first, so each parent comes after its child and the
+    walk keeps nothing but the lineage's records: on a long thread, holding every
+    checkpoint until the end would cost more than reading them. Any order still works.
+
     Args:
-        tuples: Every root-namespace checkpoint of the thread, in any order.
-        head_id: The checkpoint to start from; the newest when None.
+        tuples: Every root-namespace checkpoint of the thread.
+        head_id: The checkpoint to start from.
         next_nodes: The nodes the head is waiting to run.
 
     Returns:
-        The lineage, oldest first; empty when the thread has no checkpoints.
+        The lineage, oldest first.
 
     Raises:
         KeyError: ``head_id`` is not a checkpoint of the thread.
     """
-    by_id: dict[str, CheckpointTuple] = {}
-    newest: str | None = None
+    newest_first: list[Record] = []
+    stash: dict[str, CheckpointTuple] = {}
+    child: CheckpointTuple | None = None
+    wanted: str | None = head_id
     for tup in tuples:
-        cid = tup.checkpoint["id"]
-        by_id[cid] = tup
-        if newest is None or cid > newest:
-            newest = cid
-    head = head_id or newest
-    if head is None:
-        return ()
-    if head not in by_id:
-        raise KeyError(head)
-    chain: list[CheckpointTuple] = []
-    cursor: str | None = head
-    while cursor is not None and cursor in by_id:
-        tup = by_id[cursor]
-        chain.append(tup)
-        cursor = _parent_id(tup)
-    chain.reverse()
-    records = []
-    parent: CheckpointTuple | None = None
-    for tup in chain:
-        is_head = tup.checkpoint["id"] == head
-        records.append(_record(tup, parent, next_nodes if is_head else frozenset()))
-        parent = tup
-    return tuple(records)
+        if wanted is None:
+            continue  # the lineage is complete; the saver's cursor is still drained
+        if tup.checkpoint["id"] != wanted:
+            stash[tup.checkpoint["id"]] = tup
+            continue
+        found: CheckpointTuple | None = tup
+        while found is not None:
+            if child is not None:
+                newest_first.append(_record(child, found, _next_of(child, head_id, next_nodes)))
+            child, wanted = found, _parent_id(found)
+            found = stash.pop(wanted) if wanted in stash else None
+    if child is None:
+        raise KeyError(head_id)
+    newest_first.append(_record(child, None, _next_of(child, head_id, next_nodes)))
+    return tuple(reversed(newest_first))
+
+
+def _next_of(tup: CheckpointTuple, head_id: str, next_nodes: frozenset[str]) -> frozenset[str]:
+    return next_nodes if tup.checkpoint["id"] == head_id else frozenset()
 
 
 def _parent_id(tup: CheckpointTuple) -> str | None:

@@ -355,7 +355,7 @@ def _from_head(call: _Call, head: CheckpointTuple | None) -> tuple[Record, ...] 
     """The lineage when the head alone decides it; None when the history must be read."""
     if head is None:
         return ()
-    records = lineage([head], None, next_nodes=_next(call.graph, head))
+    records = lineage([head], head.checkpoint["id"], next_nodes=_next(call.graph, head))
     return records if verified_head(records[-1], call.stamp) else None
 
 

@@ -114,7 +114,7 @@ def history_command(
         if not tuples:
             raise CliError(f"thread {thread!r} has no checkpoints in this database")
         try:
-            records = lineage(tuples, checkpoint)
+            records = lineage(tuples, checkpoint or max(t.checkpoint["id"] for t in tuples))
         except KeyError:
             raise CliError(f"thread {thread!r} has no checkpoint {checkpoint!r}") from None
     parents = Counter(

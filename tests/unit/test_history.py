@@ -1,0 +1,60 @@
+"""A thread's lineage from raw checkpoint tuples (an in-memory saver, no database)."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from itertools import pairwise
+
+import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+
+import neograph_ext as ne
+from neograph_ext._history import lineage
+from tests.integration.pipelines import linear, model
+
+V1 = model(score=(int, ...))
+V2 = model(score=(float, ...))
+
+
+@pytest.fixture
+def forked() -> tuple[InMemorySaver, str]:
+    """A thread a -> b -> c -> d, rewound once before c: two branches."""
+    saver, config = InMemorySaver(), {"configurable": {"thread_id": "t"}}
+    ne.run(ne.compile(linear(Counter(), {"c": V1}), checkpointer=saver), {"log": []}, config)
+    ne.run(ne.compile(linear(Counter(), {"c": V2}), checkpointer=saver), None, config)
+    head = saver.get_tuple(config)
+    assert head is not None
+    return saver, head.checkpoint["id"]
+
+
+def test_lineage_follows_parents_and_skips_the_old_branch(
+    forked: tuple[InMemorySaver, str],
+) -> None:
+    saver, head = forked
+    tuples = list(saver.list({"configurable": {"thread_id": "t"}}))
+    records = lineage(tuples, head)
+    assert records[-1].checkpoint_id == head
+    assert len(records) < len(tuples)
+    assert [r.source for r in records][:2] == ["input", "loop"]
+    for parent, child in pairwise(records):
+        assert child.parent_id == parent.checkpoint_id
+    assert [sorted(r.ran) for r in records if r.ran] == [["a"], ["b"], ["c"], ["d"]]
+
+
+def test_lineage_does_not_depend_on_the_listing_order(
+    forked: tuple[InMemorySaver, str],
+) -> None:
+    saver, head = forked
+    tuples = list(saver.list({"configurable": {"thread_id": "t"}}))
+    expected = lineage(tuples, head)
+    for seed in range(5):
+        shuffled = tuples[:]
+        random.Random(seed).shuffle(shuffled)
+        assert lineage(shuffled, head) == expected
+
+
+def test_unknown_head_is_a_key_error(forked: tuple[InMemorySaver, str]) -> None:
+    saver, _ = forked
+    with pytest.raises(KeyError):
+        lineage(saver.list({"configurable": {"thread_id": "t"}}), "missing")
