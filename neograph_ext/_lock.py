@@ -301,8 +301,11 @@ class _FileLock:
         self._fd: int | None = None
 
     def try_acquire(self) -> bool:
-        self._path.parent.mkdir(exist_ok=True)
-        fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o644)
+        except FileNotFoundError:  # the first lock beside this database: make the folder
+            self._path.parent.mkdir(exist_ok=True)
+            fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
