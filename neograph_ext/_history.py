@@ -56,8 +56,6 @@ class Record(NamedTuple):
     """Tasks of this checkpoint's own step that finished without a checkpoint after them."""
     next_nodes: frozenset[str]
     """Nodes this checkpoint is waiting to run (only filled for the head)."""
-    input: Any = None
-    """For an ``input`` checkpoint, the input the run was started with."""
 
 
 def lineage(
@@ -126,7 +124,6 @@ def _record(
     parent_step = _step(parent) if parent is not None else -1
     source = str(metadata.get("source", ""))
     verified = metadata.get(VERIFIED_KEY)
-    values = checkpoint.get("channel_values", {})
     return Record(
         checkpoint_id=checkpoint["id"],
         parent_id=_parent_id(tup),
@@ -145,7 +142,6 @@ def _record(
             }
         ),
         next_nodes=next_nodes,
-        input=values.get("__start__") if source == "input" else None,
     )
 
 
