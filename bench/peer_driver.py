@@ -32,6 +32,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from _harness import copy_sqlite_thread
 from langgraph.checkpoint.sqlite import SqliteSaver
 from pydantic import BaseModel, create_model
 
@@ -158,21 +159,6 @@ def peer(saver: SqliteSaver) -> tuple[Build, Run]:
     return build, run_
 
 
-def copy_thread(saver: SqliteSaver, source: str, target: str) -> None:
-    with saver.lock, saver.conn:
-        saver.conn.execute(
-            "INSERT INTO checkpoints SELECT ?, checkpoint_ns, checkpoint_id, "
-            "parent_checkpoint_id, type, checkpoint, metadata FROM checkpoints "
-            "WHERE thread_id = ?",
-            (target, source),
-        )
-        saver.conn.execute(
-            "INSERT INTO writes SELECT ?, checkpoint_ns, checkpoint_id, task_id, task_path, "
-            "idx, channel, type, value FROM writes WHERE thread_id = ?",
-            (target, source),
-        )
-
-
 def timed(fn: Callable[[], Any]) -> tuple[float, float, int]:
     """Wall seconds, CPU seconds and nodes executed by one call."""
     before = sum(COUNTS.values())
@@ -204,7 +190,7 @@ def main(side: str, reps: int) -> dict[str, Any]:
         nodes: dict[str, set[int]] = {k: set() for k in kinds}
         for rep in range(reps + 1):
             thread_id = f"t{rep}"
-            copy_thread(saver, "template", thread_id)
+            copy_sqlite_thread(saver, "template", thread_id)
             resume = timed(lambda: run(old, "template"))
             rewind = timed(lambda t=thread_id: run(new, t))
             again = timed(lambda t=thread_id: run(new, t))
