@@ -158,7 +158,9 @@ def _waits(thread_id: str, on_busy: str, timeout: float) -> Iterator[float]:
     if on_busy not in ("wait", "raise"):
         raise ValueError(f"on_busy must be 'wait' or 'raise', not {on_busy!r}")
     if not timeout >= 0:  # also refuses NaN
-        raise ValueError(f"timeout must be a number of seconds >= 0, not {timeout!r}")
+        raise ValueError(
+            f"the lock timeout (lock_timeout) must be a number of seconds >= 0, not {timeout!r}"
+        )
     return _delays(thread_id, on_busy, timeout)
 
 

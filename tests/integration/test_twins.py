@@ -112,3 +112,16 @@ def test_a_stamp_forwarded_in_caller_metadata_never_replaces_the_graphs(
     ne.run(graph, None, {**config, "metadata": dict(stale.metadata)})
     assert runs == Counter("cd")
     assert ne.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
+
+
+def test_bad_lock_options_are_clear_errors_before_anything_runs(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    runs: Counter[str] = Counter()
+    graph = ne.compile(linear(runs), checkpointer=saver)
+    with pytest.raises(ValueError, match=r"lock_timeout\) must be a number of seconds >= 0"):
+        ne.run(graph, {"log": []}, config, lock_timeout=-1)
+    with pytest.raises(ValueError, match="on_busy must be 'wait' or 'raise'"):
+        ne.run(graph, {"log": []}, config, on_busy="later")  # type: ignore[arg-type]
+    assert runs == Counter()
+    assert saver.get_tuple(config) is None
