@@ -147,6 +147,7 @@ def decide(records: Sequence[Record], current: Stamp, thread_id: str) -> ResumeP
     if foreign:
         return replace(base, blocker=foreign)
     changes_of = _changes_against(current)
+    pending = _pending_changes(head, current)
     notes: list[str] = []
     for index, record in enumerate(records):
         if isinstance(record.stamp, Unreadable) and record.ran:
@@ -154,10 +155,10 @@ def decide(records: Sequence[Record], current: Stamp, thread_id: str) -> ResumeP
         elif record.stamp is None and record.ran:
             notes.append(f"checkpoint {record.checkpoint_id}: written without a stamp")
         elif changes_of(record):
-            found = _all_changes(records[index:], changes_of) + _pending_changes(head, current)
+            found = _all_changes(records[index:], changes_of) + pending
             return _rewind(base, records, index, turn, _unique(found))
-    if _pending_changes(head, current):
-        return _rewind(base, records, len(records), turn, _pending_changes(head, current))
+    if pending:
+        return _rewind(base, records, len(records), turn, pending)
     if notes:
         return replace(base, kind=PlanKind.UNVERIFIED, notes=tuple(notes))
     return base

@@ -169,7 +169,9 @@ def run(
             prepared = _prepare(call, *_read(call), input, auto_resume, kwargs)
         result = prepared.stored
         for step in prepared.invocations:
-            if step.when is _When.ALWAYS or _holds(step.when, graph, _head(graph, step)):
+            if step.when is _When.ALWAYS or _holds(
+                step.when, graph, call.saver.get_tuple(step.config)
+            ):
                 result = graph.invoke(step.input, step.config, **prepared.kwargs)
         return result
 
@@ -195,7 +197,9 @@ async def arun(
             prepared = _prepare(call, *await _aread(call), input, auto_resume, kwargs)
         result = prepared.stored
         for step in prepared.invocations:
-            if step.when is _When.ALWAYS or _holds(step.when, graph, await _ahead(graph, step)):
+            if step.when is _When.ALWAYS or _holds(
+                step.when, graph, await call.saver.aget_tuple(step.config)
+            ):
                 result = await graph.ainvoke(step.input, step.config, **prepared.kwargs)
         return result
 
@@ -223,7 +227,9 @@ def stream(
         if _moved(head, call.saver.get_tuple(call.config)):
             prepared = _prepare(call, *_read(call), input, auto_resume, kwargs)
         for step in prepared.invocations:
-            if step.when is _When.ALWAYS or _holds(step.when, graph, _head(graph, step)):
+            if step.when is _When.ALWAYS or _holds(
+                step.when, graph, call.saver.get_tuple(step.config)
+            ):
                 yield from graph.stream(step.input, step.config, **prepared.kwargs)
 
 
@@ -247,7 +253,9 @@ async def astream(
         if _moved(head, await call.saver.aget_tuple(call.config)):
             prepared = _prepare(call, *await _aread(call), input, auto_resume, kwargs)
         for step in prepared.invocations:
-            if step.when is _When.ALWAYS or _holds(step.when, graph, await _ahead(graph, step)):
+            if step.when is _When.ALWAYS or _holds(
+                step.when, graph, await call.saver.aget_tuple(step.config)
+            ):
                 async for chunk in graph.astream(step.input, step.config, **prepared.kwargs):
                     yield chunk
 
@@ -316,14 +324,6 @@ def _call(graph: Pregel[Any, Any, Any, Any], config: RunnableConfig) -> _Call:
     if thread_id is None:
         raise GraphError('config names no thread: pass {"configurable": {"thread_id": "..."}}')
     return _Call(graph, config, raw, stamp, _saver(graph), str(thread_id))
-
-
-def _head(graph: Pregel[Any, Any, Any, Any], step: _Invocation) -> CheckpointTuple | None:
-    return _saver(graph).get_tuple(step.config)
-
-
-async def _ahead(graph: Pregel[Any, Any, Any, Any], step: _Invocation) -> CheckpointTuple | None:
-    return await _saver(graph).aget_tuple(step.config)
 
 
 def _next(graph: Pregel[Any, Any, Any, Any], head: CheckpointTuple) -> frozenset[str]:
