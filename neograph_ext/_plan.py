@@ -210,7 +210,12 @@ def _pending_changes(head: Record, current: Stamp) -> tuple[NodeChange, ...]:
     if not head.pending_tasks or not isinstance(head.stamp, Stamp):
         return ()
     channels = frozenset(head.stamp.channels) | frozenset(current.channels)
-    return _changes(head.next_nodes, channels, head.stamp, current)
+    return _changes(_user_nodes(head.next_nodes), channels, head.stamp, current)
+
+
+def _user_nodes(names: frozenset[str]) -> frozenset[str]:
+    """Without LangGraph's own nodes (``__start__``), which no stamp fingerprints."""
+    return frozenset(name for name in names if not name.startswith("__"))
 
 
 def _rewind(
@@ -223,7 +228,7 @@ def _rewind(
     """Fork from the parent of ``records[index]`` (``len(records)``: the head itself)."""
     head = records[-1]
     invalidated = frozenset(change.node for change in changes)
-    rerun = _ran_between(records, index, len(records)) | head.next_nodes | invalidated
+    rerun = _ran_between(records, index, len(records)) | _user_nodes(head.next_nodes) | invalidated
     rerun = rerun - {c.node for c in changes if c.reason is ChangeReason.REMOVED}
     target = records[index - 1] if index > 0 else None
     plan = replace(

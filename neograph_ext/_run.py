@@ -327,11 +327,9 @@ def _call(graph: Pregel[Any, Any, Any, Any], config: RunnableConfig) -> _Call:
 
 
 def _next(graph: Pregel[Any, Any, Any, Any], head: CheckpointTuple) -> frozenset[str]:
-    triggers = {
-        name: tuple(node.triggers)
-        for name, node in graph.nodes.items()
-        if not name.startswith("__")
-    }
+    # ``__start__`` counts: a head that is the input checkpoint (a process killed
+    # before the first step was saved) still waits to run the whole graph.
+    triggers = {name: tuple(node.triggers) for name, node in graph.nodes.items()}
     return waiting(head.checkpoint, triggers, graph.channels)
 
 

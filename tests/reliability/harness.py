@@ -172,7 +172,7 @@ def reference(code: str | None = None) -> Any:
     with contextlib.closing(sqlite3.connect(":memory:", check_same_thread=False)) as conn:
         graph = worker.compiled(SqliteSaver(conn), worker.build(Path(os.devnull), parsed), parsed)
         result = graph.invoke(dict(worker.INPUT), {"configurable": {"thread_id": "reference"}})
-    return json.loads(json.dumps(result, default=repr))
+    return jsonable(result)
 
 
 def checkpoint_ids(db: str, thread: str) -> set[str]:
@@ -188,6 +188,21 @@ def sources(db: str, thread: str) -> Counter[str]:
             str((t.metadata or {}).get("source"))
             for t in saver.list({"configurable": {"thread_id": thread}})
         )
+
+
+def head_sources(db: str, threads: Iterable[str]) -> Counter[str]:
+    """How many of ``threads`` have a head of each ``source`` (``none``: no checkpoint)."""
+    found: Counter[str] = Counter()
+    with worker.open_saver(db) as saver:
+        for thread in threads:
+            head = saver.get_tuple({"configurable": {"thread_id": thread, "checkpoint_ns": ""}})
+            found[str((head.metadata or {}).get("source")) if head else "none"] += 1
+    return found
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` as a worker reports it (through JSON)."""
+    return json.loads(json.dumps(value, default=repr))
 
 
 def plan_kind(db: str, thread: str, code: str | None = None) -> ne.PlanKind:

@@ -169,3 +169,12 @@ def test_successors_cover_conditional_destinations() -> None:
     builder2.add_conditional_edges("a", lambda s: "b")
     assert declared == ("b",)
     assert build_stamp(builder2).nodes["a"].succ == ("*",)
+
+
+def test_an_input_checkpoint_waiting_on_start_is_continued_not_finished() -> None:
+    current = stamp()
+    for pending in (0, 1):
+        head = record(-1, stamp=current, source="input", wrote=(), next_nodes={"__start__"})
+        plan = decide([head._replace(pending_tasks=pending)], current, "t")
+        assert plan.kind is PlanKind.CONTINUE, pending
+        assert plan.changes == () and plan.rerun == frozenset()
