@@ -13,8 +13,9 @@ from neograph_ext._errors import (
     ThreadBusyError,
 )
 from neograph_ext._fingerprint import fingerprint_type
+from neograph_ext._graph import compile
 from neograph_ext._plan import ChangeReason, NodeChange, PlanKind, ResumePlan
-from neograph_ext._run import aplan, arun, astream, compile, plan, run, stream
+from neograph_ext._run import aplan, arun, astream, plan, run, stream
 
 __all__ = [
     "ChangeReason",

@@ -19,9 +19,16 @@ from langgraph.channels.base import BaseChannel
 from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.types import Send
 
-from neograph_ext._stamp import STAMP_KEY, VERIFIED_KEY, Stamp, Unreadable, read_stamp
+from neograph_ext._stamp import (
+    STAMP_KEY,
+    Stamp,
+    StampRef,
+    Unreadable,
+    read_run,
+    read_stamp,
+)
 
-__all__ = ["Record", "lineage", "waiting"]
+__all__ = ["Record", "lineage", "references", "resolved", "waiting"]
 
 _TASKS = "__pregel_tasks"
 _SPECIAL_WRITES = frozenset({"__error__", "__interrupt__", "__resume__", "__scheduled__"})
@@ -41,8 +48,9 @@ class Record(NamedTuple):
     """LangGraph's step counter (``-1`` for an input checkpoint)."""
     source: str
     """``input``, ``loop``, ``update`` or ``fork``."""
-    stamp: Stamp | Unreadable | None
-    """The fingerprints it was written under; None when written without neograph-ext."""
+    stamp: Stamp | StampRef | Unreadable | None
+    """The fingerprints it was written under (a reference until its description is
+    looked up: ``resolved``); None when written without neograph-ext."""
     verified: str | None
     """Stamp id against which ``run()`` had verified this checkpoint's whole lineage."""
     ran: frozenset[str]
@@ -103,6 +111,23 @@ def lineage(
     return tuple(reversed(newest_first))
 
 
+def references(records: Iterable[Record], current: str) -> frozenset[str]:
+    """The stamp ids whose descriptions planning ``records`` needs: all but ``current``."""
+    return frozenset(
+        r.stamp.id for r in records if isinstance(r.stamp, StampRef) and r.stamp.id != current
+    )
+
+
+def resolved(records: Sequence[Record], found: Mapping[str, Stamp]) -> tuple[Record, ...]:
+    """``records`` with each reference replaced by its description, where one was found."""
+    return tuple(
+        r._replace(stamp=found[r.stamp.id])
+        if isinstance(r.stamp, StampRef) and r.stamp.id in found
+        else r
+        for r in records
+    )
+
+
 def _next_of(tup: CheckpointTuple, head_id: str, next_nodes: frozenset[str]) -> frozenset[str]:
     return next_nodes if tup.checkpoint["id"] == head_id else frozenset()
 
@@ -123,14 +148,14 @@ def _record(
     step = step if isinstance(step, int) else -1
     parent_step = _step(parent) if parent is not None else -1
     source = str(metadata.get("source", ""))
-    verified = metadata.get(VERIFIED_KEY)
+    stamp = read_stamp(metadata.get(STAMP_KEY))
     return Record(
         checkpoint_id=checkpoint["id"],
         parent_id=_parent_id(tup),
         step=step,
         source=source,
-        stamp=read_stamp(metadata.get(STAMP_KEY)),
-        verified=verified if isinstance(verified, str) else None,
+        stamp=stamp,
+        verified=read_run(metadata, stamp).verified,
         ran=_ran(checkpoint, parent),
         wrote=_wrote(checkpoint, parent),
         span=step - parent_step if source != "input" else 0,

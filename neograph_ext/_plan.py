@@ -7,6 +7,9 @@ Rules:
   wrote a channel whose type changed. The earliest affected task's parent checkpoint
   is the rewind target; LangGraph re-runs that whole superstep and all after it.
 - Checkpoints without a trustworthy stamp never count as changed (``unverified``).
+- A stamp whose description cannot be found (a reference left unresolved) counts
+  as changed for every node it covers: a rewind that may not be minimal, never a
+  silent reuse.
 - A rewind that would drop later turns, or that has no checkpoint to fork from,
   is not done silently: the plan carries a ``blocker`` and ``run`` raises.
 """
@@ -19,7 +22,7 @@ from enum import StrEnum
 
 from neograph_ext._fingerprint import diff
 from neograph_ext._history import Record
-from neograph_ext._stamp import NodeStamp, Stamp, Unreadable
+from neograph_ext._stamp import NodeStamp, Stamp, StampRef, Unreadable
 
 __all__ = ["ChangeReason", "NodeChange", "PlanKind", "ResumePlan", "decide", "verified_head"]
 
@@ -48,6 +51,8 @@ class ChangeReason(StrEnum):
     SUCCESSORS = "successors"
     SUBGRAPH = "subgraph"
     REMOVED = "removed"
+    UNKNOWN = "unknown"
+    """The types it ran under are not known: their stored description is missing."""
 
 
 @dataclass(frozen=True)
@@ -69,8 +74,12 @@ class NodeChange:
 
     def describe(self) -> str:
         """One line naming the node and the reason, then the diff lines, indented."""
-        what = f"channel `{self.channel}` type" if self.channel else str(self.reason)
-        lines = [f"node `{self.node}`: {what} changed"]
+        if self.reason is ChangeReason.UNKNOWN:
+            head = f"node `{self.node}`: ran under types that are not known here"
+        else:
+            what = f"channel `{self.channel}` type" if self.channel else str(self.reason)
+            head = f"node `{self.node}`: {what} changed"
+        lines = [head]
         lines += [f"    {line}" for line in self.diff]
         return "\n".join(lines)
 
@@ -167,7 +176,11 @@ def decide(records: Sequence[Record], current: Stamp, thread_id: str) -> ResumeP
 def verified_head(head: Record, current: Stamp) -> bool:
     """Whether ``run`` already checked the head's whole lineage against ``current``."""
     stamp = head.stamp
-    return isinstance(stamp, Stamp) and stamp.id == current.id and head.verified == current.id
+    return (
+        isinstance(stamp, Stamp | StampRef)
+        and stamp.id == current.id
+        and head.verified == current.id
+    )
 
 
 def _ran_between(records: Sequence[Record], start: int, stop: int) -> frozenset[str]:
@@ -180,7 +193,7 @@ def _changes_against(current: Stamp) -> Callable[[Record], tuple[NodeChange, ...
 
     def changes_of(record: Record) -> tuple[NodeChange, ...]:
         stamp = record.stamp
-        if not isinstance(stamp, Stamp) or stamp.id == current.id:
+        if not isinstance(stamp, Stamp | StampRef) or stamp.id == current.id:
             return ()
         key = (stamp.id, record.ran, record.wrote)
         if key not in memo:
@@ -207,9 +220,12 @@ def _unique(changes: Sequence[NodeChange]) -> tuple[NodeChange, ...]:
 
 def _pending_changes(head: Record, current: Stamp) -> tuple[NodeChange, ...]:
     """Changes among the head's finished-but-uncheckpointed tasks (a crashed superstep)."""
-    if not head.pending_tasks or not isinstance(head.stamp, Stamp):
+    if not head.pending_tasks or not isinstance(head.stamp, Stamp | StampRef):
         return ()
-    channels = frozenset(head.stamp.channels) | frozenset(current.channels)
+    if head.stamp.id == current.id:
+        return ()
+    old = head.stamp.channels if isinstance(head.stamp, Stamp) else {}
+    channels = frozenset(old) | frozenset(current.channels)
     return _changes(_user_nodes(head.next_nodes), channels, head.stamp, current)
 
 
@@ -231,8 +247,10 @@ def _rewind(
     rerun = _ran_between(records, index, len(records)) | _user_nodes(head.next_nodes) | invalidated
     rerun = rerun - {c.node for c in changes if c.reason is ChangeReason.REMOVED}
     target = records[index - 1] if index > 0 else None
+    unknown = any(change.reason is ChangeReason.UNKNOWN for change in changes)
     plan = replace(
         base,
+        notes=base.notes + ((_MISSING,) if unknown else ()),
         kind=PlanKind.REWIND,
         checkpoint_id=target.checkpoint_id if target else None,
         step=target.step if target else None,
@@ -264,6 +282,13 @@ def _rewind(
     return plan
 
 
+_MISSING = (
+    "some checkpoints name a stamp whose description is not stored beside them (deleted, "
+    "or written by code that never stored it): what they cover counts as changed, so "
+    "this rewind may re-run more than the changed nodes"
+)
+
+
 def _foreign(records: Sequence[Record], current: Stamp) -> str | None:
     """A thread written by a graph with no node in common with the current one."""
     ran = frozenset(name for record in records for name in record.ran)
@@ -280,8 +305,13 @@ def _unreadable(stamp: Unreadable) -> str:
 
 
 def _changes(
-    ran: frozenset[str], wrote: frozenset[str], old: Stamp, new: Stamp
+    ran: frozenset[str], wrote: frozenset[str], old: Stamp | StampRef, new: Stamp
 ) -> tuple[NodeChange, ...]:
+    if isinstance(old, StampRef):
+        line = f"stamp {old.id[:12]}: its description is not stored"
+        return tuple(
+            NodeChange(node, ChangeReason.UNKNOWN, old.id, new.id, (line,)) for node in sorted(ran)
+        )
     found: list[NodeChange] = []
     for node in sorted(ran):
         found += _node_changes(node, old, new)

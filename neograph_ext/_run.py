@@ -1,10 +1,10 @@
-"""Compiling a stamped graph and resuming its threads: the execution layer.
+"""Resuming the threads of a stamped graph: the execution layer.
 
 Rules:
-- ``compile`` returns LangGraph's own compiled graph, its config metadata carrying
-  the stamp, so every checkpoint it writes is stamped however it is invoked.
 - Reading and deciding are shared; the sync and async drivers below differ by
   ``await`` alone. What to invoke is computed once, purely, by ``_prepare``.
+- The descriptions of the stamps a lineage names are fetched from the stamp store
+  once per plan, and only when the head alone does not decide it.
 - A rewind is LangGraph time travel: invoke from the target checkpoint, a fork.
   Nothing is deleted or overwritten.
 - The caller's input and config are never mutated.
@@ -20,62 +20,27 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
-from langgraph.graph import StateGraph
-from langgraph.graph.state import CompiledStateGraph
 from langgraph.pregel import Pregel
 from langgraph.types import Command
 
 from neograph_ext._errors import CheckpointSchemaError, GraphError
-from neograph_ext._history import Record, lineage, waiting
+from neograph_ext._graph import StampedGraph, marking
+from neograph_ext._history import Record, lineage, references, resolved, waiting
 from neograph_ext._lock import OnBusy, athread_lock, thread_lock
 from neograph_ext._plan import PlanKind, ResumePlan, decide, verified_head
 from neograph_ext._stamp import (
-    INPUT_KEY,
     STAMP_KEY,
-    VERIFIED_KEY,
     Stamp,
-    build_stamp,
+    encode_run,
     input_digest,
+    read_run,
     read_stamp,
 )
+from neograph_ext._stamp_store import aload, load
 
-__all__ = ["aplan", "arun", "astream", "compile", "plan", "run", "stream"]
+__all__ = ["aplan", "arun", "astream", "plan", "run", "stream"]
 
 logger = logging.getLogger("neograph_ext")
-
-DECISION_KEY = "neograph_ext_decision"
-"""Run metadata naming the decision, so it shows in traces and checkpoint metadata."""
-
-
-def compile(
-    builder: StateGraph[Any, Any, Any, Any],
-    *,
-    checkpointer: Any = None,
-    output_types: Mapping[str, object] | None = None,
-    versions: Mapping[str, str] | None = None,
-    **compile_kwargs: Any,
-) -> CompiledStateGraph[Any, Any, Any, Any]:
-    """Compile a StateGraph whose checkpoints carry the fingerprints of its types.
-
-    Args:
-        builder: Any LangGraph ``StateGraph``.
-        checkpointer: Passed to ``StateGraph.compile``; ``run`` needs one. ``None``
-            suits a subgraph added as a node of a parent graph.
-        output_types: Per node, the type its results have; overrides the return
-            annotation of the node's callable.
-        versions: Per node, an opaque string to bump after a prompt or logic change
-            that leaves the types alone.
-        **compile_kwargs: Every other keyword of ``StateGraph.compile``.
-
-    Returns:
-        LangGraph's compiled graph; all of its API works as usual.
-
-    Raises:
-        ValueError: ``output_types`` or ``versions`` names an unknown node.
-    """
-    stamp = build_stamp(builder, output_types, versions)
-    graph = builder.compile(checkpointer=checkpointer, **compile_kwargs)
-    return graph.with_config(metadata={STAMP_KEY: stamp.encode()})
 
 
 class _When(StrEnum):
@@ -88,6 +53,8 @@ class _When(StrEnum):
 class _Invocation:
     input: Any
     config: RunnableConfig
+    mark: str
+    """The run mark its checkpoints carry (``_stamp.encode_run``)."""
     when: _When = _When.ALWAYS
 
 
@@ -172,7 +139,8 @@ def run(
             if step.when is _When.ALWAYS or _holds(
                 step.when, graph, call.saver.get_tuple(step.config)
             ):
-                result = graph.invoke(step.input, step.config, **prepared.kwargs)
+                with marking(call.stamp, step.mark):
+                    result = graph.invoke(step.input, step.config, **prepared.kwargs)
         return result
 
 
@@ -200,7 +168,8 @@ async def arun(
             if step.when is _When.ALWAYS or _holds(
                 step.when, graph, await call.saver.aget_tuple(step.config)
             ):
-                result = await graph.ainvoke(step.input, step.config, **prepared.kwargs)
+                with marking(call.stamp, step.mark):
+                    result = await graph.ainvoke(step.input, step.config, **prepared.kwargs)
         return result
 
 
@@ -230,7 +199,8 @@ def stream(
             if step.when is _When.ALWAYS or _holds(
                 step.when, graph, call.saver.get_tuple(step.config)
             ):
-                yield from graph.stream(step.input, step.config, **prepared.kwargs)
+                with marking(call.stamp, step.mark):
+                    yield from graph.stream(step.input, step.config, **prepared.kwargs)
 
 
 async def astream(
@@ -256,8 +226,9 @@ async def astream(
             if step.when is _When.ALWAYS or _holds(
                 step.when, graph, await call.saver.aget_tuple(step.config)
             ):
-                async for chunk in graph.astream(step.input, step.config, **prepared.kwargs):
-                    yield chunk
+                with marking(call.stamp, step.mark):
+                    async for chunk in graph.astream(step.input, step.config, **prepared.kwargs):
+                        yield chunk
 
 
 def _read(call: _Call, *, full: bool = False) -> tuple[ResumePlan, CheckpointTuple | None]:
@@ -265,6 +236,7 @@ def _read(call: _Call, *, full: bool = False) -> tuple[ResumePlan, CheckpointTup
     records = None if full else _from_head(call, head)
     if records is None:
         records = _from_history(call, head, call.saver.list(_thread(call.config)))
+        records = resolved(records, load(call.saver, references(records, call.stamp.id)))
     return _decided(records, call), head
 
 
@@ -274,6 +246,7 @@ async def _aread(call: _Call, *, full: bool = False) -> tuple[ResumePlan, Checkp
     if records is None:
         tuples = [tup async for tup in call.saver.alist(_thread(call.config))]
         records = _from_history(call, head, tuples)
+        records = resolved(records, await aload(call.saver, references(records, call.stamp.id)))
     return _decided(records, call), head
 
 
@@ -283,7 +256,6 @@ class _Call:
 
     graph: Pregel[Any, Any, Any, Any]
     config: RunnableConfig
-    raw_stamp: str
     stamp: Stamp
     saver: BaseCheckpointSaver[Any]
     thread_id: str
@@ -313,9 +285,7 @@ def _found(call: _Call, head: CheckpointTuple | None) -> CheckpointTuple | None:
 
 
 def _call(graph: Pregel[Any, Any, Any, Any], config: RunnableConfig) -> _Call:
-    raw = (graph.config or {}).get("metadata", {}).get(STAMP_KEY)
-    stamp = read_stamp(raw)
-    if not isinstance(stamp, Stamp) or not isinstance(raw, str):
+    if not isinstance(graph, StampedGraph):
         raise GraphError(
             "this graph carries no neograph-ext stamp: build it with "
             "neograph_ext.compile(builder, checkpointer=...) instead of builder.compile(...)"
@@ -323,7 +293,7 @@ def _call(graph: Pregel[Any, Any, Any, Any], config: RunnableConfig) -> _Call:
     thread_id = (config.get("configurable") or {}).get("thread_id")
     if thread_id is None:
         raise GraphError('config names no thread: pass {"configurable": {"thread_id": "..."}}')
-    return _Call(graph, config, raw, stamp, _saver(graph), str(thread_id))
+    return _Call(graph, config, graph.neograph_ext_stamp, _saver(graph), str(thread_id))
 
 
 def _next(graph: Pregel[Any, Any, Any, Any], head: CheckpointTuple) -> frozenset[str]:
@@ -401,31 +371,29 @@ def _prepare(
             "work, or start a new thread_id"
         )
         raise CheckpointSchemaError(_message(decision, ways), decision)
-    # The graph's own stamp wins over any stamp a caller forwards in its metadata.
-    metadata: dict[str, Any] = {STAMP_KEY: call.raw_stamp, DECISION_KEY: str(decision.kind)}
-    if decision.kind is not PlanKind.UNVERIFIED:
-        metadata[VERIFIED_KEY] = call.stamp.id
-    stored_input = (head.metadata or {}).get(INPUT_KEY) if head else None
-    if stored_input is not None:
-        metadata[INPUT_KEY] = stored_input
-    here = _with_metadata(call.config, metadata)
+    stored_input = _stored_input(head)
     answer = isinstance(input, Command)
     given = None if input is None or answer else input_digest(input)
-    new_run = _with_checkpoint(_with_metadata(here, {INPUT_KEY: given or ""}), None)
+    here = encode_run(call.stamp, decision.kind, stored_input)
+    new_run = _with_checkpoint(call.config, None)
+    new_mark = encode_run(call.stamp, decision.kind, given)
     complete = head is not None and not decision.next_nodes and not _interrupted(head)
     # A complete thread given another input starts a new turn; the same input (or an
-    # input whose digest is unknown) asks for the stored result.
-    new_turn = complete and given is not None and stored_input not in (None, given)
+    # input whose digest is unknown) asks for the stored result. So does an input
+    # given to a thread whose own input was never recorded, as plain LangGraph would.
+    new_turn = complete and given is not None and stored_input != given
     if head is None:
-        steps: tuple[_Invocation, ...] = (_Invocation(input, new_run),)
+        steps: tuple[_Invocation, ...] = (_Invocation(input, new_run, new_mark),)
     elif decision.kind is PlanKind.REWIND:
-        steps = (_Invocation(None, _with_checkpoint(here, decision.checkpoint_id)),)
+        rewind = _with_checkpoint(call.config, decision.checkpoint_id)
+        steps = (_Invocation(None, rewind, here),)
         if answer:
-            steps += (_Invocation(input, _with_checkpoint(here, None), _When.INTERRUPTED),)
+            after = _with_checkpoint(call.config, None)
+            steps += (_Invocation(input, after, here, _When.INTERRUPTED),)
         elif new_turn:
-            steps += (_Invocation(input, new_run, _When.COMPLETE),)
+            steps += (_Invocation(input, new_run, new_mark, _When.COMPLETE),)
     elif new_turn:
-        steps = (_Invocation(input, new_run),)
+        steps = (_Invocation(input, new_run, new_mark),)
     elif complete:
         steps = ()
     else:
@@ -434,7 +402,7 @@ def _prepare(
                 "thread %r is incomplete: resuming it; the input given is ignored",
                 decision.thread_id,
             )
-        steps = (_Invocation(input if answer else None, here),)
+        steps = (_Invocation(input if answer else None, call.config, here),)
     stored = _output(call.graph, head) if complete and not steps else None
     return _Prepared(steps, stored, {"durability": "sync", **kwargs})
 
@@ -449,11 +417,12 @@ def _message(decision: ResumePlan, ways: str) -> str:
     )
 
 
-def _with_metadata(config: RunnableConfig, metadata: Mapping[str, Any]) -> RunnableConfig:
-    merged: RunnableConfig = {**config}
-    merged["metadata"] = {**(config.get("metadata") or {}), **metadata}
-    merged["configurable"] = {**(config.get("configurable") or {})}
-    return merged
+def _stored_input(head: CheckpointTuple | None) -> str | None:
+    """The digest of the input the head's run started with, where it was recorded."""
+    if head is None:
+        return None
+    metadata = head.metadata or {}
+    return read_run(metadata, read_stamp(metadata.get(STAMP_KEY))).input
 
 
 def _with_checkpoint(config: RunnableConfig, checkpoint_id: str | None) -> RunnableConfig:

@@ -3,11 +3,19 @@
 Rules:
 - A stamp is computed once per compiled graph from the builder's static structure
   (node output types, ``versions``, successors, subgraphs, state channel types).
-- It travels as one JSON string under ``STAMP_KEY`` in the graph's config metadata;
-  LangGraph copies str config metadata into every checkpoint an invocation writes.
+- Metadata travels with every checkpoint, streamed chunk, event and trace, so only a
+  reference rides there: ``STAMP_KEY`` holds ``"2:<stamp id>"``, and ``run()`` adds a
+  run mark under ``RUN_KEY``; together at most ``MAX_METADATA_BYTES``. The stamp's
+  description (every fingerprint and type signature) is stored once per distinct stamp
+  beside the checkpoints (``_stamp_store``).
+- 0.1.0 stored the whole description, as JSON, under ``STAMP_KEY`` in every checkpoint,
+  with the run's input and verification under two keys of their own: still read.
+- A run mark is bound to the stamp it was written under: a mark that reached another
+  graph's checkpoints (a graph invoked inside a node of a run) is not trusted there.
 - Reading is defensive: stamps come from storage, so they are parsed with ``json``
-  only, size-capped, validated by pydantic, and never imported or evaluated. A stamp
-  that cannot be trusted yields an ``Unreadable`` reason, never an exception.
+  only, size-capped before anything is cached, validated by pydantic, and never
+  imported or evaluated. A stamp that cannot be trusted yields an ``Unreadable``
+  reason, never an exception.
 """
 
 from __future__ import annotations
@@ -17,6 +25,7 @@ import hashlib
 import inspect
 import json
 import logging
+import re
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -32,17 +41,26 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from neograph_ext._fingerprint import Signature, UnresolvedTypeError, digest, signature
 
 __all__ = [
-    "INPUT_KEY",
+    "LEGACY_INPUT_KEY",
+    "LEGACY_VERIFIED_KEY",
+    "MAX_METADATA_BYTES",
     "MAX_STAMP_CHARS",
+    "PLAIN_CALL",
+    "RUN_KEY",
     "STAMP_FORMAT",
     "STAMP_KEY",
-    "VERIFIED_KEY",
     "NodeStamp",
+    "RunMark",
     "Stamp",
+    "StampRef",
     "Unreadable",
     "build_stamp",
+    "encode_run",
     "input_digest",
+    "read_description",
+    "read_run",
     "read_stamp",
+    "stamp_ref",
 ]
 
 logger = logging.getLogger("neograph_ext")
@@ -50,14 +68,34 @@ logger = logging.getLogger("neograph_ext")
 STAMP_KEY = "neograph_ext"
 """Checkpoint metadata key holding the stamp (SQLite filters need ``[a-zA-Z0-9_.-]``)."""
 
-INPUT_KEY = "neograph_ext_input"
-"""Metadata written by ``run()``: digest of the input the current run started with."""
+RUN_KEY = "neograph_ext_run"
+"""Metadata written by ``run()``: ``<stamp id, 16 hex>.<decision>.<input digest>``; a
+plain call of the graph writes ``PLAIN_CALL`` as decision."""
 
-VERIFIED_KEY = "neograph_ext_verified"
-"""Metadata written by ``run()``: the stamp id the whole lineage was checked against."""
+PLAIN_CALL = "invoke"
+"""The decision of a run mark written by a plain call: nothing was checked."""
+
+LEGACY_INPUT_KEY = "neograph_ext_input"
+"""0.1.0's metadata key for the digest of the input the run started with."""
+
+LEGACY_VERIFIED_KEY = "neograph_ext_verified"
+"""0.1.0's metadata key for the stamp id the whole lineage was checked against."""
+
+MAX_METADATA_BYTES: Final = 256
+"""The most neograph-ext adds to any metadata, keys and JSON quoting included."""
 
 STAMP_FORMAT: Final = 1
-"""Version of the stamp's JSON shape; a stamp of another version is not trusted."""
+"""Version of a description's JSON shape; a description of another version is not trusted."""
+
+REF_FORMAT: Final = 2
+"""Version of what ``STAMP_KEY`` holds when it is a reference (0.1.0 held a description)."""
+
+_REF = re.compile(rf"{REF_FORMAT}:([0-9a-f]{{64}})")
+_MARK = re.compile(r"([0-9a-f]{16})\.([a-z_]{1,20})\.([0-9a-f]{32})?")
+_MARK_ID = 16
+"""Hex digits of the stamp id a run mark is bound to."""
+_INPUT_DIGITS = 32
+"""Hex digits of an input digest kept in a run mark (128 bits)."""
 
 MAX_STAMP_CHARS = 2_000_000
 """Stamps larger than this are refused unread: a stamp is data from storage."""
@@ -86,7 +124,7 @@ class NodeStamp(BaseModel):
 
 
 class Stamp(BaseModel):
-    """The fingerprints of one compiled graph, as stored in checkpoint metadata."""
+    """The fingerprints of one compiled graph: its description, stored once per id."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
 
@@ -102,8 +140,16 @@ class Stamp(BaseModel):
     """Signatures by digest, so a later run can explain a change at field level."""
 
     def encode(self) -> str:
-        """The JSON string stored under ``STAMP_KEY``."""
+        """The description as JSON: what the stamp store keeps (and 0.1.0's metadata held)."""
         return self.model_dump_json(exclude_defaults=True)
+
+
+@dataclass(frozen=True)
+class StampRef:
+    """A stamp known by its id alone; its description is looked up in the stamp store."""
+
+    id: str
+    """The stamp's id (64 hex digits)."""
 
 
 @dataclass(frozen=True)
@@ -116,28 +162,97 @@ class Unreadable:
     """One line for the log."""
 
 
-def read_stamp(raw: object) -> Stamp | Unreadable | None:
+@dataclass(frozen=True)
+class RunMark:
+    """What ``run()`` recorded on a checkpoint, as far as the checkpoint's stamp vouches."""
+
+    verified: str | None = None
+    """The stamp id against which the whole lineage was checked, if it was."""
+    input: str | None = None
+    """Digest (``_INPUT_DIGITS`` hex) of the input the run started with, if known."""
+
+
+def stamp_ref(stamp: Stamp) -> str:
+    """The value stored under ``STAMP_KEY`` for ``stamp``."""
+    return f"{REF_FORMAT}:{stamp.id}"
+
+
+def encode_run(stamp: Stamp, decision: str, given_input: str | None) -> str:
+    """The run mark ``run()`` writes under ``RUN_KEY``.
+
+    Args:
+        stamp: The stamp of the graph being run; the mark is bound to it.
+        decision: The plan's kind; ``unverified`` means the lineage was not checked.
+        given_input: The input's digest (``input_digest``), if the run started one.
+    """
+    return f"{stamp.id[:_MARK_ID]}.{decision}.{(given_input or '')[:_INPUT_DIGITS]}"
+
+
+def read_stamp(raw: object) -> Stamp | StampRef | Unreadable | None:
     """Parse the metadata value stored under ``STAMP_KEY``.
 
     Args:
         raw: The value found in checkpoint metadata, or None when absent.
 
     Returns:
-        The stamp; ``None`` when the checkpoint carries none; ``Unreadable`` with a
-        reason when it carries one that cannot be trusted.
+        A reference (the current format); the whole stamp (0.1.0's format); ``None``
+        when the checkpoint carries none; ``Unreadable`` with a reason when it carries
+        one that cannot be trusted.
     """
     if raw is None:
         return None
     if not isinstance(raw, str):
         return Unreadable("format", f"stamp is a {type(raw).__name__}, not a JSON string")
+    ref = _REF.fullmatch(raw)
+    if ref:
+        return StampRef(ref.group(1))
+    return read_description(raw)
+
+
+def read_description(raw: str) -> Stamp | Unreadable:
+    """Parse a stamp's description (from the stamp store, or 0.1.0's metadata).
+
+    Args:
+        raw: The JSON text.
+
+    Returns:
+        The stamp, or why it is not trusted.
+    """
+    # Checked before the cache: a refused giant must not stay in memory.
+    if len(raw) > MAX_STAMP_CHARS:
+        return Unreadable("format", f"stamp of {len(raw)} characters exceeds {MAX_STAMP_CHARS}")
     return _parse(raw)
+
+
+def read_run(metadata: Mapping[str, Any], stamp: Stamp | StampRef | Unreadable | None) -> RunMark:
+    """The run mark of a checkpoint, trusted only as far as its own stamp vouches.
+
+    Args:
+        metadata: The checkpoint's metadata.
+        stamp: What ``read_stamp`` found in it.
+
+    Returns:
+        An empty mark when there is none, or when it was written under another stamp.
+    """
+    if isinstance(stamp, Stamp):  # 0.1.0: two keys of their own
+        verified, given = metadata.get(LEGACY_VERIFIED_KEY), metadata.get(LEGACY_INPUT_KEY)
+        return RunMark(
+            verified if isinstance(verified, str) else None,
+            given[:_INPUT_DIGITS] if isinstance(given, str) and given else None,
+        )
+    raw = metadata.get(RUN_KEY)
+    if not isinstance(stamp, StampRef) or not isinstance(raw, str):
+        return RunMark()
+    mark = _MARK.fullmatch(raw)
+    if mark is None or mark.group(1) != stamp.id[:_MARK_ID]:
+        return RunMark()
+    checked = mark.group(2) not in ("unverified", PLAIN_CALL)
+    return RunMark(stamp.id if checked else None, mark.group(3))
 
 
 @functools.lru_cache(maxsize=16)
 def _parse(raw: str) -> Stamp | Unreadable:
     """Cached: a thread's checkpoints repeat the same few stamps thousands of times."""
-    if len(raw) > MAX_STAMP_CHARS:
-        return Unreadable("format", f"stamp of {len(raw)} characters exceeds {MAX_STAMP_CHARS}")
     try:
         data = json.loads(raw)
     except (ValueError, RecursionError) as exc:
@@ -166,12 +281,13 @@ def _sig_digest(sig: Signature) -> str | None:
 
 
 def input_digest(value: object) -> str | None:
-    """SHA-256 of a run's input as LangGraph's serializer encodes it; None if it cannot."""
+    """SHA-256 (its first 128 bits, as hex) of a run's input as LangGraph's serializer
+    encodes it; None if it cannot."""
     try:
         _, data = _SERDE.dumps_typed(value)
     except Exception:
         return None
-    return hashlib.sha256(data).hexdigest()
+    return hashlib.sha256(data).hexdigest()[:_INPUT_DIGITS]
 
 
 def build_stamp(
@@ -301,8 +417,7 @@ def _subgraph_nodes(runnable: object) -> dict[str, str] | None:
     """For a compiled subgraph node: the subgraph's own node digests."""
     if not isinstance(runnable, Pregel):
         return None
-    raw = (runnable.config or {}).get("metadata", {}).get(STAMP_KEY)
-    stamp = read_stamp(raw)
+    stamp = getattr(runnable, "neograph_ext_stamp", None)  # see _graph.StampedGraph
     if isinstance(stamp, Stamp):
         nodes = {k: n.fp for k, n in stamp.nodes.items()}
         nodes.update({f"channel:{k}": fp for k, fp in stamp.channels.items()})

@@ -41,8 +41,10 @@ from langgraph.graph import StateGraph
 from langgraph.pregel import Pregel
 
 from neograph_ext import NeographExtError, PlanKind, ResumePlan, compile, plan
-from neograph_ext._history import Record, lineage
-from neograph_ext._stamp import STAMP_KEY, Stamp, Unreadable, read_stamp
+from neograph_ext._graph import StampedGraph
+from neograph_ext._history import Record, lineage, references, resolved
+from neograph_ext._stamp import Stamp, StampRef, Unreadable
+from neograph_ext._stamp_store import is_store_thread, load
 
 __all__ = ["app", "main"]
 
@@ -111,12 +113,14 @@ def history_command(
         with _open(db) as saver:
             current = None if target is None else _stamp(_attach(target, saver, graph), graph)
             tuples = list(saver.list({"configurable": {"thread_id": thread, "checkpoint_ns": ""}}))
-        if not tuples:
-            raise CliError(f"thread {thread!r} has no checkpoints in this database")
-        try:
-            records = lineage(tuples, checkpoint or max(t.checkpoint["id"] for t in tuples))
-        except KeyError:
-            raise CliError(f"thread {thread!r} has no checkpoint {checkpoint!r}") from None
+            if not tuples:
+                raise CliError(f"thread {thread!r} has no checkpoints in this database")
+            try:
+                records = lineage(tuples, checkpoint or max(t.checkpoint["id"] for t in tuples))
+            except KeyError:
+                raise CliError(f"thread {thread!r} has no checkpoint {checkpoint!r}") from None
+            if current is not None:
+                records = resolved(records, load(saver, references(records, current.id)))
     parents = Counter(
         t.parent_config["configurable"].get("checkpoint_id") for t in tuples if t.parent_config
     )
@@ -214,7 +218,7 @@ def _attach(target: object, saver: Saver, spec: str | None) -> Graph:
     if isinstance(target, StateGraph):
         return compile(target, checkpointer=saver)
     if isinstance(target, Pregel):
-        _stamp(target, spec)  # the stamp lives in the config metadata, which copy() keeps
+        _stamp(target, spec)  # the stamp lives on the graph's class, which copy() keeps
         return target.copy(update={"checkpointer": saver})
     raise CliError(
         f"GRAPH {spec!r} is of type {type(target).__name__}, not a StateGraph builder "
@@ -223,13 +227,12 @@ def _attach(target: object, saver: Saver, spec: str | None) -> Graph:
 
 
 def _stamp(graph: Graph, spec: str | None) -> Stamp:
-    stamp = read_stamp((graph.config or {}).get("metadata", {}).get(STAMP_KEY))
-    if not isinstance(stamp, Stamp):
+    if not isinstance(graph, StampedGraph):
         raise CliError(
             f"GRAPH {spec!r} was compiled by plain LangGraph and carries no fingerprints: build "
             "it with neograph_ext.compile(builder, ...) or point GRAPH at the builder"
         )
-    return stamp
+    return graph.neograph_ext_stamp
 
 
 @contextmanager
@@ -312,7 +315,9 @@ def _threads(saver: Saver, progress: Progress) -> list[str]:
     names: set[str] = set()
     for tup in progress.track(saver.list(None), description="reading checkpoints"):
         configurable = tup.config["configurable"]
-        if configurable.get("checkpoint_ns", "") == "":
+        if configurable.get("checkpoint_ns", "") == "" and not is_store_thread(
+            configurable["thread_id"]
+        ):
             names.add(str(configurable["thread_id"]))
     return sorted(names)
 
@@ -400,7 +405,8 @@ def _history_row(record: Record, current: Stamp | None, children: int) -> dict[s
 
 
 def _status(record: Record, node: str, current: Stamp | None) -> str | None:
-    """``same``, ``changed``, ``removed``, ``unstamped`` or ``unreadable``; None without GRAPH."""
+    """``same``, ``changed``, ``removed``, ``unstamped``, ``unreadable`` or ``unknown`` (its
+    description is not stored); None without GRAPH."""
     stamp = record.stamp
     if current is None:
         return None
@@ -408,6 +414,8 @@ def _status(record: Record, node: str, current: Stamp | None) -> str | None:
         return "unstamped"
     if isinstance(stamp, Unreadable):
         return "unreadable"
+    if isinstance(stamp, StampRef):
+        return "same" if stamp.id == current.id else "unknown"
     old, new = stamp.nodes.get(node), current.nodes.get(node)
     if new is None:
         return "removed"

@@ -95,7 +95,9 @@ def test_run_records_its_decision_in_run_metadata(
     ne.run(ne.compile(linear(Counter(), {"c": V2}), checkpointer=saver), None, config)
     head = saver.get_tuple(config)
     assert head is not None
-    assert head.metadata["neograph_ext_decision"] == "rewind"
+    bound_to, decision, _ = head.metadata["neograph_ext_run"].split(".")
+    assert decision == "rewind"
+    assert head.metadata["neograph_ext"].startswith(f"2:{bound_to}")
     assert head.metadata["source"] == "loop"
 
 

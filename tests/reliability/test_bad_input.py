@@ -1,10 +1,11 @@
 """Garbage in checkpoint metadata, and threads that belong to another graph.
 
 Stamps come from storage, so anything can be there. Garbage is written two ways:
-through the real write path (config metadata overrides the stamp key: LangGraph
-merges the invocation's metadata over the graph's, so the invocation's value wins),
-and, for values LangGraph would never write (JSON objects, lists, null), by
-rewriting the metadata column of the SQLite file directly.
+through LangGraph's real write path (a plainly compiled graph of the same builder,
+the garbage in its config metadata: a neograph-ext graph would put its own stamp
+back), and, for values LangGraph would never write (JSON objects, lists, null), by
+rewriting the metadata column of the SQLite file directly. Most garbage has the
+shape of 0.1.0's stamp, a whole description in metadata, still read today.
 """
 
 from __future__ import annotations
@@ -178,7 +179,7 @@ def real_stamp() -> dict[str, Any]:
     code = worker.parse_code(None)
     with SqliteSaver.from_conn_string(":memory:") as saver:
         graph = worker.compiled(saver, worker.build(Path(os.devnull), code), code)
-    stamp: dict[str, Any] = json.loads(graph.config["metadata"][STAMP_KEY])
+    stamp: dict[str, Any] = json.loads(graph.neograph_ext_stamp.encode())
     return stamp
 
 
@@ -198,6 +199,11 @@ def graph_of(
     return worker.compiled(saver, worker.build(log, parsed, **options), parsed)
 
 
+def plain_of(saver: BaseCheckpointSaver[Any], log: Path, **options: Any) -> Any:
+    """The same graph compiled by plain LangGraph: it writes whatever metadata it is given."""
+    return worker.build(log, worker.parse_code(None), **options).compile(checkpointer=saver)
+
+
 def write_garbage(saver: SqliteSaver, log: Path, thread: str, garbage: Garbage, stamp: Any) -> None:
     """Run the graph until it crashes at ``CRASH_AT``, every checkpoint carrying the garbage."""
     value = garbage.make(stamp)
@@ -205,7 +211,7 @@ def write_garbage(saver: SqliteSaver, log: Path, thread: str, garbage: Garbage, 
     if not garbage.direct:
         config["metadata"] = {STAMP_KEY: value}
     with pytest.raises(RuntimeError, match="crash"):
-        graph_of(saver, log, crash_at=CRASH_AT).invoke(dict(INPUT), config, durability="sync")
+        plain_of(saver, log, crash_at=CRASH_AT).invoke(dict(INPUT), config, durability="sync")
     if garbage.direct:
         for tup in saver.list({"configurable": {"thread_id": thread}}):
             metadata = dict(tup.metadata or {})
@@ -309,7 +315,7 @@ def test_garbage_type_signatures_never_break_planning(
     stamp["sigs"] = {out: signature}
     raw = json.dumps(stamp)
     config: dict[str, Any] = {"configurable": {"thread_id": thread}}
-    graph_of(lite, log).invoke(dict(INPUT), {**config, "metadata": {STAMP_KEY: raw}})
+    plain_of(lite, log).invoke(dict(INPUT), {**config, "metadata": {STAMP_KEY: raw}})
 
     try:
         plan = ne.plan(graph_of(lite, log, V2), config)
@@ -386,7 +392,7 @@ def test_stamp_strings_are_never_imported_evaluated_or_used_as_paths(
 ) -> None:
     raw = _evil_stamp(real_stamp, tmp_path)
     config: dict[str, Any] = {"configurable": {"thread_id": thread}}
-    graph_of(lite, log).invoke(dict(INPUT), {**config, "metadata": {STAMP_KEY: raw}})
+    plain_of(lite, log).invoke(dict(INPUT), {**config, "metadata": {STAMP_KEY: raw}})
     imported: list[str] = []
     opened: list[str] = []
     real_import, real_import_module, real_open = (

@@ -116,3 +116,44 @@ def test_stamp_key_is_a_valid_sqlite_filter_key() -> None:
 
     assert re.fullmatch(r"[a-zA-Z0-9_.-]+", STAMP_KEY) and "." not in STAMP_KEY
     assert isinstance(read_stamp(build_stamp(linear(Counter())).encode()), Stamp)
+
+
+def test_an_oversize_stamp_is_refused_before_it_is_cached() -> None:
+    from neograph_ext import _stamp
+
+    _stamp._parse.cache_clear()
+    giant = "{" + " " * (_stamp.MAX_STAMP_CHARS + 1) + "}"
+    for _ in range(3):
+        assert isinstance(read_stamp(giant), Unreadable)
+    assert _stamp._parse.cache_info().currsize == 0
+
+
+def test_a_reference_and_a_run_mark_fit_the_metadata_budget() -> None:
+    from neograph_ext._stamp import (
+        MAX_METADATA_BYTES,
+        RUN_KEY,
+        StampRef,
+        encode_run,
+        input_digest,
+        read_run,
+        stamp_ref,
+    )
+
+    current = build_stamp(linear(Counter()))
+    metadata = {
+        STAMP_KEY: stamp_ref(current),
+        RUN_KEY: encode_run(current, "up_to_date", input_digest({"log": ["x" * 10_000]})),
+    }
+    assert len(json.dumps(metadata).encode()) <= MAX_METADATA_BYTES
+    ref = read_stamp(metadata[STAMP_KEY])
+    assert ref == StampRef(current.id)
+    mark = read_run(metadata, ref)
+    assert mark.verified == current.id and mark.input == input_digest({"log": ["x" * 10_000]})
+    # Bound to its stamp: under another stamp the same mark vouches for nothing.
+    assert read_run(metadata, StampRef("0" * 64)).verified is None
+    assert (
+        read_run(
+            {**metadata, RUN_KEY: metadata[RUN_KEY].replace("up_to_date", "invoke")}, ref
+        ).verified
+        is None
+    )

@@ -1,0 +1,253 @@
+"""The compact stamp: at most 256 bytes in any metadata, the description stored once.
+
+Per saver: what neograph-ext adds to checkpoint metadata and to streamed chunks, measured
+against the same graph compiled plainly; changes still found with field-level diffs; a
+missing description counted as a change; a compiled graph identical to LangGraph's.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from typing import Any, TypedDict
+
+import pytest
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END, START, StateGraph
+from pydantic import BaseModel
+
+import neograph_ext as ne
+from neograph_ext._stamp import MAX_METADATA_BYTES
+from neograph_ext._stamp_store import THREAD_PREFIX
+from tests.integration import big
+from tests.integration.pipelines import linear, model
+
+V1 = model(score=(int, ...))
+V2 = model(score=(float, ...))
+
+
+def _thread() -> RunnableConfig:
+    return {"configurable": {"thread_id": str(uuid.uuid4())}}
+
+
+def _size(metadata: Any) -> int:
+    return len(json.dumps(metadata, sort_keys=True, default=str).encode())
+
+
+def _metadata_by_step(saver: BaseCheckpointSaver[Any], config: RunnableConfig) -> dict[int, Any]:
+    return {t.metadata["step"]: t.metadata for t in saver.list(config)}
+
+
+def _added(saver: BaseCheckpointSaver[Any], plain: RunnableConfig, ours: RunnableConfig) -> int:
+    """The most bytes any of ``ours``'s checkpoints carries beyond ``plain``'s, per step."""
+    before, after = _metadata_by_step(saver, plain), _metadata_by_step(saver, ours)
+    assert before.keys() == after.keys() and before
+    return max(_size(after[step]) - _size(before[step]) for step in before)
+
+
+@pytest.mark.parametrize(
+    ("make", "input"),
+    [(big.wide, {}), (big.chat, {"messages": [("user", "hi")]})],
+    ids=["30-nodes-nested-models", "messages-agent"],
+)
+def test_checkpoint_metadata_grows_by_at_most_256_bytes(
+    saver: BaseCheckpointSaver[Any],
+    make: Callable[[Counter[str]], StateGraph[Any, Any, Any, Any]],
+    input: Any,
+) -> None:
+    plain, ours = _thread(), _thread()
+    make(Counter()).compile(checkpointer=saver).invoke(input, plain, durability="sync")
+    graph = ne.compile(make(Counter()), checkpointer=saver)
+    assert len(graph.neograph_ext_stamp.encode()) > 4 * MAX_METADATA_BYTES
+    ne.run(graph, input, ours)
+
+    added = _added(saver, plain, ours)
+    assert 0 < added <= MAX_METADATA_BYTES
+
+
+def test_a_streamed_message_chunk_carries_at_most_256_extra_bytes(
+    saver: BaseCheckpointSaver[Any],
+) -> None:
+    input = {"messages": [("user", "hi")]}
+    plain = list(
+        big.chat(Counter())
+        .compile(checkpointer=saver)
+        .stream(input, _thread(), stream_mode="messages")
+    )
+    graph = ne.compile(big.chat(Counter()), checkpointer=saver)
+    ours = list(ne.stream(graph, input, _thread(), stream_mode="messages"))
+    assert len(plain) == len(ours) > 0
+    assert [m.content for m, _ in plain] == [m.content for m, _ in ours]
+    extra = [
+        _size(ours_md) - _size(plain_md)
+        for (_, plain_md), (_, ours_md) in zip(plain, ours, strict=True)
+    ]
+    assert all(0 < n <= MAX_METADATA_BYTES for n in extra), extra
+
+
+def test_a_change_deep_inside_a_large_model_is_found_minimal_with_its_diff(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    runs: Counter[str] = Counter()
+    ne.run(ne.compile(big.wide(runs), checkpointer=saver), {}, config)
+    runs.clear()
+    graph = ne.compile(big.wide(runs, changed=17), checkpointer=saver)
+
+    plan = ne.plan(graph, config)
+    assert plan.kind is ne.PlanKind.REWIND and plan.invalidated_nodes == {"n17"}
+    assert plan.kept == {f"n{i:02d}" for i in range(17)}
+    assert any("score: int -> float" in line for c in plan.changes for line in c.diff), plan
+    ne.run(graph, None, config)
+    assert runs == Counter(f"n{i:02d}" for i in range(17, big.NODES))
+
+
+def test_a_missing_description_counts_as_changed_never_as_unchanged(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    runs: Counter[str] = Counter()
+    old = ne.compile(linear(runs, {"c": V1}), checkpointer=saver)
+    ne.run(old, {"log": []}, config)
+    saver.delete_thread(THREAD_PREFIX + old.neograph_ext_stamp.id)
+    # The graph that wrote the thread needs no description to know it is current.
+    assert ne.plan(old, config).kind is ne.PlanKind.UP_TO_DATE
+
+    graph = ne.compile(linear(runs, {"c": V2}), checkpointer=saver)
+    plan = ne.plan(graph, config)
+    assert plan.kind is ne.PlanKind.REWIND and plan.step == 0
+    assert plan.invalidated_nodes == set("abcd") and plan.rerun == set("abcd")
+    assert any("may re-run more than the changed nodes" in note for note in plan.notes)
+    runs.clear()
+    assert ne.run(graph, None, config)["log"] == list("abcd")
+    assert runs == Counter("abcd")
+    assert ne.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
+
+
+def test_planning_fetches_each_distinct_description_once(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ne.run(ne.compile(linear(Counter(), {"c": V1}), checkpointer=saver), {"log": []}, config)
+    bumped = ne.compile(linear(Counter(), {"c": V1}), checkpointer=saver, versions={"d": "2"})
+    ne.run(bumped, None, config)  # rewinds d: the lineage now holds two old stamps
+    fetched: list[str] = []
+    real = saver.get_tuple
+
+    def counting(cfg: RunnableConfig) -> Any:
+        fetched.append(cfg["configurable"]["thread_id"])
+        return real(cfg)
+
+    monkeypatch.setattr(saver, "get_tuple", counting)
+    graph = ne.compile(linear(Counter(), {"c": V2}), checkpointer=saver, versions={"d": "2"})
+    plan = ne.plan(graph, config)
+
+    assert plan.kind is ne.PlanKind.REWIND and plan.invalidated_nodes == {"c"}
+    descriptions = [t for t in fetched if t.startswith(THREAD_PREFIX)]
+    assert sorted(descriptions) == sorted(set(descriptions)) and len(descriptions) == 2
+
+
+def test_a_checkpointer_injected_at_run_time_gets_the_description(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    served = ne.compile(linear(Counter(), {"c": V1})).copy(update={"checkpointer": saver})
+    served.invoke({"log": []}, config)  # as a server runs it: no run(), its own saver
+    graph = ne.compile(linear(Counter(), {"c": V2}), checkpointer=saver)
+    plan = ne.plan(graph, config)
+    assert plan.kind is ne.PlanKind.REWIND and plan.invalidated_nodes == {"c"}
+    assert "Analysis.score: int -> float" in str(plan)
+
+
+async def test_the_async_path_stores_and_reads_descriptions(
+    async_saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    await ne.arun(ne.compile(linear(Counter(), {"c": V1}), checkpointer=async_saver), {}, config)
+    graph = ne.compile(linear(Counter(), {"c": V2}), checkpointer=async_saver)
+    plan = await ne.aplan(graph, config)
+    assert plan.invalidated_nodes == {"c"} and "Analysis.score: int -> float" in str(plan)
+
+
+class Typed(BaseModel):
+    value: str
+
+
+def _typed() -> StateGraph[Any, Any, Any, Any]:
+    builder = StateGraph(Typed)
+    builder.add_node("a", lambda s: {"value": s.value + "_a"})
+    builder.add_edge(START, "a")
+    builder.add_edge("a", END)
+    return builder
+
+
+def test_the_compiled_graph_keeps_everything_langgraph_sets() -> None:
+    plain, ours = _typed().compile(), ne.compile(_typed())
+    assert set(vars(ours)) == set(vars(plain))
+    assert all(
+        (getattr(ours, name) is None) == (getattr(plain, name) is None)
+        for name in vars(plain)
+        if name != "config"  # ours carries the stamp reference in its metadata
+    )
+    assert set(ours.config["metadata"]) == {"neograph_ext"}
+
+
+def test_v2_output_is_the_typed_state(saver: BaseCheckpointSaver[Any]) -> None:
+    graph = ne.compile(_typed(), checkpointer=saver)
+    result = graph.invoke({"value": "x"}, _thread(), version="v2")
+    assert isinstance(result.value, Typed) and result.value.value == "x_a"
+    parts = list(graph.stream({"value": "x"}, _thread(), version="v2", stream_mode="values"))
+    assert parts and all(isinstance(part["data"], Typed) for part in parts)
+
+
+class Flow(TypedDict, total=False):
+    text: str
+    inner: str
+
+
+def test_a_graph_run_inside_a_node_does_not_inherit_the_runs_mark(
+    saver: BaseCheckpointSaver[Any],
+) -> None:
+    runs: Counter[str] = Counter()
+
+    def work(state: Flow) -> Flow:
+        runs["work"] += 1
+        return {"inner": state["text"] + "!"}
+
+    inner = ne.compile(
+        StateGraph(Flow).add_node("work", work).add_edge(START, "work"), checkpointer=saver
+    )
+    inner_config = _thread()
+
+    def outer_node(state: Flow) -> Flow:
+        return {"inner": inner.invoke({"text": "same"}, inner_config)["inner"]}
+
+    outer = ne.compile(
+        StateGraph(Flow).add_node("outer", outer_node).add_edge(START, "outer"),
+        checkpointer=saver,
+    )
+    ne.run(outer, {"text": "outer input"}, _thread())
+    assert runs == Counter({"work": 1})
+
+    # The inner thread recorded its own input, so the same input asks for its result.
+    assert ne.run(inner, {"text": "same"}, inner_config) == {"text": "same", "inner": "same!"}
+    assert runs == Counter({"work": 1})
+
+
+def test_forged_run_metadata_never_skips_the_check(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    runs: Counter[str] = Counter()
+    with pytest.raises(RuntimeError):
+        ne.run(ne.compile(linear(runs, {"c": V1}, crash="d"), checkpointer=saver), {}, config)
+    graph = ne.compile(linear(runs, {"c": V2}), checkpointer=saver)
+    stamp_id = graph.neograph_ext_stamp.id
+    forged = {
+        "neograph_ext_verified": stamp_id,
+        "neograph_ext_run": f"{stamp_id[:16]}.up_to_date.",
+    }
+    # A plain call on top of the stale lineage, its metadata claiming a verified run.
+    graph.invoke(None, {**config, "metadata": forged})
+    runs.clear()
+
+    assert ne.plan(graph, config).kind is ne.PlanKind.REWIND
+    assert ne.run(graph, None, config)["log"] == list("abcd")
+    assert runs == Counter("cd")
