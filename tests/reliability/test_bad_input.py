@@ -31,9 +31,11 @@ import neograph_ext as ne
 from neograph_ext import _stamp
 from neograph_ext._fingerprint import digest
 from neograph_ext._stamp import MAX_STAMP_CHARS, STAMP_KEY, read_stamp
+from neograph_ext._typediff import MAX_LINE, MAX_LINES
 from tests.reliability import harness as h
 from tests.reliability import worker
 from tests.reliability.worker import INPUT, NODES
+from tests.unit.test_typediff_budget import chain
 
 V2 = "c=float"
 CRASH_AT = "e"
@@ -352,7 +354,6 @@ def _evil_stamp(stamp: dict[str, Any], tmp_path: Path) -> str:
         "lc": {"lc": 1, "type": "constructor", "id": [EVIL_MODULE, "Payload"], "kwargs": {}},
         "pickle": "gASVIAAAAAAAAACMBXBvc2l4lIwGc3lzdGVtlJOUjAVlY2hvIJSFlFKULg==",
     }
-    copy = json.loads(json.dumps(stamp))
     sig = {
         "root": evil["import"],
         "defs": {
@@ -363,16 +364,22 @@ def _evil_stamp(stamp: dict[str, Any], tmp_path: Path) -> str:
             evil["module"]: {"origin": evil["import"], "args": [evil["py"], evil["lc"]]},
         },
     }
+    return _well_formed(stamp, sig, ver=evil["py"])
+
+
+def _well_formed(stamp: dict[str, Any], sig: dict[str, Any], **node: Any) -> str:
+    """The stamp with node ``c`` claiming another fingerprint and output signature ``sig``,
+    its digests and id recomputed so that it is trusted."""
+    copy = json.loads(json.dumps(stamp))
     sig_key = digest(sig)  # keys are the digests of the signatures: keep it consistent
     copy["sigs"][sig_key] = sig
-    node = copy["nodes"]["c"]
-    node.update(fp="d" * 64, out=sig_key, ver=evil["py"])
+    copy["nodes"]["c"].update(fp="d" * 64, out=sig_key, **node)
     copy["id"] = _stamp._stamp_id(
         {k: _stamp.NodeStamp.model_validate_json(json.dumps(v)) for k, v in copy["nodes"].items()},
         copy["channels"],
     )
     raw = json.dumps(copy)
-    assert isinstance(read_stamp(raw), _stamp.Stamp), "the evil stamp must be well-formed"
+    assert isinstance(read_stamp(raw), _stamp.Stamp), "the stamp must be well-formed"
     return raw
 
 
@@ -429,6 +436,28 @@ def test_stamp_strings_are_never_imported_evaluated_or_used_as_paths(
     assert EVIL_MODULE not in sys.modules and set(sys.modules) - modules == set()
     assert not [path for path in opened if "pwned" in path or "passwd" in path]
     assert not list(tmp_path.glob("pwned*"))
+
+
+def test_a_stamp_of_deeply_nested_generics_is_explained_in_bounded_text(
+    lite: SqliteSaver, real_stamp: dict[str, Any], log: Path, thread: str
+) -> None:
+    # 40 parametrised classes each naming the previous one twice: a few kilobytes that
+    # read, in full, as 2**40 class names.
+    raw = _well_formed(real_stamp, chain(40))
+    assert len(raw) < 20_000
+    config: dict[str, Any] = {"configurable": {"thread_id": thread}}
+    graph_of(lite, log).invoke(dict(INPUT), {**config, "metadata": {STAMP_KEY: raw}})
+    before = h.counts(log)
+
+    plan = ne.plan(graph_of(lite, log, V2), config)
+    explained = str(plan)
+    result = ne.run(graph_of(lite, log, V2), dict(INPUT), config)
+
+    assert plan.kind is ne.PlanKind.REWIND and plan.invalidated_nodes == {"c"}
+    assert "Pair[Pair[Pair[" in explained and "…" in explained, explained
+    assert len(explained) < 10 * (MAX_LINES + 1) * MAX_LINE
+    assert h.since(log, before) == {name: 1 for name in "cdef"}
+    assert result["f"] == h.reference(V2)["f"]
 
 
 def _foreign_builder(log: Path) -> StateGraph[Any, Any, Any, Any]:
