@@ -11,6 +11,7 @@ from neograph_ext._errors import (
     GraphError,
     NeographExtError,
     ThreadBusyError,
+    UnreadableCheckpointError,
 )
 from neograph_ext._fingerprint import fingerprint_type
 from neograph_ext._plan import ChangeReason, NodeChange, PlanKind, ResumePlan
@@ -25,6 +26,7 @@ __all__ = [
     "PlanKind",
     "ResumePlan",
     "ThreadBusyError",
+    "UnreadableCheckpointError",
     "aplan",
     "arun",
     "astream",

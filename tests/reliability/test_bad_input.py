@@ -4,12 +4,16 @@ Stamps come from storage, so anything can be there. Garbage is written two ways:
 through the real write path (config metadata overrides the stamp key: LangGraph
 merges the invocation's metadata over the graph's, so the invocation's value wins),
 and, for values LangGraph would never write (JSON objects, lists, null), by
-rewriting the metadata column of the SQLite file directly.
+rewriting the metadata column of the SQLite file directly. Whole metadata columns are
+overwritten too (SQLite and PostgreSQL): what decodes but is not a mapping is unverified,
+what the saver cannot decode is one documented error. Well-formed stamps whose type
+signatures are hostile (exponential to render) must still be explained in bounded text.
 """
 
 from __future__ import annotations
 
 import builtins
+import contextlib
 import importlib
 import io
 import json
@@ -495,3 +499,138 @@ def test_a_thread_of_another_graph_is_refused_naming_both_graphs(
     assert str(sorted(NODES)) in message, message
     assert h.since(log, before) == {}, "a node ran"
     assert h.checkpoint_ids(db, thread) == kept, "something was written"
+
+
+@dataclass(frozen=True)
+class BadMetadata:
+    name: str
+    stored: bytes
+    """The metadata column's new content (JSON text; SQLite stores the bytes as they are)."""
+    note: str | None
+    """The plan's note when only older checkpoints hold it; None: they cannot be decoded."""
+    postgres: bool = True
+    """PostgreSQL's ``jsonb`` can hold it (not invalid JSON, nor non-UTF-8 text)."""
+
+
+NESTED = 5_000
+BAD_METADATA = [
+    BadMetadata("int", b"42", "metadata is a int, not a mapping"),
+    BadMetadata("zero", b"0", "metadata is a int, not a mapping"),
+    BadMetadata("float", b"1.5", "metadata is a float, not a mapping"),
+    BadMetadata("list", b'[1, "a"]', "metadata is a list, not a mapping"),
+    BadMetadata("empty-list", b"[]", "metadata is a list, not a mapping"),
+    BadMetadata("string", b'"text"', "metadata is a str, not a mapping"),
+    BadMetadata("null", b"null", "written without a stamp"),
+    BadMetadata("no-step", b'{"source": "loop"}', "written without a stamp"),
+    BadMetadata("nested-arrays", b"[" * NESTED + b"]" * NESTED, None),
+    BadMetadata("nested-objects", b'{"a":' * NESTED + b"1" + b"}" * NESTED, None),
+    BadMetadata("non-utf8", b'{"step": 1, "source": "\xff\xfe"}', None, postgres=False),
+    BadMetadata("not-json", b"not json", None, postgres=False),
+    BadMetadata("truncated", b'{"step": 1, "source": "lo', None, postgres=False),
+]
+
+
+def _corrupt(db: str, thread: str, bad: BadMetadata, *, keep: str | None) -> None:
+    """Overwrite the metadata of every checkpoint of the thread but ``keep``, in place."""
+    if db.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(db, autocommit=True) as conn:
+            conn.execute(
+                "UPDATE checkpoints SET metadata = %s::jsonb "
+                "WHERE thread_id = %s AND checkpoint_id <> %s",
+                (bad.stored.decode(), thread, keep or ""),
+            )
+        return
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        conn.execute(
+            "UPDATE checkpoints SET metadata = ? WHERE thread_id = ? AND checkpoint_id <> ?",
+            (bad.stored, thread, keep or ""),
+        )
+        conn.commit()
+
+
+def _rows(db: str, thread: str) -> set[str]:
+    """The thread's checkpoint ids, read without decoding anything."""
+    if db.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(db) as conn:
+            query = "SELECT checkpoint_id FROM checkpoints WHERE thread_id = %s"
+            return {row[0] for row in conn.execute(query, (thread,))}
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        query = "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ?"
+        return {row[0] for row in conn.execute(query, (thread,))}
+
+
+@pytest.mark.parametrize("where", ["every-checkpoint", "all-but-the-head"])
+@pytest.mark.parametrize("bad", BAD_METADATA, ids=[b.name for b in BAD_METADATA])
+def test_metadata_that_is_not_a_mapping_is_unverified_or_one_documented_error(
+    bad: BadMetadata, where: str, db: str, thread: str, log: Path
+) -> None:
+    if db.startswith("postgresql://") and not bad.postgres:
+        pytest.skip("PostgreSQL's jsonb cannot hold it")
+    config: dict[str, Any] = {"configurable": {"thread_id": thread}}
+    with worker.open_saver(db) as saver:
+        with pytest.raises(RuntimeError, match="crash"):
+            graph_of(saver, log, crash_at=CRASH_AT).invoke(dict(INPUT), config, durability="sync")
+        head = saver.get_tuple(config)
+    assert head is not None
+    _corrupt(db, thread, bad, keep=head.checkpoint["id"] if where == "all-but-the-head" else None)
+    kept, before = _rows(db, thread), h.counts(log)
+
+    with worker.open_saver(db) as saver:
+        if where == "every-checkpoint" or bad.note is None:
+            # Nothing to resume from: one error, naming the thread and the way out.
+            for call in (
+                lambda: ne.plan(graph_of(saver, log), config),
+                lambda: ne.run(graph_of(saver, log), dict(INPUT), config),
+            ):
+                with pytest.raises(ne.UnreadableCheckpointError) as caught:
+                    call()
+                message = str(caught.value)
+                assert repr(thread) in message and "new thread_id" in message, message
+            assert h.since(log, before) == {}, "a node ran"
+            assert _rows(db, thread) == kept, "something was written"
+            return
+
+        plan = ne.plan(graph_of(saver, log), config)
+        assert plan.kind is ne.PlanKind.UNVERIFIED, plan
+        assert any(bad.note in note for note in plan.notes), plan.notes
+        # The head is intact: the run resumes as LangGraph would, from the crash.
+        result = ne.run(graph_of(saver, log), dict(INPUT), config)
+
+    assert h.since(log, before) == {CRASH_AT: 1, "f": 1}
+    assert result["f"] == h.reference()["f"]
+    assert kept <= _rows(db, thread)
+
+
+@pytest.mark.parametrize("name", ["int", "not-json", "nested-arrays"])
+async def test_the_async_twins_read_garbage_metadata_the_same_way(
+    name: str, sqlite_path: Path, thread: str, log: Path
+) -> None:
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    bad = next(b for b in BAD_METADATA if b.name == name)
+    db, config = str(sqlite_path), {"configurable": {"thread_id": thread}}
+    with worker.open_saver(db) as saver:
+        saver.setup()
+        with pytest.raises(RuntimeError, match="crash"):
+            graph_of(saver, log, crash_at=CRASH_AT).invoke(dict(INPUT), config, durability="sync")
+        head = saver.get_tuple(config)
+    assert head is not None
+    _corrupt(db, thread, bad, keep=head.checkpoint["id"])
+    before = h.counts(log)
+
+    async with AsyncSqliteSaver.from_conn_string(db) as saver:
+        if bad.note is None:
+            with pytest.raises(ne.UnreadableCheckpointError, match=repr(thread)):
+                await ne.aplan(graph_of(saver, log), config)
+            with pytest.raises(ne.UnreadableCheckpointError, match=repr(thread)):
+                await ne.arun(graph_of(saver, log), dict(INPUT), config)
+            assert h.since(log, before) == {}
+            return
+        plan = await ne.aplan(graph_of(saver, log), config)
+        assert plan.kind is ne.PlanKind.UNVERIFIED and any(bad.note in n for n in plan.notes)
+        await ne.arun(graph_of(saver, log), dict(INPUT), config)
+    assert h.since(log, before) == {CRASH_AT: 1, "f": 1}
