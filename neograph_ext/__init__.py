@@ -11,6 +11,7 @@ from neograph_ext._errors import (
     GraphError,
     NeographExtError,
     ThreadBusyError,
+    UnreadableCheckpointError,
 )
 from neograph_ext._fingerprint import fingerprint_type
 from neograph_ext._graph import compile
@@ -26,6 +27,7 @@ __all__ = [
     "PlanKind",
     "ResumePlan",
     "ThreadBusyError",
+    "UnreadableCheckpointError",
     "aplan",
     "arun",
     "astream",

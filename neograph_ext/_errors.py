@@ -5,6 +5,9 @@ Every error derives from one root so callers can catch the library as a whole::
     NeographExtError
     ├── CheckpointSchemaError   a resume would reuse checkpoints written by other types
     ├── ThreadBusyError         another process holds the thread's lock
+    ├── UnreadableCheckpointError
+    │                           the thread's stored checkpoints cannot be decoded, or the
+    │                           one to resume from has metadata LangGraph cannot resume from
     ├── UnresolvedTypeError     (also a TypeError) a forward reference cannot be resolved;
     │                           compile() catches it and leaves that type unfingerprinted
     └── GraphError              the graph given cannot be used (not compiled by neograph-ext,
@@ -20,7 +23,13 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from neograph_ext._plan import ResumePlan
 
-__all__ = ["CheckpointSchemaError", "GraphError", "NeographExtError", "ThreadBusyError"]
+__all__ = [
+    "CheckpointSchemaError",
+    "GraphError",
+    "NeographExtError",
+    "ThreadBusyError",
+    "UnreadableCheckpointError",
+]
 
 
 class NeographExtError(Exception):
@@ -52,3 +61,13 @@ class ThreadBusyError(NeographExtError):
 
 class GraphError(NeographExtError):
     """The graph or config given cannot be used; the message names the fix."""
+
+
+class UnreadableCheckpointError(NeographExtError):
+    """A thread's stored checkpoints cannot be read back, so the thread cannot be resumed.
+
+    The saver failed to decode them (metadata that is not JSON, not UTF-8, or nested past
+    what the decoder accepts), or the checkpoint to resume from has metadata LangGraph
+    cannot resume from (not a mapping with an integer ``step``). Raised before any node
+    runs and before anything is written; the message names the thread and the way out.
+    """

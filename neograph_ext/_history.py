@@ -8,17 +8,24 @@ Rules:
 - Which nodes produced checkpoint C is derived from C and its parent P: nodes whose
   ``versions_seen`` moved (pull tasks) and the ``Send``s queued in P (push tasks).
   Channels C's step wrote are those whose version moved.
+- Metadata is data from storage: a record whose metadata is not a mapping counts as
+  unverified. A saver that cannot decode what it stored, or a head LangGraph cannot
+  resume from, is one ``UnreadableCheckpointError`` naming the thread (``reading``,
+  ``resumable``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import contextlib
+import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from langgraph.channels.base import BaseChannel
 from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.types import Send
 
+from neograph_ext._errors import UnreadableCheckpointError
 from neograph_ext._stamp import (
     STAMP_KEY,
     Stamp,
@@ -28,7 +35,7 @@ from neograph_ext._stamp import (
     read_stamp,
 )
 
-__all__ = ["Record", "lineage", "references", "resolved", "waiting"]
+__all__ = ["Record", "lineage", "reading", "references", "resolved", "resumable", "waiting"]
 
 _TASKS = "__pregel_tasks"
 _SPECIAL_WRITES = frozenset({"__error__", "__interrupt__", "__resume__", "__scheduled__"})
@@ -128,6 +135,67 @@ def resolved(records: Sequence[Record], found: Mapping[str, Stamp]) -> tuple[Rec
     )
 
 
+@contextlib.contextmanager
+def reading(thread_id: str) -> Iterator[None]:
+    """Translate a saver's failure to decode the thread's stored checkpoints.
+
+    Savers decode metadata while they list or get checkpoints, and raise whatever their
+    decoder raises; wrap every call that reads (and consumes) them.
+
+    Args:
+        thread_id: The thread being read, named in the error.
+
+    Raises:
+        UnreadableCheckpointError: The saver could not decode a stored checkpoint.
+    """
+    try:
+        yield
+    except (RecursionError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UnreadableCheckpointError(
+            _unreadable(
+                thread_id, f"the saver cannot decode them ({type(exc).__name__}: {str(exc)[:200]})"
+            )
+        ) from exc
+
+
+def resumable(head: CheckpointTuple | None, thread_id: str) -> CheckpointTuple | None:
+    """The checkpoint to resume from, after checking that LangGraph can resume from it.
+
+    LangGraph reads the step counter from that checkpoint's metadata and fails on
+    anything else with an error that names neither the thread nor the cause.
+
+    Args:
+        head: The checkpoint a resume would start from, if any.
+        thread_id: The thread, named in the error.
+
+    Raises:
+        UnreadableCheckpointError: Its metadata is not a mapping with an integer ``step``.
+    """
+    if head is None:
+        return None
+    metadata = head.metadata
+    step = metadata.get("step") if isinstance(metadata, Mapping) else None
+    if not isinstance(step, int) or isinstance(step, bool):
+        found = f"a {type(metadata).__name__}" + (
+            " without an integer step" if isinstance(metadata, Mapping) else ""
+        )
+        raise UnreadableCheckpointError(
+            _unreadable(
+                thread_id,
+                f"checkpoint {head.checkpoint['id']} has metadata LangGraph cannot resume "
+                f"from ({found}, not a mapping with an integer step)",
+            )
+        )
+    return head
+
+
+def _unreadable(thread_id: str, why: str) -> str:
+    return (
+        f"thread {thread_id!r}: its stored checkpoints cannot be read: {why}. Inspect the "
+        "thread's rows in the checkpoint database, or start over under a new thread_id"
+    )
+
+
 def _next_of(tup: CheckpointTuple, head_id: str, next_nodes: frozenset[str]) -> frozenset[str]:
     return next_nodes if tup.checkpoint["id"] == head_id else frozenset()
 
@@ -143,12 +211,13 @@ def _record(
     tup: CheckpointTuple, parent: CheckpointTuple | None, next_nodes: frozenset[str]
 ) -> Record:
     checkpoint = tup.checkpoint
-    metadata: Mapping[str, Any] = tup.metadata or {}
-    step = metadata.get("step", -1)
-    step = step if isinstance(step, int) else -1
+    metadata = _metadata(tup)
+    step = _step(tup)
     parent_step = _step(parent) if parent is not None else -1
     source = str(metadata.get("source", ""))
     stamp = read_stamp(metadata.get(STAMP_KEY))
+    if tup.metadata is not None and not isinstance(tup.metadata, Mapping):
+        stamp = Unreadable("format", f"metadata is a {type(tup.metadata).__name__}, not a mapping")
     return Record(
         checkpoint_id=checkpoint["id"],
         parent_id=_parent_id(tup),
@@ -170,8 +239,14 @@ def _record(
     )
 
 
+def _metadata(tup: CheckpointTuple) -> Mapping[str, Any]:
+    """The metadata, or nothing when the saver returned something else (storage is data)."""
+    metadata: object = tup.metadata
+    return metadata if isinstance(metadata, Mapping) else {}
+
+
 def _step(tup: CheckpointTuple) -> int:
-    step = (tup.metadata or {}).get("step", -1)
+    step = _metadata(tup).get("step", -1)
     return step if isinstance(step, int) else -1
 
 

@@ -25,7 +25,15 @@ from langgraph.types import Command
 
 from neograph_ext._errors import CheckpointSchemaError, GraphError
 from neograph_ext._graph import StampedGraph, marking
-from neograph_ext._history import Record, lineage, references, resolved, waiting
+from neograph_ext._history import (
+    Record,
+    lineage,
+    reading,
+    references,
+    resolved,
+    resumable,
+    waiting,
+)
 from neograph_ext._lock import OnBusy, athread_lock, thread_lock
 from neograph_ext._plan import PlanKind, ResumePlan, decide, verified_head
 from neograph_ext._stamp import (
@@ -82,6 +90,7 @@ def plan(graph: Pregel[Any, Any, Any, Any], config: RunnableConfig) -> ResumePla
     Raises:
         GraphError: The graph was not compiled by neograph-ext, has no checkpointer,
             or the config names no thread.
+        UnreadableCheckpointError: The thread's stored checkpoints cannot be decoded.
     """
     return _read(_call(graph, config), full=True)[0]
 
@@ -125,6 +134,7 @@ def run(
             cannot be rewound safely; raised before any node runs.
         GraphError: The graph or config cannot be used.
         ThreadBusyError: Another process holds the thread's lock.
+        UnreadableCheckpointError: The thread's stored checkpoints cannot be decoded.
     """
     call = _call(graph, config)
     decision, head = _read(call)
@@ -232,21 +242,23 @@ async def astream(
 
 
 def _read(call: _Call, *, full: bool = False) -> tuple[ResumePlan, CheckpointTuple | None]:
-    head = _found(call, call.saver.get_tuple(call.config))
-    records = None if full else _from_head(call, head)
-    if records is None:
-        records = _from_history(call, head, call.saver.list(_thread(call.config)))
-        records = resolved(records, load(call.saver, references(records, call.stamp.id)))
+    with reading(call.thread_id):
+        head = _found(call, resumable(call.saver.get_tuple(call.config), call.thread_id))
+        records = None if full else _from_head(call, head)
+        if records is None:
+            records = _from_history(call, head, call.saver.list(_thread(call.config)))
+            records = resolved(records, load(call.saver, references(records, call.stamp.id)))
     return _decided(records, call), head
 
 
 async def _aread(call: _Call, *, full: bool = False) -> tuple[ResumePlan, CheckpointTuple | None]:
-    head = _found(call, await call.saver.aget_tuple(call.config))
-    records = None if full else _from_head(call, head)
-    if records is None:
-        tuples = [tup async for tup in call.saver.alist(_thread(call.config))]
-        records = _from_history(call, head, tuples)
-        records = resolved(records, await aload(call.saver, references(records, call.stamp.id)))
+    with reading(call.thread_id):
+        head = _found(call, resumable(await call.saver.aget_tuple(call.config), call.thread_id))
+        records = None if full else _from_head(call, head)
+        if records is None:
+            tuples = [tup async for tup in call.saver.alist(_thread(call.config))]
+            records = _from_history(call, head, tuples)
+            records = resolved(records, await aload(call.saver, references(records, call.stamp.id)))
     return _decided(records, call), head
 
 

@@ -5,12 +5,17 @@ through LangGraph's real write path (a plainly compiled graph of the same builde
 the garbage in its config metadata: a neograph-ext graph would put its own stamp
 back), and, for values LangGraph would never write (JSON objects, lists, null), by
 rewriting the metadata column of the SQLite file directly. Most garbage has the
-shape of 0.1.0's stamp, a whole description in metadata, still read today.
+shape of 0.1.0's stamp, a whole description in metadata, still read today. Whole
+metadata columns are overwritten too (SQLite and PostgreSQL): what decodes but is not a
+mapping is unverified, what the saver cannot decode is one documented error. Well-formed
+stamps whose type signatures are hostile (exponential to render) must still be explained
+in bounded text.
 """
 
 from __future__ import annotations
 
 import builtins
+import contextlib
 import importlib
 import io
 import json
@@ -32,9 +37,11 @@ import neograph_ext as ne
 from neograph_ext import _stamp
 from neograph_ext._fingerprint import digest
 from neograph_ext._stamp import MAX_STAMP_CHARS, STAMP_KEY, read_stamp
+from neograph_ext._typediff import MAX_LINE, MAX_LINES
 from tests.reliability import harness as h
 from tests.reliability import worker
 from tests.reliability.worker import INPUT, NODES
+from tests.unit.test_typediff_budget import chain
 
 V2 = "c=float"
 CRASH_AT = "e"
@@ -358,7 +365,6 @@ def _evil_stamp(stamp: dict[str, Any], tmp_path: Path) -> str:
         "lc": {"lc": 1, "type": "constructor", "id": [EVIL_MODULE, "Payload"], "kwargs": {}},
         "pickle": "gASVIAAAAAAAAACMBXBvc2l4lIwGc3lzdGVtlJOUjAVlY2hvIJSFlFKULg==",
     }
-    copy = json.loads(json.dumps(stamp))
     sig = {
         "root": evil["import"],
         "defs": {
@@ -369,16 +375,22 @@ def _evil_stamp(stamp: dict[str, Any], tmp_path: Path) -> str:
             evil["module"]: {"origin": evil["import"], "args": [evil["py"], evil["lc"]]},
         },
     }
+    return _well_formed(stamp, sig, ver=evil["py"])
+
+
+def _well_formed(stamp: dict[str, Any], sig: dict[str, Any], **node: Any) -> str:
+    """The stamp with node ``c`` claiming another fingerprint and output signature ``sig``,
+    its digests and id recomputed so that it is trusted."""
+    copy = json.loads(json.dumps(stamp))
     sig_key = digest(sig)  # keys are the digests of the signatures: keep it consistent
     copy["sigs"][sig_key] = sig
-    node = copy["nodes"]["c"]
-    node.update(fp="d" * 64, out=sig_key, ver=evil["py"])
+    copy["nodes"]["c"].update(fp="d" * 64, out=sig_key, **node)
     copy["id"] = _stamp._stamp_id(
         {k: _stamp.NodeStamp.model_validate_json(json.dumps(v)) for k, v in copy["nodes"].items()},
         copy["channels"],
     )
     raw = json.dumps(copy)
-    assert isinstance(read_stamp(raw), _stamp.Stamp), "the evil stamp must be well-formed"
+    assert isinstance(read_stamp(raw), _stamp.Stamp), "the stamp must be well-formed"
     return raw
 
 
@@ -437,6 +449,28 @@ def test_stamp_strings_are_never_imported_evaluated_or_used_as_paths(
     assert not list(tmp_path.glob("pwned*"))
 
 
+def test_a_stamp_of_deeply_nested_generics_is_explained_in_bounded_text(
+    lite: SqliteSaver, real_stamp: dict[str, Any], log: Path, thread: str
+) -> None:
+    # 40 parametrised classes each naming the previous one twice: a few kilobytes that
+    # read, in full, as 2**40 class names.
+    raw = _well_formed(real_stamp, chain(40))
+    assert len(raw) < 20_000
+    config: dict[str, Any] = {"configurable": {"thread_id": thread}}
+    plain_of(lite, log).invoke(dict(INPUT), {**config, "metadata": {STAMP_KEY: raw}})
+    before = h.counts(log)
+
+    plan = ne.plan(graph_of(lite, log, V2), config)
+    explained = str(plan)
+    result = ne.run(graph_of(lite, log, V2), None, config)
+
+    assert plan.kind is ne.PlanKind.REWIND and plan.invalidated_nodes == {"c"}
+    assert "Pair[Pair[Pair[" in explained and "…" in explained, explained
+    assert len(explained) < 10 * (MAX_LINES + 1) * MAX_LINE
+    assert h.since(log, before) == {name: 1 for name in "cdef"}
+    assert result["f"] == h.reference(V2)["f"]
+
+
 def _foreign_builder(log: Path) -> StateGraph[Any, Any, Any, Any]:
     builder = StateGraph(worker.State)
     for name in ("x", "y"):
@@ -472,3 +506,138 @@ def test_a_thread_of_another_graph_is_refused_naming_both_graphs(
     assert str(sorted(NODES)) in message, message
     assert h.since(log, before) == {}, "a node ran"
     assert h.checkpoint_ids(db, thread) == kept, "something was written"
+
+
+@dataclass(frozen=True)
+class BadMetadata:
+    name: str
+    stored: bytes
+    """The metadata column's new content (JSON text; SQLite stores the bytes as they are)."""
+    note: str | None
+    """The plan's note when only older checkpoints hold it; None: they cannot be decoded."""
+    postgres: bool = True
+    """PostgreSQL's ``jsonb`` can hold it (not invalid JSON, nor non-UTF-8 text)."""
+
+
+NESTED = 5_000
+BAD_METADATA = [
+    BadMetadata("int", b"42", "metadata is a int, not a mapping"),
+    BadMetadata("zero", b"0", "metadata is a int, not a mapping"),
+    BadMetadata("float", b"1.5", "metadata is a float, not a mapping"),
+    BadMetadata("list", b'[1, "a"]', "metadata is a list, not a mapping"),
+    BadMetadata("empty-list", b"[]", "metadata is a list, not a mapping"),
+    BadMetadata("string", b'"text"', "metadata is a str, not a mapping"),
+    BadMetadata("null", b"null", "written without a stamp"),
+    BadMetadata("no-step", b'{"source": "loop"}', "written without a stamp"),
+    BadMetadata("nested-arrays", b"[" * NESTED + b"]" * NESTED, None),
+    BadMetadata("nested-objects", b'{"a":' * NESTED + b"1" + b"}" * NESTED, None),
+    BadMetadata("non-utf8", b'{"step": 1, "source": "\xff\xfe"}', None, postgres=False),
+    BadMetadata("not-json", b"not json", None, postgres=False),
+    BadMetadata("truncated", b'{"step": 1, "source": "lo', None, postgres=False),
+]
+
+
+def _corrupt(db: str, thread: str, bad: BadMetadata, *, keep: str | None) -> None:
+    """Overwrite the metadata of every checkpoint of the thread but ``keep``, in place."""
+    if db.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(db, autocommit=True) as conn:
+            conn.execute(
+                "UPDATE checkpoints SET metadata = %s::jsonb "
+                "WHERE thread_id = %s AND checkpoint_id <> %s",
+                (bad.stored.decode(), thread, keep or ""),
+            )
+        return
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        conn.execute(
+            "UPDATE checkpoints SET metadata = ? WHERE thread_id = ? AND checkpoint_id <> ?",
+            (bad.stored, thread, keep or ""),
+        )
+        conn.commit()
+
+
+def _rows(db: str, thread: str) -> set[str]:
+    """The thread's checkpoint ids, read without decoding anything."""
+    if db.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(db) as conn:
+            query = "SELECT checkpoint_id FROM checkpoints WHERE thread_id = %s"
+            return {row[0] for row in conn.execute(query, (thread,))}
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        query = "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ?"
+        return {row[0] for row in conn.execute(query, (thread,))}
+
+
+@pytest.mark.parametrize("where", ["every-checkpoint", "all-but-the-head"])
+@pytest.mark.parametrize("bad", BAD_METADATA, ids=[b.name for b in BAD_METADATA])
+def test_metadata_that_is_not_a_mapping_is_unverified_or_one_documented_error(
+    bad: BadMetadata, where: str, db: str, thread: str, log: Path
+) -> None:
+    if db.startswith("postgresql://") and not bad.postgres:
+        pytest.skip("PostgreSQL's jsonb cannot hold it")
+    config: dict[str, Any] = {"configurable": {"thread_id": thread}}
+    with worker.open_saver(db) as saver:
+        with pytest.raises(RuntimeError, match="crash"):
+            graph_of(saver, log, crash_at=CRASH_AT).invoke(dict(INPUT), config, durability="sync")
+        head = saver.get_tuple(config)
+    assert head is not None
+    _corrupt(db, thread, bad, keep=head.checkpoint["id"] if where == "all-but-the-head" else None)
+    kept, before = _rows(db, thread), h.counts(log)
+
+    with worker.open_saver(db) as saver:
+        if where == "every-checkpoint" or bad.note is None:
+            # Nothing to resume from: one error, naming the thread and the way out.
+            for call in (
+                lambda: ne.plan(graph_of(saver, log), config),
+                lambda: ne.run(graph_of(saver, log), dict(INPUT), config),
+            ):
+                with pytest.raises(ne.UnreadableCheckpointError) as caught:
+                    call()
+                message = str(caught.value)
+                assert repr(thread) in message and "new thread_id" in message, message
+            assert h.since(log, before) == {}, "a node ran"
+            assert _rows(db, thread) == kept, "something was written"
+            return
+
+        plan = ne.plan(graph_of(saver, log), config)
+        assert plan.kind is ne.PlanKind.UNVERIFIED, plan
+        assert any(bad.note in note for note in plan.notes), plan.notes
+        # The head is intact: the run resumes as LangGraph would, from the crash.
+        result = ne.run(graph_of(saver, log), dict(INPUT), config)
+
+    assert h.since(log, before) == {CRASH_AT: 1, "f": 1}
+    assert result["f"] == h.reference()["f"]
+    assert kept <= _rows(db, thread)
+
+
+@pytest.mark.parametrize("name", ["int", "not-json", "nested-arrays"])
+async def test_the_async_twins_read_garbage_metadata_the_same_way(
+    name: str, sqlite_path: Path, thread: str, log: Path
+) -> None:
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    bad = next(b for b in BAD_METADATA if b.name == name)
+    db, config = str(sqlite_path), {"configurable": {"thread_id": thread}}
+    with worker.open_saver(db) as saver:
+        saver.setup()
+        with pytest.raises(RuntimeError, match="crash"):
+            graph_of(saver, log, crash_at=CRASH_AT).invoke(dict(INPUT), config, durability="sync")
+        head = saver.get_tuple(config)
+    assert head is not None
+    _corrupt(db, thread, bad, keep=head.checkpoint["id"])
+    before = h.counts(log)
+
+    async with AsyncSqliteSaver.from_conn_string(db) as saver:
+        if bad.note is None:
+            with pytest.raises(ne.UnreadableCheckpointError, match=repr(thread)):
+                await ne.aplan(graph_of(saver, log), config)
+            with pytest.raises(ne.UnreadableCheckpointError, match=repr(thread)):
+                await ne.arun(graph_of(saver, log), dict(INPUT), config)
+            assert h.since(log, before) == {}
+            return
+        plan = await ne.aplan(graph_of(saver, log), config)
+        assert plan.kind is ne.PlanKind.UNVERIFIED and any(bad.note in n for n in plan.notes)
+        await ne.arun(graph_of(saver, log), dict(INPUT), config)
+    assert h.since(log, before) == {CRASH_AT: 1, "f": 1}

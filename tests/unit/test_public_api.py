@@ -15,6 +15,7 @@ EXPECTED = [
     "PlanKind",
     "ResumePlan",
     "ThreadBusyError",
+    "UnreadableCheckpointError",
     "aplan",
     "arun",
     "astream",
@@ -42,5 +43,10 @@ def test_every_export_has_a_docstring() -> None:
 
 
 def test_errors_share_one_root() -> None:
-    for name in ("CheckpointSchemaError", "GraphError", "ThreadBusyError"):
+    for name in (
+        "CheckpointSchemaError",
+        "GraphError",
+        "ThreadBusyError",
+        "UnreadableCheckpointError",
+    ):
         assert issubclass(getattr(neograph_ext, name), neograph_ext.NeographExtError)
