@@ -203,14 +203,6 @@ def test_an_exception_inside_releases_the_lock(
 
 
 @pytest.mark.postgres
-def test_a_pool_of_one_connection_is_refused_with_the_fix(pg_dsn: str, thread: str) -> None:
-    with ConnectionPool(pg_dsn, min_size=1, max_size=1, kwargs=PG_KWARGS) as pool:
-        saver = PostgresSaver(pool)  # type: ignore[arg-type]
-        with pytest.raises(ne.GraphError, match="max_size >= 2"), thread_lock(saver, thread):
-            pass
-
-
-@pytest.mark.postgres
 def test_a_non_autocommit_connection_is_left_idle(pg_dsn: str, thread: str) -> None:
     with ConnectionPool(pg_dsn, min_size=1, max_size=2, kwargs={"autocommit": False}) as pool:
         saver = PostgresSaver(pool)  # type: ignore[arg-type]
