@@ -5,7 +5,15 @@ Rules:
   that share them, and a holder that dies cannot leave it stuck:
   PostgreSQL: a session-level advisory lock, which the server drops when the
   session ends; SQLite on a file: ``flock`` on a small file beside the database,
-  which the OS drops when the holder's process dies.
+  which the OS drops when the holder's process dies. A holder unlocks explicitly:
+  a child it forked shares the lock's open file and would otherwise keep it.
+- A SQLite database is known by its file's identity (device and inode), not by the
+  path it was opened with: the lock folder is ``.neograph-locks`` in the directory
+  of the database's real path (symlinks resolved), and each lock file is named by
+  the database's identity and the thread. So symlinks, relative paths and hard links
+  in one directory all take one lock. Hard links in different directories have no
+  common directory, so their processes do not exclude each other: open a database
+  through links of one directory.
 - Savers without a shared store (in-memory, SQLite ``:memory:``) and unknown savers
   take no lock: a debug line says so.
 - The lock is always tried without blocking and polled with short sleeps, so a
@@ -50,7 +58,7 @@ try:
 except ImportError:  # pragma: no cover - Windows has no flock
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["LOCK_DIR_SUFFIX", "OnBusy", "advisory_key", "athread_lock", "lock_file", "thread_lock"]
+__all__ = ["LOCK_DIR", "OnBusy", "advisory_key", "athread_lock", "lock_file", "thread_lock"]
 
 logger = logging.getLogger("neograph_ext")
 
@@ -58,9 +66,9 @@ OnBusy = Literal["wait", "raise"]
 """What to do when another process holds the thread: wait for it (up to a timeout) or
 raise ``ThreadBusyError`` at once."""
 
-LOCK_DIR_SUFFIX = ".neograph-locks"
-"""Beside ``<db file>``, the directory ``<db file>.neograph-locks`` holds one lock file per
-thread (named by a digest of the thread id: never a path taken from the thread id)."""
+LOCK_DIR = ".neograph-locks"
+"""In the directory of a database file's real path, the folder that holds one lock file
+per database and thread (named by digests: never a path taken from the thread id)."""
 
 _NAMESPACE = b"neograph-ext/thread-lock\x00"
 """Salts the advisory key so it does not collide with other users' advisory locks."""
@@ -86,14 +94,20 @@ def lock_file(database: str | os.PathLike[str], thread_id: str) -> Path:
     """The lock file of a thread of a SQLite database file.
 
     Args:
-        database: The database file.
+        database: The database file; it must exist, since its identity names the lock.
         thread_id: The LangGraph thread id.
 
     Returns:
-        ``<database>.neograph-locks/<first 32 hex digits of SHA-256(thread_id)>.lock``.
+        ``<directory of the real path>/.neograph-locks/<device>-<inode>-<first 32 hex
+        digits of SHA-256(thread_id)>.lock``, device and inode in hex.
+
+    Raises:
+        OSError: The database file cannot be found or examined.
     """
+    real = os.path.realpath(database)
+    identity = os.stat(real)
     name = hashlib.sha256(thread_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-    return Path(f"{os.fspath(database)}{LOCK_DIR_SUFFIX}") / f"{name}.lock"
+    return Path(real).parent / LOCK_DIR / f"{identity.st_dev:x}-{identity.st_ino:x}-{name}.lock"
 
 
 @contextmanager
@@ -292,7 +306,14 @@ def _file_lock(path: str, thread_id: str, saver: BaseCheckpointSaver[Any]) -> _F
     if fcntl is None:  # pragma: no cover - Windows
         logger.warning("thread %r: no flock on this platform; no thread lock is taken", thread_id)
         return None
-    return _FileLock(lock_file(path, thread_id))
+    try:
+        return _FileLock(lock_file(path, thread_id), thread_id)
+    except OSError as exc:
+        raise GraphError(
+            f"thread {thread_id!r}: the SQLite database {path} cannot be examined to find "
+            f"its thread lock ({exc.strerror or exc}); check that the file exists and "
+            "that this user can reach it"
+        ) from exc
 
 
 class _FileLock:
@@ -303,16 +324,16 @@ class _FileLock:
     process has it open would let a third lock a new file of the same name.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, thread_id: str) -> None:
         self._path = path
+        self._thread_id = thread_id
         self._fd: int | None = None
 
     def try_acquire(self) -> bool:
         try:
-            fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o644)
-        except FileNotFoundError:  # the first lock beside this database: make the folder
-            self._path.parent.mkdir(exist_ok=True)
-            fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = self._open()
+        except (PermissionError, NotADirectoryError, FileExistsError) as exc:
+            raise GraphError(self._unusable(exc)) from exc
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -324,10 +345,38 @@ class _FileLock:
         self._fd = fd
         return True
 
+    def _open(self) -> int:
+        # Python's descriptors are not inherited across exec (PEP 446); a fork shares
+        # them, which is why release unlocks before closing.
+        try:
+            return os.open(self._path, os.O_RDWR | os.O_CREAT, 0o644)
+        except FileNotFoundError:  # the first lock beside this database: make the folder
+            self._path.parent.mkdir(exist_ok=True)
+            return os.open(self._path, os.O_RDWR | os.O_CREAT, 0o644)
+
+    def _unusable(self, exc: OSError) -> str:
+        folder = self._path.parent
+        if isinstance(exc, PermissionError):
+            fix = (
+                f"let every user that runs threads of this database create files in {folder} "
+                "(a shared group, or the same user)"
+            )
+        else:
+            fix = f"move away the file {folder}: that name belongs to the lock folder"
+        return (
+            f"thread {self._thread_id!r}: cannot use the thread lock file {self._path} "
+            f"({exc.strerror or exc}); {fix}"
+        )
+
     def release(self) -> None:
         fd, self._fd = self._fd, None
         if fd is not None:
-            os.close(fd)  # closing the last descriptor drops the flock
+            try:
+                # Children forked while the lock was held share its open file: closing
+                # our descriptor alone would leave them holding the lock.
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            finally:
+                os.close(fd)
 
     async def atry_acquire(self) -> bool:
         return self.try_acquire()  # non-blocking: safe on the event loop
