@@ -364,6 +364,8 @@ def _onto(
     now: CheckpointTuple,
     tuples: list[CheckpointTuple],
 ) -> _Call:
+    """The call on the newest checkpoint when ``now`` leaves the named checkpoint by a
+    branch that ``before`` (the newest when this run planned) did not know; else ``call``."""
     path = [record.checkpoint_id for record in lineage(tuples, now.checkpoint["id"])]
     if named[0] not in path[:-1]:
         return call
