@@ -28,6 +28,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(1, str(ROOT))
 
+import bench_concurrency  # noqa: E402
 import bench_overhead  # noqa: E402
 import bench_peer  # noqa: E402
 import bench_plan  # noqa: E402
@@ -56,9 +57,9 @@ def log(message: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", help="comma-separated figure numbers (1-6); default: all")
+    parser.add_argument("--only", help="comma-separated figure numbers (1-7); default: all")
     args = parser.parse_args()
-    only = {int(n) for n in args.only.split(",")} if args.only else set(range(1, 7))
+    only = {int(n) for n in args.only.split(",")} if args.only else set(range(1, 8))
     started = time.perf_counter()
     results: list[Result] = []
     points: list[bench_plan.Point] = []
@@ -129,6 +130,19 @@ def main() -> None:
             )
     figure(5, "fingerprint_type", fingerprint_rows)
     figure(6, "peer: neograph", lambda: [Result(row) for row in bench_peer.measure()])
+    if 7 in only:
+        if dsn:
+            figure(7, "concurrent runs on a pool", lambda: bench_concurrency.measure(dsn))
+        else:
+            results.append(
+                Result(
+                    (
+                        "7. Concurrent runs on a PostgreSQL pool",
+                        f"not measured: ${PG_DSN_ENV} is not set",
+                        "",
+                    )
+                )
+            )
 
     plotted = plot(points) if points else "no planning figures were run"
     elapsed = time.perf_counter() - started

@@ -5,12 +5,24 @@ Rules:
   that share them, and a holder that dies cannot leave it stuck:
   PostgreSQL: a session-level advisory lock, which the server drops when the
   session ends; SQLite on a file: ``flock`` on a small file beside the database,
-  which the OS drops when the holder's process dies.
+  which the OS drops when the holder's process dies. A holder unlocks explicitly:
+  a child it forked shares the lock's open file and would otherwise keep it.
+- A SQLite database is known by its file's identity (device and inode), not by the
+  path it was opened with: the lock folder is ``.neograph-locks`` in the directory
+  of the database's real path (symlinks resolved), and each lock file is named by
+  the database's identity and the thread. So symlinks, relative paths and hard links
+  in one directory all take one lock. Hard links in different directories have no
+  common directory, so their processes do not exclude each other: open a database
+  through links of one directory.
 - Savers without a shared store (in-memory, SQLite ``:memory:``) and unknown savers
   take no lock: a debug line says so.
 - The lock is always tried without blocking and polled with short sleeps, so a
-  timeout is honoured on every backend and no database connection or saver lock is
-  held while waiting.
+  timeout is honoured on every backend, and no saver lock or pool connection is held
+  while waiting.
+- The lock never takes a connection the saver needs: with a saver's single connection,
+  each lock statement borrows it briefly under the saver's own lock; with a pool, the
+  lock opens one connection of its own beside the pool, for as long as it waits or
+  holds, so a pool of any size (even 1) serves as many concurrent runs as without it.
 - Optional drivers are never imported here: a saver whose driver is not imported
   cannot be an instance of it.
 - ``thread_lock`` and ``athread_lock`` differ by ``await`` alone.
@@ -20,12 +32,13 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import inspect
 import logging
 import os
 import sqlite3
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, LiteralString, Protocol
@@ -45,7 +58,7 @@ try:
 except ImportError:  # pragma: no cover - Windows has no flock
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["LOCK_DIR_SUFFIX", "OnBusy", "advisory_key", "athread_lock", "lock_file", "thread_lock"]
+__all__ = ["LOCK_DIR", "OnBusy", "advisory_key", "athread_lock", "lock_file", "thread_lock"]
 
 logger = logging.getLogger("neograph_ext")
 
@@ -53,9 +66,9 @@ OnBusy = Literal["wait", "raise"]
 """What to do when another process holds the thread: wait for it (up to a timeout) or
 raise ``ThreadBusyError`` at once."""
 
-LOCK_DIR_SUFFIX = ".neograph-locks"
-"""Beside ``<db file>``, the directory ``<db file>.neograph-locks`` holds one lock file per
-thread (named by a digest of the thread id: never a path taken from the thread id)."""
+LOCK_DIR = ".neograph-locks"
+"""In the directory of a database file's real path, the folder that holds one lock file
+per database and thread (named by digests: never a path taken from the thread id)."""
 
 _NAMESPACE = b"neograph-ext/thread-lock\x00"
 """Salts the advisory key so it does not collide with other users' advisory locks."""
@@ -81,14 +94,20 @@ def lock_file(database: str | os.PathLike[str], thread_id: str) -> Path:
     """The lock file of a thread of a SQLite database file.
 
     Args:
-        database: The database file.
+        database: The database file; it must exist, since its identity names the lock.
         thread_id: The LangGraph thread id.
 
     Returns:
-        ``<database>.neograph-locks/<first 32 hex digits of SHA-256(thread_id)>.lock``.
+        ``<directory of the real path>/.neograph-locks/<device>-<inode>-<first 32 hex
+        digits of SHA-256(thread_id)>.lock``, device and inode in hex.
+
+    Raises:
+        OSError: The database file cannot be found or examined.
     """
+    real = os.path.realpath(database)
+    identity = os.stat(real)
     name = hashlib.sha256(thread_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-    return Path(f"{os.fspath(database)}{LOCK_DIR_SUFFIX}") / f"{name}.lock"
+    return Path(real).parent / LOCK_DIR / f"{identity.st_dev:x}-{identity.st_ino:x}-{name}.lock"
 
 
 @contextmanager
@@ -111,8 +130,8 @@ def thread_lock(
     Raises:
         ThreadBusyError: Another holder has the lock (``"raise"``), or still had it
             after ``timeout`` seconds (``"wait"``).
-        GraphError: The saver's connection pool is too small to lend the lock a
-            connection of its own.
+        GraphError: The lock cannot be taken where it lives: its PostgreSQL connection
+            cannot be opened, or its SQLite lock folder cannot be used.
         ValueError: ``on_busy`` or ``timeout`` is invalid.
     """
     waits = _waits(thread_id, on_busy, timeout)
@@ -120,9 +139,9 @@ def thread_lock(
     if lock is None:
         yield
         return
-    while not lock.try_acquire():
-        time.sleep(next(waits))
-    try:
+    try:  # a lock that gave up waiting still closes what it opened
+        while not lock.try_acquire():
+            time.sleep(next(waits))
         yield
     finally:
         lock.release()
@@ -142,9 +161,9 @@ async def athread_lock(
     if lock is None:
         yield
         return
-    while not await lock.atry_acquire():
-        await asyncio.sleep(next(waits))
     try:
+        while not await lock.atry_acquire():
+            await asyncio.sleep(next(waits))
         yield
     finally:
         await lock.arelease()
@@ -287,7 +306,14 @@ def _file_lock(path: str, thread_id: str, saver: BaseCheckpointSaver[Any]) -> _F
     if fcntl is None:  # pragma: no cover - Windows
         logger.warning("thread %r: no flock on this platform; no thread lock is taken", thread_id)
         return None
-    return _FileLock(lock_file(path, thread_id))
+    try:
+        return _FileLock(lock_file(path, thread_id), thread_id)
+    except OSError as exc:
+        raise GraphError(
+            f"thread {thread_id!r}: the SQLite database {path} cannot be examined to find "
+            f"its thread lock ({exc.strerror or exc}); check that the file exists and "
+            "that this user can reach it"
+        ) from exc
 
 
 class _FileLock:
@@ -298,16 +324,16 @@ class _FileLock:
     process has it open would let a third lock a new file of the same name.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, thread_id: str) -> None:
         self._path = path
+        self._thread_id = thread_id
         self._fd: int | None = None
 
     def try_acquire(self) -> bool:
         try:
-            fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o644)
-        except FileNotFoundError:  # the first lock beside this database: make the folder
-            self._path.parent.mkdir(exist_ok=True)
-            fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = self._open()
+        except (PermissionError, NotADirectoryError, FileExistsError) as exc:
+            raise GraphError(self._unusable(exc)) from exc
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -319,10 +345,38 @@ class _FileLock:
         self._fd = fd
         return True
 
+    def _open(self) -> int:
+        # Python's descriptors are not inherited across exec (PEP 446); a fork shares
+        # them, which is why release unlocks before closing.
+        try:
+            return os.open(self._path, os.O_RDWR | os.O_CREAT, 0o644)
+        except FileNotFoundError:  # the first lock beside this database: make the folder
+            self._path.parent.mkdir(exist_ok=True)
+            return os.open(self._path, os.O_RDWR | os.O_CREAT, 0o644)
+
+    def _unusable(self, exc: OSError) -> str:
+        folder = self._path.parent
+        if isinstance(exc, PermissionError):
+            fix = (
+                f"let every user that runs threads of this database create files in {folder} "
+                "(a shared group, or the same user)"
+            )
+        else:
+            fix = f"move away the file {folder}: that name belongs to the lock folder"
+        return (
+            f"thread {self._thread_id!r}: cannot use the thread lock file {self._path} "
+            f"({exc.strerror or exc}); {fix}"
+        )
+
     def release(self) -> None:
         fd, self._fd = self._fd, None
         if fd is not None:
-            os.close(fd)  # closing the last descriptor drops the flock
+            try:
+                # Children forked while the lock was held share its open file: closing
+                # our descriptor alone would leave them holding the lock.
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            finally:
+                os.close(fd)
 
     async def atry_acquire(self) -> bool:
         return self.try_acquire()  # non-blocking: safe on the event loop
@@ -348,72 +402,56 @@ def _params(key: int) -> dict[str, int]:
     return {"key": key, "hi": unsigned >> 32, "lo": unsigned & 0xFFFF_FFFF}
 
 
-def _check_pool(pool: Any, thread_id: str) -> None:
-    if pool.max_size < 2:
-        raise GraphError(
-            f"thread {thread_id!r}: the thread lock holds one connection of the saver's pool "
-            f"for the whole run, and the pool has max_size={pool.max_size}; "
-            "give the pool max_size >= 2"
-        )
-
-
 class _AdvisoryLock:
-    """A session-level advisory lock on a connection checked out for the lock's life.
+    """A session-level advisory lock, taken without ever holding a pool connection.
 
-    With a pool, one connection is borrowed while the lock is held and returned after
-    unlocking. With a single connection (the saver's own), each statement runs under
-    the saver's own lock, so it never interleaves with the saver's queries; nothing is
-    held between statements, so the run itself is never blocked by the lock.
+    On the saver's single connection, each statement runs under the saver's own lock,
+    so it never interleaves with the saver's queries; nothing is held between
+    statements, so the run itself is never blocked by the lock. With a pool, the lock
+    opens one connection of its own, beside the pool, for the lock's life: a lock held
+    on a pooled connection starved the saver as soon as ``max_size`` runs were locked.
+    Closing that connection ends its session, which drops the lock if unlocking did not.
     """
 
     def __init__(
         self,
-        conn: Connection[Any] | ConnectionPool[Any],
+        source: Connection[Any] | ConnectionPool[Any],
         guard: threading.Lock,
         thread_id: str,
     ) -> None:
-        self._source = conn
+        self._source = source
         self._guard = guard
+        self._thread_id = thread_id
         self._params = _params(advisory_key(thread_id))
-        self._pooled = not _is(conn, "psycopg", "Connection")
-        if self._pooled:
-            _check_pool(conn, thread_id)
-        self._held: Connection[Any] | None = None
+        self._own: Connection[Any] | None = None
+        self._held = False
 
     def try_acquire(self) -> bool:
-        if not self._pooled:
+        if _is(self._source, "psycopg", "Connection"):
             conn: Connection[Any] = self._source  # type: ignore[assignment]
             with self._guard:
-                locked = _query(conn, _TRY_SQL, self._params)
-            self._held = conn if locked else None
-            return locked
-        pool: ConnectionPool[Any] = self._source  # type: ignore[assignment]
-        conn = pool.getconn()
-        try:
-            locked = _query(conn, _TRY_SQL, self._params)
-        except BaseException:
-            pool.putconn(conn)
-            raise
-        if locked:
-            self._held = conn
-        else:
-            pool.putconn(conn)
-        return locked
+                self._held = _query(conn, _TRY_SQL, self._params)
+            return self._held
+        if self._own is None:
+            self._own = _connect(self._source, self._thread_id)  # type: ignore[arg-type]
+        self._held = _query(self._own, _TRY_SQL, self._params)
+        return self._held
 
     def release(self) -> None:
-        conn, self._held = self._held, None
-        if conn is None:
-            return
-        try:
-            if self._pooled:
+        own, self._own = self._own, None
+        held, self._held = self._held, False
+        if own is not None:
+            # Unlocking first makes the lock free when release returns; the server
+            # ends a closed session a moment later, which is too late for the next run.
+            try:
+                if held:
+                    _unlock(own, self._params)
+            finally:
+                own.close()
+        elif held:
+            conn: Connection[Any] = self._source  # type: ignore[assignment]
+            with self._guard:
                 _unlock(conn, self._params)
-            else:
-                with self._guard:
-                    _unlock(conn, self._params)
-        finally:
-            if self._pooled:
-                pool: ConnectionPool[Any] = self._source  # type: ignore[assignment]
-                pool.putconn(conn)
 
 
 class _AsyncAdvisoryLock:
@@ -421,52 +459,88 @@ class _AsyncAdvisoryLock:
 
     def __init__(
         self,
-        conn: AsyncConnection[Any] | AsyncConnectionPool[Any],
+        source: AsyncConnection[Any] | AsyncConnectionPool[Any],
         guard: asyncio.Lock,
         thread_id: str,
     ) -> None:
-        self._source = conn
+        self._source = source
         self._guard = guard
+        self._thread_id = thread_id
         self._params = _params(advisory_key(thread_id))
-        self._pooled = not _is(conn, "psycopg", "AsyncConnection")
-        if self._pooled:
-            _check_pool(conn, thread_id)
-        self._held: AsyncConnection[Any] | None = None
+        self._own: AsyncConnection[Any] | None = None
+        self._held = False
 
     async def atry_acquire(self) -> bool:
-        if not self._pooled:
+        if _is(self._source, "psycopg", "AsyncConnection"):
             conn: AsyncConnection[Any] = self._source  # type: ignore[assignment]
             async with self._guard:
-                locked = await _aquery(conn, _TRY_SQL, self._params)
-            self._held = conn if locked else None
-            return locked
-        pool: AsyncConnectionPool[Any] = self._source  # type: ignore[assignment]
-        conn = await pool.getconn()
-        try:
-            locked = await _aquery(conn, _TRY_SQL, self._params)
-        except BaseException:
-            await pool.putconn(conn)
-            raise
-        if locked:
-            self._held = conn
-        else:
-            await pool.putconn(conn)
-        return locked
+                self._held = await _aquery(conn, _TRY_SQL, self._params)
+            return self._held
+        if self._own is None:
+            self._own = await _aconnect(self._source, self._thread_id)  # type: ignore[arg-type]
+        self._held = await _aquery(self._own, _TRY_SQL, self._params)
+        return self._held
 
     async def arelease(self) -> None:
-        conn, self._held = self._held, None
-        if conn is None:
-            return
-        try:
-            if self._pooled:
+        own, self._own = self._own, None
+        held, self._held = self._held, False
+        if own is not None:
+            try:
+                if held:
+                    await _aunlock(own, self._params)
+            finally:
+                await own.close()
+        elif held:
+            conn: AsyncConnection[Any] = self._source  # type: ignore[assignment]
+            async with self._guard:
                 await _aunlock(conn, self._params)
-            else:
-                async with self._guard:
-                    await _aunlock(conn, self._params)
-        finally:
-            if self._pooled:
-                pool: AsyncConnectionPool[Any] = self._source  # type: ignore[assignment]
-                await pool.putconn(conn)
+
+
+def _connect(pool: ConnectionPool[Any], thread_id: str) -> Connection[Any]:
+    """A connection of the lock's own, made as the pool makes its connections."""
+    conninfo = pool.conninfo() if callable(pool.conninfo) else pool.conninfo
+    kwargs = pool.kwargs() if callable(pool.kwargs) else pool.kwargs
+    try:
+        conn: Connection[Any] = pool.connection_class.connect(conninfo, **_lock_kwargs(kwargs))
+    except _operational_error() as exc:
+        raise GraphError(_connect_failed(thread_id, exc)) from exc
+    return conn
+
+
+async def _aconnect(pool: AsyncConnectionPool[Any], thread_id: str) -> AsyncConnection[Any]:
+    """Async twin of ``_connect``; the pool's conninfo and kwargs may be coroutines."""
+    conninfo = pool.conninfo() if callable(pool.conninfo) else pool.conninfo
+    if inspect.isawaitable(conninfo):
+        conninfo = await conninfo
+    kwargs = pool.kwargs() if callable(pool.kwargs) else pool.kwargs
+    if inspect.isawaitable(kwargs):
+        kwargs = await kwargs
+    try:
+        aconn: AsyncConnection[Any] = await pool.connection_class.connect(
+            conninfo, **_lock_kwargs(kwargs)
+        )
+    except _operational_error() as exc:
+        raise GraphError(_connect_failed(thread_id, exc)) from exc
+    return aconn
+
+
+def _lock_kwargs(kwargs: Mapping[str, Any] | None) -> dict[str, Any]:
+    # Autocommit: no statement of the lock leaves a transaction open on the server.
+    return {**(kwargs or {}), "autocommit": True}
+
+
+def _connect_failed(thread_id: str, exc: Exception) -> str:
+    return (
+        f"thread {thread_id!r}: the thread lock could not open its connection to "
+        f"PostgreSQL ({exc}); each locked run holds one connection beside the saver's "
+        "pool: check that the server accepts them (max_connections)"
+    )
+
+
+def _operational_error() -> type[Exception]:
+    from psycopg import OperationalError  # the caller has psycopg imported already
+
+    return OperationalError
 
 
 def _query(conn: Connection[Any], sql: LiteralString, params: dict[str, int]) -> bool:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
@@ -137,13 +137,15 @@ def run(
         UnreadableCheckpointError: The thread's stored checkpoints cannot be decoded.
     """
     call = _call(graph, config)
+    newest = _newest(call)
     decision, head = _read(call)
     prepared = _prepare(call, decision, head, input, auto_resume, kwargs)
     if not prepared.invocations:
         return prepared.stored
     with thread_lock(call.saver, call.thread_id, on_busy=on_busy, timeout=lock_timeout):
-        if _moved(head, call.saver.get_tuple(call.config)):
-            prepared = _prepare(call, *_read(call), input, auto_resume, kwargs)
+        locked = _followed(call, newest)
+        if locked is not call or _moved(head, call.saver.get_tuple(call.config)):
+            prepared = _prepare(locked, *_read(locked), input, auto_resume, kwargs)
         result = prepared.stored
         for step in prepared.invocations:
             if step.when is _When.ALWAYS or _holds(
@@ -166,13 +168,15 @@ async def arun(
 ) -> Any:
     """Async twin of ``run``."""
     call = _call(graph, config)
+    newest = await _anewest(call)
     decision, head = await _aread(call)
     prepared = _prepare(call, decision, head, input, auto_resume, kwargs)
     if not prepared.invocations:
         return prepared.stored
     async with athread_lock(call.saver, call.thread_id, on_busy=on_busy, timeout=lock_timeout):
-        if _moved(head, await call.saver.aget_tuple(call.config)):
-            prepared = _prepare(call, *await _aread(call), input, auto_resume, kwargs)
+        locked = await _afollowed(call, newest)
+        if locked is not call or _moved(head, await call.saver.aget_tuple(call.config)):
+            prepared = _prepare(locked, *await _aread(locked), input, auto_resume, kwargs)
         result = prepared.stored
         for step in prepared.invocations:
             if step.when is _When.ALWAYS or _holds(
@@ -198,13 +202,15 @@ def stream(
     A complete, unchanged thread yields nothing: nothing runs.
     """
     call = _call(graph, config)
+    newest = _newest(call)
     decision, head = _read(call)
     prepared = _prepare(call, decision, head, input, auto_resume, kwargs)
     if not prepared.invocations:
         return
     with thread_lock(call.saver, call.thread_id, on_busy=on_busy, timeout=lock_timeout):
-        if _moved(head, call.saver.get_tuple(call.config)):
-            prepared = _prepare(call, *_read(call), input, auto_resume, kwargs)
+        locked = _followed(call, newest)
+        if locked is not call or _moved(head, call.saver.get_tuple(call.config)):
+            prepared = _prepare(locked, *_read(locked), input, auto_resume, kwargs)
         for step in prepared.invocations:
             if step.when is _When.ALWAYS or _holds(
                 step.when, graph, call.saver.get_tuple(step.config)
@@ -225,13 +231,15 @@ async def astream(
 ) -> AsyncIterator[Any]:
     """Async twin of ``stream``."""
     call = _call(graph, config)
+    newest = await _anewest(call)
     decision, head = await _aread(call)
     prepared = _prepare(call, decision, head, input, auto_resume, kwargs)
     if not prepared.invocations:
         return
     async with athread_lock(call.saver, call.thread_id, on_busy=on_busy, timeout=lock_timeout):
-        if _moved(head, await call.saver.aget_tuple(call.config)):
-            prepared = _prepare(call, *await _aread(call), input, auto_resume, kwargs)
+        locked = await _afollowed(call, newest)
+        if locked is not call or _moved(head, await call.saver.aget_tuple(call.config)):
+            prepared = _prepare(locked, *await _aread(locked), input, auto_resume, kwargs)
         for step in prepared.invocations:
             if step.when is _When.ALWAYS or _holds(
                 step.when, graph, await call.saver.aget_tuple(step.config)
@@ -283,6 +291,71 @@ def _moved(planned: CheckpointTuple | None, now: CheckpointTuple | None) -> bool
     return planned.checkpoint["id"] != now.checkpoint["id"] or len(
         planned.pending_writes or ()
     ) != len(now.pending_writes or ())
+
+
+def _newest(call: _Call) -> CheckpointTuple | None:
+    """The thread's newest checkpoint when the config names another one; else None."""
+    named = _named(call)
+    return call.saver.get_tuple(named[1]) if named else None
+
+
+async def _anewest(call: _Call) -> CheckpointTuple | None:
+    """Async twin of ``_newest``."""
+    named = _named(call)
+    return await call.saver.aget_tuple(named[1]) if named else None
+
+
+def _followed(call: _Call, newest: CheckpointTuple | None) -> _Call:
+    """The call to plan under the lock: itself, or the same call on the newest checkpoint.
+
+    A run from a named checkpoint is a deliberate fork. But when, while this run waited
+    for the lock, the thread's newest checkpoint moved to a new branch off the named
+    one, another run made that fork meanwhile: this one continues from the newest
+    checkpoint instead, so concurrent runs from one checkpoint fork it once, not once
+    each. A thread that moved along an older branch is forked from the named one.
+    """
+    named = _named(call)
+    if newest is None or named is None:
+        return call
+    now = call.saver.get_tuple(named[1])
+    if now is None or not _moved(newest, now):
+        return call
+    return _onto(call, named, newest, now, list(call.saver.list(_thread(call.config))))
+
+
+async def _afollowed(call: _Call, newest: CheckpointTuple | None) -> _Call:
+    """Async twin of ``_followed``."""
+    named = _named(call)
+    if newest is None or named is None:
+        return call
+    now = await call.saver.aget_tuple(named[1])
+    if now is None or not _moved(newest, now):
+        return call
+    tuples = [tup async for tup in call.saver.alist(_thread(call.config))]
+    return _onto(call, named, newest, now, tuples)
+
+
+def _named(call: _Call) -> tuple[str, RunnableConfig] | None:
+    """The checkpoint id the config names, and the config of the thread's newest."""
+    named = (call.config.get("configurable") or {}).get("checkpoint_id")
+    return (str(named), _with_checkpoint(call.config, None)) if named else None
+
+
+def _onto(
+    call: _Call,
+    named: tuple[str, RunnableConfig],
+    before: CheckpointTuple,
+    now: CheckpointTuple,
+    tuples: list[CheckpointTuple],
+) -> _Call:
+    """The call on the newest checkpoint when ``now`` leaves the named checkpoint by a
+    branch that ``before`` (the newest when this run planned) did not know; else ``call``."""
+    path = [record.checkpoint_id for record in lineage(tuples, now.checkpoint["id"])]
+    if named[0] not in path[:-1]:
+        return call
+    branch = path[path.index(named[0]) + 1]
+    known = {record.checkpoint_id for record in lineage(tuples, before.checkpoint["id"])}
+    return call if branch in known else replace(call, config=named[1])
 
 
 def _found(call: _Call, head: CheckpointTuple | None) -> CheckpointTuple | None:
