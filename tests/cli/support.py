@@ -13,7 +13,7 @@ import sqlite3
 import subprocess
 import sys
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -129,11 +129,12 @@ def program(*args: str, prelude: str = "") -> subprocess.CompletedProcess[str]:
     return run_program("-c", code, *args)
 
 
-def run_program(*args: str) -> subprocess.CompletedProcess[str]:
+def run_program(*args: str, prefix: Sequence[str] = ()) -> subprocess.CompletedProcess[str]:
+    """Python with ``args``, in the project's root; ``prefix`` is a command to run it under."""
     # Off a terminal and without COLUMNS, the CLI prints unwrapped: cells can be asserted on.
     env = {key: value for key, value in os.environ.items() if key != "COLUMNS"}
     return subprocess.run(
-        [sys.executable, *args],
+        [*prefix, sys.executable, *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
