@@ -6,19 +6,25 @@ Rules:
 - Built on the public API (``compile``, ``plan``, ``ResumePlan``); ``history`` also reads
   the raw lineage (``_history``) and stamps (``_stamp``), exactly as ``plan`` does.
 - Exit codes: 0 fine, 1 ``check`` found threads that would not resume cleanly, 2 an
-  error the user can fix, reported in one line on stderr (``--debug`` adds the traceback).
+  error the user can fix, reported in one line on stderr (``--debug`` adds the traceback),
+  a damaged checkpoint included; nothing else reaches stderr, not even at exit.
+- No message echoes a password from ``--db``; text read from the database (thread ids,
+  node and class names) is printed with its control characters escaped, never as markup.
 - Needs the ``cli`` extra (typer, rich); without it, says so and exits 2.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import gc
 import importlib
 import json
 import logging
 import os
+import re
 import sqlite3
 import sys
+import traceback
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -112,15 +118,18 @@ def history_command(
         target = _load(graph) if graph else None
         with _open(db) as saver:
             current = None if target is None else _stamp(_attach(target, saver, graph), graph)
-            tuples = list(saver.list({"configurable": {"thread_id": thread, "checkpoint_ns": ""}}))
+            with _reading(f"thread {thread!r}"):
+                scope = {"thread_id": thread, "checkpoint_ns": ""}
+                tuples = list(saver.list({"configurable": scope}))
             if not tuples:
                 raise CliError(f"thread {thread!r} has no checkpoints in this database")
-            try:
-                records = lineage(tuples, checkpoint or max(t.checkpoint["id"] for t in tuples))
-            except KeyError:
-                raise CliError(f"thread {thread!r} has no checkpoint {checkpoint!r}") from None
-            if current is not None:
-                records = resolved(records, load(saver, references(records, current.id)))
+            with _reading(f"thread {thread!r}"):
+                try:
+                    records = lineage(tuples, checkpoint or max(t.checkpoint["id"] for t in tuples))
+                except KeyError:
+                    raise CliError(f"thread {thread!r} has no checkpoint {checkpoint!r}") from None
+                if current is not None:
+                    records = resolved(records, load(saver, references(records, current.id)))
     parents = Counter(
         t.parent_config["configurable"].get("checkpoint_id") for t in tuples if t.parent_config
     )
@@ -131,12 +140,14 @@ def history_command(
     status = ["status"] if current else []
     columns = ["step", "checkpoint", "source", "node(s)", *status, "fork"]
     table = Table(
-        *columns, title=f"thread {thread}", caption=f"{len(rows)} of {len(tuples)} checkpoints"
+        *columns,
+        title=_text(f"thread {thread}"),
+        caption=_text(f"{len(rows)} of {len(tuples)} checkpoints"),
     )
     for row in rows:
         tasks: dict[str, str | None] = row["tasks"]
-        cells = [Text(str(row[key])) for key in ("step", "checkpoint_id", "source")]
-        cells.append(Text("\n".join(tasks) or "-"))
+        cells = [_text(row[key]) for key in ("step", "checkpoint_id", "source")]
+        cells.append(_text(*tasks) if tasks else Text("-"))
         if current:
             marks = [Text(str(s), style=_STATUS_STYLE.get(str(s), "")) for s in tasks.values()]
             cells.append(Text("\n").join(marks) if marks else Text("-"))
@@ -237,15 +248,53 @@ def _stamp(graph: Graph, spec: str | None) -> Stamp:
 
 @contextmanager
 def _open(db: str) -> Iterator[Saver]:
-    """A saver over ``db``, read-only, its schema checked but never created or migrated."""
+    """A saver over ``db``, read-only, its schema checked but never created or migrated.
+
+    ``db`` may hold a password: no message echoes it (see ``_postgres``), and a string that
+    is neither a URL this reads nor an existing file is refused naming its scheme only.
+    """
+    existing = Path(db).is_file()
     if db.startswith(("postgresql://", "postgres://")):
-        with _postgres(db) as saver:
-            yield saver
-    elif "://" in db and not db.startswith("sqlite:///"):
-        raise CliError("--db must be an SQLite path, sqlite:///path or postgresql://...")
+        opened = _postgres(db)
+    elif db.startswith("sqlite:///"):
+        opened = _sqlite(Path(db.removeprefix("sqlite:///")))
+    elif (scheme := _SCHEME.match(db)) and not existing:
+        raise CliError(
+            "--db must be an SQLite path, sqlite:///path, postgresql://... or a libpq "
+            f"key/value string (host=... dbname=...); it starts with {scheme.group()!r} "
+            "but is none of these (a missing or extra slash?)"
+        )
+    elif "=" in db and not existing:
+        opened = _postgres(db)  # a libpq key/value string: host=... password=...
     else:
-        with _sqlite(Path(db.removeprefix("sqlite:///"))) as saver:
+        opened = _sqlite(Path(db))
+    with opened as saver:
+        try:
             yield saver
+        except BaseException as exc:
+            _close_listings(exc)
+            raise
+
+
+# Two letters at least, so that a Windows drive (C:\...) is read as a path.
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")
+
+
+def _close_listings(exc: BaseException) -> None:
+    """Finalise the ``saver.list`` generators an error left suspended in its frames.
+
+    Each holds a cursor (and the saver's lock); left to the garbage collector, it is
+    closed at interpreter exit, after the connection, and Python prints "Exception
+    ignored in: <generator ...>" under the one-line error. Clearing the finished frames
+    drops the last references, so the generators close now, while the connection is open.
+    """
+    seen: set[int] = set()
+    error: BaseException | None = exc
+    while error is not None and id(error) not in seen:  # and the errors it was raised from
+        seen.add(id(error))
+        traceback.clear_frames(error.__traceback__)
+        error = error.__cause__ or error.__context__
+    gc.collect()
 
 
 @contextmanager
@@ -256,11 +305,22 @@ def _sqlite(path: Path) -> Iterator[Saver]:
         raise CliError("SQLite databases need an extra: install neograph-ext[sqlite]") from None
     if not path.is_file():
         raise CliError(f"no SQLite database at {str(path)!r}")
-    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
+    wal = Path(f"{path}-wal")
+    conn = sqlite3.connect(_sqlite_uri(path, wal), uri=True, check_same_thread=False)
     try:
         try:
             tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
             columns = {row[1] for row in conn.execute("PRAGMA table_info(writes)")}
+        except sqlite3.OperationalError as exc:
+            if not wal.exists():
+                raise CliError(f"cannot read {str(path)!r}: {exc}") from exc
+            raise CliError(
+                f"cannot read {str(path)!r} read-only ({exc}): it is in WAL mode and "
+                f"{wal.name!r} exists, so an app has it open or stopped without a "
+                f"checkpoint, and reading it means sharing {path.name + '-shm'!r}, which "
+                "needs write access to its folder; run where the folder is writable, or "
+                "stop the app so that its last connection removes the -wal file"
+            ) from exc
         except sqlite3.DatabaseError as exc:
             raise CliError(f"{str(path)!r} is not an SQLite database: {exc}") from exc
         if not {"checkpoints", "writes"} <= tables:
@@ -271,6 +331,30 @@ def _sqlite(path: Path) -> Iterator[Saver]:
         yield saver
     finally:
         conn.close()
+
+
+def _sqlite_uri(path: Path, wal: Path) -> str:
+    """``mode=ro``, plus ``immutable=1`` for a WAL database that no connection has open.
+
+    ``mode=ro`` alone still creates the -wal and -shm files of a WAL database and writes
+    the -shm: side files in the app's folder, and "unable to open database file" where
+    the folder is not writable. ``immutable=1`` reads the file alone, creating nothing,
+    but ignores other connections: it is safe only when there are none. A WAL database
+    keeps its -wal file while any connection is open (SqliteSaver keeps one for the
+    app's life), so a missing -wal file means no writer, and no committed data outside
+    the main file. An app that opens the database while the CLI reads it may go unseen,
+    or make the read fail (one line, exit 2); run again. With a -wal file present, the
+    CLI reads through it, as any reader does, and sees everything committed.
+    """
+    uri = f"{path.resolve().as_uri()}?mode=ro"
+    with path.open("rb") as file:
+        header = file.read(_SQLITE_HEADER)
+    in_wal_mode = header.startswith(b"SQLite format 3\0") and header[18:19] == b"\x02"
+    return f"{uri}&immutable=1" if in_wal_mode and not wal.exists() else uri
+
+
+# The file format's header: byte 18, the write version, is 2 in WAL mode, 1 otherwise.
+_SQLITE_HEADER = 20
 
 
 @contextmanager
@@ -284,6 +368,12 @@ def _postgres(dsn: str) -> Iterator[Saver]:
         raise CliError("PostgreSQL needs an extra: install neograph-ext[postgres]") from None
     try:
         params = conninfo_to_dict(dsn)
+    except psycopg.Error as exc:
+        # From None: libpq's message quotes pieces of the string, the password among them.
+        raise CliError(
+            f"--db is not a PostgreSQL URL or libpq key/value string: {_unquote(str(exc))}"
+        ) from None
+    try:
         options = f"{params.get('options') or ''} -c default_transaction_read_only=on".strip()
         conn = psycopg.connect(
             dsn,
@@ -294,7 +384,10 @@ def _postgres(dsn: str) -> Iterator[Saver]:
             connect_timeout=params.get("connect_timeout", 10),
         )
     except psycopg.Error as exc:
-        raise CliError(f"cannot connect to PostgreSQL: {_line(exc)}") from exc
+        reason = _line(exc)
+        if password := params.get("password"):
+            reason = reason.replace(str(password), "***")
+        raise CliError(f"cannot connect to PostgreSQL at {_masked(params)}: {reason}") from exc
     with conn:
         try:
             row = conn.execute("SELECT max(v) AS v FROM checkpoint_migrations").fetchone()
@@ -310,23 +403,56 @@ def _postgres(dsn: str) -> Iterator[Saver]:
         yield PostgresSaver(conn)
 
 
+def _masked(params: dict[str, Any]) -> str:
+    """A parsed DSN as a libpq key/value string, its password (if any) as ``***``."""
+    from psycopg.conninfo import make_conninfo
+
+    return make_conninfo(**{k: "***" if k == "password" else v for k, v in params.items()})
+
+
+def _unquote(message: str) -> str:
+    """libpq's parse error, each quoted piece that is not an option name as ``"***"``."""
+    from psycopg.pq import Conninfo
+
+    names = {option.keyword.decode() for option in Conninfo.get_defaults()}
+    return re.sub(r'"([^"]*)"', lambda m: m.group() if m[1] in names else '"***"', message)
+
+
 def _threads(saver: Saver, progress: Progress) -> list[str]:
     """Every thread with a root-namespace checkpoint: one scan of every checkpoint."""
     names: set[str] = set()
-    for tup in progress.track(saver.list(None), description="reading checkpoints"):
-        configurable = tup.config["configurable"]
-        if configurable.get("checkpoint_ns", "") == "" and not is_store_thread(
-            configurable["thread_id"]
-        ):
-            names.add(str(configurable["thread_id"]))
+    with _reading("the checkpoints in this database"):
+        for tup in progress.track(saver.list(None), description="reading checkpoints"):
+            configurable = tup.config["configurable"]
+            if configurable.get("checkpoint_ns", "") == "" and not is_store_thread(
+                configurable["thread_id"]
+            ):
+                names.add(str(configurable["thread_id"]))
     return sorted(names)
+
+
+@contextmanager
+def _reading(what: str) -> Iterator[None]:
+    """A stored checkpoint that LangGraph cannot decode, or that is not the shape it
+    writes (metadata that is not a JSON object, nested too deep, not UTF-8), is one
+    clear line, whether LangGraph's reader or the engine's walk trips over it."""
+    try:
+        yield
+    except NeographExtError:
+        raise
+    except (ValueError, TypeError, AttributeError, RecursionError) as exc:
+        raise CliError(
+            f"cannot read {what}: a stored checkpoint is not what LangGraph writes (damaged, "
+            f"or written by other software): {_line(exc)}; --debug shows where"
+        ) from exc
 
 
 def _plan(graph: Graph, thread: str, checkpoint: str | None) -> ResumePlan:
     configurable = {"thread_id": thread}
     if checkpoint:
         configurable["checkpoint_id"] = checkpoint
-    decision = plan(graph, {"configurable": configurable})
+    with _reading(f"thread {thread!r}"):
+        decision = plan(graph, {"configurable": configurable})
     if decision.kind is PlanKind.FRESH:
         where = f"checkpoint {checkpoint!r}" if checkpoint else "checkpoints in this database"
         raise CliError(f"thread {thread!r} has no {where}")
@@ -343,20 +469,21 @@ def _plan_panel(decision: ResumePlan) -> Panel:
     grid.add_column()
     style = "red" if decision.blocker else _KIND_STYLE.get(decision.kind, "green")
     grid.add_row("kind", Text(str(decision.kind), style=style))
-    grid.add_row("head", Text(decision.head_id or "-"))
+    grid.add_row("head", _text(decision.head_id or "-"))
     if decision.kind is PlanKind.REWIND:
         target = f"step {decision.step}, checkpoint {decision.checkpoint_id}"
-        grid.add_row("rewind to", Text(target if decision.checkpoint_id else "-"))
+        grid.add_row("rewind to", _text(target if decision.checkpoint_id else "-"))
     for index, change in enumerate(decision.changes):
-        grid.add_row("invalidated" if index == 0 else "", Text(change.describe()))
-    grid.add_row("re-runs", Text(", ".join(sorted(decision.rerun)) or "-"))
-    grid.add_row("kept", Text(", ".join(sorted(decision.kept)) or "-"))
-    grid.add_row("next", Text(", ".join(sorted(decision.next_nodes)) or "- (run complete)"))
+        grid.add_row("invalidated" if index == 0 else "", _text(*change.describe().split("\n")))
+    grid.add_row("re-runs", _text(", ".join(sorted(decision.rerun)) or "-"))
+    grid.add_row("kept", _text(", ".join(sorted(decision.kept)) or "-"))
+    grid.add_row("next", _text(", ".join(sorted(decision.next_nodes)) or "- (run complete)"))
     if decision.blocker:
-        grid.add_row("blocked", Text(decision.blocker, style="red"))
+        grid.add_row("blocked", _text(decision.blocker, style="red"))
     for note in _notes(decision):
-        grid.add_row("note", Text(note))
-    return Panel(grid, title=Text(f"thread {decision.thread_id}"), border_style=style, expand=False)
+        grid.add_row("note", _text(note))
+    title = _text(f"thread {decision.thread_id}")
+    return Panel(grid, title=title, border_style=style, expand=False)
 
 
 def _print_check(plans: Sequence[ResumePlan], failing: Sequence[ResumePlan], strict: bool) -> None:
@@ -375,11 +502,11 @@ def _print_check(plans: Sequence[ResumePlan], failing: Sequence[ResumePlan], str
         table.add_column(name)
     for p in failing:
         why = [*([p.blocker] if p.blocker else []), *(c.describe() for c in p.changes)]
-        why = why or _notes(p)
+        lines = [line for reason in why or _notes(p) for line in reason.split("\n")]
         kind = Text("blocked" if p.blocker else str(p.kind), style="red")
         step = Text("-" if p.step is None else str(p.step))
-        nodes = Text(", ".join(sorted(p.invalidated_nodes)) or "-")
-        table.add_row(Text(p.thread_id), kind, step, nodes, Text("\n".join(why)))
+        nodes = _text(", ".join(sorted(p.invalidated_nodes)) or "-")
+        table.add_row(_text(p.thread_id), kind, step, nodes, _text(*lines))
     console.print(table)
     failed = f"failed: {len(failing)} would not resume cleanly; {summary}"
     console.print(Text(failed, style="red"), soft_wrap=True)
@@ -424,10 +551,31 @@ def _status(record: Record, node: str, current: Stamp | None) -> str | None:
 
 
 def _json(value: object) -> str:
-    """JSON of rows or ``dataclasses.asdict`` plans: sets sorted, str enums by value."""
+    """JSON of rows or ``dataclasses.asdict`` plans: sets sorted, str enums by value.
+
+    ASCII only (``json``'s default), so every control character is a ``\\u`` escape.
+    """
     return json.dumps(
         value, indent=2, default=lambda o: sorted(o) if isinstance(o, frozenset) else o
     )
+
+
+def _safe(value: object) -> str:
+    """``str(value)`` with each control character (C0, DEL, C1) shown as ``\\xNN``.
+
+    Thread ids, node and class names, notes: text read from the database must not move
+    the cursor, retitle the window or clear the screen of whoever runs the CLI.
+    """
+    return _CONTROL.sub(lambda m: f"\\x{ord(m[0]):02x}", str(value))
+
+
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def _text(*lines: object, style: str = "") -> Text:
+    """Stored text, one item a line, escaped by ``_safe``; a ``Text``, so that rich reads
+    no markup (``[red]``) or emoji codes in it."""
+    return Text("\n".join(_safe(line) for line in lines), style=style)
 
 
 def _console(*, stderr: bool = False) -> Console:
@@ -462,7 +610,7 @@ def _boundary(debug: bool) -> Iterator[None]:
         known = isinstance(exc, NeographExtError)
         message = (str(exc).strip().splitlines() or [""])[0] if known else _line(exc)
         hint = "" if debug or known else " (--debug shows the traceback)"
-        typer.echo(f"error: {message}{hint}", err=True)
+        typer.echo(_safe(f"error: {message}{hint}"), err=True)
         raise typer.Exit(2) from None
     finally:
         logger.setLevel(level)

@@ -67,3 +67,25 @@ plain_v1 = v1.compile()
 """``v1`` compiled by plain LangGraph: no stamp, so the CLI refuses it."""
 
 not_a_graph = 42
+
+HOSTILE = "\x1b]0;pwned\x07\x1b[2J[red]x[/red]\x9b\x7f"
+"""Stored text that would retitle the window and clear the screen if printed raw: an
+OSC title, a CSI clear, rich markup, a C1 CSI and DEL."""
+
+
+def hostile(score: type) -> StateGraph[Any, Any, Any, Any]:
+    """A node and an output model whose names carry ``HOSTILE``; ``score`` is the type of
+    the model's field, so two versions differ and the diff names the model."""
+    review = create_model(f"Review{HOSTILE}", __module__=__name__, score=(score, ...))
+    first, second = f"n{HOSTILE}", "c"
+    builder = StateGraph(State)
+    builder.add_node(first, _node(first))
+    builder.add_node(second, _node(second, review))
+    builder.add_edge(START, first)
+    builder.add_edge(first, second)
+    builder.add_edge(second, END)
+    return builder
+
+
+hostile_v1, hostile_v2 = hostile(int), hostile(float)
+"""Before and after a deploy that changed the hostile model's ``score``."""

@@ -1,144 +1,33 @@
 """The ``neograph-ext`` CLI, run for real against databases the engine wrote.
 
-Threads are made with ``neograph_ext.run`` under ``cli_graphs.v1``; the CLI then looks
-at them through ``v2``, where node ``c``'s output model changed (``Review.score``:
-``int -> float``). Every database is fresh: a SQLite file, or a PostgreSQL schema of its
-own, so ``check`` sees exactly the threads a test made.
+See ``support`` for the databases; ``db`` runs a test on SQLite and on PostgreSQL.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
-import subprocess
-import sys
 import uuid
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-from urllib.parse import quote, urlencode
 
 import psycopg
 import pytest
-from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
-from langgraph.graph import StateGraph
-from psycopg.conninfo import conninfo_to_dict
-from psycopg.rows import dict_row
-from typer.testing import CliRunner, Result
+from typer.testing import Result
 
-import neograph_ext
-from neograph_ext.cli import _open, app
+from neograph_ext.cli import _open
 from tests.cli import cli_graphs
-
-ROOT = Path(__file__).resolve().parents[2]
-V1, V2 = "tests.cli.cli_graphs:v1", "tests.cli.cli_graphs:v2"
-INPUT = {"doc": "a long document", "log": []}
-
-
-@dataclass
-class Database:
-    """A checkpoint database, its URL for the CLI, and a writable saver for the test."""
-
-    url: str
-    saver: BaseCheckpointSaver[Any]
-    rows: Callable[[], int]
-    """Rows in every checkpoint table: proves the CLI wrote nothing."""
-
-    def run(
-        self, builder: StateGraph[Any, Any, Any, Any], *threads: str, doc: str = "a document"
-    ) -> None:
-        graph = neograph_ext.compile(builder, checkpointer=self.saver)
-        for thread in threads:
-            neograph_ext.run(graph, {**INPUT, "doc": doc}, {"configurable": {"thread_id": thread}})
-
-    def run_unstamped(self, thread: str) -> None:
-        """Written by plain LangGraph, as before neograph-ext was adopted."""
-        graph = cli_graphs.v1.compile(checkpointer=self.saver)
-        graph.invoke(INPUT, {"configurable": {"thread_id": thread}})
-
-    def plan(self, builder: StateGraph[Any, Any, Any, Any], thread: str) -> neograph_ext.ResumePlan:
-        graph = neograph_ext.compile(builder, checkpointer=self.saver)
-        return neograph_ext.plan(graph, {"configurable": {"thread_id": thread}})
-
-
-def _sqlite(path: Path) -> Iterator[Database]:
-    conn = sqlite3.connect(path, check_same_thread=False)
-    saver = SqliteSaver(conn)
-    saver.setup()
-
-    def rows() -> int:
-        count = "SELECT (SELECT count(*) FROM checkpoints) + (SELECT count(*) FROM writes)"
-        return int(conn.execute(count).fetchone()[0])
-
-    try:
-        yield Database(str(path), saver, rows)
-    finally:
-        conn.close()
-
-
-def pg_url(dsn: str, schema: str | None = None) -> str:
-    """``dsn`` as a ``postgresql://`` URL, its tables looked up in ``schema``."""
-    params = {k: str(v) for k, v in conninfo_to_dict(dsn).items()}
-    if schema:
-        params["options"] = f"{params.get('options', '')} -c search_path={schema}".strip()
-    return "postgresql://?" + urlencode(params, quote_via=quote)
-
-
-def _postgres(dsn: str) -> Iterator[Database]:
-    schema = f"cli_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(dsn, autocommit=True) as admin:
-        admin.execute(f"CREATE SCHEMA {schema}")
-    url = pg_url(dsn, schema)
-    conn = psycopg.connect(url, autocommit=True, prepare_threshold=0, row_factory=dict_row)
-    saver = PostgresSaver(conn)
-    saver.setup()
-
-    def rows() -> int:
-        tables = ("checkpoints", "checkpoint_writes", "checkpoint_blobs")
-        count = " + ".join(f"(SELECT count(*) FROM {table})" for table in tables)
-        row = conn.execute(f"SELECT {count} AS n").fetchone()
-        return int(row["n"]) if row else 0
-
-    try:
-        yield Database(url, saver, rows)
-    finally:
-        conn.close()
-        with psycopg.connect(dsn, autocommit=True) as admin:
-            admin.execute(f"DROP SCHEMA {schema} CASCADE")
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Database]:
-    if request.param == "sqlite":
-        yield from _sqlite(tmp_path / "threads.sqlite")
-    else:
-        yield from _postgres(request.getfixturevalue("pg_dsn"))
-
-
-@pytest.fixture
-def lite(tmp_path: Path) -> Iterator[Database]:
-    """For tests about SQLite files themselves."""
-    yield from _sqlite(tmp_path / "threads.sqlite")
-
-
-def cli(*args: object, env: dict[str, str] | None = None) -> Result:
-    # A wide console: table cells are asserted on, and must not wrap.
-    return CliRunner().invoke(
-        app, [str(arg) for arg in args], env={"COLUMNS": "240", **(env or {})}
-    )
-
-
-def one_error_line(result: Result) -> str:
-    assert result.exit_code == 2, result.output
-    assert result.stdout == ""
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    return lines[0]
-
+from tests.cli.support import (
+    ROOT,
+    V1,
+    V2,
+    Database,
+    cli,
+    one_error_line,
+    pg_url,
+    program,
+    run_program,
+)
 
 # --- plan -------------------------------------------------------------------------------
 
@@ -486,24 +375,6 @@ def test_debug_shows_the_traceback(lite: Database) -> None:
 
 
 # --- as a program -----------------------------------------------------------------------
-
-
-def program(*args: str, prelude: str = "") -> subprocess.CompletedProcess[str]:
-    code = f"{prelude}import runpy; runpy.run_module('neograph_ext.cli', run_name='__main__')"
-    return run_program("-c", code, *args)
-
-
-def run_program(*args: str) -> subprocess.CompletedProcess[str]:
-    # Off a terminal and without COLUMNS, the CLI prints unwrapped: cells can be asserted on.
-    env = {key: value for key, value in os.environ.items() if key != "COLUMNS"}
-    return subprocess.run(
-        [sys.executable, *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**env, "PYTHONPATH": str(ROOT)},
-    )
 
 
 def test_the_module_runs_as_a_program(lite: Database) -> None:

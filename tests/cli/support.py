@@ -1,0 +1,143 @@
+"""What the CLI tests share: fresh databases the engine wrote, and ways to run the CLI.
+
+Threads are made with ``neograph_ext.run`` under ``cli_graphs.v1``; the CLI then looks
+at them through ``v2``, where node ``c``'s output model changed (``Review.score``:
+``int -> float``). Every database is fresh: a SQLite file, or a PostgreSQL schema of its
+own, so ``check`` sees exactly the threads a test made.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlencode
+
+import psycopg
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.postgres import PostgresSaver
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.graph import StateGraph
+from psycopg.conninfo import conninfo_to_dict
+from psycopg.rows import dict_row
+from typer.testing import CliRunner, Result
+
+import neograph_ext
+from neograph_ext.cli import app
+from tests.cli import cli_graphs
+
+ROOT = Path(__file__).resolve().parents[2]
+V1, V2 = "tests.cli.cli_graphs:v1", "tests.cli.cli_graphs:v2"
+INPUT = {"doc": "a long document", "log": []}
+
+
+@dataclass
+class Database:
+    """A checkpoint database, its URL for the CLI, and a writable saver for the test."""
+
+    url: str
+    saver: BaseCheckpointSaver[Any]
+    rows: Callable[[], int]
+    """Rows in every checkpoint table: proves the CLI wrote nothing."""
+
+    def run(
+        self, builder: StateGraph[Any, Any, Any, Any], *threads: str, doc: str = "a document"
+    ) -> None:
+        graph = neograph_ext.compile(builder, checkpointer=self.saver)
+        for thread in threads:
+            neograph_ext.run(graph, {**INPUT, "doc": doc}, {"configurable": {"thread_id": thread}})
+
+    def run_unstamped(self, thread: str) -> None:
+        """Written by plain LangGraph, as before neograph-ext was adopted."""
+        graph = cli_graphs.v1.compile(checkpointer=self.saver)
+        graph.invoke(INPUT, {"configurable": {"thread_id": thread}})
+
+    def plan(self, builder: StateGraph[Any, Any, Any, Any], thread: str) -> neograph_ext.ResumePlan:
+        graph = neograph_ext.compile(builder, checkpointer=self.saver)
+        return neograph_ext.plan(graph, {"configurable": {"thread_id": thread}})
+
+
+def sqlite_database(path: Path) -> Iterator[Database]:
+    conn = sqlite3.connect(path, check_same_thread=False)
+    saver = SqliteSaver(conn)
+    saver.setup()
+
+    def rows() -> int:
+        count = "SELECT (SELECT count(*) FROM checkpoints) + (SELECT count(*) FROM writes)"
+        return int(conn.execute(count).fetchone()[0])
+
+    try:
+        yield Database(str(path), saver, rows)
+    finally:
+        conn.close()
+
+
+def pg_url(dsn: str, schema: str | None = None) -> str:
+    """``dsn`` as a ``postgresql://`` URL, its tables looked up in ``schema``."""
+    params = {k: str(v) for k, v in conninfo_to_dict(dsn).items()}
+    if schema:
+        params["options"] = f"{params.get('options', '')} -c search_path={schema}".strip()
+    return "postgresql://?" + urlencode(params, quote_via=quote)
+
+
+def postgres_database(dsn: str) -> Iterator[Database]:
+    schema = f"cli_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(dsn, autocommit=True) as admin:
+        admin.execute(f"CREATE SCHEMA {schema}")
+    url = pg_url(dsn, schema)
+    conn = psycopg.connect(url, autocommit=True, prepare_threshold=0, row_factory=dict_row)
+    saver = PostgresSaver(conn)
+    saver.setup()
+
+    def rows() -> int:
+        tables = ("checkpoints", "checkpoint_writes", "checkpoint_blobs")
+        count = " + ".join(f"(SELECT count(*) FROM {table})" for table in tables)
+        row = conn.execute(f"SELECT {count} AS n").fetchone()
+        return int(row["n"]) if row else 0
+
+    try:
+        yield Database(url, saver, rows)
+    finally:
+        conn.close()
+        with psycopg.connect(dsn, autocommit=True) as admin:
+            admin.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+def cli(*args: object, env: dict[str, str] | None = None) -> Result:
+    # A wide console: table cells are asserted on, and must not wrap.
+    return CliRunner().invoke(
+        app, [str(arg) for arg in args], env={"COLUMNS": "240", **(env or {})}
+    )
+
+
+def one_error_line(result: Result) -> str:
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    return lines[0]
+
+
+def program(*args: str, prelude: str = "") -> subprocess.CompletedProcess[str]:
+    code = f"{prelude}import runpy; runpy.run_module('neograph_ext.cli', run_name='__main__')"
+    return run_program("-c", code, *args)
+
+
+def run_program(*args: str, prefix: Sequence[str] = ()) -> subprocess.CompletedProcess[str]:
+    """Python with ``args``, in the project's root; ``prefix`` is a command to run it under."""
+    # Off a terminal and without COLUMNS, the CLI prints unwrapped: cells can be asserted on.
+    env = {key: value for key, value in os.environ.items() if key != "COLUMNS"}
+    return subprocess.run(
+        [*prefix, sys.executable, *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**env, "PYTHONPATH": str(ROOT)},
+    )
