@@ -36,6 +36,10 @@ def _is_stamp_key(key: object) -> bool:
     return isinstance(key, str) and (key == STAMP_PREFIX or key.startswith(STAMP_PREFIX + "."))
 
 
+def _only_stamp(value: object) -> bool:
+    return isinstance(value, Mapping) and bool(value) and all(map(_is_stamp_key, value))
+
+
 def strip_stamp(value: Any) -> Any:
     """A copy of ``value`` without neograph-ext's metadata keys, at any depth.
 
@@ -47,7 +51,13 @@ def strip_stamp(value: Any) -> Any:
     if type(value).__module__.startswith("syrupy"):
         raise _Unstrippable(type(value).__qualname__)
     if isinstance(value, Mapping):
-        items = {k: strip_stamp(v) for k, v in value.items() if not _is_stamp_key(k)}
+        # A mapping that holds nothing but the stamp (e.g. a task event's `metadata`)
+        # would be absent plainly: LangGraph leaves empty metadata out.
+        items = {
+            k: strip_stamp(v)
+            for k, v in value.items()
+            if not _is_stamp_key(k) and not _only_stamp(v)
+        }
         try:
             rebuild: Any = type(value)  # keeps AnyDict and friends comparing their way
             return rebuild(items)
@@ -68,6 +78,25 @@ def strip_stamp(value: Any) -> Any:
     return value
 
 
+def _stamp_paths(value: Any, path: str = "") -> set[str]:
+    """Where the stamp sits in ``value`` (list positions as ``[*]``), for the list's reasons."""
+    if isinstance(value, Mapping):
+        found = {f"{path}.{k}".lstrip(".") for k in value if _is_stamp_key(k)}
+        for k, v in value.items():
+            found |= _stamp_paths(v, f"{path}.{k}")
+        return found
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        return set().union(*(_stamp_paths(getattr(value, f), f"{path}.{f}") for f in value._fields))
+    if isinstance(value, list | tuple):
+        return set().union(*(_stamp_paths(v, f"{path}[*]") for v in value))
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = dataclasses.fields(value)
+        return set().union(
+            *(_stamp_paths(getattr(value, f.name), f"{path}.{f.name}") for f in fields)
+        )
+    return set()
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_assertrepr_compare(
     config: pytest.Config, op: str, left: object, right: object
@@ -81,8 +110,11 @@ def pytest_assertrepr_compare(
         return None
     if not equal_without_stamp:
         return None
+    paths = sorted(_stamp_paths(left) | _stamp_paths(right))
+    where = ", ".join(paths[:3]) + (", ..." if len(paths) > 3 else "")
     return [
-        f"{METADATA_ONLY_MARK}: operands differ only under `{STAMP_PREFIX}` metadata keys",
+        f"{METADATA_ONLY_MARK}: operands differ only under `{STAMP_PREFIX}` metadata keys"
+        f" (at {where})",
     ]
 
 
