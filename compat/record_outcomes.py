@@ -26,6 +26,8 @@ __all__ = ["METADATA_ONLY_MARK", "STAMP_PREFIX", "strip_stamp"]
 
 METADATA_ONLY_MARK = "NEOGRAPH_EXT_METADATA_ONLY"
 STAMP_PREFIX = "neograph_ext"
+# Kept in step with route_compile.ROUTED_PROPERTY: only the wrapped pass loads that plugin.
+ROUTED_PROPERTY = "neograph_ext_routed_compiles"
 
 
 class _Unstrippable(Exception):
@@ -136,6 +138,10 @@ class _Recorder:
             report.nodeid, {"outcome": "passed", "text": "", "seconds": 0.0}
         )
         entry["seconds"] = round(entry["seconds"] + report.duration, 3)
+        routed = sum(
+            n for key, n in report.user_properties if key == ROUTED_PROPERTY and isinstance(n, int)
+        )
+        entry["routed"] = entry.get("routed", 0) + routed
         if entry["outcome"] in ("failed", "error"):
             return  # keep the first failure: later phases (teardown) only add noise
         xfail = hasattr(report, "wasxfail")

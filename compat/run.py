@@ -221,6 +221,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     baseline = _run_pass("baseline", tree, targets, args.workers, label)
     wrapped = _run_pass("wrapped", tree, targets, args.workers, label)
 
+    routed = sum(entry.get("routed", 0) for entry in wrapped.results.values())
+    if not routed:
+        sys.exit("[compat] the wrapped pass routed no compile through neograph_ext.compile")
+
     listed = _read_list()
     ran = set(baseline.results) | set(wrapped.results)
     behavioural: dict[str, str] = {}
@@ -268,6 +272,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     passed_wrapped = sum(1 for e in wrapped.results.values() if e["outcome"] in PASSED)
     print(
         f"  wrapped  : {passed_wrapped} pass  ({_tally(wrapped.results)})  {wrapped.seconds:.0f} s"
+        f"  ({routed} compiles routed through neograph_ext.compile)"
     )
     print(f"  behavioural differences : {len(behavioural)}")
     print(f"  metadata-only differences: {len(metadata_only)} ({len(unlisted)} not listed)")
