@@ -70,11 +70,15 @@ def _langgraph_tests() -> Path:
     sdist_dir = CACHE / "sdist"
     sdist = sdist_dir / f"langgraph-{version}.tar.gz"
     if not sdist.exists():
-        subprocess.run(
+        fetched = subprocess.run(
             [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
              "--no-binary", ":all:", f"langgraph=={version}", "-d", str(sdist_dir)],
-            check=True,
         )  # fmt: skip
+        if fetched.returncode or not sdist.exists():
+            sys.exit(
+                f"[compat] could not download the sdist of langgraph=={version}; "
+                f"put langgraph-{version}.tar.gz in {sdist_dir} and run again"
+            )
     prefix = f"langgraph-{version}/"
     with tarfile.open(sdist) as tar:
         wanted = [
@@ -223,7 +227,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     routed = sum(entry.get("routed", 0) for entry in wrapped.results.values())
     if not routed:
-        sys.exit("[compat] the wrapped pass routed no compile through neograph_ext.compile")
+        message = "[compat] the wrapped pass routed no compile through neograph_ext.compile"
+        if not args.pytest_targets:
+            sys.exit(message)
+        print(message + " (these tests compile no StateGraph)")
 
     listed = _read_list()
     ran = set(baseline.results) | set(wrapped.results)
