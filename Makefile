@@ -6,6 +6,9 @@
 #   make lint    ruff check, ruff format --check, mypy
 #   make format  apply ruff's fixes and formatting
 #   make bench   run bench/run.py
+#   make compat  run LangGraph's own tests plainly and through neograph_ext.compile,
+#                compare them test by test (compat/README.md); compat-ci: a subset
+#                for CI; compat-list: regenerate compat/metadata_only.txt
 #   make clean   delete .venv and caches
 
 PYTHON ?= python3
@@ -16,7 +19,7 @@ STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := test
-.PHONY: venv demo test lint format bench clean
+.PHONY: venv demo test lint format bench compat compat-ci compat-list clean
 
 venv: $(STAMP)
 
@@ -51,5 +54,26 @@ bench: venv
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
 	$(BIN)/python bench/run.py
 
+# The compat extra holds what LangGraph's test suite needs beyond our own tests.
+COMPAT_STAMP := $(VENV)/.installed-compat
+$(COMPAT_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[compat]'
+	touch $@
+
+# The harness checks itself first (routing, the metadata-only judgement).
+COMPAT_SELF_TEST := $(BIN)/python -m pytest compat -q -p no:cacheprovider
+
+compat: $(COMPAT_STAMP)
+	$(COMPAT_SELF_TEST)
+	$(BIN)/python compat/run.py --selection full
+
+compat-ci: $(COMPAT_STAMP)
+	$(COMPAT_SELF_TEST)
+	$(BIN)/python compat/run.py --selection ci
+
+compat-list: $(COMPAT_STAMP)
+	$(COMPAT_SELF_TEST)
+	$(BIN)/python compat/run.py --selection full --write-list
+
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .compat .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -1,0 +1,62 @@
+"""Pytest plugin: every ``StateGraph.compile`` goes through ``neograph_ext.compile``.
+
+Loaded with ``-p route_compile`` for the wrapped pass of ``make compat``, so that
+LangGraph's own tests exercise graphs compiled by neograph-ext. The patch is
+installed at import, before any test module imports LangGraph's graphs.
+
+``neograph_ext.compile`` itself calls ``builder.compile(...)``, which is the patched
+method again: a context variable marks that inner call so it reaches LangGraph's
+original ``compile`` instead of recursing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from contextvars import ContextVar
+from typing import Any
+
+import pytest
+from langgraph.graph.state import StateGraph
+
+import neograph_ext
+
+__all__ = ["ROUTED_PROPERTY", "original_compile"]
+
+original_compile = StateGraph.compile
+_inside: ContextVar[bool] = ContextVar("neograph_ext_compat_inside", default=False)
+ROUTED_PROPERTY = "neograph_ext_routed_compiles"
+
+
+class _Routed:
+    """Compiles routed since the last test report: proof that the patch took."""
+
+    calls = 0
+
+
+def _routed_compile(
+    self: StateGraph[Any, Any, Any, Any], checkpointer: Any = None, **kwargs: Any
+) -> Any:
+    if _inside.get():
+        return original_compile(self, checkpointer, **kwargs)
+    _Routed.calls += 1
+    token = _inside.set(True)
+    try:
+        return neograph_ext.compile(self, checkpointer=checkpointer, **kwargs)
+    finally:
+        _inside.reset(token)
+
+
+_routed_compile.__doc__ = original_compile.__doc__
+StateGraph.compile = _routed_compile  # type: ignore[method-assign]
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    # user_properties travel with the report to the xdist controller, where the
+    # recorder adds them up.
+    report = yield
+    report.user_properties.append((ROUTED_PROPERTY, _Routed.calls))
+    _Routed.calls = 0
+    return report

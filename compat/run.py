@@ -1,0 +1,307 @@
+"""Run LangGraph's own test suite plainly and through ``neograph_ext.compile``; compare.
+
+Drop-in fidelity means a graph compiled by neograph-ext behaves exactly like one
+compiled by LangGraph. LangGraph's sdist ships its ``tests/``; this script fetches
+the sdist of the installed version, runs those tests twice (memory and SQLite
+savers: ``NO_DOCKER=true`` keeps PostgreSQL, Redis and the dev server out), the
+second time with every ``StateGraph.compile`` routed through ``neograph_ext.compile``
+(``route_compile.py``), and compares the outcomes test by test.
+
+A test that passes plainly and fails wrapped is a behavioural difference, unless
+``metadata_only.txt`` lists it and its failure is still an ``==`` whose operands
+are equal without neograph-ext's metadata keys (``record_outcomes.py`` recognises
+those). The exit status is 1 on any behavioural difference, any metadata-only
+difference not listed, and any stale list entry (a listed test that no longer
+differs). ``--write-list`` rewrites the list from this run's metadata-only
+differences and never lists anything else.
+
+Only the sdist's ``tests/`` is unpacked, so the installed ``langgraph`` (the one
+neograph-ext runs against) is what the tests import.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import json
+import os
+import re
+import subprocess
+import sys
+import tarfile
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["main"]
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+CACHE = ROOT / ".compat"
+LIST_FILE = HERE / "metadata_only.txt"
+CI_SELECTION_FILE = HERE / "ci_selection.txt"
+# Kept in step with record_outcomes.METADATA_ONLY_MARK (a plugin, not importable here).
+METADATA_ONLY_MARK = "NEOGRAPH_EXT_METADATA_ONLY"
+PASSED = frozenset({"passed", "xfailed"})
+FAILED = frozenset({"failed", "error"})
+
+
+@dataclass(frozen=True)
+class Pass:
+    """One run of the suite."""
+
+    name: str
+    """``baseline`` (LangGraph's compile) or ``wrapped`` (neograph_ext.compile)."""
+    results: dict[str, dict[str, Any]]
+    """Node id -> ``{"outcome", "text", "seconds"}`` as record_outcomes.py writes it."""
+    seconds: float
+    """Wall-clock time of the pytest process."""
+
+
+def _langgraph_tests() -> Path:
+    """The unpacked ``tests/`` of the installed langgraph's sdist (cached)."""
+    version = importlib.metadata.version("langgraph")
+    tree = CACHE / f"langgraph-{version}"
+    if (tree / "tests" / "conftest.py").exists():
+        return tree
+    sdist_dir = CACHE / "sdist"
+    sdist = sdist_dir / f"langgraph-{version}.tar.gz"
+    if not sdist.exists():
+        fetched = subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
+             "--no-binary", ":all:", f"langgraph=={version}", "-d", str(sdist_dir)],
+        )  # fmt: skip
+        if fetched.returncode or not sdist.exists():
+            sys.exit(
+                f"[compat] could not download the sdist of langgraph=={version}; "
+                f"put langgraph-{version}.tar.gz in {sdist_dir} and run again"
+            )
+    prefix = f"langgraph-{version}/"
+    with tarfile.open(sdist) as tar:
+        wanted = [
+            m
+            for m in tar.getmembers()
+            if m.name.startswith(prefix + "tests/") or m.name == prefix + "pyproject.toml"
+        ]
+        tar.extractall(CACHE, members=wanted, filter="data")
+    return tree
+
+
+def _ci_selection() -> list[str]:
+    lines = CI_SELECTION_FILE.read_text().splitlines()
+    return [line.split("#", 1)[0].strip() for line in lines if line.split("#", 1)[0].strip()]
+
+
+def _run_pass(name: str, tree: Path, targets: Sequence[str], workers: int, label: str) -> Pass:
+    record = CACHE / "results" / f"{label}-{name}.json"
+    record.unlink(missing_ok=True)
+    plugins = ["-p", "record_outcomes"]
+    if name == "wrapped":
+        plugins += ["-p", "route_compile"]
+    command = [
+        sys.executable, "-m", "pytest",
+        "-c", str(tree / "pyproject.toml"), "--rootdir", str(tree),
+        # LangGraph's suite runs its async tests with anyio's plugin, not pytest-asyncio.
+        "-p", "no:asyncio", "-p", "no:cacheprovider", *plugins,
+        "--compat-record", str(record),
+        # Its addopts minus --full-trace (pages of frames per failure) and durations.
+        "-o", "addopts=--strict-markers --strict-config",
+        # Full assertion diffs: the failure text is what the list is judged by.
+        "-o", "verbosity_assertions=2",
+        "-q", "--no-header",
+        *(["-n", str(workers)] if workers > 1 else []),
+        *targets,
+    ]  # fmt: skip
+    env = {
+        **os.environ,
+        "NO_DOCKER": "true",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")])),
+    }
+    log = CACHE / "results" / f"{label}-{name}.log"
+    print(f"[compat] {name} pass: pytest log in {log.relative_to(ROOT)}", flush=True)
+    started = time.monotonic()
+    with log.open("w") as out:
+        subprocess.run(command, cwd=tree, env=env, stdout=out, stderr=subprocess.STDOUT)
+    seconds = time.monotonic() - started
+    if not record.exists():
+        sys.exit(f"[compat] the {name} pass wrote no results; see {log}")
+    return Pass(name, json.loads(record.read_text()), seconds)
+
+
+def _read_list() -> dict[str, str]:
+    """The checked-in list: node id -> reason."""
+    entries: dict[str, str] = {}
+    for line in LIST_FILE.read_text().splitlines() if LIST_FILE.exists() else []:
+        if line.strip() and not line.lstrip().startswith("#"):
+            nodeid, _, reason = line.partition("  # ")
+            entries[nodeid.strip()] = reason.strip()
+    return entries
+
+
+def _is_metadata_only(text: str) -> bool:
+    """Whether a failure is a failed ``==`` that only neograph-ext's metadata keys break."""
+    return any(line.startswith("E") and METADATA_ONLY_MARK in line for line in text.splitlines())
+
+
+def _cause(nodeid: str, text: str) -> str:
+    """A one-line signature of a failure: where it failed and its first error line."""
+    errors = [line[1:].strip() for line in text.splitlines() if line.startswith("E ")]
+    errors = [e for e in errors if e] or text.strip().splitlines()[:1]
+    # "assert False" alone says little; the line after it names what was checked.
+    first = " | ".join(errors[:2]) if errors and len(errors[0]) < 40 else "".join(errors[:1])
+    first = re.sub(r"0x[0-9a-f]+|[0-9a-f]{8}-[0-9a-f-]{27}", "…", first)
+    return f"{_location(nodeid, text)}: {first}"[:120]
+
+
+def _stamp_where(text: str) -> str:
+    """The paths of the stamp in a metadata-only failure, as record_outcomes.py names them."""
+    for line in text.splitlines():
+        if METADATA_ONLY_MARK in line and "(at " in line:
+            return "stamp at " + line.rsplit("(at ", 1)[1].rstrip(")")
+    return "stamp in metadata"
+
+
+def _location(nodeid: str, text: str) -> str:
+    """Where the test failed: the last ``path:line:`` of the traceback inside tests/."""
+    hits = re.findall(r"^(tests/[\w/.]+\.py:\d+):", text, flags=re.MULTILINE)
+    return hits[-1] if hits else nodeid.split("::")[0]
+
+
+def _tally(results: dict[str, dict[str, Any]]) -> str:
+    counts = Counter(entry["outcome"] for entry in results.values())
+    return ", ".join(f"{counts[k]} {k}" for k in sorted(counts, key=lambda k: -counts[k]))
+
+
+def _write_list(
+    metadata_only: dict[str, str],
+    behavioural: dict[str, str],
+    ran: set[str],
+    listed: dict[str, str],
+) -> None:
+    # Entries for tests outside this run's selection are kept as they are.
+    kept = {nodeid: reason for nodeid, reason in listed.items() if nodeid not in ran}
+    entries = {**kept, **metadata_only}
+    header = (
+        "# LangGraph tests that fail through neograph_ext.compile only because they compare\n"
+        "# metadata exactly: the failing `==` holds once the `neograph_ext` metadata keys are\n"
+        "# removed. Regenerate with `make compat-list`; it lists nothing else.\n"
+        "# Format: <node id>  # <reason>\n"
+    )
+    body = "".join(f"{nodeid}  # {reason}\n" for nodeid, reason in sorted(entries.items()))
+    # Behavioural differences are never entries; naming them here keeps the draft honest.
+    footer = "".join(
+        f"#   {nodeid}  -- {_cause(nodeid, text)}\n" for nodeid, text in behavioural.items()
+    )
+    if footer:
+        footer = (
+            "\n# Not listed: behavioural differences in the run that wrote this file"
+            " (to be fixed, never listed):\n" + footer
+        )
+    LIST_FILE.write_text(header + body + footer)
+    print(f"[compat] wrote {len(entries)} entries to {LIST_FILE.relative_to(ROOT)}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run both passes, print the summary; 0 when the wrapped graphs behave the same."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--selection", choices=("full", "ci"), default="full",
+        help="the whole suite, or the fixed subset in ci_selection.txt",
+    )  # fmt: skip
+    parser.add_argument("--workers", type=int, default=2, help="pytest-xdist workers (1: none)")
+    parser.add_argument(
+        "--write-list", action="store_true",
+        help="rewrite metadata_only.txt from this run's metadata-only differences",
+    )  # fmt: skip
+    parser.add_argument("pytest_targets", nargs="*", help="override the selection's test ids")
+    args = parser.parse_args(argv)
+
+    tree = _langgraph_tests()
+    targets = args.pytest_targets or (_ci_selection() if args.selection == "ci" else ["tests"])
+    label = args.selection if not args.pytest_targets else "custom"
+    baseline = _run_pass("baseline", tree, targets, args.workers, label)
+    wrapped = _run_pass("wrapped", tree, targets, args.workers, label)
+
+    routed = sum(entry.get("routed", 0) for entry in wrapped.results.values())
+    if not routed:
+        message = "[compat] the wrapped pass routed no compile through neograph_ext.compile"
+        if not args.pytest_targets:
+            sys.exit(message)
+        print(message + " (these tests compile no StateGraph)")
+
+    listed = _read_list()
+    ran = set(baseline.results) | set(wrapped.results)
+    behavioural: dict[str, str] = {}
+    metadata_only: dict[str, str] = {}
+    unlisted: list[str] = []
+    for nodeid, before in sorted(baseline.results.items()):
+        module = wrapped.results.get(nodeid.split("::")[0], {"text": "not run"})
+        after = wrapped.results.get(nodeid, {"outcome": "missing", "text": module["text"]})
+        if before["outcome"] not in PASSED or after["outcome"] in PASSED:
+            continue
+        if _is_metadata_only(after["text"]):
+            location = _location(nodeid, after["text"])
+            metadata_only[nodeid] = f"`==` at {location}: {_stamp_where(after['text'])}"
+            if nodeid not in listed:
+                unlisted.append(nodeid)
+        else:
+            behavioural[nodeid] = after["text"] or after["outcome"]
+    stale = sorted(
+        nodeid
+        for nodeid in listed
+        if nodeid not in metadata_only
+        and nodeid not in behavioural
+        and (nodeid in ran or (args.selection == "full" and not args.pytest_targets))
+    )
+    gained = sorted(
+        nodeid
+        for nodeid, after in wrapped.results.items()
+        if after["outcome"] in PASSED and baseline.results.get(nodeid, {}).get("outcome") in FAILED
+    )
+
+    details = CACHE / "results" / f"{label}-differences.txt"
+    with details.open("w") as out:
+        for kind, group in (("BEHAVIOURAL", behavioural), ("METADATA-ONLY", metadata_only)):
+            for nodeid in group:
+                text = wrapped.results.get(nodeid, {}).get("text", "")
+                out.write(f"===== {kind} {nodeid}\n{text}\n\n")
+
+    passed = sum(1 for e in baseline.results.values() if e["outcome"] in PASSED)
+    print()
+    print(
+        f"neograph-ext compat: langgraph {importlib.metadata.version('langgraph')} tests, "
+        f"selection {label} ({len(ran)} tests, memory + SQLite savers)"
+    )
+    print(f"  baseline : {passed} pass  ({_tally(baseline.results)})  {baseline.seconds:.0f} s")
+    passed_wrapped = sum(1 for e in wrapped.results.values() if e["outcome"] in PASSED)
+    print(
+        f"  wrapped  : {passed_wrapped} pass  ({_tally(wrapped.results)})  {wrapped.seconds:.0f} s"
+        f"  ({routed} compiles routed through neograph_ext.compile)"
+    )
+    print(f"  behavioural differences : {len(behavioural)}")
+    print(f"  metadata-only differences: {len(metadata_only)} ({len(unlisted)} not listed)")
+    print(f"  stale list entries       : {len(stale)}")
+    if gained:
+        print(f"  fail plainly, pass wrapped: {len(gained)} (look: {gained[0]} ...)")
+    causes = Counter(_cause(nodeid, text) for nodeid, text in behavioural.items())
+    for cause, count in causes.most_common(8):
+        print(f"    {count:4d} x {cause}")
+    for nodeid in list(behavioural)[:8]:
+        print(f"  BEHAVIOURAL {nodeid}")
+    for nodeid in unlisted[:5]:
+        print(f"  UNLISTED    {nodeid}")
+    for nodeid in stale[:5]:
+        print(f"  STALE       {nodeid}")
+    print(f"  failure texts: {details.relative_to(ROOT)}")
+
+    if args.write_list:
+        _write_list(metadata_only, behavioural, ran, listed)
+        return 1 if behavioural else 0
+    return 1 if behavioural or unlisted or stale else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

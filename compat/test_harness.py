@@ -1,0 +1,90 @@
+"""The compat harness's own checks: routing and the metadata-only judgement.
+
+Run by ``make compat`` and ``make compat-ci`` before LangGraph's suite, so a harness
+that stopped routing, or started excusing real differences, fails loudly.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Iterator
+from types import ModuleType
+from typing import Annotated, Any, NamedTuple, TypedDict
+
+import pytest
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
+from record_outcomes import METADATA_ONLY_MARK, pytest_assertrepr_compare, strip_stamp
+
+STAMP = {"neograph_ext": '{"v":1}'}
+
+
+class _State(TypedDict):
+    items: Annotated[list[str], operator.add]
+
+
+class _Snapshot(NamedTuple):
+    values: dict[str, Any]
+    metadata: dict[str, Any]
+
+
+def _marked(left: object, right: object) -> bool:
+    explanation = pytest_assertrepr_compare(None, "==", left, right)  # type: ignore[arg-type]
+    return explanation is not None and METADATA_ONLY_MARK in explanation[0]
+
+
+def test_stamp_keys_are_removed_at_any_depth() -> None:
+    left = [("values", {"metadata": {"step": 1, **STAMP, "neograph_ext.id": "x"}})]
+    assert strip_stamp(left) == [("values", {"metadata": {"step": 1}})]
+    assert _marked(left, [("values", {"metadata": {"step": 1}})])
+
+
+def test_a_mapping_holding_only_the_stamp_counts_as_absent() -> None:
+    # LangGraph leaves a task event's empty metadata out; the stamp alone creates it.
+    event = {"name": "one", "metadata": dict(STAMP)}
+    assert _marked(event, {"name": "one"})
+
+
+def test_named_tuples_are_rebuilt() -> None:
+    snapshot = _Snapshot({"a": 1}, {"step": 0, **STAMP})
+    assert strip_stamp(snapshot) == _Snapshot({"a": 1}, {"step": 0})
+    assert type(strip_stamp(snapshot)) is _Snapshot
+
+
+def test_a_real_difference_beside_the_stamp_is_not_excused() -> None:
+    left = {"metadata": {"step": 2, **STAMP}}
+    assert not _marked(left, {"metadata": {"step": 1}})
+    assert not _marked({"items": ["a"]}, {"items": ["b"]})
+    assert pytest_assertrepr_compare(None, "!=", left, left) is None  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def route_compile() -> Iterator[ModuleType]:
+    import route_compile as module
+
+    yield module
+    StateGraph.compile = module.original_compile  # type: ignore[method-assign]
+
+
+def test_routed_compile_stamps_checkpoints_and_reaches_the_original(
+    route_compile: ModuleType,
+) -> None:
+    runs = []
+
+    def node(state: _State) -> dict[str, list[str]]:
+        runs.append(state)
+        return {"items": ["x"]}
+
+    builder = StateGraph(_State)
+    builder.add_node("node", node)
+    builder.add_edge(START, "node")
+    builder.add_edge("node", END)
+    route_compile._Routed.calls = 0
+    graph = builder.compile(InMemorySaver())
+    config: RunnableConfig = {"configurable": {"thread_id": "t"}}
+
+    assert graph.invoke({"items": []}, config) == {"items": ["x"]}
+    assert len(runs) == 1
+    assert route_compile._Routed.calls == 1  # once: the inner compile went to the original
+    assert "neograph_ext" in (graph.get_state(config).metadata or {})
