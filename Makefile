@@ -1,8 +1,9 @@
 # Everything runs from the project's own virtualenv in .venv, made on first use.
 #
 #   make demo    run examples/demo.py (SQLite, no server needed)
-#   make test    run the tests next to a throwaway PostgreSQL server
-#                (make test PYTEST_ARGS='-m "not postgres" -x' for a quick run)
+#   make test    run LangGraph's own suite through neograph_ext.compile (make compat),
+#                then our tests next to a throwaway PostgreSQL server
+#                (make test PYTEST_ARGS='-m "not postgres" -x' for a quick run of ours alone)
 #   make lint    ruff check, ruff format --check, mypy
 #   make format  apply ruff's fixes and formatting
 #   make bench   run bench/run.py
@@ -35,8 +36,12 @@ demo: venv
 
 # scripts/pg.sh starts the server, exports NEOGRAPH_EXT_PG_DSN, runs pytest,
 # stops the server (also on failure or Ctrl-C) and exits with pytest's status.
+# The whole suite (no PYTEST_ARGS) runs make compat first; both always run.
 test: venv
-	PYTHON=$(BIN)/python bash scripts/pg.sh $(BIN)/python -m pytest $(PYTEST_ARGS)
+	@status=0; \
+	if [ -z "$(PYTEST_ARGS)" ]; then $(MAKE) --no-print-directory compat || status=1; fi; \
+	PYTHON=$(BIN)/python bash scripts/pg.sh $(BIN)/python -m pytest $(PYTEST_ARGS) || status=1; \
+	exit $$status
 
 # All three checks run, so one report shows every problem; any failure fails.
 lint: venv

@@ -5,7 +5,7 @@ by ``--compat-record`` maps node ids to ``{"outcome": ..., "text": ...}``. Under
 pytest-xdist only the controller writes it (workers send their reports there).
 
 It also explains failed ``==`` assertions whose operands are equal once every
-metadata key named ``neograph_ext`` (or ``neograph_ext.<anything>``) is removed
+metadata key neograph-ext writes (``neograph_ext``, ``neograph_ext_run``) is removed
 from them: the explanation starts with ``METADATA_ONLY_MARK``, which is how the
 comparison recognises a failure caused only by what neograph-ext adds to metadata.
 Anything it cannot strip safely (syrupy snapshots, unknown objects) is left for
@@ -26,6 +26,8 @@ __all__ = ["METADATA_ONLY_MARK", "STAMP_PREFIX", "strip_stamp"]
 
 METADATA_ONLY_MARK = "NEOGRAPH_EXT_METADATA_ONLY"
 STAMP_PREFIX = "neograph_ext"
+STAMP_KEYS = frozenset({STAMP_PREFIX, f"{STAMP_PREFIX}_run"})
+"""Every metadata key neograph-ext writes: the stamp reference and the run mark."""
 # Kept in step with route_compile.ROUTED_PROPERTY: only the wrapped pass loads that plugin.
 ROUTED_PROPERTY = "neograph_ext_routed_compiles"
 
@@ -35,7 +37,7 @@ class _Unstrippable(Exception):
 
 
 def _is_stamp_key(key: object) -> bool:
-    return isinstance(key, str) and (key == STAMP_PREFIX or key.startswith(STAMP_PREFIX + "."))
+    return isinstance(key, str) and key in STAMP_KEYS
 
 
 def _only_stamp(value: object) -> bool:

@@ -121,6 +121,7 @@ def _run_pass(name: str, tree: Path, targets: Sequence[str], workers: int, label
         "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")])),
     }
     log = CACHE / "results" / f"{label}-{name}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
     print(f"[compat] {name} pass: pytest log in {log.relative_to(ROOT)}", flush=True)
     started = time.monotonic()
     with log.open("w") as out:

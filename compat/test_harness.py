@@ -35,7 +35,7 @@ def _marked(left: object, right: object) -> bool:
 
 
 def test_stamp_keys_are_removed_at_any_depth() -> None:
-    left = [("values", {"metadata": {"step": 1, **STAMP, "neograph_ext.id": "x"}})]
+    left = [("values", {"metadata": {"step": 1, **STAMP, "neograph_ext_run": "x"}})]
     assert strip_stamp(left) == [("values", {"metadata": {"step": 1}})]
     assert _marked(left, [("values", {"metadata": {"step": 1}})])
 

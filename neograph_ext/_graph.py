@@ -8,8 +8,9 @@ Rules:
   them and a checkpointer injected at run time (a server, a parent graph).
 - Every checkpoint the graph writes carries its own stamp reference, whatever a
   caller or an enclosing graph put into the config's metadata.
-- Before the graph first writes through a saver, the stamp's description is stored
-  there (``_stamp_store``), once per saver.
+- The stamp's description is stored in each saver the graph writes to, once per saver
+  and process (``_stamp_store``): by ``run()`` before it invokes, by a plain call when
+  it ends (see ``StampedGraph._unsaved`` for why not before).
 - The run mark (``_stamp.RUN_KEY``) comes from ``run()``, through a context variable
   bound to the stamp it was made for, or else from the graph itself, recording only
   the digest of the input a plain call starts with: a caller's metadata cannot forge
@@ -19,10 +20,10 @@ Rules:
 from __future__ import annotations
 
 import weakref
-from collections.abc import AsyncIterator, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping
+from contextlib import aclosing, contextmanager
 from contextvars import ContextVar
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import var_child_runnable_config
@@ -64,25 +65,64 @@ class StampedGraph(CompiledStateGraph[Any, Any, Any, Any]):
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> Iterator[Any]:
         """LangGraph's ``stream``, stamped; ``invoke`` goes through it."""
+        stamped = self._stamped(input, config)
         saver = self._unsaved()
-        if saver is not None:
-            save(saver, self.neograph_ext_stamp)
-            self._neograph_ext_saved.add(saver)
-        yield from super().stream(input, self._stamped(input, config), **kwargs)
+        if saver is None:
+            yield from super().stream(input, stamped, **kwargs)
+            return
+        try:
+            yield from super().stream(input, stamped, **kwargs)
+        except Exception:
+            self.neograph_ext_save(saver)  # a crashed run is the one that gets resumed
+            raise
+        self.neograph_ext_save(saver)
 
     async def astream(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> AsyncIterator[Any]:
         """LangGraph's ``astream``, stamped; ``ainvoke`` and event streams go through it."""
+        stamped = self._stamped(input, config)
         saver = self._unsaved()
-        if saver is not None:
+        # aclosing: a consumer that stops early must close LangGraph's stream at once,
+        # which cancels its running tasks, as it would without this wrapper.
+        inner = cast("AsyncGenerator[Any, None]", super().astream(input, stamped, **kwargs))
+        async with aclosing(inner) as chunks:
+            if saver is None:
+                async for chunk in chunks:
+                    yield chunk
+                return
+            try:
+                async for chunk in chunks:
+                    yield chunk
+            except Exception:
+                await self.neograph_ext_asave(saver)
+                raise
+        await self.neograph_ext_asave(saver)
+
+    def neograph_ext_save(self, saver: BaseCheckpointSaver[Any]) -> None:
+        """Store the stamp's description in ``saver``, once per saver and process."""
+        if saver not in self._neograph_ext_saved:
+            save(saver, self.neograph_ext_stamp)
+            self._neograph_ext_saved.add(saver)
+
+    async def neograph_ext_asave(self, saver: BaseCheckpointSaver[Any]) -> None:
+        """Async twin of ``neograph_ext_save``."""
+        if saver not in self._neograph_ext_saved:
             await asave(saver, self.neograph_ext_stamp)
             self._neograph_ext_saved.add(saver)
-        async for chunk in super().astream(input, self._stamped(input, config), **kwargs):
-            yield chunk
 
     def _unsaved(self) -> BaseCheckpointSaver[Any] | None:
+        """The saver a plain call writes to, when its description still has to be stored.
+
+        A plain call stores it after the run, ended or crashed: storing it first would be
+        one more write before LangGraph's own, which a drop-in must not add (a run that
+        is cancelled or killed before then leaves its checkpoints explained by nothing,
+        and a later plan counts them as changed). ``run()`` stores it before invoking.
+        """
         saver = self.checkpointer
+        mark = _RUN_MARK.get()
+        if mark is not None and mark[0] == self.neograph_ext_stamp.id:
+            return None
         if isinstance(saver, BaseCheckpointSaver) and saver not in self._neograph_ext_saved:
             return saver
         return None
@@ -152,11 +192,15 @@ def compile(
         **(graph.config or {}),
         "metadata": {**_metadata(graph.config), STAMP_KEY: stamp_ref(stamp)},
     }
+    plain = type(graph)
+    # Named as the class it replaces: LangGraph serialises a graph's runnables by class
+    # path (get_graph().to_json()), and a drop-in must not change what it prints.
     graph.__class__ = type(
-        "StampedGraph",
+        plain.__name__,
         (StampedGraph,),
         {
-            "__module__": __name__,
+            "__module__": plain.__module__,
+            "__qualname__": plain.__qualname__,
             "neograph_ext_stamp": stamp,
             "_neograph_ext_saved": weakref.WeakSet(),
         },

@@ -151,6 +151,7 @@ def run(
             if step.when is _When.ALWAYS or _holds(
                 step.when, graph, call.saver.get_tuple(step.config)
             ):
+                call.graph.neograph_ext_save(call.saver)
                 with marking(call.stamp, step.mark):
                     result = graph.invoke(step.input, step.config, **prepared.kwargs)
         return result
@@ -182,6 +183,7 @@ async def arun(
             if step.when is _When.ALWAYS or _holds(
                 step.when, graph, await call.saver.aget_tuple(step.config)
             ):
+                await call.graph.neograph_ext_asave(call.saver)
                 with marking(call.stamp, step.mark):
                     result = await graph.ainvoke(step.input, step.config, **prepared.kwargs)
         return result
@@ -215,6 +217,7 @@ def stream(
             if step.when is _When.ALWAYS or _holds(
                 step.when, graph, call.saver.get_tuple(step.config)
             ):
+                call.graph.neograph_ext_save(call.saver)
                 with marking(call.stamp, step.mark):
                     yield from graph.stream(step.input, step.config, **prepared.kwargs)
 
@@ -244,6 +247,7 @@ async def astream(
             if step.when is _When.ALWAYS or _holds(
                 step.when, graph, await call.saver.aget_tuple(step.config)
             ):
+                await call.graph.neograph_ext_asave(call.saver)
                 with marking(call.stamp, step.mark):
                     async for chunk in graph.astream(step.input, step.config, **prepared.kwargs):
                         yield chunk
@@ -274,7 +278,7 @@ async def _aread(call: _Call, *, full: bool = False) -> tuple[ResumePlan, Checkp
 class _Call:
     """What one call works on, checked once."""
 
-    graph: Pregel[Any, Any, Any, Any]
+    graph: StampedGraph
     config: RunnableConfig
     stamp: Stamp
     saver: BaseCheckpointSaver[Any]

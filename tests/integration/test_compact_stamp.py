@@ -7,19 +7,23 @@ missing description counted as a change; a compiled graph identical to LangGraph
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from collections import Counter
 from collections.abc import Callable
+from contextlib import aclosing
 from typing import Any, TypedDict
 
 import pytest
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from pydantic import BaseModel
 
 import neograph_ext as ne
+from neograph_ext._graph import StampedGraph
 from neograph_ext._stamp import MAX_METADATA_BYTES
 from neograph_ext._stamp_store import THREAD_PREFIX
 from tests.integration import big
@@ -251,3 +255,74 @@ def test_forged_run_metadata_never_skips_the_check(
     assert ne.plan(graph, config).kind is ne.PlanKind.REWIND
     assert ne.run(graph, None, config)["log"] == list("abcd")
     assert runs == Counter("cd")
+
+
+def test_a_plain_call_that_crashes_still_stores_its_description(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    crashing = ne.compile(linear(Counter(), {"c": V1}, crash="d"), checkpointer=saver)
+    with pytest.raises(RuntimeError):
+        crashing.invoke({"log": []}, config)  # a plain call, as a server makes it
+    plan = ne.plan(ne.compile(linear(Counter(), {"c": V2}), checkpointer=saver), config)
+    assert plan.invalidated_nodes == {"c"} and "Analysis.score: int -> float" in str(plan)
+
+
+class _Recording(InMemorySaver):
+    """Records the thread of every checkpoint written, in order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.written: list[str] = []
+
+    async def aput(self, config: RunnableConfig, *args: Any) -> RunnableConfig:
+        self.written.append(config["configurable"]["thread_id"])
+        return await super().aput(config, *args)
+
+
+async def test_a_plain_call_adds_no_write_before_langgraphs_own() -> None:
+    saver = _Recording()
+    graph = ne.compile(linear(Counter()), checkpointer=saver)
+    config = _thread()
+    await graph.ainvoke({"log": []}, config)
+    assert saver.written[0] == config["configurable"]["thread_id"]
+    assert saver.written[-1].startswith(THREAD_PREFIX)
+    assert sum(t.startswith(THREAD_PREFIX) for t in saver.written) == 1
+    await graph.ainvoke({"log": []}, _thread())
+    assert sum(t.startswith(THREAD_PREFIX) for t in saver.written) == 1  # once per saver
+
+
+async def test_closing_the_stream_early_cancels_running_tasks_at_once() -> None:
+    cancelled: list[str] = []
+
+    async def quick(state: Flow) -> Flow:
+        return {"text": "quick"}
+
+    async def slow(state: Flow) -> Flow:
+        try:
+            await asyncio.sleep(5)
+        except asyncio.CancelledError:
+            cancelled.append("slow")
+            raise
+        return {"inner": "slow"}
+
+    builder = StateGraph(Flow).add_node("quick", quick).add_node("slow", slow)
+    builder.add_edge(START, "quick").add_edge(START, "slow")
+    graph = ne.compile(builder, checkpointer=InMemorySaver())
+    async with aclosing(graph.astream({"text": ""}, _thread())) as chunks:
+        async for _ in chunks:
+            break
+    assert cancelled == ["slow"]
+
+
+def test_the_graph_serialises_as_langgraphs_own() -> None:
+    def parent(compile_child: Callable[[StateGraph[Any, Any, Any, Any]], Any]) -> Any:
+        child = StateGraph(Flow).add_node("inner", lambda s: s).add_edge(START, "inner")
+        builder = StateGraph(Flow).add_node("child", compile_child(child))
+        return builder.add_edge(START, "child")
+
+    plain = parent(lambda b: b.compile()).compile()
+    ours = ne.compile(parent(ne.compile))
+    assert json.dumps(ours.get_graph(xray=True).to_json()) == json.dumps(
+        plain.get_graph(xray=True).to_json()
+    )
+    assert type(ours).__name__ == "CompiledStateGraph" and isinstance(ours, StampedGraph)
