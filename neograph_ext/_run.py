@@ -50,6 +50,12 @@ __all__ = ["aplan", "arun", "astream", "plan", "run", "stream"]
 
 logger = logging.getLogger("neograph_ext")
 
+_END = object()
+"""What ``anext`` returns for an exhausted stream."""
+
+_IDLE = ""
+"""The run mark of replaying a thread with nothing to do: never stored, nothing is written."""
+
 
 class _When(StrEnum):
     ALWAYS = "always"
@@ -199,13 +205,17 @@ def stream(
 ) -> Iterator[Any]:
     """Like ``run``, yielding exactly the chunks of LangGraph's ``stream``.
 
-    A complete, unchanged thread yields nothing: nothing runs.
+    A complete, unchanged thread yields what LangGraph yields when resuming a thread
+    with nothing left to do: its stored state once if ``stream_mode`` includes
+    ``"values"``, else nothing. No node runs and nothing is written.
     """
     call = _call(graph, config)
     newest = _newest(call)
     decision, head = _read(call)
     prepared = _prepare(call, decision, head, input, auto_resume, kwargs)
     if not prepared.invocations:
+        with marking(call.stamp, _IDLE):
+            yield from graph.stream(None, call.config, **prepared.kwargs)
         return
     with thread_lock(call.saver, call.thread_id, on_busy=on_busy, timeout=lock_timeout):
         locked = _followed(call, newest)
@@ -235,6 +245,9 @@ async def astream(
     decision, head = await _aread(call)
     prepared = _prepare(call, decision, head, input, auto_resume, kwargs)
     if not prepared.invocations:
+        idle = graph.astream(None, call.config, **prepared.kwargs)
+        async for chunk in _amarked(call.stamp, _IDLE, idle):
+            yield chunk
         return
     async with athread_lock(call.saver, call.thread_id, on_busy=on_busy, timeout=lock_timeout):
         locked = await _afollowed(call, newest)
@@ -244,9 +257,53 @@ async def astream(
             if step.when is _When.ALWAYS or _holds(
                 step.when, graph, await call.saver.aget_tuple(step.config)
             ):
-                with marking(call.stamp, step.mark):
-                    async for chunk in graph.astream(step.input, step.config, **prepared.kwargs):
-                        yield chunk
+                chunks = graph.astream(step.input, step.config, **prepared.kwargs)
+                async for chunk in _amarked(call.stamp, step.mark, chunks):
+                    yield chunk
+
+
+async def _amarked(stamp: Stamp, mark: str, chunks: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    """``chunks``, with ``mark`` bound while the graph starts, which is when it is read.
+
+    Not bound across yields: a consumer may pull each chunk in a task of its own (a
+    server does, and LangGraph's v3 event stream), and a context variable set in one
+    task cannot be reset in another.
+    """
+    with marking(stamp, mark):
+        first = await anext(chunks, _END)
+    if first is _END:
+        return
+    yield first
+    async for chunk in chunks:
+        yield chunk
+
+
+def served(
+    graph: StampedGraph, input: Any, config: RunnableConfig, kwargs: Mapping[str, Any]
+) -> Iterator[Any]:
+    """A plain ``stream`` call on a graph compiled with ``auto_resume``: ``stream`` with
+    the graph's mode and ``durability="sync"`` forced, since a server passes ``"async"``,
+    which was seen to lose every loop checkpoint of a killed process."""
+    return stream(
+        graph,
+        input,
+        config,
+        auto_resume=bool(graph.neograph_ext_auto_resume),
+        **{**kwargs, "durability": "sync"},
+    )
+
+
+def aserved(
+    graph: StampedGraph, input: Any, config: RunnableConfig, kwargs: Mapping[str, Any]
+) -> AsyncIterator[Any]:
+    """Async twin of ``served``."""
+    return astream(
+        graph,
+        input,
+        config,
+        auto_resume=bool(graph.neograph_ext_auto_resume),
+        **{**kwargs, "durability": "sync"},
+    )
 
 
 def _read(call: _Call, *, full: bool = False) -> tuple[ResumePlan, CheckpointTuple | None]:
