@@ -3,7 +3,8 @@
 Every error derives from one root so callers can catch the library as a whole::
 
     NeographExtError
-    ├── CheckpointSchemaError   a resume would reuse checkpoints written by other types
+    ├── CheckpointSchemaError   (also a ValueError) a resume would reuse checkpoints written
+    │                           by other types
     ├── ThreadBusyError         another process holds the thread's lock
     ├── UnreadableCheckpointError
     │                           the thread's stored checkpoints cannot be decoded, or the
@@ -36,8 +37,11 @@ class NeographExtError(Exception):
     """Root of every error raised by neograph-ext."""
 
 
-class CheckpointSchemaError(NeographExtError):
+class CheckpointSchemaError(NeographExtError, ValueError):
     """The thread's checkpoints were written by code whose types differ from the current ones.
+
+    A ``ValueError`` too, so a LangGraph server passes its message on to clients (it
+    replaces the message of an exception type it does not know).
 
     Raised before any node runs and before anything is written: in strict mode
     (``auto_resume=False``) whenever a resume would rewind, and in every mode when a

@@ -15,6 +15,12 @@ Rules:
   bound to the stamp it was made for, or else from the graph itself, recording only
   the digest of the input a plain call starts with: a caller's metadata cannot forge
   a mark, and a graph invoked inside a node of a run does not inherit one.
+- ``compile(auto_resume=True | False)`` makes every plain root call (``invoke``,
+  ``stream``, their async twins, event streams, and so a server's runs) plan first,
+  exactly as ``run`` does (``False``: strict). The option lives on the per-compile
+  class, since ``copy`` (how a server injects its checkpointer) rebuilds the graph
+  through its constructor, which drops unknown keywords. A call ``run`` makes, a
+  subgraph call and a call without a thread or saver stay plain.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from contextvars import ContextVar
 from typing import Any, ClassVar, cast
 
 from langchain_core.runnables import RunnableConfig
-from langchain_core.runnables.config import var_child_runnable_config
+from langchain_core.runnables.config import ensure_config, var_child_runnable_config
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -58,6 +64,9 @@ class StampedGraph(CompiledStateGraph[Any, Any, Any, Any]):
 
     neograph_ext_stamp: ClassVar[Stamp]
     """The fingerprints of this graph's types."""
+    neograph_ext_auto_resume: ClassVar[bool | None] = None
+    """``compile(auto_resume=...)``: None leaves plain calls plain; True or False plans
+    them as ``run(auto_resume=...)`` does."""
     _neograph_ext_saved: ClassVar[weakref.WeakSet[BaseCheckpointSaver[Any]]]
     """Savers already holding the stamp's description, in this process."""
 
@@ -65,6 +74,11 @@ class StampedGraph(CompiledStateGraph[Any, Any, Any, Any]):
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> Iterator[Any]:
         """LangGraph's ``stream``, stamped; ``invoke`` goes through it."""
+        if self._resumes(config):
+            from neograph_ext._run import served  # here, not above: _run imports this module
+
+            yield from served(self, input, config or {}, kwargs)
+            return
         stamped = self._stamped(input, config)
         saver = self._unsaved()
         if saver is None:
@@ -81,6 +95,12 @@ class StampedGraph(CompiledStateGraph[Any, Any, Any, Any]):
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> AsyncIterator[Any]:
         """LangGraph's ``astream``, stamped; ``ainvoke`` and event streams go through it."""
+        if self._resumes(config):
+            from neograph_ext._run import aserved  # here, not above: _run imports this module
+
+            async for chunk in aserved(self, input, config or {}, kwargs):
+                yield chunk
+            return
         stamped = self._stamped(input, config)
         saver = self._unsaved()
         # aclosing: a consumer that stops early must close LangGraph's stream at once,
@@ -110,6 +130,21 @@ class StampedGraph(CompiledStateGraph[Any, Any, Any, Any]):
         if saver not in self._neograph_ext_saved:
             await asave(saver, self.neograph_ext_stamp)
             self._neograph_ext_saved.add(saver)
+
+    def _resumes(self, config: RunnableConfig | None) -> bool:
+        """Whether this call plans first: ``auto_resume`` is set and it is a root call
+        of a thread on a saver that ``run`` did not make itself."""
+        if self.neograph_ext_auto_resume is None:
+            return False
+        mark = _RUN_MARK.get()
+        if mark is not None and mark[0] == self.neograph_ext_stamp.id:
+            return False  # run() planned this call already
+        # A call inside a node (a subgraph) inherits its task's namespace.
+        nested = ensure_config(config).get("configurable", {}).get("checkpoint_ns")
+        thread = ((config or {}).get("configurable") or {}).get("thread_id")
+        return (
+            not nested and thread is not None and isinstance(self.checkpointer, BaseCheckpointSaver)
+        )
 
     def _unsaved(self) -> BaseCheckpointSaver[Any] | None:
         """The saver a plain call writes to, when its description still has to be stored.
@@ -163,6 +198,7 @@ def compile(
     checkpointer: Any = None,
     output_types: Mapping[str, object] | None = None,
     versions: Mapping[str, str] | None = None,
+    auto_resume: bool | None = None,
     **compile_kwargs: Any,
 ) -> StampedGraph:
     """Compile a StateGraph whose checkpoints carry the fingerprints of its types.
@@ -176,6 +212,12 @@ def compile(
             annotation of the node's callable.
         versions: Per node, an opaque string to bump after a prompt or logic change
             that leaves the types alone.
+        auto_resume: ``None`` (default): plain calls behave as LangGraph's, stamped
+            only; resume through ``run``. ``True``: every plain root call (``invoke``,
+            ``stream``, ``ainvoke``, ``astream``, ``astream_events``; so every run a
+            LangGraph server makes) plans and rewinds as ``run`` does, with
+            ``durability="sync"`` forced. ``False``: the same, strict: a change raises
+            ``CheckpointSchemaError`` before any node runs.
         **compile_kwargs: Every other keyword of ``StateGraph.compile``.
 
     Returns:
@@ -202,6 +244,7 @@ def compile(
             "__module__": plain.__module__,
             "__qualname__": plain.__qualname__,
             "neograph_ext_stamp": stamp,
+            "neograph_ext_auto_resume": auto_resume,
             "_neograph_ext_saved": weakref.WeakSet(),
         },
     )

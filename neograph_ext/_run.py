@@ -13,10 +13,11 @@ Rules:
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator, Mapping
+from contextlib import aclosing
 from dataclasses import dataclass, replace
 from enum import StrEnum
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
@@ -49,6 +50,12 @@ from neograph_ext._stamp_store import aload, load
 __all__ = ["aplan", "arun", "astream", "plan", "run", "stream"]
 
 logger = logging.getLogger("neograph_ext")
+
+_END = object()
+"""What ``anext`` returns for an exhausted stream."""
+
+_IDLE = ""
+"""The run mark of replaying a thread with nothing to do: never stored, nothing is written."""
 
 
 class _When(StrEnum):
@@ -201,13 +208,17 @@ def stream(
 ) -> Iterator[Any]:
     """Like ``run``, yielding exactly the chunks of LangGraph's ``stream``.
 
-    A complete, unchanged thread yields nothing: nothing runs.
+    A complete, unchanged thread yields what LangGraph yields when resuming a thread
+    with nothing left to do: its stored state once if ``stream_mode`` includes
+    ``"values"``, else nothing. No node runs and nothing is written.
     """
     call = _call(graph, config)
     newest = _newest(call)
     decision, head = _read(call)
     prepared = _prepare(call, decision, head, input, auto_resume, kwargs)
     if not prepared.invocations:
+        with marking(call.stamp, _IDLE):
+            yield from graph.stream(None, call.config, **prepared.kwargs)
         return
     with thread_lock(call.saver, call.thread_id, on_busy=on_busy, timeout=lock_timeout):
         locked = _followed(call, newest)
@@ -238,6 +249,9 @@ async def astream(
     decision, head = await _aread(call)
     prepared = _prepare(call, decision, head, input, auto_resume, kwargs)
     if not prepared.invocations:
+        idle = graph.astream(None, call.config, **prepared.kwargs)
+        async for chunk in _amarked(call.stamp, _IDLE, idle):
+            yield chunk
         return
     async with athread_lock(call.saver, call.thread_id, on_busy=on_busy, timeout=lock_timeout):
         locked = await _afollowed(call, newest)
@@ -248,9 +262,54 @@ async def astream(
                 step.when, graph, await call.saver.aget_tuple(step.config)
             ):
                 await call.graph.neograph_ext_asave(call.saver)
-                with marking(call.stamp, step.mark):
-                    async for chunk in graph.astream(step.input, step.config, **prepared.kwargs):
-                        yield chunk
+                chunks = graph.astream(step.input, step.config, **prepared.kwargs)
+                async for chunk in _amarked(call.stamp, step.mark, chunks):
+                    yield chunk
+
+
+async def _amarked(stamp: Stamp, mark: str, chunks: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    """``chunks``, with ``mark`` bound while the graph starts, which is when it is read.
+
+    Not bound across yields: a consumer may pull each chunk in a task of its own (a
+    server does, and LangGraph's v3 event stream), and a context variable set in one
+    task cannot be reset in another.
+    """
+    async with aclosing(cast("AsyncGenerator[Any, None]", chunks)) as started:
+        with marking(stamp, mark):
+            first = await anext(started, _END)
+        if first is _END:
+            return
+        yield first
+        async for chunk in started:
+            yield chunk
+
+
+def served(
+    graph: StampedGraph, input: Any, config: RunnableConfig, kwargs: Mapping[str, Any]
+) -> Iterator[Any]:
+    """A plain ``stream`` call on a graph compiled with ``auto_resume``: ``stream`` with
+    the graph's mode and ``durability="sync"`` forced, since a server passes ``"async"``,
+    which was seen to lose every loop checkpoint of a killed process."""
+    return stream(
+        graph,
+        input,
+        config,
+        auto_resume=bool(graph.neograph_ext_auto_resume),
+        **{**kwargs, "durability": "sync"},
+    )
+
+
+def aserved(
+    graph: StampedGraph, input: Any, config: RunnableConfig, kwargs: Mapping[str, Any]
+) -> AsyncIterator[Any]:
+    """Async twin of ``served``."""
+    return astream(
+        graph,
+        input,
+        config,
+        auto_resume=bool(graph.neograph_ext_auto_resume),
+        **{**kwargs, "durability": "sync"},
+    )
 
 
 def _read(call: _Call, *, full: bool = False) -> tuple[ResumePlan, CheckpointTuple | None]:

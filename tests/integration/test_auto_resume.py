@@ -1,0 +1,166 @@
+"""``compile(auto_resume=...)``: plain LangGraph calls plan and rewind as ``run`` does.
+
+What a LangGraph server does to a graph (``copy`` with its own checkpointer, then
+``astream``, ``ainvoke`` or ``astream_events``) is done here in-process, per saver.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from collections import Counter
+from typing import Any
+
+import pytest
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
+import neograph_ext as ne
+from tests.integration.pipelines import Crash, linear, model
+
+V1 = model(score=(int, ...))
+V2 = model(score=(float, ...))
+DONE = {"log": list("abcd")}
+
+
+def _crashed(saver: BaseCheckpointSaver[Any], config: RunnableConfig, **kwargs: Any) -> None:
+    """A thread that crashed in ``d`` under the V1 types."""
+    graph = ne.compile(linear(Counter(), {"c": V1}, crash="d"), checkpointer=saver, **kwargs)
+    with pytest.raises(Crash):
+        graph.invoke({"log": []}, config)
+
+
+def test_invoke_rewinds_and_then_returns_the_stored_result(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    _crashed(saver, config)
+    runs: Counter[str] = Counter()
+    graph = ne.compile(linear(runs, {"c": V2}), checkpointer=saver, auto_resume=True)
+    assert graph.invoke(None, config) == DONE
+    assert runs == Counter("cd")
+    runs.clear()
+    assert graph.invoke(None, config) == DONE
+    assert graph.invoke({"log": []}, config) == DONE  # the same input: the stored result
+    assert runs == Counter()
+    assert ne.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
+
+
+def test_without_auto_resume_plain_calls_stay_plain(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    _crashed(saver, config)
+    runs: Counter[str] = Counter()
+    graph = ne.compile(linear(runs, {"c": V2}), checkpointer=saver)
+    graph.invoke(None, config)
+    assert runs == Counter("d")  # LangGraph's resume: the stale `c` is kept
+
+
+def test_a_copy_with_a_checkpointer_keeps_auto_resume(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    """A server compiles without a saver and injects its own through ``copy``."""
+    _crashed(saver, config)
+    runs: Counter[str] = Counter()
+    graph = ne.compile(linear(runs, {"c": V2}), auto_resume=True)
+    served = graph.copy(update={"checkpointer": saver})
+    assert served.invoke(None, config) == DONE
+    assert runs == Counter("cd")
+
+
+async def test_astream_rewinds_and_then_streams_the_stored_values_once(
+    async_saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    crashing = ne.compile(linear(Counter(), {"c": V1}, crash="d"), checkpointer=async_saver)
+    with pytest.raises(Crash):
+        await crashing.ainvoke({"log": []}, config)
+    runs: Counter[str] = Counter()
+    graph = ne.compile(linear(runs, {"c": V2}), checkpointer=async_saver, auto_resume=True)
+    modes = ["values", "updates"]
+    chunks = [c async for c in graph.astream(None, config, stream_mode=modes)]
+    assert [c for mode, c in chunks if mode == "updates"] == [
+        {"c": {"log": ["c"]}},
+        {"d": {"log": ["d"]}},
+    ]
+    assert runs == Counter("cd")
+    runs.clear()
+    checkpoints = len([c async for c in async_saver.alist(config)])
+    assert [c async for c in graph.astream(None, config, stream_mode=modes)] == [("values", DONE)]
+    assert [c async for c in graph.astream(None, config, stream_mode="updates")] == []
+    assert await graph.ainvoke(None, config) == DONE
+    events = [e async for e in graph.astream_events(None, config, stream_mode=["values"])]
+    assert [e["data"]["chunk"] for e in events if e["event"] == "on_chain_stream"] == [
+        ("values", DONE)
+    ]
+    with warnings.catch_warnings():  # LangGraph calls its v3 protocol experimental
+        warnings.simplefilter("ignore")
+        v3 = await graph.astream_events(None, config, version="v3")
+    assert [e["params"]["data"] async for e in v3 if e["method"] == "values"] == [DONE]
+    assert runs == Counter()
+    assert len([c async for c in async_saver.alist(config)]) == checkpoints
+
+
+def test_stream_of_a_finished_thread_yields_its_values_once(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    runs: Counter[str] = Counter()
+    graph = ne.compile(linear(runs), checkpointer=saver, auto_resume=True)
+    graph.invoke({"log": []}, config)
+    runs.clear()
+    assert list(graph.stream(None, config, stream_mode="values")) == [DONE]
+    assert list(ne.stream(graph, None, config, stream_mode=["values"])) == [("values", DONE)]
+    assert runs == Counter()
+
+
+def test_a_strict_graph_raises_before_any_node_runs(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    _crashed(saver, config)
+    checkpoints = len(list(saver.list(config)))
+    runs: Counter[str] = Counter()
+    graph = ne.compile(linear(runs, {"c": V2}), checkpointer=saver, auto_resume=False)
+    with pytest.raises(ne.CheckpointSchemaError, match="Invalidated nodes: c") as raised:
+        graph.invoke(None, config)
+    assert isinstance(raised.value, ValueError)  # a server passes a ValueError's message on
+    with pytest.raises(ne.CheckpointSchemaError):
+        list(graph.stream(None, config))
+    assert runs == Counter()
+    assert len(list(saver.list(config))) == checkpoints
+    # run()'s own auto_resume governs run().
+    assert ne.run(graph, None, config) == DONE
+    assert runs == Counter("cd")
+
+
+def test_durability_sync_is_forced_whatever_the_caller_asks(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    """A server passes ``durability="async"``; a killed worker then loses loop checkpoints."""
+    thread = config["configurable"]["thread_id"]
+    plain: RunnableConfig = {"configurable": {"thread_id": f"{thread}-plain"}}
+    linear(Counter()).compile(checkpointer=saver).invoke({"log": []}, plain, durability="sync")
+    graph = ne.compile(linear(Counter()), checkpointer=saver, auto_resume=True)
+    graph.invoke({"log": []}, config, durability="exit")
+    assert len(list(saver.list(config))) == len(list(saver.list(plain)))
+
+
+def test_run_on_an_auto_resuming_graph_plans_once(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig, caplog: pytest.LogCaptureFixture
+) -> None:
+    _crashed(saver, config)
+    runs: Counter[str] = Counter()
+    graph = ne.compile(linear(runs, {"c": V2}), checkpointer=saver, auto_resume=True)
+    with caplog.at_level(logging.INFO, logger="neograph_ext"):
+        assert ne.run(graph, None, config) == DONE
+    plans = [r for r in caplog.records if r.getMessage().startswith("thread ")]
+    assert [r.getMessage().split(": ")[1].split(" ")[0] for r in plans] == ["rewind"]
+    assert runs == Counter("cd")
+
+
+def test_a_thread_written_before_stamping_starts_a_new_turn_on_another_input(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    runs: Counter[str] = Counter()
+    linear(runs).compile(checkpointer=saver).invoke({"log": []}, config)
+    runs.clear()
+    graph = ne.compile(linear(runs), checkpointer=saver, auto_resume=True)
+    assert graph.invoke({"log": ["again"]}, config) == {"log": [*"abcd", "again", *"abcd"]}
+    assert runs == Counter("abcd")

@@ -1,0 +1,73 @@
+"""The served app: a 4-node pipeline, deployed as ``app.pipeline`` by the end-to-end test.
+
+The test copies this file into a project directory and adds a field to ``Summary``
+between server restarts, as a deploy would. Nodes run in the server's process, so each appends
+its name to the file ``PIPELINE_RUNS`` names; ``publish`` crashes while the file
+``PIPELINE_CRASH`` names exists.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TypedDict
+
+from langgraph.graph import END, START, StateGraph
+from pydantic import BaseModel
+
+import neograph_ext
+
+
+class Summary(BaseModel):
+    title: str
+
+
+class State(TypedDict, total=False):
+    url: str
+    text: str
+    facts: list[str]
+    summary: Summary
+    published: str
+
+
+def _ran(name: str) -> None:
+    with Path(os.environ["PIPELINE_RUNS"]).open("a") as runs:
+        runs.write(name + "\n")
+
+
+def fetch(state: State) -> dict[str, object]:
+    _ran("fetch")
+    return {"text": f"text of {state['url']}"}
+
+
+def extract(state: State) -> dict[str, object]:
+    _ran("extract")
+    return {"facts": [state["text"]]}
+
+
+def summarize(state: State) -> dict[str, Summary]:
+    _ran("summarize")
+    # Every field but the title counts the facts, whatever fields the deploy has.
+    fields = {name: len(state["facts"]) for name in Summary.model_fields if name != "title"}
+    return {"summary": Summary(title="t", **fields)}
+
+
+def publish(state: State) -> dict[str, object]:
+    _ran("publish")
+    if Path(os.environ["PIPELINE_CRASH"]).exists():
+        raise RuntimeError("publish crashed")
+    summary = state["summary"]
+    return {"published": " ".join(f"{k}={getattr(summary, k)}" for k in Summary.model_fields)}
+
+
+builder = StateGraph(State)
+for step in (fetch, extract, summarize, publish):
+    builder.add_node(step.__name__, step)
+builder.add_edge(START, "fetch")
+builder.add_edge("fetch", "extract")
+builder.add_edge("extract", "summarize")
+builder.add_edge("summarize", "publish")
+builder.add_edge("publish", END)
+
+graph = neograph_ext.compile(builder, auto_resume=True)
+strict = neograph_ext.compile(builder, auto_resume=False)

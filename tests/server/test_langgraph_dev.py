@@ -1,0 +1,172 @@
+"""End to end under LangGraph's own server: ``langgraph dev`` (in-memory runtime).
+
+The test starts the real server on a loopback port, drives it with ``langgraph_sdk``
+as a client would, stops it, deploys a changed ``Summary`` and starts it again. Nodes
+run in the server's process, so they count themselves in a file. The server persists
+its in-memory threads when it stops gracefully and loads them when it starts, which is
+what lets a thread outlive the deploy.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from langgraph_sdk import get_sync_client
+
+APP = Path(__file__).with_name("app_pipeline.py")
+LANGGRAPH = Path(sys.executable).with_name("langgraph")
+# Part of `make test` (about 15 s); `-m "not server"` leaves it out of a quick loop.
+pytestmark = pytest.mark.server
+
+SUMMARY_V1 = "class Summary(BaseModel):\n    title: str\n"
+SUMMARY_V2 = "class Summary(BaseModel):\n    title: str\n    words: int\n"
+
+
+class Server:
+    """A ``langgraph dev`` project directory, and the server while it runs."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.runs = root / "runs"
+        self.crash = root / "crash"
+        self.process: subprocess.Popen[bytes] | None = None
+        self.url = ""
+        (root / "app").mkdir()
+        (root / "app" / "__init__.py").write_text("")
+        shutil.copy(APP, root / "app" / "pipeline.py")
+        # By module path: a file path would not reload the saved threads after a restart.
+        graphs = '{"pipeline": "app.pipeline:graph", "strict": "app.pipeline:strict"}'
+        (root / "langgraph.json").write_text(f'{{"dependencies": ["."], "graphs": {graphs}}}')
+
+    def start(self) -> None:
+        port = _free_port()
+        env = {
+            **os.environ,
+            "PIPELINE_RUNS": str(self.runs),
+            "PIPELINE_CRASH": str(self.crash),
+            "LANGGRAPH_CLI_NO_ANALYTICS": "1",
+            "LANGSMITH_TRACING": "false",
+        }
+        args = ["dev", "--port", str(port), "--host", "127.0.0.1", "--no-browser", "--no-reload"]
+        self.process = subprocess.Popen(
+            [str(LANGGRAPH), *args],
+            cwd=self.root,
+            env=env,
+            stdout=(self.root / "server.log").open("ab"),
+            stderr=subprocess.STDOUT,
+        )
+        self.url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            assert self.process.poll() is None, self.log()
+            try:
+                if httpx.get(f"{self.url}/ok", timeout=1).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.2)
+        pytest.fail(f"langgraph dev did not answer /ok within 60 s:\n{self.log()}")
+
+    def stop(self) -> None:
+        """Stop gracefully: the in-memory runtime saves its threads on shutdown."""
+        if self.process is None:
+            return
+        self.process.send_signal(signal.SIGINT)
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.process = None
+
+    def deploy(self, old: str, new: str) -> None:
+        pipeline = self.root / "app" / "pipeline.py"
+        pipeline.write_text(pipeline.read_text().replace(old, new))
+
+    def counted(self) -> Counter[str]:
+        """The nodes that ran since the last call."""
+        ran = Counter(self.runs.read_text().split()) if self.runs.exists() else Counter()
+        self.runs.unlink(missing_ok=True)
+        return ran
+
+    def log(self) -> str:
+        return (self.root / "server.log").read_text(errors="replace")[-4000:]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[Server]:
+    served = Server(tmp_path)
+    try:
+        yield served
+    finally:
+        served.stop()
+
+
+def _values(parts: list[Any]) -> list[Any]:
+    return [part.data for part in parts if part.event == "values"]
+
+
+def test_a_served_thread_rewinds_after_a_deploy(server: Server) -> None:
+    server.crash.touch()
+    server.start()
+    client = get_sync_client(url=server.url)
+    waited = client.threads.create()["thread_id"]
+    streamed = client.threads.create()["thread_id"]
+    strict = client.threads.create()["thread_id"]
+    for thread in (waited, strict):
+        with pytest.raises(Exception, match="publish crashed"):
+            client.runs.wait(thread, "pipeline", input={"url": "u"})
+    streamed_parts = list(
+        client.runs.stream(streamed, "pipeline", input={"url": "u"}, stream_mode="updates")
+    )
+    assert streamed_parts[-1].event == "error"
+    assert server.counted() == Counter(fetch=3, extract=3, summarize=3, publish=3)
+    server.stop()
+
+    server.crash.unlink()
+    server.deploy(SUMMARY_V1, SUMMARY_V2)
+    server.start()
+    client = get_sync_client(url=server.url)
+
+    result = client.runs.wait(waited, "pipeline", input=None)
+    assert server.counted() == Counter(summarize=1, publish=1)
+    assert result["summary"] == {"title": "t", "words": 1}
+    assert result["published"] == "title=t words=1"
+    assert client.runs.wait(waited, "pipeline", input=None) == result
+    assert server.counted() == Counter()
+
+    with pytest.raises(Exception, match="CheckpointSchemaError") as raised:
+        client.runs.wait(strict, "strict", input=None)
+    assert "Invalidated nodes: summarize" in str(raised.value)
+    assert server.counted() == Counter()
+
+    modes = ["values", "updates"]
+    parts = list(client.runs.stream(streamed, "pipeline", input=None, stream_mode=modes))
+    assert [p.data for p in parts if p.event == "updates"] == [
+        {"summarize": {"summary": {"title": "t", "words": 1}}},
+        {"publish": {"published": "title=t words=1"}},
+    ]
+    assert _values(parts)[-1]["published"] == "title=t words=1"
+    assert server.counted() == Counter(summarize=1, publish=1)
+    again = list(client.runs.stream(streamed, "pipeline", input=None, stream_mode=modes))
+    assert _values(again) == [_values(parts)[-1]]
+    assert [p for p in again if p.event == "updates"] == []
+    assert server.counted() == Counter()
