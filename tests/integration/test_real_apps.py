@@ -4,8 +4,12 @@ schemas and renames. Counters prove what ran."""
 
 from __future__ import annotations
 
+import json
 import operator
+import subprocess
+import sys
 from collections import Counter
+from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 import pytest
@@ -408,3 +412,33 @@ def test_react_agent_response_format_change_reruns_only_the_responder(
     result = ne.run(graph, None, config)
     assert runs == Counter(["respond"])
     assert result["structured_response"].score == 1
+
+
+def _cache_worker(tmp_path: Path, thread: str, score_type: str) -> dict[str, int]:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tests.integration.cache_worker",
+            str(tmp_path / "threads.sqlite"),
+            str(tmp_path / "cache.sqlite"),
+            thread,
+            score_type,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    result: dict[str, int] = json.loads(done.stdout)
+    return result
+
+
+def test_sqlite_cache_across_processes_serves_only_results_of_the_same_code(
+    tmp_path: Path,
+) -> None:
+    assert _cache_worker(tmp_path, "t1", "int") == {"a": 1, "b": 1}
+    assert _cache_worker(tmp_path, "t2", "int") == {"a": 1}  # same code: served
+    assert _cache_worker(tmp_path, "t3", "float") == {"a": 1, "b": 1}  # other types: runs
+    assert _cache_worker(tmp_path, "t4", "float") == {"a": 1}
