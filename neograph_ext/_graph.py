@@ -25,6 +25,8 @@ Rules:
 
 from __future__ import annotations
 
+import hashlib
+import json
 import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping
 from contextlib import aclosing, contextmanager
@@ -36,8 +38,11 @@ from langchain_core.runnables.config import ensure_config, var_child_runnable_co
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.pregel import Pregel
 from langgraph.types import Command
 
+from neograph_ext._errors import GraphError
+from neograph_ext._langgraph import compile_options, fold_cache_keys
 from neograph_ext._stamp import (
     PLAIN_CALL,
     RUN_KEY,
@@ -50,7 +55,10 @@ from neograph_ext._stamp import (
 )
 from neograph_ext._stamp_store import asave, save
 
-__all__ = ["StampedGraph", "compile", "marking"]
+__all__ = ["StampedGraph", "cache_salts", "compile", "marking"]
+
+_KEEP: Any = object()
+"""``compile``'s default checkpointer: none for a builder, its own for a compiled graph."""
 
 _RUN_MARK: ContextVar[tuple[str, str] | None] = ContextVar("neograph_ext_run_mark", default=None)
 """``(stamp id, run mark)`` while ``run()`` invokes a graph of that stamp."""
@@ -193,25 +201,31 @@ def marking(stamp: Stamp, mark: str) -> Iterator[None]:
 
 
 def compile(
-    builder: StateGraph[Any, Any, Any, Any],
+    builder: StateGraph[Any, Any, Any, Any] | CompiledStateGraph[Any, Any, Any, Any],
     *,
-    checkpointer: Any = None,
+    checkpointer: Any = _KEEP,
     output_types: Mapping[str, object] | None = None,
     versions: Mapping[str, str] | None = None,
+    renames: Mapping[str, str] | None = None,
     auto_resume: bool | None = None,
     **compile_kwargs: Any,
 ) -> StampedGraph:
     """Compile a StateGraph whose checkpoints carry the fingerprints of its types.
 
     Args:
-        builder: Any LangGraph ``StateGraph``.
+        builder: Any LangGraph ``StateGraph``, or a graph already compiled from one
+            (``builder.compile(...)``, a prebuilt agent such as ``create_react_agent``):
+            it is compiled again from its builder with the options it was compiled with,
+            and the keywords given here win.
         checkpointer: Passed to ``StateGraph.compile``; ``run`` needs one. ``None``
             suits a subgraph added as a node of a parent graph, and a graph whose
-            server injects one.
+            server injects one. Left out: none, or a compiled graph's own.
         output_types: Per node, the type its results have; overrides the return
             annotation of the node's callable.
         versions: Per node, an opaque string to bump after a prompt or logic change
             that leaves the types alone.
+        renames: Old node name -> new name, for nodes that were only renamed: their
+            stored results are kept instead of counting as a topology change.
         auto_resume: ``None`` (default): plain calls behave as LangGraph's, stamped
             only; resume through ``run``. ``True``: every plain root call (``invoke``,
             ``stream``, ``ainvoke``, ``astream``, ``astream_events``; so every run a
@@ -223,16 +237,36 @@ def compile(
     Returns:
         LangGraph's compiled graph (a ``CompiledStateGraph``); all of its API works
         as usual, and what neograph-ext adds to any metadata is at most 256 bytes.
+        Nodes with a ``cache_policy`` get cache keys that include their fingerprint,
+        so a result cached by other code is never served.
 
     Raises:
-        ValueError: ``output_types`` or ``versions`` names an unknown node.
+        ValueError: ``output_types``, ``versions`` or ``renames`` names an unknown node.
+        GraphError: ``builder`` is a graph of LangGraph's functional API (``@entrypoint``).
     """
-    stamp = build_stamp(builder, output_types, versions)
-    graph = builder.compile(checkpointer=checkpointer, **compile_kwargs)
+    options: dict[str, Any] = {}
+    config: RunnableConfig = {}
+    if isinstance(builder, CompiledStateGraph):
+        # A copy made by with_config() keeps its config (recursion_limit, tags, ...).
+        options, config = compile_options(builder), builder.config or {}
+        builder = builder.builder
+    elif isinstance(builder, Pregel):
+        raise GraphError(
+            f"graph {builder.name!r} is built with LangGraph's functional API (@entrypoint), "
+            "which neograph-ext does not support yet: build it as a StateGraph, or run it "
+            "with LangGraph alone"
+        )
+    if checkpointer is not _KEEP:
+        options["checkpointer"] = checkpointer
+    options.update(compile_kwargs)
+    stamp = build_stamp(builder, output_types, versions, renames)
+    graph = builder.compile(**options)
+    fold_cache_keys(graph, cache_salts(stamp))
     # In place, not with_config(): a copy would lose what compile() set afterwards.
     graph.config = {
+        **config,
         **(graph.config or {}),
-        "metadata": {**_metadata(graph.config), STAMP_KEY: stamp_ref(stamp)},
+        "metadata": {**_metadata(config), **_metadata(graph.config), STAMP_KEY: stamp_ref(stamp)},
     }
     plain = type(graph)
     # Named as the class it replaces: LangGraph serialises a graph's runnables by class
@@ -249,3 +283,14 @@ def compile(
         },
     )
     return graph  # type: ignore[return-value]
+
+
+def cache_salts(stamp: Stamp) -> dict[str, str]:
+    """Per node, what its cache key must include: its fingerprint and every channel's
+    (an unannotated node is judged by the channels it writes, which are not known
+    before it runs)."""
+    channels = json.dumps(stamp.channels, sort_keys=True)
+    return {
+        name: hashlib.sha256(f"{node.fp}:{channels}".encode()).hexdigest()
+        for name, node in stamp.nodes.items()
+    }

@@ -7,7 +7,8 @@ Rules:
   the saver's history is a tree holding every branch, and forks are not ours to walk.
 - Which nodes produced checkpoint C is derived from C and its parent P: nodes whose
   ``versions_seen`` moved (pull tasks) and the ``Send``s queued in P (push tasks).
-  Channels C's step wrote are those whose version moved.
+  Channels C's step wrote are those whose version moved; which node wrote each is read
+  from the task ids of P's pending writes (``_langgraph.task_writers``).
 - Metadata is data from storage: a record whose metadata is not a mapping counts as
   unverified. A saver that cannot decode what it stored, or a head LangGraph cannot
   resume from, is one ``UnreadableCheckpointError`` naming the thread (``reading``,
@@ -26,6 +27,7 @@ from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.types import Send
 
 from neograph_ext._errors import UnreadableCheckpointError
+from neograph_ext._langgraph import task_writers
 from neograph_ext._stamp import (
     STAMP_KEY,
     Stamp,
@@ -71,6 +73,10 @@ class Record(NamedTuple):
     """Tasks of this checkpoint's own step that finished without a checkpoint after them."""
     next_nodes: frozenset[str]
     """Nodes this checkpoint is waiting to run (only filled for the head)."""
+    writers: frozenset[tuple[str, str]] | None = None
+    """``(channel, node)`` for each channel of ``wrote`` and the node whose task wrote
+    it, read from the task ids of the parent's pending writes; None when they could not
+    be matched to nodes (then every node of ``ran`` counts as a writer)."""
 
 
 def lineage(
@@ -236,7 +242,25 @@ def _record(
             }
         ),
         next_nodes=next_nodes,
+        writers=_writers(tup, parent, parent_step),
     )
+
+
+def _writers(
+    tup: CheckpointTuple, parent: CheckpointTuple | None, parent_step: int
+) -> frozenset[tuple[str, str]] | None:
+    """Who wrote what in the step that produced ``tup``: its tasks' writes stay filed
+    under the parent checkpoint, by task id."""
+    if parent is None:
+        return None
+    writes = [w for w in parent.pending_writes or () if w[1] not in _SPECIAL_WRITES]
+    seen: Mapping[str, Any] = tup.checkpoint.get("versions_seen", {})
+    before: Mapping[str, Any] = parent.checkpoint.get("versions_seen", {})
+    ran = sorted(name for name, versions in seen.items() if before.get(name) != versions)
+    nodes = task_writers(parent.checkpoint, tup.checkpoint, parent_step, ran, writes)
+    if nodes is None:
+        return None
+    return frozenset((channel, nodes[task]) for task, channel, _ in writes)
 
 
 def _metadata(tup: CheckpointTuple) -> Mapping[str, Any]:

@@ -50,6 +50,8 @@ class ChangeReason(StrEnum):
     VERSION = "version"
     SUCCESSORS = "successors"
     SUBGRAPH = "subgraph"
+    TOOLS = "tool schemas"
+    """The argument schemas of the tools its tool calls go to."""
     REMOVED = "removed"
     UNKNOWN = "unknown"
     """The types it ran under are not known: their stored description is missing."""
@@ -155,8 +157,9 @@ def decide(records: Sequence[Record], current: Stamp, thread_id: str) -> ResumeP
     foreign = _foreign(records, current)
     if foreign:
         return replace(base, blocker=foreign)
-    changes_of = _changes_against(current)
-    pending = _pending_changes(head, current)
+    renames = _renames(records, current)
+    changes_of = _changes_against(current, renames)
+    pending = _unique(_pending_changes(head, current) + _waiting_subgraphs(head, current))
     notes: list[str] = []
     for index, record in enumerate(records):
         if isinstance(record.stamp, Unreadable) and record.ran:
@@ -187,17 +190,32 @@ def _ran_between(records: Sequence[Record], start: int, stop: int) -> frozenset[
     return frozenset(name for record in records[start:stop] for name in record.ran)
 
 
-def _changes_against(current: Stamp) -> Callable[[Record], tuple[NodeChange, ...]]:
+def _renames(records: Sequence[Record], current: Stamp) -> dict[str, str]:
+    """The renames that keep work: of nodes that finished in the lineage. A node that
+    never finished under its old name is still waited on under that name, which the
+    current graph cannot run: its predecessor then counts as changed (a rewind)."""
+    ran = frozenset(name for record in records for name in record.ran)
+    return {old: new for old, new in (current.renames or {}).items() if old in ran}
+
+
+def _changes_against(
+    current: Stamp, renames: dict[str, str]
+) -> Callable[[Record], tuple[NodeChange, ...]]:
     """A record's changes, memoised: along a thread the same stamp and step repeat."""
-    memo: dict[tuple[str, frozenset[str], frozenset[str]], tuple[NodeChange, ...]] = {}
+    memo: dict[
+        tuple[str, frozenset[str], frozenset[str], frozenset[tuple[str, str]] | None],
+        tuple[NodeChange, ...],
+    ] = {}
 
     def changes_of(record: Record) -> tuple[NodeChange, ...]:
         stamp = record.stamp
         if not isinstance(stamp, Stamp | StampRef) or stamp.id == current.id:
             return ()
-        key = (stamp.id, record.ran, record.wrote)
+        key = (stamp.id, record.ran, record.wrote, record.writers)
         if key not in memo:
-            memo[key] = _changes(record.ran, record.wrote, stamp, current)
+            memo[key] = _changes(
+                record.ran, record.wrote, stamp, current, writers=record.writers, renames=renames
+            )
         return memo[key]
 
     return changes_of
@@ -227,6 +245,25 @@ def _pending_changes(head: Record, current: Stamp) -> tuple[NodeChange, ...]:
     old = head.stamp.channels if isinstance(head.stamp, Stamp) else {}
     channels = frozenset(old) | frozenset(current.channels)
     return _changes(_user_nodes(head.next_nodes), channels, head.stamp, current)
+
+
+def _waiting_subgraphs(head: Record, current: Stamp) -> tuple[NodeChange, ...]:
+    """Subgraph nodes the head waits on whose subgraph changed.
+
+    A subgraph that crashed or was interrupted part-way keeps its own checkpoints (under
+    its task's namespace), and LangGraph resumes it from them, reviving inner values
+    written by the old code: the parent is forked from the head instead, which gives
+    the subgraph's task a new id and so a fresh start.
+    """
+    if not isinstance(head.stamp, Stamp) or head.stamp.id == current.id:
+        return ()
+    found = []
+    for node in sorted(_user_nodes(head.next_nodes)):
+        before, after = head.stamp.nodes.get(node), current.nodes.get(node)
+        if before is not None and after is not None and before.sub and before.sub != after.sub:
+            lines = _subgraph_lines(node, before, after, head.stamp, current)
+            found.append(NodeChange(node, ChangeReason.SUBGRAPH, None, None, lines))
+    return tuple(found)
 
 
 def _user_nodes(names: frozenset[str]) -> frozenset[str]:
@@ -292,7 +329,7 @@ _MISSING = (
 def _foreign(records: Sequence[Record], current: Stamp) -> str | None:
     """A thread written by a graph with no node in common with the current one."""
     ran = frozenset(name for record in records for name in record.ran)
-    if not ran or ran & frozenset(current.nodes):
+    if not ran or ran & (frozenset(current.nodes) | frozenset(current.renames or {})):
         return None
     return (
         f"the thread was written by a different graph: its nodes {sorted(ran)} have nothing "
@@ -305,7 +342,13 @@ def _unreadable(stamp: Unreadable) -> str:
 
 
 def _changes(
-    ran: frozenset[str], wrote: frozenset[str], old: Stamp | StampRef, new: Stamp
+    ran: frozenset[str],
+    wrote: frozenset[str],
+    old: Stamp | StampRef,
+    new: Stamp,
+    *,
+    writers: frozenset[tuple[str, str]] | None = None,
+    renames: dict[str, str] | None = None,
 ) -> tuple[NodeChange, ...]:
     if isinstance(old, StampRef):
         line = f"stamp {old.id[:12]}: its description is not stored"
@@ -314,21 +357,23 @@ def _changes(
         )
     found: list[NodeChange] = []
     for node in sorted(ran):
-        found += _node_changes(node, old, new)
+        found += _node_changes(node, old, new, renames or {})
     for channel in sorted(wrote):
         before, after = old.channels.get(channel), new.channels.get(channel)
         if before == after:
             continue
         lines = _sig_diff(old, before, new, after)
+        # The change belongs to the tasks that wrote the channel, not to their siblings.
+        blamed = frozenset(node for wrote_to, node in writers or () if wrote_to == channel)
         found += [
             NodeChange(node, ChangeReason.CHANNEL, before, after, lines, channel=channel)
-            for node in sorted(ran)
+            for node in sorted(blamed & ran or ran)
         ]
     return tuple(found)
 
 
-def _node_changes(node: str, old: Stamp, new: Stamp) -> list[NodeChange]:
-    before, after = old.nodes.get(node), new.nodes.get(node)
+def _node_changes(node: str, old: Stamp, new: Stamp, renames: dict[str, str]) -> list[NodeChange]:
+    before, after = old.nodes.get(node), new.nodes.get(renames.get(node, node))
     if after is None:
         fp = before.fp if before else None
         return [NodeChange(node, ChangeReason.REMOVED, fp, None, ("node removed from the graph",))]
@@ -336,6 +381,10 @@ def _node_changes(node: str, old: Stamp, new: Stamp) -> list[NodeChange]:
         return [NodeChange(node, ChangeReason.OUTPUT_TYPE, None, after.fp, ("node is new",))]
     if before.fp == after.fp:
         return []
+    if renames:
+        # Successors are fingerprinted by name: compare them as renamed.
+        succ = tuple(sorted(renames.get(name, name) for name in before.succ))
+        before = before.model_copy(update={"succ": succ})
     return _parts_changed(node, before, after, old, new)
 
 
@@ -353,14 +402,55 @@ def _parts_changed(
         line = f"successors {list(before.succ)} -> {list(after.succ)}"
         found.append(NodeChange(node, ChangeReason.SUCCESSORS, None, None, (line,)))
     if before.sub != after.sub:
-        inner_old, inner_new = before.sub or {}, after.sub or {}
-        lines = tuple(
-            f"subgraph {name}: changed"
-            for name in sorted(set(inner_old) | set(inner_new))
-            if inner_old.get(name) != inner_new.get(name)
-        )
+        lines = _subgraph_lines(node, before, after, old, new)
         found.append(NodeChange(node, ChangeReason.SUBGRAPH, None, None, lines))
+    if before.tools != after.tools:
+        lines = _keyed_lines(before.tools or {}, after.tools or {}, old, new, "tool `{}` arguments")
+        found.append(NodeChange(node, ChangeReason.TOOLS, None, None, lines))
     return found
+
+
+def _subgraph_lines(
+    node: str, before: NodeStamp, after: NodeStamp, old: Stamp, new: Stamp
+) -> tuple[str, ...]:
+    """Field-level lines for a change inside a subgraph, each with its path (``write >
+    inner > channel `outline```); inner nodes whose change no digest explains (a
+    version, successors) are named alone."""
+    inner_old, inner_new = before.inner or {}, after.inner or {}
+    lines: list[str] = []
+    explained: set[str] = set()
+    for key in sorted(set(inner_old) | set(inner_new)):
+        if inner_old.get(key) == inner_new.get(key):
+            continue
+        *path, leaf = key.split("/")
+        explained.add(path[0] if path else leaf)
+        if leaf.startswith("channel:"):
+            where, what = [node, *path], f"channel `{leaf.removeprefix('channel:')}` type"
+        elif leaf.startswith("tool:"):
+            where, what = [node, *path[:-1]], f"node `{path[-1]}`: tool `{leaf[5:]}` arguments"
+        else:
+            where, what = [node, *path[:-1]], f"node `{path[-1]}`: output type"
+        lines.append(f"{' > '.join(where)}: {what} changed")
+        diff_lines = _sig_diff(old, inner_old.get(key), new, inner_new.get(key))
+        lines += [f"    {line}" for line in diff_lines]
+    inner_before, inner_after = before.sub or {}, after.sub or {}
+    for name in sorted(set(inner_before) | set(inner_after)):
+        if inner_before.get(name) != inner_after.get(name) and name not in explained:
+            lines.append(f"{node} > {name}: changed")
+    return tuple(lines)
+
+
+def _keyed_lines(
+    before: dict[str, str], after: dict[str, str], old: Stamp, new: Stamp, label: str
+) -> tuple[str, ...]:
+    lines: list[str] = []
+    for key in sorted(set(before) | set(after)):
+        if before.get(key) != after.get(key):
+            lines.append(f"{label.format(key)} changed")
+            lines += [
+                f"    {line}" for line in _sig_diff(old, before.get(key), new, after.get(key))
+            ]
+    return tuple(lines)
 
 
 def _sig_diff(old: Stamp, before: str | None, new: Stamp, after: str | None) -> tuple[str, ...]:

@@ -21,6 +21,7 @@ from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
+from langgraph.graph.state import CompiledStateGraph
 from langgraph.pregel import Pregel
 from langgraph.types import Command
 
@@ -433,6 +434,11 @@ def _found(call: _Call, head: CheckpointTuple | None) -> CheckpointTuple | None:
 
 
 def _call(graph: Pregel[Any, Any, Any, Any], config: RunnableConfig) -> _Call:
+    if not isinstance(graph, CompiledStateGraph):
+        raise GraphError(
+            "this graph is built with LangGraph's functional API (@entrypoint), which "
+            "neograph-ext does not support yet: build it as a StateGraph"
+        )
     if not isinstance(graph, StampedGraph):
         raise GraphError(
             "this graph carries no neograph-ext stamp: build it with "

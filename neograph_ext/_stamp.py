@@ -34,11 +34,13 @@ from typing import Annotated, Any, Final, Literal, get_args, get_origin
 import pydantic
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.graph import StateGraph
+from langgraph.graph.state import CompiledStateGraph
 from langgraph.pregel import Pregel
 from langgraph.types import Command
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from neograph_ext._fingerprint import Signature, UnresolvedTypeError, digest, signature
+from neograph_ext._langgraph import prebuilt_output, tool_schemas
 
 __all__ = [
     "LEGACY_INPUT_KEY",
@@ -121,6 +123,13 @@ class NodeStamp(BaseModel):
     """Static successors, sorted; ``*`` when a branch declares no destinations."""
     sub: dict[_Name, _Hex] | None = None
     """For a node running a compiled subgraph: the subgraph's node digests."""
+    tools: dict[_Name, _Hex] | None = None
+    """For a node that routes to a prebuilt ``ToolNode``: the digest of each bound tool's
+    argument schema, by tool name (the tool calls it writes must fit them)."""
+    inner: dict[_Name, _Hex] | None = None
+    """For a subgraph node, to explain a change (not part of ``fp``, which ``sub``
+    covers): the digests inside it at any depth, keyed by path (``draft/out``,
+    ``channel:outline``, ``inner/draft/out``)."""
 
 
 class Stamp(BaseModel):
@@ -138,10 +147,13 @@ class Stamp(BaseModel):
     """Per state channel: digest of its annotated type, reducer stripped."""
     sigs: dict[_Hex, dict[str, Any]]
     """Signatures by digest, so a later run can explain a change at field level."""
+    renames: dict[_Name, _Name] | None = None
+    """Old node name -> new name, for a graph whose nodes were only renamed: the
+    decision's input, never stored (not part of ``id``)."""
 
     def encode(self) -> str:
         """The description as JSON: what the stamp store keeps (and 0.1.0's metadata held)."""
-        return self.model_dump_json(exclude_defaults=True)
+        return self.model_dump_json(exclude_defaults=True, exclude={"renames"})
 
 
 @dataclass(frozen=True)
@@ -294,6 +306,7 @@ def build_stamp(
     builder: StateGraph[Any, Any, Any, Any],
     output_types: Mapping[str, object] | None = None,
     versions: Mapping[str, str] | None = None,
+    renames: Mapping[str, str] | None = None,
 ) -> Stamp:
     """Fingerprint a StateGraph builder's nodes and channels.
 
@@ -301,22 +314,35 @@ def build_stamp(
         builder: The uncompiled graph.
         output_types: Per node, a type that overrides the callable's return annotation.
         versions: Per node, an opaque string to bump after a prompt or logic change.
+        renames: Old node name -> current name, for nodes that were only renamed.
 
     Returns:
         The stamp to write into every checkpoint of the compiled graph.
 
     Raises:
-        ValueError: ``output_types`` or ``versions`` names a node the builder lacks.
+        ValueError: ``output_types``, ``versions`` or ``renames`` names a node the
+            builder lacks (``renames``: as new name), or renames onto a current node.
     """
     output_types = dict(output_types or {})
     versions = dict(versions or {})
-    for option, names in (("output_types", output_types), ("versions", versions)):
+    renames = dict(renames or {})
+    for option, names in (
+        ("output_types", output_types),
+        ("versions", versions),
+        ("renames (new names)", renames.values()),
+    ):
         unknown = sorted(set(names) - set(builder.nodes))
         if unknown:
             raise ValueError(
                 f"{option} names nodes the graph does not have: {unknown}; "
                 f"its nodes are {sorted(builder.nodes)}"
             )
+    clash = sorted(set(renames) & set(builder.nodes))
+    if clash:
+        raise ValueError(
+            f"renames maps old names that are still nodes of the graph: {clash}; "
+            "a rename's old name must be gone"
+        )
     sigs: dict[str, Signature] = {}
 
     def remember(tp: object) -> str:
@@ -326,23 +352,39 @@ def build_stamp(
         return key
 
     successors = _successors(builder)
+    tools = _tool_digests(builder, remember)
     nodes: dict[str, NodeStamp] = {}
     for name, spec in builder.nodes.items():
-        out_type = output_types[name] if name in output_types else _return_type(spec.runnable)
+        out_type = (
+            output_types[name]
+            if name in output_types
+            else prebuilt_output(spec.runnable) or _return_type(spec.runnable)
+        )
+        if _is_state_schema(builder, out_type):
+            # ``-> State`` says nothing about which keys the node writes: judge it by
+            # the channels it actually wrote, as an unannotated node.
+            out_type = None
         out = None
         if out_type is not None:
             try:
                 out = remember(out_type)
             except UnresolvedTypeError as exc:
                 logger.debug("node %r: output type not fingerprinted: %s", name, exc)
-        sub = _subgraph_nodes(spec.runnable)
+        inside = _subgraph_stamp(spec.runnable)
+        if inside is not None:
+            sigs.update(inside.sigs)
+        succ = tuple(sorted(successors.get(name, ())))
         fields: dict[str, Any] = {
             "out": out,
             "ver": versions.get(name),
-            "succ": tuple(sorted(successors.get(name, ()))),
-            "sub": sub,
+            "succ": succ,
+            "sub": _sub_digests(inside) if inside is not None else _plain_sub(spec.runnable),
         }
-        nodes[name] = NodeStamp(fp=_sha(fields), **fields)
+        routed = _routed_tools(succ, tools)
+        if routed is not None:  # only when set: fingerprints of other nodes stay as they were
+            fields["tools"] = routed
+        inner = _inner_digests(inside) if inside is not None else None
+        nodes[name] = NodeStamp(fp=_sha(fields), inner=inner, **fields)
     channels: dict[str, str] = {}
     for key, tp in _channel_types(builder).items():
         try:
@@ -350,8 +392,51 @@ def build_stamp(
         except UnresolvedTypeError as exc:
             logger.debug("channel %r: type not fingerprinted: %s", key, exc)
     return Stamp(
-        v=STAMP_FORMAT, id=_stamp_id(nodes, channels), nodes=nodes, channels=channels, sigs=sigs
+        v=STAMP_FORMAT,
+        id=_stamp_id(nodes, channels),
+        nodes=nodes,
+        channels=channels,
+        sigs=sigs,
+        renames=renames or None,
     )
+
+
+def _is_state_schema(builder: StateGraph[Any, Any, Any, Any], tp: object) -> bool:
+    try:
+        return tp in builder.schemas
+    except TypeError:  # unhashable annotations are no schema
+        return False
+
+
+def _tool_digests(
+    builder: StateGraph[Any, Any, Any, Any], remember: Callable[[object], str]
+) -> dict[str, dict[str, str]]:
+    """Per ``ToolNode`` node: each bound tool's argument schema digest, by tool name."""
+    found: dict[str, dict[str, str]] = {}
+    for name, spec in builder.nodes.items():
+        schemas = tool_schemas(spec.runnable)
+        if schemas is None:
+            continue
+        digests: dict[str, str] = {}
+        for tool, schema in schemas.items():
+            try:
+                digests[tool] = (
+                    _sha(dict(schema)) if isinstance(schema, Mapping) else remember(schema)
+                )
+            except (UnresolvedTypeError, TypeError, ValueError) as exc:
+                logger.debug("tool %r: argument schema not fingerprinted: %s", tool, exc)
+        found[name] = digests
+    return found
+
+
+def _routed_tools(
+    succ: tuple[str, ...], tools: Mapping[str, Mapping[str, str]]
+) -> dict[str, str] | None:
+    """The tool schemas a node's tool calls must fit: those of the ToolNodes it routes to."""
+    targets = set(tools) if "*" in succ else set(succ) & set(tools)
+    if not targets:
+        return None
+    return {tool: fp for target in sorted(targets) for tool, fp in tools[target].items()}
 
 
 def _sha(data: object) -> str:
@@ -413,17 +498,41 @@ def _return_type(runnable: object) -> object | None:
     return tp
 
 
-def _subgraph_nodes(runnable: object) -> dict[str, str] | None:
-    """For a compiled subgraph node: the subgraph's own node digests."""
-    if not isinstance(runnable, Pregel):
-        return None
+def _subgraph_stamp(runnable: object) -> Stamp | None:
+    """The stamp of a compiled subgraph used as a node, however it was compiled."""
     stamp = getattr(runnable, "neograph_ext_stamp", None)  # see _graph.StampedGraph
     if isinstance(stamp, Stamp):
-        nodes = {k: n.fp for k, n in stamp.nodes.items()}
-        nodes.update({f"channel:{k}": fp for k, fp in stamp.channels.items()})
-        return nodes
-    # A subgraph compiled by plain LangGraph: its structure is all we can see.
+        return stamp
+    builder = getattr(runnable, "builder", None)
+    if isinstance(runnable, CompiledStateGraph) and isinstance(builder, StateGraph):
+        # Compiled by plain LangGraph: its builder is fingerprinted as compile() would.
+        return build_stamp(builder)
+    return None
+
+
+def _sub_digests(stamp: Stamp) -> dict[str, str]:
+    """What a subgraph node's fingerprint covers: every inner node and channel digest."""
+    nodes = {k: n.fp for k, n in stamp.nodes.items()}
+    nodes.update({f"channel:{k}": fp for k, fp in stamp.channels.items()})
+    return nodes
+
+
+def _plain_sub(runnable: object) -> dict[str, str] | None:
+    """A graph without a builder (functional API): its structure is all we can see."""
+    if not isinstance(runnable, Pregel):
+        return None
     return {name: _sha(name) for name in runnable.nodes if not name.startswith("__")}
+
+
+def _inner_digests(stamp: Stamp) -> dict[str, str]:
+    """Every digest inside a subgraph, by path, to explain a change field by field."""
+    found = {f"channel:{k}": fp for k, fp in stamp.channels.items()}
+    for name, node in stamp.nodes.items():
+        if node.out is not None:
+            found[f"{name}/out"] = node.out
+        found.update({f"{name}/tool:{k}": fp for k, fp in (node.tools or {}).items()})
+        found.update({f"{name}/{k}": fp for k, fp in (node.inner or {}).items()})
+    return found
 
 
 def _channel_types(builder: StateGraph[Any, Any, Any, Any]) -> dict[str, object]:

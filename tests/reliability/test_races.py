@@ -10,6 +10,7 @@ into ``run``.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -107,6 +108,12 @@ def test_a_killed_lock_holder_does_not_leave_the_thread_stuck(
     signals.mkdir()
     holder = h.spawn(db, thread, log, block_at="c", signal_dir=signals)
     h.wait_for(signals / "c", alive=holder)
+    # ``d`` runs beside the blocked ``c``: count from once it has run, or its own
+    # execution would be taken for the refused runs'.
+    deadline = time.monotonic() + 30
+    while h.counts(log)["d"] < 1:
+        assert time.monotonic() < deadline, "the holder never ran d"
+        time.sleep(0.01)
     before = h.counts(log)
 
     refused = h.run_worker(db, thread, log, on_busy="raise")

@@ -1,0 +1,187 @@
+"""What neograph-ext relies on that LangGraph does not state as public API.
+
+Rules:
+- Everything here was read from LangGraph's source and checked on langgraph 1.2.24
+  (checkpoint 4.3.2, prebuilt 1.1.3); ``tests/unit/test_langgraph_knowledge.py`` runs
+  each piece against the installed LangGraph and fails loudly when it changes.
+- Each function degrades to "not known" (``None``, an empty result), never to a guess:
+  callers then fall back to the coarser public behaviour.
+"""
+
+from __future__ import annotations
+
+import binascii
+import hashlib
+import inspect
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from langgraph.graph import StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.pregel import Pregel
+from langgraph.types import CachePolicy, Send
+from xxhash import xxh3_128_hexdigest
+
+__all__ = [
+    "COMPILE_OPTIONS",
+    "compile_options",
+    "fold_cache_keys",
+    "prebuilt_output",
+    "task_writers",
+    "tool_schemas",
+]
+
+COMPILE_OPTIONS: Mapping[str, str] = {
+    "checkpointer": "checkpointer",
+    "cache": "cache",
+    "store": "store",
+    "interrupt_before": "interrupt_before_nodes",
+    "interrupt_after": "interrupt_after_nodes",
+    "debug": "debug",
+    "name": "name",
+    "transformers": "stream_transformers",
+}
+"""Each keyword of ``StateGraph.compile`` -> the attribute of the compiled graph that
+keeps it. A keyword missing here is carried by a same-named attribute, if any."""
+
+_PULL = "__pregel_pull"
+_PUSH = "__pregel_push"
+_TASKS = "__pregel_tasks"
+
+
+def compile_options(graph: CompiledStateGraph[Any, Any, Any, Any]) -> dict[str, Any]:
+    """The keywords ``StateGraph.compile`` was given to build ``graph``.
+
+    Args:
+        graph: A graph compiled from a ``StateGraph``.
+
+    Returns:
+        Per keyword of ``StateGraph.compile``, the value ``graph`` holds; keywords the
+        graph keeps no attribute for are left out (LangGraph's default applies).
+    """
+    found: dict[str, Any] = {}
+    for option in list(inspect.signature(StateGraph.compile).parameters)[1:]:
+        attribute = COMPILE_OPTIONS.get(option, option)
+        if hasattr(graph, attribute):
+            found[option] = getattr(graph, attribute)
+    return found
+
+
+def fold_cache_keys(graph: Pregel[Any, Any, Any, Any], salts: Mapping[str, str]) -> None:
+    """Make each cached node's cache key depend on ``salts[node]`` (its fingerprint).
+
+    LangGraph keys a node's cached writes by the node's function name and
+    ``cache_policy.key_func(input)``; nothing in the key changes when the code that
+    produced the writes does. The compiled graph's ``PregelNode.cache_policy`` (where
+    ``compile`` put the node's own or the builder's default policy) is replaced by one
+    whose key starts with the salt; ``ttl`` and the user's key function are kept.
+
+    Args:
+        graph: The freshly compiled graph (changed in place).
+        salts: Per node name, a string that changes whenever its results would.
+    """
+    for name, node in graph.nodes.items():
+        policy = getattr(node, "cache_policy", None)
+        if isinstance(policy, CachePolicy) and name in salts:
+            node.cache_policy = replace(policy, key_func=_salted(policy.key_func, salts[name]))
+
+
+def _salted(key_func: Callable[..., str | bytes], salt: str) -> Callable[..., bytes]:
+    prefix = f"neograph_ext:{salt}:".encode()
+
+    def key(*args: Any, **kwargs: Any) -> bytes:
+        inner = key_func(*args, **kwargs)
+        return prefix + (inner.encode() if isinstance(inner, str) else inner)
+
+    return key
+
+
+def task_writers(
+    parent: Mapping[str, Any],
+    child: Mapping[str, Any],
+    step: int,
+    ran: Sequence[str],
+    writes: Sequence[tuple[str, str, Any]],
+) -> dict[str, str] | None:
+    """Which node each task that produced ``child`` was, by task id.
+
+    A task's id is a hash of its parent checkpoint's id, the step, the node's name and
+    its triggers (a pull task: the channels in ``versions_seen[node]``) or the index of
+    its ``Send`` in the parent's queue (a push task).
+
+    Args:
+        parent: The raw checkpoint the step started from.
+        child: The raw checkpoint the step produced.
+        step: ``parent``'s step.
+        ran: The nodes that ran in the step.
+        writes: ``parent``'s pending writes: ``(task id, channel, value)``.
+
+    Returns:
+        Task id -> node name for every task id among ``writes``, or None when one of
+        them matches no node (another LangGraph version, or a graph since changed).
+    """
+    try:
+        namespace = binascii.unhexlify(str(parent["id"]).replace("-", ""))
+    except (binascii.Error, ValueError):
+        return None
+    hash_id = _xxhash_id if int(parent.get("v", 1)) > 1 else _uuid5_id
+    known: dict[str, str] = {}
+    seen: Mapping[str, Mapping[str, Any]] = child.get("versions_seen", {})
+    for name in ran:
+        triggers = sorted(seen.get(name, {}))
+        known[hash_id(namespace, name, str(step + 1), name, _PULL, *triggers)] = name
+    queued = parent.get("channel_values", {}).get(_TASKS) or ()
+    for index, send in enumerate(queued):
+        if isinstance(send, Send):
+            known[hash_id(namespace, send.node, str(step + 1), send.node, _PUSH, str(index))] = (
+                send.node
+            )
+    tasks = {task for task, _, _ in writes}
+    return known if tasks <= set(known) else None
+
+
+def _xxhash_id(namespace: bytes, *parts: str) -> str:
+    text = xxh3_128_hexdigest(namespace + "".join(parts).encode())
+    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:32]}"
+
+
+def _uuid5_id(namespace: bytes, *parts: str) -> str:
+    sha = hashlib.sha1(namespace, usedforsecurity=False)
+    sha.update("".join(parts).encode())
+    text = sha.hexdigest()
+    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:32]}"
+
+
+def tool_schemas(runnable: object) -> dict[str, object] | None:
+    """For a prebuilt ``ToolNode``: each bound tool's argument schema, by tool name.
+
+    Returns:
+        None for any other node. A schema is a pydantic model class, or a JSON schema
+        (a mapping) for tools declared that way.
+    """
+    tools = getattr(runnable, "tools_by_name", None)
+    if type(runnable).__name__ != "ToolNode" or not isinstance(tools, Mapping):
+        return None
+    return {name: getattr(tool, "args_schema", None) for name, tool in tools.items()}
+
+
+def prebuilt_output(runnable: object) -> object | None:
+    """For ``create_react_agent``'s ``generate_structured_response`` node: the
+    ``response_format`` it was built with (its annotation is only the state schema).
+
+    Returns:
+        The structured response's type, or None for any other node.
+    """
+    fn = getattr(runnable, "func", None)
+    if (
+        not inspect.isfunction(fn)
+        or fn.__name__ != "generate_structured_response"
+        or fn.__module__ != "langgraph.prebuilt.chat_agent_executor"
+    ):
+        return None
+    response_format: object = inspect.getclosurevars(fn).nonlocals.get("response_format")
+    if isinstance(response_format, tuple) and len(response_format) == 2:
+        schema: object = response_format[1]  # (system prompt, schema)
+        return schema
+    return response_format

@@ -1,0 +1,134 @@
+"""What ``_langgraph`` knows about LangGraph's insides, checked against the installed
+LangGraph: each test fails loudly when an upgrade changes it."""
+
+from __future__ import annotations
+
+import inspect
+import operator
+from collections import Counter
+from typing import Annotated, Any, TypedDict
+
+from langchain_core.tools import StructuredTool
+from langgraph.cache.memory import InMemoryCache
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.prebuilt import ToolNode, create_react_agent
+from langgraph.store.memory import InMemoryStore
+from langgraph.types import CachePolicy, Send
+from pydantic import BaseModel
+
+from neograph_ext._langgraph import (
+    compile_options,
+    fold_cache_keys,
+    prebuilt_output,
+    task_writers,
+    tool_schemas,
+)
+from tests.integration.apps import FakeChat
+from tests.integration.pipelines import linear
+
+
+class Fan(TypedDict, total=False):
+    items: list[int]
+    out: Annotated[list[int], operator.add]
+
+
+def _transformer(scope: tuple[str, ...]) -> Any:
+    return None
+
+
+def test_every_compile_keyword_is_kept_by_the_compiled_graph() -> None:
+    given: dict[str, Any] = {
+        "checkpointer": InMemorySaver(),
+        "cache": InMemoryCache(),
+        "store": InMemoryStore(),
+        "interrupt_before": ["b"],
+        "interrupt_after": ["c"],
+        "debug": True,
+        "name": "named",
+        "transformers": (_transformer,),
+    }
+    keywords = list(inspect.signature(StateGraph.compile).parameters)[1:]
+    # A new keyword must be added to ``given`` (and, if needed, COMPILE_OPTIONS).
+    assert sorted(keywords) == sorted(given)
+    found = compile_options(linear(Counter()).compile(**given))
+    assert found == given
+
+
+def _fan_out() -> StateGraph[Any, Any, Any, Any]:
+    def prepare(state: Fan) -> dict[str, Any]:
+        return {"items": [1, 2]}
+
+    def work(arg: dict[str, int]) -> dict[str, Any]:
+        return {"out": [arg["item"]]}
+
+    def both(state: Fan) -> dict[str, Any]:
+        return {"out": [0]}
+
+    builder = StateGraph(Fan)
+    builder.add_node("prepare", prepare)
+    builder.add_node("work", work)
+    builder.add_node("both", both)
+    builder.add_edge(START, "prepare")
+    builder.add_conditional_edges(
+        "prepare", lambda s: [Send("work", {"item": i}) for i in s["items"]], ["work"]
+    )
+    builder.add_edge("prepare", "both")
+    builder.add_edge("work", END)
+    builder.add_edge("both", END)
+    return builder
+
+
+def test_task_ids_of_pull_and_push_tasks_are_derived_exactly() -> None:
+    saver = InMemorySaver()
+    config: Any = {"configurable": {"thread_id": "t"}}
+    _fan_out().compile(checkpointer=saver).invoke({}, config, durability="sync")
+    tuples = {t.checkpoint["id"]: t for t in saver.list(config)}
+    named: set[str] = set()
+    for tup in tuples.values():
+        parent_id = (tup.parent_config or {}).get("configurable", {}).get("checkpoint_id")
+        if parent_id is None:
+            continue
+        parent = tuples[parent_id]
+        seen, before = tup.checkpoint["versions_seen"], parent.checkpoint["versions_seen"]
+        ran = [name for name, versions in seen.items() if before.get(name) != versions]
+        ran += [s.node for s in parent.checkpoint["channel_values"].get("__pregel_tasks", [])]
+        writes = list(parent.pending_writes or [])
+        nodes = task_writers(
+            parent.checkpoint, tup.checkpoint, parent.metadata["step"], ran, writes
+        )
+        assert nodes is not None, f"task ids of step {parent.metadata['step']} not derived"
+        named |= {nodes[task] for task, _, _ in writes}
+    assert named == {"__start__", "prepare", "work", "both"}
+
+
+def test_cache_keys_are_salted_and_keep_the_users_key() -> None:
+    builder = linear(Counter(), names=("a", "b"))
+    builder.nodes["b"].cache_policy = CachePolicy(key_func=lambda state: "k", ttl=5)
+    graph = builder.compile()
+    fold_cache_keys(graph, {"a": "s1", "b": "s1"})
+    policy = graph.nodes["b"].cache_policy
+    assert isinstance(policy, CachePolicy) and policy.ttl == 5
+    assert policy.key_func({}) == b"neograph_ext:s1:k"
+    assert graph.nodes["a"].cache_policy is None
+
+
+class Args(BaseModel):
+    query: str
+
+
+class Answer(BaseModel):
+    text: str
+
+
+def test_tool_schemas_and_the_prebuilt_response_format_are_found() -> None:
+    tool = StructuredTool.from_function(
+        lambda query: query, name="s", description="d", args_schema=Args
+    )
+    assert tool_schemas(ToolNode([tool])) == {"s": Args}
+    assert tool_schemas(lambda: None) is None
+    agent = create_react_agent(
+        FakeChat(runs=Counter(), call={}), [tool], response_format=("be brief", Answer)
+    )
+    assert prebuilt_output(agent.builder.nodes["generate_structured_response"].runnable) is Answer
+    assert prebuilt_output(agent.builder.nodes["agent"].runnable) is None
