@@ -114,7 +114,13 @@ def forked(
         RUN_KEY: mark,
         KEEP_KEY: kept,
     }
-    return create_checkpoint(target.checkpoint, None, step), metadata  # type: ignore[return-value]
+    checkpoint = create_checkpoint(target.checkpoint, None, step)
+    # create_checkpoint stamps the checkpoint library's format version (2), older than
+    # what LangGraph writes (4): read as version 2, its consumed edge channels wake the
+    # nodes of two steps back (measured: in a -> b -> (c | d), b ran again).
+    checkpoint["v"] = target.checkpoint["v"]
+    checkpoint["updated_channels"] = target.checkpoint.get("updated_channels")
+    return checkpoint, metadata  # type: ignore[return-value]
 
 
 def incomplete(head: CheckpointTuple | None) -> RunnableConfig | None:
