@@ -20,7 +20,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Send
 
 import neograph_ext as ne
-from neograph_ext._keep import forked
+from neograph_ext._keep import forked, keep
 from tests.integration.pipelines import Crash, State, model, node
 
 V1 = model(score=(int, ...))
@@ -296,26 +296,38 @@ def test_a_fork_left_without_its_kept_writes_is_forked_again(
     graph = ne.compile(fan(runs, True), checkpointer=saver)
     plan = ne.plan(graph, config)
     # What a run killed between its fork and the kept writes leaves: the bare fork.
-    target = saver.get_tuple(
-        {
-            "configurable": {
-                **config["configurable"],
-                "checkpoint_ns": "",
-                "checkpoint_id": plan.checkpoint_id,
-            }
-        }
-    )
+    at_target: RunnableConfig = {
+        "configurable": {**config["configurable"], "checkpoint_ns": "", "checkpoint_id": plan.checkpoint_id}
+    }
+    target = saver.get_tuple(at_target)
     assert target is not None
     checkpoint, metadata = forked(target, graph.neograph_ext_stamp, "", 1)
-    saver.put(
-        target.config | {"configurable": {**target.config["configurable"], "checkpoint_ns": ""}},
-        checkpoint,
-        metadata,
-        {},
-    )
+    saver.put(at_target, checkpoint, metadata, {})
 
     result = ne.run(graph, None, config)
 
     assert runs == Counter("cd")
     assert result["log"] == list("abcd")
     assert ne.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
+
+
+@pytest.mark.parametrize("addressed", [False, True], ids=["newest", "by-checkpoint-id"])
+def test_langgraph_hands_saved_writes_back_only_when_resuming_the_newest_checkpoint(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig, addressed: bool
+) -> None:
+    # What _keep relies on (langgraph 1.2.24): resuming the thread's newest checkpoint
+    # applies the writes saved on it instead of running their tasks; addressing the
+    # same checkpoint by id is time travel and runs them all again.
+    runs: Counter[str] = Counter()
+    graph = ne.compile(fan(runs, False), checkpointer=saver)
+    graph.invoke({"log": []}, config)
+    target = ne.plan(ne.compile(fan(runs, True), checkpointer=saver), config).checkpoint_id
+    at_target: RunnableConfig = {"configurable": {**config["configurable"], "checkpoint_id": target}}
+    keep(graph, saver, at_target, frozenset("b"), graph.neograph_ext_stamp, "")
+    fork = saver.get_tuple(config)
+    assert fork is not None
+    runs.clear()
+
+    graph.invoke(None, fork.config if addressed else config)
+
+    assert runs == (Counter("bcd") if addressed else Counter("cd"))
