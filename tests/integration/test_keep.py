@@ -155,6 +155,14 @@ CASES = [
 ]
 
 
+def at(config: RunnableConfig, checkpoint_id: str | None) -> RunnableConfig:
+    """``config`` addressing one checkpoint of its thread."""
+    thread_id = config["configurable"]["thread_id"]
+    return {
+        "configurable": {"thread_id": thread_id, "checkpoint_ns": "", "checkpoint_id": checkpoint_id}
+    }
+
+
 def fresh(case: Case, saver: BaseCheckpointSaver[Any], config: RunnableConfig) -> Any:
     """The final state of an uninterrupted run of the new code, on another thread."""
     other: RunnableConfig = {
@@ -296,9 +304,7 @@ def test_a_fork_left_without_its_kept_writes_is_forked_again(
     graph = ne.compile(fan(runs, True), checkpointer=saver)
     plan = ne.plan(graph, config)
     # What a run killed between its fork and the kept writes leaves: the bare fork.
-    at_target: RunnableConfig = {
-        "configurable": {**config["configurable"], "checkpoint_ns": "", "checkpoint_id": plan.checkpoint_id}
-    }
+    at_target = at(config, plan.checkpoint_id)
     target = saver.get_tuple(at_target)
     assert target is not None
     checkpoint, metadata = forked(target, graph.neograph_ext_stamp, "", 1)
@@ -322,7 +328,7 @@ def test_langgraph_hands_saved_writes_back_only_when_resuming_the_newest_checkpo
     graph = ne.compile(fan(runs, False), checkpointer=saver)
     graph.invoke({"log": []}, config)
     target = ne.plan(ne.compile(fan(runs, True), checkpointer=saver), config).checkpoint_id
-    at_target: RunnableConfig = {"configurable": {**config["configurable"], "checkpoint_id": target}}
+    at_target = at(config, target)
     keep(graph, saver, at_target, frozenset("b"), graph.neograph_ext_stamp, "")
     fork = saver.get_tuple(config)
     assert fork is not None
