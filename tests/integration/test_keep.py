@@ -159,7 +159,11 @@ def at(config: RunnableConfig, checkpoint_id: str | None) -> RunnableConfig:
     """``config`` addressing one checkpoint of its thread."""
     thread_id = config["configurable"]["thread_id"]
     return {
-        "configurable": {"thread_id": thread_id, "checkpoint_ns": "", "checkpoint_id": checkpoint_id}
+        "configurable": {
+            "thread_id": thread_id,
+            "checkpoint_ns": "",
+            "checkpoint_id": checkpoint_id,
+        }
     }
 
 
