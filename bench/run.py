@@ -29,6 +29,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(1, str(ROOT))
 
 import bench_concurrency  # noqa: E402
+import bench_keep  # noqa: E402
 import bench_overhead  # noqa: E402
 import bench_peer  # noqa: E402
 import bench_plan  # noqa: E402
@@ -57,9 +58,9 @@ def log(message: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", help="comma-separated figure numbers (1-7); default: all")
+    parser.add_argument("--only", help="comma-separated figure numbers (1-8); default: all")
     args = parser.parse_args()
-    only = {int(n) for n in args.only.split(",")} if args.only else set(range(1, 8))
+    only = {int(n) for n in args.only.split(",")} if args.only else set(range(1, 9))
     started = time.perf_counter()
     results: list[Result] = []
     points: list[bench_plan.Point] = []
@@ -142,6 +143,14 @@ def main() -> None:
                         "",
                     )
                 )
+            )
+
+    if 8 in only:
+        with sqlite_saver() as saver:
+            figure(
+                8,
+                "a one-branch change: keeping vs re-running the superstep",
+                lambda: bench_keep.measure(saver, lambda a, b: copy_sqlite_thread(saver, a, b)),
             )
 
     plotted = plot(points) if points else "no planning figures were run"

@@ -5,7 +5,9 @@ Rules:
 - A task is attributed to the stamp on the checkpoint its writes produced. It is
   affected when its node's fingerprint differs from the current one, or when it
   wrote a channel whose type changed. The earliest affected task's parent checkpoint
-  is the rewind target; LangGraph re-runs that whole superstep and all after it.
+  is the rewind target. Of the target's superstep, the tasks of nodes not invalidated
+  that finished on the old branch are kept (``kept_tasks``); the rest of that
+  superstep and all after it run again.
 - Checkpoints without a trustworthy stamp never count as changed (``unverified``).
 - A stamp whose description cannot be found (a reference left unresolved) counts
   as changed for every node it covers: a rewind that may not be minimal, never a
@@ -105,9 +107,13 @@ class ResumePlan:
     changes: tuple[NodeChange, ...] = ()
     """Each reason, with its field-level diff."""
     rerun: frozenset[str] = frozenset()
-    """Nodes expected to run again (new code may route to others too)."""
+    """Nodes that will run again (new code may route to others too); for a rewind after
+    a crash, also any task of the target's step that never finished."""
     kept: frozenset[str] = frozenset()
     """Nodes of the current run whose results are kept."""
+    kept_tasks: frozenset[str] = frozenset()
+    """For a rewind: nodes of the target's superstep whose finished tasks are kept, not
+    run again (also counted in ``kept`` unless they run again later)."""
     next_nodes: frozenset[str] = frozenset()
     """Nodes the head checkpoint waits on; empty when the run completed."""
     blocker: str | None = None
@@ -125,6 +131,8 @@ class ResumePlan:
             lines.append(f"re-runs: {', '.join(sorted(self.rerun))}")
         if self.kept:
             lines.append(f"kept: {', '.join(sorted(self.kept))}")
+        if self.kept_tasks:
+            lines.append(f"kept in the rewound step: {', '.join(sorted(self.kept_tasks))}")
         if self.blocker:
             lines.append(f"blocked: {self.blocker}")
         lines += [f"note: {note}" for note in self.notes]
@@ -281,8 +289,15 @@ def _rewind(
     """Fork from the parent of ``records[index]`` (``len(records)``: the head itself)."""
     head = records[-1]
     invalidated = frozenset(change.node for change in changes)
-    rerun = _ran_between(records, index, len(records)) | _user_nodes(head.next_nodes) | invalidated
-    rerun = rerun - {c.node for c in changes if c.reason is ChangeReason.REMOVED}
+    removed = {c.node for c in changes if c.reason is ChangeReason.REMOVED}
+    # The target's own step: the tasks that produced records[index] on the old branch,
+    # or, rewinding the head itself (a crashed step), the tasks it waits on.
+    step = records[index].ran if index < len(records) else _user_nodes(head.next_nodes)
+    later = _ran_between(records, index + 1, len(records)) | _user_nodes(head.next_nodes)
+    if index == len(records):
+        later = frozenset()
+    kept_tasks = step - invalidated - removed
+    rerun = (later | (step - kept_tasks) | invalidated) - removed
     target = records[index - 1] if index > 0 else None
     unknown = any(change.reason is ChangeReason.UNKNOWN for change in changes)
     plan = replace(
@@ -294,7 +309,8 @@ def _rewind(
         invalidated_nodes=invalidated,
         changes=changes,
         rerun=rerun,
-        kept=_ran_between(records, turn + 1, index) - rerun,
+        kept=(_ran_between(records, turn + 1, index) | kept_tasks) - rerun,
+        kept_tasks=kept_tasks,
     )
     if (index < len(records) and records[index].span > 1) or target is None:
         return replace(

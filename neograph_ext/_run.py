@@ -6,6 +6,8 @@ Rules:
 - The descriptions of the stamps a lineage names are fetched from the stamp store
   once per plan, and only when the head alone does not decide it.
 - A rewind is LangGraph time travel: invoke from the target checkpoint, a fork.
+  When the plan keeps finished tasks of the target's step, ``_keep`` makes the fork
+  and saves their writes on it first; the thread then resumes from that fork.
   Nothing is deleted or overwritten.
 - The caller's input and config are never mutated.
 """
@@ -36,6 +38,7 @@ from neograph_ext._history import (
     resumable,
     waiting,
 )
+from neograph_ext._keep import akeep, incomplete, keep
 from neograph_ext._lock import OnBusy, athread_lock, thread_lock
 from neograph_ext._plan import PlanKind, ResumePlan, decide, verified_head
 from neograph_ext._stamp import (
@@ -72,6 +75,8 @@ class _Invocation:
     mark: str
     """The run mark its checkpoints carry (``_stamp.encode_run``)."""
     when: _When = _When.ALWAYS
+    keep: tuple[RunnableConfig, frozenset[str]] | None = None
+    """Before invoking: fork this checkpoint, keeping the finished tasks of these nodes."""
 
 
 @dataclass(frozen=True)
@@ -161,6 +166,8 @@ def run(
             ):
                 call.graph.neograph_ext_save(call.saver)
                 with marking(call.stamp, step.mark):
+                    if step.keep:
+                        keep(graph, call.saver, *step.keep, call.stamp, step.mark)
                     result = graph.invoke(step.input, step.config, **prepared.kwargs)
         return result
 
@@ -193,6 +200,8 @@ async def arun(
             ):
                 await call.graph.neograph_ext_asave(call.saver)
                 with marking(call.stamp, step.mark):
+                    if step.keep:
+                        await akeep(graph, call.saver, *step.keep, call.stamp, step.mark)
                     result = await graph.ainvoke(step.input, step.config, **prepared.kwargs)
         return result
 
@@ -231,6 +240,8 @@ def stream(
             ):
                 call.graph.neograph_ext_save(call.saver)
                 with marking(call.stamp, step.mark):
+                    if step.keep:
+                        keep(graph, call.saver, *step.keep, call.stamp, step.mark)
                     yield from graph.stream(step.input, step.config, **prepared.kwargs)
 
 
@@ -263,6 +274,9 @@ async def astream(
                 step.when, graph, await call.saver.aget_tuple(step.config)
             ):
                 await call.graph.neograph_ext_asave(call.saver)
+                if step.keep:
+                    with marking(call.stamp, step.mark):
+                        await akeep(graph, call.saver, *step.keep, call.stamp, step.mark)
                 chunks = graph.astream(step.input, step.config, **prepared.kwargs)
                 async for chunk in _amarked(call.stamp, step.mark, chunks):
                     yield chunk
@@ -316,6 +330,9 @@ def aserved(
 def _read(call: _Call, *, full: bool = False) -> tuple[ResumePlan, CheckpointTuple | None]:
     with reading(call.thread_id):
         head = _found(call, resumable(call.saver.get_tuple(call.config), call.thread_id))
+        restart = incomplete(head)
+        if restart is not None:
+            head = call.saver.get_tuple(restart)
         records = None if full else _from_head(call, head)
         if records is None:
             records = _from_history(call, head, call.saver.list(_thread(call.config)))
@@ -326,6 +343,9 @@ def _read(call: _Call, *, full: bool = False) -> tuple[ResumePlan, CheckpointTup
 async def _aread(call: _Call, *, full: bool = False) -> tuple[ResumePlan, CheckpointTuple | None]:
     with reading(call.thread_id):
         head = _found(call, resumable(await call.saver.aget_tuple(call.config), call.thread_id))
+        restart = incomplete(head)
+        if restart is not None:
+            head = await call.saver.aget_tuple(restart)
         records = None if full else _from_head(call, head)
         if records is None:
             tuples = [tup async for tup in call.saver.alist(_thread(call.config))]
@@ -541,6 +561,11 @@ def _prepare(
     elif decision.kind is PlanKind.REWIND:
         rewind = _with_checkpoint(call.config, decision.checkpoint_id)
         steps = (_Invocation(None, rewind, here),)
+        if decision.kept_tasks:
+            # Resumed without a checkpoint_id: the fork is the newest checkpoint, and
+            # LangGraph hands the writes saved on it back to the kept tasks.
+            after = _with_checkpoint(call.config, None)
+            steps = (_Invocation(None, after, here, keep=(rewind, decision.kept_tasks)),)
         if answer:
             after = _with_checkpoint(call.config, None)
             steps += (_Invocation(input, after, here, _When.INTERRUPTED),)

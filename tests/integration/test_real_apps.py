@@ -260,9 +260,10 @@ def test_a_channel_change_is_blamed_on_the_task_that_wrote_it(
     plan = ne.plan(graph, config)
     assert plan.invalidated_nodes == {"summarize"}
     assert "node `extract`" not in str(plan)
+    assert plan.rerun == {"summarize"} and plan.kept_tasks == {"extract"}
     ne.run(graph, None, config)
-    # LangGraph re-runs the whole superstep; fetch is kept.
-    assert runs == Counter(["extract", "summarize"])
+    # Blamed on summarize alone, extract's finished work is kept too.
+    assert runs == Counter(["summarize"])
 
 
 # Item 4: node caches.

@@ -34,7 +34,7 @@ def diamond(runs: Counter[str], c_returns: object) -> StateGraph[Any, Any, Any, 
     return builder
 
 
-def test_parallel_branch_change_reruns_its_superstep_and_after(
+def test_parallel_branch_change_reruns_that_branch_and_after(
     saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
     runs: Counter[str] = Counter()
@@ -42,10 +42,10 @@ def test_parallel_branch_change_reruns_its_superstep_and_after(
     runs.clear()
     graph = ne.compile(diamond(runs, V2), checkpointer=saver)
     plan = ne.plan(graph, config)
-    assert plan.invalidated_nodes == {"c"} and plan.kept == {"a"}
+    assert plan.invalidated_nodes == {"c"} and plan.kept == {"a", "b"}
     result = ne.run(graph, None, config)
-    # LangGraph re-runs the whole superstep {b, c}; a is kept.
-    assert runs == Counter("bcd")
+    # b finished in the rewound superstep and did not change: its writes are kept.
+    assert runs == Counter("cd")
     assert sorted(result["log"]) == sorted("abcd")
 
 

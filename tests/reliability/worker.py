@@ -16,7 +16,9 @@ output type for ``c``: a schema change neograph-ext must detect.
 
 Options:
     --code NODE=TYPE,...   output types (int, float, str, bytes); default all ``str``
-    --block-at NODE        that node touches ``SIGNAL_DIR/NODE`` and sleeps until killed
+    --block-at NODE        that node touches ``SIGNAL_DIR/NODE`` and sleeps until killed;
+                           ``put_writes``: the saver's first ``put_writes`` call does
+                           (in a rewind that keeps work: right after its fork)
     --signal-dir DIR       where ``--block-at`` signals
     --ready FILE / --go FILE   touch FILE when ready, then wait for the go file: races
     --delay SECONDS        each node sleeps this long, so racing runs overlap
@@ -179,6 +181,20 @@ def open_saver(db: str) -> Iterator[BaseCheckpointSaver[Any]]:
             conn.close()
 
 
+WRITES = "put_writes"
+"""``--block-at`` this to block in the saver's first ``put_writes`` instead of a node."""
+
+
+def _block_writes(saver: BaseCheckpointSaver[Any], signal_dir: Path) -> None:
+    """Make the saver's first ``put_writes`` signal and sleep until the process is killed."""
+
+    def put_writes(*args: Any, **kwargs: Any) -> None:
+        (signal_dir / WRITES).touch()
+        time.sleep(600)
+
+    saver.put_writes = put_writes  # type: ignore[method-assign]
+
+
 def _wait_for(path: Path, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while not path.exists():
@@ -211,6 +227,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     status, outcome = EXIT_ERROR, {}
     try:
         with open_saver(args.db) as saver:
+            if args.block_at == WRITES:
+                _block_writes(saver, args.signal_dir)
             graph = compiled(saver, builder, code)
             if args.ready:
                 args.ready.touch()

@@ -1,0 +1,211 @@
+"""Keeping the finished work of a rewound superstep: only its invalidated tasks run again.
+
+Rules:
+- A rewind that keeps work forks the target checkpoint T as LangGraph's own time travel
+  does (a child of T at T's step, ``source="fork"``), through the saver's ``put``,
+  stamped with the current stamp. On the fork it saves, under the fork's task ids, the
+  writes the kept tasks left on T when they ran on the old branch (T's pending writes),
+  then resumes the thread's newest checkpoint, the fork: LangGraph hands saved writes
+  back to their tasks instead of running them.
+- Task ids are derived from the checkpoint id, so a kept task is matched to its new id
+  by node name and path (a ``Send``'s position), both read through LangGraph's public
+  ``get_state(...).tasks``. A task kept is one that finished: it left writes, none of
+  them an error or an interrupt.
+- The fork records how many tasks it keeps (``KEEP_KEY``). A fork holding the writes of
+  fewer tasks was left by a process killed between the fork and its writes: the next
+  run plans from T again (``incomplete``) and forks anew; the bare fork stays in the
+  history, like every abandoned branch.
+- Pure parts (``forked``, ``kept_writes``, ``incomplete``) do no I/O; ``keep`` and
+  ``akeep`` differ by ``await`` alone.
+
+Checked on langgraph 1.2.24 (checkpoint 4.3.2): a resume of the thread's newest
+checkpoint reapplies its pending writes to their tasks, while a resume addressed by
+``checkpoint_id`` is time travel and re-runs them; ``tests/integration/test_keep.py``
+fails loudly if either changes.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    BaseCheckpointSaver,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    PendingWrite,
+    create_checkpoint,
+)
+from langgraph.pregel import Pregel
+from langgraph.types import PregelTask
+
+from neograph_ext._errors import GraphError
+from neograph_ext._stamp import RUN_KEY, STAMP_KEY, Stamp, stamp_ref
+
+__all__ = ["KEEP_KEY", "akeep", "forked", "incomplete", "keep", "kept_writes"]
+
+KEEP_KEY = "neograph_ext_keep"
+"""Fork metadata: how many tasks' writes the fork was made to hold."""
+
+_NULL_TASK = "00000000-0000-0000-0000-000000000000"
+"""LangGraph's task id for writes that belong to no task (a ``Command``'s update)."""
+_UNFINISHED = frozenset({"__error__", "__interrupt__"})
+"""A task that wrote one of these did not finish: it runs again."""
+_NOT_CARRIED = frozenset({"__interrupt__", "__resume__"})
+"""Writes that time travel drops from the checkpoint it forks, and so does a keep."""
+
+TaskKey = tuple[str, tuple[Any, ...]]
+"""A task across checkpoints: its node's name and its path."""
+
+
+def kept_writes(
+    old_tasks: Sequence[PregelTask],
+    writes: Sequence[PendingWrite],
+    nodes: frozenset[str],
+) -> dict[TaskKey | None, list[tuple[str, Any]]]:
+    """The writes to carry from the target onto its fork, grouped by task.
+
+    Args:
+        old_tasks: The target's tasks (ids derived from the target's checkpoint id).
+        writes: The target's pending writes: what its tasks wrote on the old branch.
+        nodes: The nodes whose finished tasks are kept (``ResumePlan.kept_tasks``).
+
+    Returns:
+        Per kept task (by name and path), its writes in order; under ``None``, the
+        writes that belong to no task, which time travel applies too.
+    """
+    by_id = {task.id: (task.name, tuple(task.path)) for task in old_tasks}
+    grouped: dict[TaskKey | None, list[tuple[str, Any]]] = defaultdict(list)
+    unfinished: set[TaskKey] = set()
+    for task_id, channel, value in writes:
+        if task_id == _NULL_TASK:
+            if channel not in _NOT_CARRIED:
+                grouped[None].append((channel, value))
+            continue
+        key = by_id.get(task_id)
+        if key is None or key[0] not in nodes:
+            continue
+        if channel in _UNFINISHED:
+            unfinished.add(key)
+        grouped[key].append((channel, value))
+    return {key: found for key, found in grouped.items() if key not in unfinished}
+
+
+def forked(
+    target: CheckpointTuple, stamp: Stamp, mark: str, kept: int
+) -> tuple[Checkpoint, CheckpointMetadata]:
+    """The fork of ``target`` to save as its child: same values and step, a new id.
+
+    Args:
+        target: The checkpoint to fork.
+        stamp: The current stamp, which the fork carries.
+        mark: The run mark (``_stamp.encode_run``) of the run making it.
+        kept: How many tasks' writes the fork will hold.
+    """
+    step = target.metadata.get("step", -1)
+    metadata: dict[str, Any] = {
+        "source": "fork",
+        "step": step,
+        "parents": target.metadata.get("parents", {}),
+        STAMP_KEY: stamp_ref(stamp),
+        RUN_KEY: mark,
+        KEEP_KEY: kept,
+    }
+    checkpoint = create_checkpoint(target.checkpoint, None, step)
+    # create_checkpoint stamps the checkpoint library's format version (2), older than
+    # what LangGraph writes (4): read as version 2, its consumed edge channels wake the
+    # nodes of two steps back (measured: in a -> b -> (c | d), b ran again).
+    checkpoint["v"] = target.checkpoint["v"]
+    checkpoint["updated_channels"] = target.checkpoint.get("updated_channels")
+    return checkpoint, metadata  # type: ignore[return-value]
+
+
+def incomplete(head: CheckpointTuple | None) -> RunnableConfig | None:
+    """The checkpoint to plan from instead of ``head``, when ``head`` is a keeping fork
+    missing some of its writes (its run was killed); else None."""
+    if head is None or head.parent_config is None or not isinstance(head.metadata, Mapping):
+        return None
+    expected = head.metadata.get(KEEP_KEY)
+    if head.metadata.get("source") != "fork" or not isinstance(expected, int):
+        return None
+    held = {task for task, _, _ in head.pending_writes or () if task != _NULL_TASK}
+    return head.parent_config if len(held) < expected else None
+
+
+def keep(
+    graph: Pregel[Any, Any, Any, Any],
+    saver: BaseCheckpointSaver[Any],
+    target_config: RunnableConfig,
+    nodes: frozenset[str],
+    stamp: Stamp,
+    mark: str,
+) -> None:
+    """Fork the target and save on the fork the writes of the kept tasks.
+
+    The caller then resumes the thread without a ``checkpoint_id``: the fork is its
+    newest checkpoint.
+
+    Raises:
+        GraphError: The target checkpoint does not exist.
+    """
+    target = _found(saver.get_tuple(target_config), target_config)
+    carried = kept_writes(graph.get_state(target.config).tasks, target.pending_writes or (), nodes)
+    checkpoint, metadata = forked(target, stamp, mark, len(carried.keys() - {None}))
+    fork_config = saver.put(_address(target), checkpoint, metadata, {})
+    for task_id, writes in _by_new_id(graph.get_state(fork_config).tasks, carried).items():
+        saver.put_writes(fork_config, writes, task_id)
+
+
+async def akeep(
+    graph: Pregel[Any, Any, Any, Any],
+    saver: BaseCheckpointSaver[Any],
+    target_config: RunnableConfig,
+    nodes: frozenset[str],
+    stamp: Stamp,
+    mark: str,
+) -> None:
+    """Async twin of ``keep``."""
+    target = _found(await saver.aget_tuple(target_config), target_config)
+    old_tasks = (await graph.aget_state(target.config)).tasks
+    carried = kept_writes(old_tasks, target.pending_writes or (), nodes)
+    checkpoint, metadata = forked(target, stamp, mark, len(carried.keys() - {None}))
+    fork_config = await saver.aput(_address(target), checkpoint, metadata, {})
+    new_tasks = (await graph.aget_state(fork_config)).tasks
+    for task_id, writes in _by_new_id(new_tasks, carried).items():
+        await saver.aput_writes(fork_config, writes, task_id)
+
+
+def _by_new_id(
+    new_tasks: Sequence[PregelTask], carried: Mapping[TaskKey | None, list[tuple[str, Any]]]
+) -> dict[str, list[tuple[str, Any]]]:
+    """The carried writes under the fork's task ids; a task the fork lacks runs again."""
+    ids = {(task.name, tuple(task.path)): task.id for task in new_tasks}
+    found = {ids[key]: writes for key, writes in carried.items() if key is not None and key in ids}
+    if None in carried:
+        found[_NULL_TASK] = carried[None]
+    return found
+
+
+def _address(target: CheckpointTuple) -> RunnableConfig:
+    """The target's full address: some savers return configs without the namespace,
+    and every saver's ``put`` needs it."""
+    configurable = target.config.get("configurable") or {}
+    return {
+        "configurable": {
+            "thread_id": configurable["thread_id"],
+            "checkpoint_ns": configurable.get("checkpoint_ns", ""),
+            "checkpoint_id": target.checkpoint["id"],
+        }
+    }
+
+
+def _found(target: CheckpointTuple | None, config: RunnableConfig) -> CheckpointTuple:
+    if target is None:
+        checkpoint_id = (config.get("configurable") or {}).get("checkpoint_id")
+        raise GraphError(
+            f"checkpoint {checkpoint_id!r} to rewind to is gone: plan the thread again"
+        )
+    return target
