@@ -19,7 +19,7 @@ Rules:
 from __future__ import annotations
 
 import weakref
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, ClassVar
@@ -31,11 +31,13 @@ from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
 
+from neograph_ext._migrate import Carrying, Migration, carrying
 from neograph_ext._stamp import (
     PLAIN_CALL,
     RUN_KEY,
     STAMP_KEY,
     Stamp,
+    _channel_types,
     build_stamp,
     encode_run,
     input_digest,
@@ -59,6 +61,8 @@ class StampedGraph(CompiledStateGraph[Any, Any, Any, Any]):
     """The fingerprints of this graph's types."""
     _neograph_ext_saved: ClassVar[weakref.WeakSet[BaseCheckpointSaver[Any]]]
     """Savers already holding the stamp's description, in this process."""
+    neograph_ext_carrying: ClassVar[Carrying] = Carrying()
+    """Which stored values may be kept or migrated instead of re-running their nodes."""
 
     def stream(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
@@ -123,6 +127,8 @@ def compile(
     checkpointer: Any = None,
     output_types: Mapping[str, object] | None = None,
     versions: Mapping[str, str] | None = None,
+    keep_compatible: bool | Iterable[type | str] = False,
+    migrations: Mapping[type | str, Migration] | None = None,
     **compile_kwargs: Any,
 ) -> StampedGraph:
     """Compile a StateGraph whose checkpoints carry the fingerprints of its types.
@@ -136,6 +142,12 @@ def compile(
             annotation of the node's callable.
         versions: Per node, an opaque string to bump after a prompt or logic change
             that leaves the types alone.
+        keep_compatible: True, or the types and channel names it covers: when such a
+            channel's type changed and its live stored value still validates under the
+            new type, the value is kept (converted) instead of re-running its node.
+        migrations: Per type or channel name, a function from the stored value (a
+            model instance or a plain dict) to a value of the new type, applied to the
+            live stored value instead of re-running its node.
         **compile_kwargs: Every other keyword of ``StateGraph.compile``.
 
     Returns:
@@ -143,9 +155,11 @@ def compile(
         as usual, and what neograph-ext adds to any metadata is at most 256 bytes.
 
     Raises:
-        ValueError: ``output_types`` or ``versions`` names an unknown node.
+        ValueError: ``output_types`` or ``versions`` names an unknown node, or
+            ``keep_compatible`` or ``migrations`` an unknown channel or type.
     """
     stamp = build_stamp(builder, output_types, versions)
+    carried = carrying(_channel_types(builder), keep_compatible, migrations)
     graph = builder.compile(checkpointer=checkpointer, **compile_kwargs)
     # In place, not with_config(): a copy would lose what compile() set afterwards.
     graph.config = {
@@ -158,6 +172,7 @@ def compile(
         {
             "__module__": __name__,
             "neograph_ext_stamp": stamp,
+            "neograph_ext_carrying": carried,
             "_neograph_ext_saved": weakref.WeakSet(),
         },
     )

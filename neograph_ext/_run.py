@@ -35,6 +35,7 @@ from neograph_ext._history import (
     waiting,
 )
 from neograph_ext._lock import OnBusy, athread_lock, thread_lock
+from neograph_ext._migrate import Carrying, acarry, carry, carry_for
 from neograph_ext._plan import PlanKind, ResumePlan, decide, verified_head
 from neograph_ext._stamp import (
     STAMP_KEY,
@@ -71,6 +72,8 @@ class _Prepared:
     invocations: tuple[_Invocation, ...]
     stored: Any
     kwargs: dict[str, Any]
+    carry: ResumePlan | None = None
+    """A plan whose values are carried (``_migrate``) before planning the invocations."""
 
 
 def plan(graph: Pregel[Any, Any, Any, Any], config: RunnableConfig) -> ResumePlan:
@@ -140,11 +143,14 @@ def run(
     newest = _newest(call)
     decision, head = _read(call)
     prepared = _prepare(call, decision, head, input, auto_resume, kwargs)
-    if not prepared.invocations:
+    if not prepared.invocations and prepared.carry is None:
         return prepared.stored
     with thread_lock(call.saver, call.thread_id, on_busy=on_busy, timeout=lock_timeout):
         locked = _followed(call, newest)
         if locked is not call or _moved(head, call.saver.get_tuple(call.config)):
+            prepared = _prepare(locked, *_read(locked), input, auto_resume, kwargs)
+        if prepared.carry is not None:
+            locked = _carried(locked, carry(call.saver, locked.config, prepared.carry, *_by(call)))
             prepared = _prepare(locked, *_read(locked), input, auto_resume, kwargs)
         result = prepared.stored
         for step in prepared.invocations:
@@ -171,11 +177,15 @@ async def arun(
     newest = await _anewest(call)
     decision, head = await _aread(call)
     prepared = _prepare(call, decision, head, input, auto_resume, kwargs)
-    if not prepared.invocations:
+    if not prepared.invocations and prepared.carry is None:
         return prepared.stored
     async with athread_lock(call.saver, call.thread_id, on_busy=on_busy, timeout=lock_timeout):
         locked = await _afollowed(call, newest)
         if locked is not call or _moved(head, await call.saver.aget_tuple(call.config)):
+            prepared = _prepare(locked, *await _aread(locked), input, auto_resume, kwargs)
+        if prepared.carry is not None:
+            written = await acarry(call.saver, locked.config, prepared.carry, *_by(call))
+            locked = _carried(locked, written)
             prepared = _prepare(locked, *await _aread(locked), input, auto_resume, kwargs)
         result = prepared.stored
         for step in prepared.invocations:
@@ -205,11 +215,14 @@ def stream(
     newest = _newest(call)
     decision, head = _read(call)
     prepared = _prepare(call, decision, head, input, auto_resume, kwargs)
-    if not prepared.invocations:
+    if not prepared.invocations and prepared.carry is None:
         return
     with thread_lock(call.saver, call.thread_id, on_busy=on_busy, timeout=lock_timeout):
         locked = _followed(call, newest)
         if locked is not call or _moved(head, call.saver.get_tuple(call.config)):
+            prepared = _prepare(locked, *_read(locked), input, auto_resume, kwargs)
+        if prepared.carry is not None:
+            locked = _carried(locked, carry(call.saver, locked.config, prepared.carry, *_by(call)))
             prepared = _prepare(locked, *_read(locked), input, auto_resume, kwargs)
         for step in prepared.invocations:
             if step.when is _When.ALWAYS or _holds(
@@ -234,11 +247,15 @@ async def astream(
     newest = await _anewest(call)
     decision, head = await _aread(call)
     prepared = _prepare(call, decision, head, input, auto_resume, kwargs)
-    if not prepared.invocations:
+    if not prepared.invocations and prepared.carry is None:
         return
     async with athread_lock(call.saver, call.thread_id, on_busy=on_busy, timeout=lock_timeout):
         locked = await _afollowed(call, newest)
         if locked is not call or _moved(head, await call.saver.aget_tuple(call.config)):
+            prepared = _prepare(locked, *await _aread(locked), input, auto_resume, kwargs)
+        if prepared.carry is not None:
+            written = await acarry(call.saver, locked.config, prepared.carry, *_by(call))
+            locked = _carried(locked, written)
             prepared = _prepare(locked, *await _aread(locked), input, auto_resume, kwargs)
         for step in prepared.invocations:
             if step.when is _When.ALWAYS or _holds(
@@ -256,7 +273,7 @@ def _read(call: _Call, *, full: bool = False) -> tuple[ResumePlan, CheckpointTup
         if records is None:
             records = _from_history(call, head, call.saver.list(_thread(call.config)))
             records = resolved(records, load(call.saver, references(records, call.stamp.id)))
-    return _decided(records, call), head
+    return _decided(records, call, head), head
 
 
 async def _aread(call: _Call, *, full: bool = False) -> tuple[ResumePlan, CheckpointTuple | None]:
@@ -267,7 +284,7 @@ async def _aread(call: _Call, *, full: bool = False) -> tuple[ResumePlan, Checkp
             tuples = [tup async for tup in call.saver.alist(_thread(call.config))]
             records = _from_history(call, head, tuples)
             records = resolved(records, await aload(call.saver, references(records, call.stamp.id)))
-    return _decided(records, call), head
+    return _decided(records, call, head), head
 
 
 @dataclass(frozen=True)
@@ -420,15 +437,24 @@ def _from_history(
     return lineage(tuples, head.checkpoint["id"], next_nodes=_next(call.graph, head))
 
 
-def _decided(records: tuple[Record, ...], call: _Call) -> ResumePlan:
+def _decided(records: tuple[Record, ...], call: _Call, head: CheckpointTuple | None) -> ResumePlan:
     thread_id = call.thread_id
     decision = decide(records, call.stamp, thread_id)
+    options = _by(call)[0]
+    if decision.candidates and head is not None and (options.keep or options.migrations):
+        values = head.checkpoint.get("channel_values", {})
+        decision = decide(
+            records, call.stamp, thread_id, carry_for(options, decision.candidates, values)
+        )
     logger.info(
-        "thread %r: %s%s%s",
+        "thread %r: %s%s%s%s",
         thread_id,
         decision.kind,
         f" from checkpoint {decision.checkpoint_id} (step {decision.step})"
         if decision.kind is PlanKind.REWIND
+        else "",
+        f", values kept or migrated: {', '.join(sorted(decision.migrated))}"
+        if decision.migrated
         else "",
         f", invalidated: {', '.join(sorted(decision.invalidated_nodes))}"
         if decision.invalidated_nodes
@@ -455,7 +481,12 @@ def _prepare(
             "run with auto_resume=True to rewind and re-run them, keeping the upstream "
             "work, or start a new thread_id"
         )
-        raise CheckpointSchemaError(_message(decision, ways), decision)
+        raise CheckpointSchemaError(_message(decision, ways + _carrying(decision)), decision)
+    if decision.kind is PlanKind.MIGRATE and not auto_resume:
+        ways = "run with auto_resume=True to convert them, or start a new thread_id"
+        raise CheckpointSchemaError(_message(decision, ways + _carrying(decision)), decision)
+    if decision.migrated:
+        return _Prepared((), None, {}, carry=decision)
     stored_input = _stored_input(head)
     answer = isinstance(input, Command)
     given = None if input is None or answer else input_digest(input)
@@ -490,6 +521,30 @@ def _prepare(
         steps = (_Invocation(input if answer else None, call.config, here),)
     stored = _output(call.graph, head) if complete and not steps else None
     return _Prepared(steps, stored, {"durability": "sync", **kwargs})
+
+
+def _carrying(decision: ResumePlan) -> str:
+    if not decision.migrated:
+        return ""
+    channels = ", ".join(sorted(decision.migrated))
+    return f" (auto_resume=True keeps or migrates the stored values of: {channels})"
+
+
+def _by(call: _Call) -> tuple[Carrying, Stamp]:
+    """The graph's carrying options and stamp, as ``_migrate.carry`` takes them."""
+    graph = call.graph
+    assert isinstance(graph, StampedGraph), "checked by _call"
+    return graph.neograph_ext_carrying, call.stamp
+
+
+def _carried(call: _Call, written: RunnableConfig) -> _Call:
+    """The call on the checkpoint just carried: the thread's newest, so it is resumed
+    (finished tasks and interrupts kept) rather than forked again."""
+    checkpoint_id = (written.get("configurable") or {}).get("checkpoint_id")
+    logger.info(
+        "thread %r: wrote checkpoint %s carrying the values on", call.thread_id, checkpoint_id
+    )
+    return replace(call, config=_with_checkpoint(call.config, None))
 
 
 def _message(decision: ResumePlan, ways: str) -> str:

@@ -1,0 +1,156 @@
+"""Long-lived threads: dead values, kept values, migrations, and ``accept``, on a chat."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pytest
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
+import neograph_ext as ne
+from tests.integration.chat import ProfileV2, ProfileV3, SummaryV2, chat, say
+
+
+def _two_turns(saver: BaseCheckpointSaver[Any], config: RunnableConfig) -> None:
+    graph = ne.compile(chat(Counter()), checkpointer=saver)
+    ne.run(graph, say("hi"), config)
+    ne.run(graph, say("again"), config)
+
+
+def _count(saver: BaseCheckpointSaver[Any], config: RunnableConfig) -> int:
+    return len(
+        list(saver.list({"configurable": {"thread_id": config["configurable"]["thread_id"]}}))
+    )
+
+
+def _name(value: Any) -> str:
+    return str(_data(value)["who"])
+
+
+def _data(value: Any) -> dict[str, Any]:
+    """A stored model as data: the test models' module cannot be imported, so the
+    serializer revives them as dicts."""
+    return value if isinstance(value, dict) else dict(value.model_dump())
+
+
+def test_a_change_to_a_value_overwritten_later_reruns_only_the_latest_turn(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    _two_turns(saver, config)
+    runs: Counter[str] = Counter()
+    graph = ne.compile(chat(runs, summary=SummaryV2), checkpointer=saver)
+    plan = ne.plan(graph, config)
+    assert plan.kind is ne.PlanKind.REWIND and plan.blocker is None
+    assert plan.rerun == {"reply"}
+    ne.run(graph, None, config)
+    assert runs == Counter({"reply": 1})
+    assert ne.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
+
+
+def test_a_live_value_of_an_earlier_turn_blocks_and_names_the_ways_out(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    _two_turns(saver, config)
+    runs: Counter[str] = Counter()
+    graph = ne.compile(chat(runs, ProfileV2), checkpointer=saver)
+    before = _count(saver, config)
+    with pytest.raises(ne.CheckpointSchemaError) as caught:
+        ne.run(graph, say("third"), config)
+    message = str(caught.value)
+    for way in ("keep_compatible", "migrations", "accept", "new thread_id", "profile"):
+        assert way in message
+    assert runs == Counter() and _count(saver, config) == before
+
+
+def test_keep_compatible_carries_the_value_without_running_a_node(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    _two_turns(saver, config)
+    runs: Counter[str] = Counter()
+    graph = ne.compile(chat(runs, ProfileV2), checkpointer=saver, keep_compatible=True)
+    plan = ne.plan(graph, config)
+    assert plan.kind is ne.PlanKind.MIGRATE and plan.migrated == {"profile"}
+    with pytest.raises(ne.CheckpointSchemaError, match="profile"):
+        ne.run(graph, None, config, auto_resume=False)
+    before = _count(saver, config)
+    result = ne.run(graph, None, config)
+    assert runs == Counter() and _count(saver, config) == before + 1
+    assert _data(result["profile"]) == {"who": "Ada", "tone": "plain"}
+    assert ne.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
+    ne.run(graph, say("third"), config)
+    assert runs == Counter({"reply": 1})
+    assert len(graph.get_state(config).values["messages"]) == 6
+
+
+def test_a_migration_converts_the_stored_value(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    _two_turns(saver, config)
+    runs: Counter[str] = Counter()
+    seen: list[Any] = []
+
+    def to_v3(old: Any) -> Any:
+        seen.append(old)
+        return ProfileV3(full_name=_name(old))
+
+    graph = ne.compile(chat(runs, ProfileV3), checkpointer=saver, migrations={ProfileV3: to_v3})
+    assert ne.plan(graph, config).kind is ne.PlanKind.MIGRATE
+    result = ne.run(graph, None, config)
+    assert runs == Counter() and len(seen) == 1
+    assert _data(result["profile"]) == {"full_name": "Ada"}
+
+
+def test_a_failing_migration_writes_nothing(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    _two_turns(saver, config)
+    runs: Counter[str] = Counter()
+    graph = ne.compile(chat(runs, ProfileV3), checkpointer=saver, migrations={"profile": dict})
+    before = _count(saver, config)
+    with pytest.raises(ne.CheckpointSchemaError, match=r"migrations\[profile\].*`profile`"):
+        ne.run(graph, None, config)
+    assert runs == Counter() and _count(saver, config) == before
+
+
+def test_an_incompatible_value_is_not_kept(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    _two_turns(saver, config)
+    graph = ne.compile(chat(Counter(), ProfileV3), checkpointer=saver, keep_compatible=True)
+    plan = ne.plan(graph, config)
+    assert plan.blocker and "earlier turn" in plan.blocker and not plan.migrated
+
+
+async def test_async_keep_and_migrate(
+    async_saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    graph = ne.compile(chat(Counter()), checkpointer=async_saver)
+    await ne.arun(graph, say("hi"), config)
+    await ne.arun(graph, say("again"), config)
+    runs: Counter[str] = Counter()
+    graph = ne.compile(chat(runs, ProfileV2), checkpointer=async_saver, keep_compatible={"profile"})
+    assert (await ne.aplan(graph, config)).kind is ne.PlanKind.MIGRATE
+    result = await ne.arun(graph, None, config)
+    assert runs == Counter() and _data(result["profile"])["tone"] == "plain"
+    graph = ne.compile(
+        chat(runs, ProfileV3),
+        checkpointer=async_saver,
+        migrations={"profile": lambda old: ProfileV3(full_name=_name(old))},
+    )
+    result = await ne.arun(graph, say("third"), config)
+    assert _data(result["profile"]) == {"full_name": "Ada"}
+    assert runs == Counter({"reply": 1})
+
+
+def test_a_value_from_a_plain_invoke_under_new_code_is_dead_stale(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    _two_turns(saver, config)
+    runs: Counter[str] = Counter()
+    graph = ne.compile(chat(runs, summary=SummaryV2), checkpointer=saver)
+    graph.invoke(say("plain"), config)  # a later turn under the new code, not through run()
+    assert ne.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
+    ne.run(graph, say("next"), config)
+    assert runs == Counter({"reply": 2})
