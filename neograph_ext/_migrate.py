@@ -34,6 +34,8 @@ from langgraph.checkpoint.base import (
     copy_checkpoint,
 )
 from langgraph.checkpoint.base.id import uuid6
+from langgraph.pregel import Pregel
+from langgraph.types import PregelTask
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from neograph_ext._errors import CheckpointSchemaError
@@ -271,7 +273,6 @@ def fork(
         checkpoint["channel_values"][channel] = value
         checkpoint["channel_versions"][channel] = version
         versions[channel] = version
-    checkpoint["updated_channels"] = sorted(values)
     stored = read_run(metadata, read_stamp(metadata.get(STAMP_KEY))).input
     metadata.update(
         {
@@ -310,6 +311,7 @@ def _base_config(plan: ResumePlan, config: RunnableConfig) -> RunnableConfig:
 
 
 def carry(
+    graph: Pregel[Any, Any, Any, Any],
     saver: BaseCheckpointSaver[Any],
     config: RunnableConfig,
     plan: ResumePlan,
@@ -320,6 +322,7 @@ def carry(
     """Write the fork that carries ``plan.migrated`` (none, for ``accept``).
 
     Args:
+        graph: The graph, whose ``get_state`` names the fork's tasks.
         saver: The thread's saver.
         config: Names the thread.
         plan: The decision: ``migrate``, a rewind with ``migrated``, or any plan whose
@@ -340,12 +343,15 @@ def carry(
     new = fork(saver, base, values, stamp, decision, keep_writes=plan.kind is not PlanKind.REWIND)
     save(saver, stamp)  # the fork names the stamp: its description must be found
     written = saver.put(new.parent, new.checkpoint, new.metadata, new.versions)
-    for task_id, writes in new.writes:
-        saver.put_writes(written, writes, task_id)
+    if new.writes:
+        ids = _task_ids(graph.get_state(new.parent).tasks, graph.get_state(written).tasks)
+        for task_id, writes in new.writes:
+            saver.put_writes(written, writes, ids.get(task_id, task_id))
     return written
 
 
 async def acarry(
+    graph: Pregel[Any, Any, Any, Any],
     saver: BaseCheckpointSaver[Any],
     config: RunnableConfig,
     plan: ResumePlan,
@@ -360,6 +366,20 @@ async def acarry(
     new = fork(saver, base, values, stamp, decision, keep_writes=plan.kind is not PlanKind.REWIND)
     await asave(saver, stamp)
     written = await saver.aput(new.parent, new.checkpoint, new.metadata, new.versions)
-    for task_id, writes in new.writes:
-        await saver.aput_writes(written, writes, task_id)
+    if new.writes:
+        old, now = await graph.aget_state(new.parent), await graph.aget_state(written)
+        ids = _task_ids(old.tasks, now.tasks)
+        for task_id, writes in new.writes:
+            await saver.aput_writes(written, writes, ids.get(task_id, task_id))
     return written
+
+
+def _task_ids(old: Iterable[PregelTask], new: Iterable[PregelTask]) -> dict[str, str]:
+    """Old task id -> the same task's id on the fork.
+
+    LangGraph derives task ids from the checkpoint id, so pending writes copied to the
+    fork must be filed under its own ids; they are matched by node name and task path,
+    through the public ``get_state``.
+    """
+    now = {(task.name, task.path): task.id for task in new}
+    return {task.id: now[(task.name, task.path)] for task in old if (task.name, task.path) in now}

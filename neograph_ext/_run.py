@@ -150,7 +150,9 @@ def run(
         if locked is not call or _moved(head, call.saver.get_tuple(call.config)):
             prepared = _prepare(locked, *_read(locked), input, auto_resume, kwargs)
         if prepared.carry is not None:
-            locked = _carried(locked, carry(call.saver, locked.config, prepared.carry, *_by(call)))
+            locked = _carried(
+                locked, carry(call.graph, call.saver, locked.config, prepared.carry, *_by(call))
+            )
             prepared = _prepare(locked, *_read(locked), input, auto_resume, kwargs)
         result = prepared.stored
         for step in prepared.invocations:
@@ -184,7 +186,9 @@ async def arun(
         if locked is not call or _moved(head, await call.saver.aget_tuple(call.config)):
             prepared = _prepare(locked, *await _aread(locked), input, auto_resume, kwargs)
         if prepared.carry is not None:
-            written = await acarry(call.saver, locked.config, prepared.carry, *_by(call))
+            written = await acarry(
+                call.graph, call.saver, locked.config, prepared.carry, *_by(call)
+            )
             locked = _carried(locked, written)
             prepared = _prepare(locked, *await _aread(locked), input, auto_resume, kwargs)
         result = prepared.stored
@@ -222,7 +226,9 @@ def stream(
         if locked is not call or _moved(head, call.saver.get_tuple(call.config)):
             prepared = _prepare(locked, *_read(locked), input, auto_resume, kwargs)
         if prepared.carry is not None:
-            locked = _carried(locked, carry(call.saver, locked.config, prepared.carry, *_by(call)))
+            locked = _carried(
+                locked, carry(call.graph, call.saver, locked.config, prepared.carry, *_by(call))
+            )
             prepared = _prepare(locked, *_read(locked), input, auto_resume, kwargs)
         for step in prepared.invocations:
             if step.when is _When.ALWAYS or _holds(
@@ -254,7 +260,9 @@ async def astream(
         if locked is not call or _moved(head, await call.saver.aget_tuple(call.config)):
             prepared = _prepare(locked, *await _aread(locked), input, auto_resume, kwargs)
         if prepared.carry is not None:
-            written = await acarry(call.saver, locked.config, prepared.carry, *_by(call))
+            written = await acarry(
+                call.graph, call.saver, locked.config, prepared.carry, *_by(call)
+            )
             locked = _carried(locked, written)
             prepared = _prepare(locked, *await _aread(locked), input, auto_resume, kwargs)
         for step in prepared.invocations:

@@ -11,6 +11,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 import neograph_ext as ne
 from tests.integration.chat import ProfileV2, ProfileV3, SummaryV2, chat, say
+from tests.integration.pipelines import model
 
 
 def _two_turns(saver: BaseCheckpointSaver[Any], config: RunnableConfig) -> None:
@@ -154,3 +155,85 @@ def test_a_value_from_a_plain_invoke_under_new_code_is_dead_stale(
     assert ne.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
     ne.run(graph, say("next"), config)
     assert runs == Counter({"reply": 2})
+
+
+def test_accept_stamps_the_head_as_current_keeping_next_and_interrupts(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    _two_turns(saver, config)
+    runs: Counter[str] = Counter()
+    graph = ne.compile(chat(runs, ProfileV3), checkpointer=saver)
+    assert ne.plan(graph, config).blocker
+    before = graph.get_state(config)
+    ne.accept(graph, config)
+    after = graph.get_state(config)
+    assert after.next == before.next and after.interrupts == before.interrupts
+    assert (
+        after.config["configurable"]["checkpoint_id"]
+        != before.config["configurable"]["checkpoint_id"]
+    )
+    assert ne.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
+    ne.run(graph, say("third"), config)
+    assert runs == Counter({"reply": 1})
+
+
+async def test_aaccept_on_a_rewinding_thread(
+    async_saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    graph = ne.compile(chat(Counter()), checkpointer=async_saver)
+    await ne.arun(graph, say("hi"), config)
+    runs: Counter[str] = Counter()
+    graph = ne.compile(chat(runs, summary=SummaryV2), checkpointer=async_saver)
+    assert (await ne.aplan(graph, config)).kind is ne.PlanKind.REWIND
+    await ne.aaccept(graph, config)
+    assert (await ne.aplan(graph, config)).kind is ne.PlanKind.UP_TO_DATE
+    assert runs == Counter()
+
+
+DraftV1 = model("Draft", text=(str, ...))
+DraftV2 = model("Draft", text=(str, ...), tone=(str, "plain"))
+
+
+def _approval(runs: Counter[str], draft_type: Any) -> Any:
+    from typing import TypedDict
+
+    from langgraph.graph import END, START, StateGraph
+    from langgraph.types import interrupt
+
+    # Functional syntax: the draft's type is this call's argument.
+    Flow = TypedDict("Flow", {"draft": draft_type, "answer": str}, total=False)  # type: ignore[misc]  # noqa: UP013
+
+    def draft(state: Any) -> dict[str, Any]:
+        runs["draft"] += 1
+        return {"draft": draft_type(text="hello")}
+
+    def review(state: Any) -> dict[str, Any]:
+        runs["review"] += 1
+        return {"answer": interrupt("approve?")}
+
+    def send(state: Any) -> dict[str, Any]:
+        runs["send"] += 1
+        return {}
+
+    builder = StateGraph(Flow)
+    for name, fn in (("draft", draft), ("review", review), ("send", send)):
+        builder.add_node(name, fn)
+    builder.add_edge(START, "draft")
+    builder.add_edge("draft", "review")
+    builder.add_edge("review", "send")
+    builder.add_edge("send", END)
+    return builder
+
+
+def test_keeping_a_value_keeps_the_pending_interrupt_for_its_answer(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    from langgraph.types import Command
+
+    ne.run(ne.compile(_approval(Counter(), DraftV1), checkpointer=saver), {}, config)
+    runs: Counter[str] = Counter()
+    graph = ne.compile(_approval(runs, DraftV2), checkpointer=saver, keep_compatible=True)
+    assert ne.plan(graph, config).kind is ne.PlanKind.MIGRATE
+    result = ne.run(graph, Command(resume="approve"), config)
+    assert result["answer"] == "approve" and runs == Counter({"review": 1, "send": 1})
+    assert _data(result["draft"]) == {"text": "hello", "tone": "plain"}
