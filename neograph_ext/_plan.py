@@ -31,6 +31,7 @@ from neograph_ext._history import Record
 from neograph_ext._stamp import NodeStamp, Stamp, StampRef, Unreadable
 
 __all__ = [
+    "ASKED_AGAIN",
     "ORDER",
     "Carry",
     "ChangeReason",
@@ -415,6 +416,12 @@ def _naming(changes: Sequence[NodeChange], record: Record) -> str:
     channels = sorted({c.channel for c in changes if c.channel in record.wrote})
     return f" (channels {', '.join(channels)})" if channels else ""
 
+
+ASKED_AGAIN = (
+    "the thread waits on a question (an interrupt or a breakpoint) and something upstream "
+    "of it changed: the question is asked again after the rewind, and run() returns it; an "
+    "answer given now is set aside (run(..., reanswer=True) applies it to the new question)"
+)
 
 STORED = "(stored value)"
 """Stands in for the node of a channel change on a checkpoint no node produced."""

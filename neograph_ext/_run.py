@@ -36,7 +36,7 @@ from neograph_ext._history import (
 )
 from neograph_ext._lock import OnBusy, athread_lock, thread_lock
 from neograph_ext._migrate import Carrying, acarry, carry, carry_for
-from neograph_ext._plan import PlanKind, ResumePlan, decide, verified_head
+from neograph_ext._plan import ASKED_AGAIN, PlanKind, ResumePlan, decide, verified_head
 from neograph_ext._stamp import (
     STAMP_KEY,
     Stamp,
@@ -109,6 +109,7 @@ def run(
     config: RunnableConfig,
     *,
     auto_resume: bool = True,
+    reanswer: bool = False,
     on_busy: OnBusy = "wait",
     lock_timeout: float = 300.0,
     **kwargs: Any,
@@ -121,6 +122,11 @@ def run(
             ``Command(resume=...)`` answers an interrupt as usual.
         config: Names the thread; a ``checkpoint_id`` in it is planned from.
         auto_resume: False (strict mode, for CI) raises instead of rewinding.
+        reanswer: When the thread waits on a question (an ``interrupt()`` or an
+            ``interrupt_before`` breakpoint) and something upstream of it changed, the
+            rewind asks it again and returns the new question, setting the answer given
+            now aside (logged). True applies the answer to the new question instead:
+            for questions that do not show upstream content.
         on_busy: When another process holds the thread: ``"wait"`` for it, up to
             ``lock_timeout`` seconds, or ``"raise"`` at once. Whenever there is work to
             do, the thread is planned again and executed under its lock (SQLite files
@@ -142,18 +148,18 @@ def run(
     call = _call(graph, config)
     newest = _newest(call)
     decision, head = _read(call)
-    prepared = _prepare(call, decision, head, input, auto_resume, kwargs)
+    prepared = _prepare(call, decision, head, input, auto_resume, kwargs, reanswer)
     if not prepared.invocations and prepared.carry is None:
         return prepared.stored
     with thread_lock(call.saver, call.thread_id, on_busy=on_busy, timeout=lock_timeout):
         locked = _followed(call, newest)
         if locked is not call or _moved(head, call.saver.get_tuple(call.config)):
-            prepared = _prepare(locked, *_read(locked), input, auto_resume, kwargs)
+            prepared = _prepare(locked, *_read(locked), input, auto_resume, kwargs, reanswer)
         if prepared.carry is not None:
             locked = _carried(
                 locked, carry(call.graph, call.saver, locked.config, prepared.carry, *_by(call))
             )
-            prepared = _prepare(locked, *_read(locked), input, auto_resume, kwargs)
+            prepared = _prepare(locked, *_read(locked), input, auto_resume, kwargs, reanswer)
         result = prepared.stored
         for step in prepared.invocations:
             if step.when is _When.ALWAYS or _holds(
@@ -170,6 +176,7 @@ async def arun(
     config: RunnableConfig,
     *,
     auto_resume: bool = True,
+    reanswer: bool = False,
     on_busy: OnBusy = "wait",
     lock_timeout: float = 300.0,
     **kwargs: Any,
@@ -178,19 +185,19 @@ async def arun(
     call = _call(graph, config)
     newest = await _anewest(call)
     decision, head = await _aread(call)
-    prepared = _prepare(call, decision, head, input, auto_resume, kwargs)
+    prepared = _prepare(call, decision, head, input, auto_resume, kwargs, reanswer)
     if not prepared.invocations and prepared.carry is None:
         return prepared.stored
     async with athread_lock(call.saver, call.thread_id, on_busy=on_busy, timeout=lock_timeout):
         locked = await _afollowed(call, newest)
         if locked is not call or _moved(head, await call.saver.aget_tuple(call.config)):
-            prepared = _prepare(locked, *await _aread(locked), input, auto_resume, kwargs)
+            prepared = _prepare(locked, *await _aread(locked), input, auto_resume, kwargs, reanswer)
         if prepared.carry is not None:
             written = await acarry(
                 call.graph, call.saver, locked.config, prepared.carry, *_by(call)
             )
             locked = _carried(locked, written)
-            prepared = _prepare(locked, *await _aread(locked), input, auto_resume, kwargs)
+            prepared = _prepare(locked, *await _aread(locked), input, auto_resume, kwargs, reanswer)
         result = prepared.stored
         for step in prepared.invocations:
             if step.when is _When.ALWAYS or _holds(
@@ -207,6 +214,7 @@ def stream(
     config: RunnableConfig,
     *,
     auto_resume: bool = True,
+    reanswer: bool = False,
     on_busy: OnBusy = "wait",
     lock_timeout: float = 300.0,
     **kwargs: Any,
@@ -218,18 +226,18 @@ def stream(
     call = _call(graph, config)
     newest = _newest(call)
     decision, head = _read(call)
-    prepared = _prepare(call, decision, head, input, auto_resume, kwargs)
+    prepared = _prepare(call, decision, head, input, auto_resume, kwargs, reanswer)
     if not prepared.invocations and prepared.carry is None:
         return
     with thread_lock(call.saver, call.thread_id, on_busy=on_busy, timeout=lock_timeout):
         locked = _followed(call, newest)
         if locked is not call or _moved(head, call.saver.get_tuple(call.config)):
-            prepared = _prepare(locked, *_read(locked), input, auto_resume, kwargs)
+            prepared = _prepare(locked, *_read(locked), input, auto_resume, kwargs, reanswer)
         if prepared.carry is not None:
             locked = _carried(
                 locked, carry(call.graph, call.saver, locked.config, prepared.carry, *_by(call))
             )
-            prepared = _prepare(locked, *_read(locked), input, auto_resume, kwargs)
+            prepared = _prepare(locked, *_read(locked), input, auto_resume, kwargs, reanswer)
         for step in prepared.invocations:
             if step.when is _When.ALWAYS or _holds(
                 step.when, graph, call.saver.get_tuple(step.config)
@@ -244,6 +252,7 @@ async def astream(
     config: RunnableConfig,
     *,
     auto_resume: bool = True,
+    reanswer: bool = False,
     on_busy: OnBusy = "wait",
     lock_timeout: float = 300.0,
     **kwargs: Any,
@@ -252,19 +261,19 @@ async def astream(
     call = _call(graph, config)
     newest = await _anewest(call)
     decision, head = await _aread(call)
-    prepared = _prepare(call, decision, head, input, auto_resume, kwargs)
+    prepared = _prepare(call, decision, head, input, auto_resume, kwargs, reanswer)
     if not prepared.invocations and prepared.carry is None:
         return
     async with athread_lock(call.saver, call.thread_id, on_busy=on_busy, timeout=lock_timeout):
         locked = await _afollowed(call, newest)
         if locked is not call or _moved(head, await call.saver.aget_tuple(call.config)):
-            prepared = _prepare(locked, *await _aread(locked), input, auto_resume, kwargs)
+            prepared = _prepare(locked, *await _aread(locked), input, auto_resume, kwargs, reanswer)
         if prepared.carry is not None:
             written = await acarry(
                 call.graph, call.saver, locked.config, prepared.carry, *_by(call)
             )
             locked = _carried(locked, written)
-            prepared = _prepare(locked, *await _aread(locked), input, auto_resume, kwargs)
+            prepared = _prepare(locked, *await _aread(locked), input, auto_resume, kwargs, reanswer)
         for step in prepared.invocations:
             if step.when is _When.ALWAYS or _holds(
                 step.when, graph, await call.saver.aget_tuple(step.config)
@@ -454,6 +463,8 @@ def _decided(records: tuple[Record, ...], call: _Call, head: CheckpointTuple | N
         decision = decide(
             records, call.stamp, thread_id, carry_for(options, decision.candidates, values)
         )
+    if decision.kind is PlanKind.REWIND and head is not None and _paused(call.graph, head):
+        decision = replace(decision, notes=(*decision.notes, ASKED_AGAIN))
     logger.info(
         "thread %r: %s%s%s%s",
         thread_id,
@@ -480,6 +491,7 @@ def _prepare(
     input: Any,
     auto_resume: bool,
     kwargs: Mapping[str, Any],
+    reanswer: bool,
 ) -> _Prepared:
     """What to invoke for a decision; raises before anything runs when it must."""
     if decision.blocker:
@@ -511,9 +523,17 @@ def _prepare(
     elif decision.kind is PlanKind.REWIND:
         rewind = _with_checkpoint(call.config, decision.checkpoint_id)
         steps = (_Invocation(None, rewind, here),)
-        if answer:
+        paused = _paused(call.graph, head)
+        if reanswer and (answer or paused):
             after = _with_checkpoint(call.config, None)
             steps += (_Invocation(input, after, here, _When.INTERRUPTED),)
+        elif paused:
+            logger.warning(
+                "thread %r: something upstream of the question it waits on changed: the "
+                "question is asked again%s (run(..., reanswer=True) would apply it)",
+                decision.thread_id,
+                "; the answer given was set aside" if answer else "",
+            )
         elif new_turn:
             steps += (_Invocation(input, new_run, new_mark, _When.COMPLETE),)
     elif new_turn:
@@ -585,12 +605,21 @@ def _interrupted(head: CheckpointTuple) -> bool:
     return any(channel == "__interrupt__" for _, channel, _ in head.pending_writes or ())
 
 
+def _paused(graph: Pregel[Any, Any, Any, Any], head: CheckpointTuple) -> bool:
+    """Whether the head waits on a question: an ``interrupt()`` or a static breakpoint."""
+    if _interrupted(head):
+        return True
+    before = graph.interrupt_before_nodes
+    waits = _next(graph, head)
+    return bool(waits) and (before == "*" or bool(waits & set(before)))
+
+
 def _holds(when: _When, graph: Pregel[Any, Any, Any, Any], head: CheckpointTuple | None) -> bool:
     """Whether a follow-up invocation applies to the thread as the first one left it."""
     if head is None:
         return False
     if when is _When.INTERRUPTED:
-        return _interrupted(head)
+        return _paused(graph, head)
     return not _interrupted(head) and not _next(graph, head)
 
 

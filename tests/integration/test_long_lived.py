@@ -194,7 +194,8 @@ DraftV1 = model("Draft", text=(str, ...))
 DraftV2 = model("Draft", text=(str, ...), tone=(str, "plain"))
 
 
-def _approval(runs: Counter[str], draft_type: Any) -> Any:
+def _approval(runs: Counter[str], draft_type: Any, *, ask: bool = True) -> Any:
+    """``draft -> review -> send``; ``review`` asks with ``interrupt()`` when ``ask``."""
     from typing import TypedDict
 
     from langgraph.graph import END, START, StateGraph
@@ -209,7 +210,7 @@ def _approval(runs: Counter[str], draft_type: Any) -> Any:
 
     def review(state: Any) -> dict[str, Any]:
         runs["review"] += 1
-        return {"answer": interrupt("approve?")}
+        return {"answer": interrupt("approve?") if ask else "seen"}
 
     def send(state: Any) -> dict[str, Any]:
         runs["send"] += 1
@@ -237,3 +238,82 @@ def test_keeping_a_value_keeps_the_pending_interrupt_for_its_answer(
     result = ne.run(graph, Command(resume="approve"), config)
     assert result["answer"] == "approve" and runs == Counter({"review": 1, "send": 1})
     assert _data(result["draft"]) == {"text": "hello", "tone": "plain"}
+
+
+def test_an_approval_is_asked_again_when_the_draft_changed(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig, caplog: pytest.LogCaptureFixture
+) -> None:
+    from langgraph.types import Command
+
+    ne.run(ne.compile(_approval(Counter(), DraftV1), checkpointer=saver), {}, config)
+    runs: Counter[str] = Counter()
+    graph = ne.compile(_approval(runs, DraftV2), checkpointer=saver)
+    assert any("asked again" in note for note in ne.plan(graph, config).notes)
+    with caplog.at_level("WARNING", logger="neograph_ext"):
+        again = ne.run(graph, Command(resume="approve"), config)
+    assert "the answer given was set aside" in caplog.text
+    assert [i.value for i in again["__interrupt__"]] == ["approve?"]
+    assert runs == Counter({"draft": 1, "review": 1})  # send did not run
+    result = ne.run(graph, Command(resume="approve"), config)
+    assert result["answer"] == "approve" and runs["send"] == 1
+    assert _data(result["draft"]) == {"text": "hello", "tone": "plain"}  # the new draft
+
+
+def test_reanswer_sends_at_once(saver: BaseCheckpointSaver[Any], config: RunnableConfig) -> None:
+    from langgraph.types import Command
+
+    ne.run(ne.compile(_approval(Counter(), DraftV1), checkpointer=saver), {}, config)
+    runs: Counter[str] = Counter()
+    graph = ne.compile(_approval(runs, DraftV2), checkpointer=saver)
+    result = ne.run(graph, Command(resume="approve"), config, reanswer=True)
+    assert result["answer"] == "approve"
+    assert runs == Counter({"draft": 1, "review": 2, "send": 1})
+
+
+def test_a_static_breakpoint_is_asked_again_too(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    from langgraph.types import Command
+
+    old = ne.compile(
+        _approval(Counter(), DraftV1, ask=False), checkpointer=saver, interrupt_before=["send"]
+    )
+    ne.run(old, {}, config)
+    runs: Counter[str] = Counter()
+    graph = ne.compile(
+        _approval(runs, DraftV2, ask=False), checkpointer=saver, interrupt_before=["send"]
+    )
+    ne.run(graph, Command(resume="approve"), config)
+    assert runs == Counter({"draft": 1, "review": 1})
+    assert graph.get_state(config).next == ("send",)
+    ne.run(graph, Command(resume="approve"), config)
+    assert runs["send"] == 1
+
+
+def test_a_static_breakpoint_with_reanswer_sends_at_once(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    old = ne.compile(
+        _approval(Counter(), DraftV1, ask=False), checkpointer=saver, interrupt_before=["send"]
+    )
+    ne.run(old, {}, config)
+    runs: Counter[str] = Counter()
+    graph = ne.compile(
+        _approval(runs, DraftV2, ask=False), checkpointer=saver, interrupt_before=["send"]
+    )
+    ne.run(graph, None, config, reanswer=True)
+    assert runs == Counter({"draft": 1, "review": 1, "send": 1})
+
+
+async def test_async_approval_is_asked_again(
+    async_saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    from langgraph.types import Command
+
+    await ne.arun(ne.compile(_approval(Counter(), DraftV1), checkpointer=async_saver), {}, config)
+    runs: Counter[str] = Counter()
+    graph = ne.compile(_approval(runs, DraftV2), checkpointer=async_saver)
+    again = await ne.arun(graph, Command(resume="approve"), config)
+    assert "__interrupt__" in again and runs["send"] == 0
+    result = await ne.arun(graph, Command(resume="approve"), config)
+    assert result["answer"] == "approve" and runs["send"] == 1
