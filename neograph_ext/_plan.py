@@ -16,8 +16,9 @@ Rules:
   migration or ``accept``) closes the books: changes before it were handled then.
 - Each step with changes is settled by the first case that applies, in this order
   (``ORDER``): its values are dead (an earlier turn's channels all written again
-  since), migrated or kept (``Carry``), rewound (within the latest turn), or else
-  the plan is blocked, naming the ways out.
+  since), migrated or kept (``Carry``), rewound (within the latest turn), rewound
+  with the later turns' inputs replayed (``replay_turns``), or else the plan is
+  blocked, naming the ways out.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ __all__ = [
     "verified_head",
 ]
 
-ORDER = ("dead", "migration", "compatible", "rewind", "error")
+ORDER = ("dead", "migration", "compatible", "rewind", "replay", "error")
 """How a step whose types changed is settled: the first case that applies wins."""
 
 
@@ -138,6 +139,9 @@ class ResumePlan:
     instead of re-running the nodes that wrote them."""
     candidates: frozenset[str] = frozenset()
     """Changed channels whose live stored values could be kept or migrated."""
+    replayed: tuple[str, ...] = ()
+    """For a rewind into an earlier turn (``replay_turns``): the input checkpoints of the
+    later turns, oldest first, whose inputs are fed again after the rewind."""
 
     def __str__(self) -> str:
         head = f"{self.kind}: thread {self.thread_id!r}"
@@ -151,6 +155,8 @@ class ResumePlan:
             lines.append(f"kept: {', '.join(sorted(self.kept))}")
         if self.migrated:
             lines.append(f"values kept or migrated: {', '.join(sorted(self.migrated))}")
+        if self.replayed:
+            lines.append(f"then replays the inputs of {len(self.replayed)} later turn(s)")
         if self.blocker:
             lines.append(f"blocked: {self.blocker}")
         lines += [f"note: {note}" for note in self.notes]
@@ -173,7 +179,12 @@ class Carry:
 
 
 def decide(
-    records: Sequence[Record], current: Stamp, thread_id: str, carry: Carry | None = None
+    records: Sequence[Record],
+    current: Stamp,
+    thread_id: str,
+    carry: Carry | None = None,
+    *,
+    replay_turns: bool = False,
 ) -> ResumePlan:
     """Plan the resume of a thread.
 
@@ -187,6 +198,8 @@ def decide(
         current: The stamp of the graph about to run.
         thread_id: For messages.
         carry: Which changed channels may keep their stored values; none by default.
+        replay_turns: Rewind into an earlier turn and replay the later turns' inputs,
+            rather than blocking.
 
     Returns:
         The plan; ``blocker`` is set when it must not be carried out silently.
@@ -248,10 +261,11 @@ def decide(
                     "neograph_ext.accept(graph, config), or start a new thread_id"
                 ),
             )
-        plan = _rewind(base, records, index, turn, _unique([*rest, *pending]))
+        plan = _rewind(base, records, index, turn, _unique([*rest, *pending]), replay_turns)
         return _with_carried(plan, carried)
     if pending:
-        return _with_carried(_rewind(base, records, len(records), turn, pending), carried)
+        plan = _rewind(base, records, len(records), turn, pending, replay_turns)
+        return _with_carried(plan, carried)
     if carried:
         return _with_carried(replace(base, kind=PlanKind.MIGRATE), carried)
     if notes:
@@ -367,6 +381,7 @@ def _rewind(
     index: int,
     turn: int,
     changes: tuple[NodeChange, ...],
+    replay_turns: bool,
 ) -> ResumePlan:
     """Fork from the parent of ``records[index]`` (``len(records)``: the head itself)."""
     head = records[-1]
@@ -396,6 +411,9 @@ def _rewind(
                 "durability='sync', the default of run())"
             ),
         )
+    if index <= turn and turn > 0 and replay_turns:
+        inputs = tuple(r.checkpoint_id for r in records[index:] if r.source == "input")
+        return replace(plan, replayed=inputs)
     if index <= turn and turn > 0:
         return replace(
             plan,
@@ -403,7 +421,9 @@ def _rewind(
                 f"thread {base.thread_id!r}: the earliest changed node ran in an earlier turn "
                 f"(before the input at step {records[turn].step}) and what it wrote is still "
                 f"live in the thread's state{_naming(changes, records[index])}; rewinding "
-                "would drop the later turns. Ways out: compile(..., keep_compatible=True) "
+                "would drop the later turns. Ways out: run(..., replay_turns=True) re-runs it "
+                "and feeds the later turns their inputs again, compile(..., "
+                "keep_compatible=True) "
                 "keeps stored values that still validate, compile(..., migrations={type or "
                 "channel: fn}) converts them, neograph_ext.accept(graph, config) records "
                 "that you handled the thread by hand, or start a new thread_id"

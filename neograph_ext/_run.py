@@ -59,6 +59,14 @@ class _When(StrEnum):
 
 
 @dataclass(frozen=True)
+class _Replay:
+    """An input to read when it is due: the one a later turn started with."""
+
+    config: RunnableConfig
+    """Names that turn's ``input`` checkpoint, whose ``__start__`` value is the input."""
+
+
+@dataclass(frozen=True)
 class _Invocation:
     input: Any
     config: RunnableConfig
@@ -76,7 +84,9 @@ class _Prepared:
     """A plan whose values are carried (``_migrate``) before planning the invocations."""
 
 
-def plan(graph: Pregel[Any, Any, Any, Any], config: RunnableConfig) -> ResumePlan:
+def plan(
+    graph: Pregel[Any, Any, Any, Any], config: RunnableConfig, *, replay_turns: bool = False
+) -> ResumePlan:
     """What ``run`` would do with the thread in ``config``; executes and writes nothing.
 
     Unlike ``run``, which trusts a head it verified itself, ``plan`` always reads the
@@ -86,6 +96,7 @@ def plan(graph: Pregel[Any, Any, Any, Any], config: RunnableConfig) -> ResumePla
         graph: A graph made by ``neograph_ext.compile`` with a checkpointer.
         config: Names the thread (``configurable.thread_id``) and optionally a
             ``checkpoint_id`` to plan from.
+        replay_turns: Plan as ``run(..., replay_turns=True)`` would.
 
     Returns:
         The decision, with each change explained at field level.
@@ -95,12 +106,14 @@ def plan(graph: Pregel[Any, Any, Any, Any], config: RunnableConfig) -> ResumePla
             or the config names no thread.
         UnreadableCheckpointError: The thread's stored checkpoints cannot be decoded.
     """
-    return _read(_call(graph, config), full=True)[0]
+    return _read(_call(graph, config, replay_turns), full=True)[0]
 
 
-async def aplan(graph: Pregel[Any, Any, Any, Any], config: RunnableConfig) -> ResumePlan:
+async def aplan(
+    graph: Pregel[Any, Any, Any, Any], config: RunnableConfig, *, replay_turns: bool = False
+) -> ResumePlan:
     """Async twin of ``plan``."""
-    return (await _aread(_call(graph, config), full=True))[0]
+    return (await _aread(_call(graph, config, replay_turns), full=True))[0]
 
 
 def run(
@@ -110,6 +123,7 @@ def run(
     *,
     auto_resume: bool = True,
     reanswer: bool = False,
+    replay_turns: bool = False,
     on_busy: OnBusy = "wait",
     lock_timeout: float = 300.0,
     **kwargs: Any,
@@ -127,6 +141,10 @@ def run(
             rewind asks it again and returns the new question, setting the answer given
             now aside (logged). True applies the answer to the new question instead:
             for questions that do not show upstream content.
+        replay_turns: For a changed value of an earlier turn that is still live and
+            neither kept nor migrated: rewind into that turn, re-run from the changed
+            node, then feed every later turn its stored input again, in order,
+            stopping at the first interrupt. Without it, that raises.
         on_busy: When another process holds the thread: ``"wait"`` for it, up to
             ``lock_timeout`` seconds, or ``"raise"`` at once. Whenever there is work to
             do, the thread is planned again and executed under its lock (SQLite files
@@ -145,7 +163,7 @@ def run(
         ThreadBusyError: Another process holds the thread's lock.
         UnreadableCheckpointError: The thread's stored checkpoints cannot be decoded.
     """
-    call = _call(graph, config)
+    call = _call(graph, config, replay_turns)
     newest = _newest(call)
     decision, head = _read(call)
     prepared = _prepare(call, decision, head, input, auto_resume, kwargs, reanswer)
@@ -165,8 +183,9 @@ def run(
             if step.when is _When.ALWAYS or _holds(
                 step.when, graph, call.saver.get_tuple(step.config)
             ):
-                with marking(call.stamp, step.mark):
-                    result = graph.invoke(step.input, step.config, **prepared.kwargs)
+                value, mark = _fed(call, step)
+                with marking(call.stamp, mark):
+                    result = graph.invoke(value, step.config, **prepared.kwargs)
         return result
 
 
@@ -177,12 +196,13 @@ async def arun(
     *,
     auto_resume: bool = True,
     reanswer: bool = False,
+    replay_turns: bool = False,
     on_busy: OnBusy = "wait",
     lock_timeout: float = 300.0,
     **kwargs: Any,
 ) -> Any:
     """Async twin of ``run``."""
-    call = _call(graph, config)
+    call = _call(graph, config, replay_turns)
     newest = await _anewest(call)
     decision, head = await _aread(call)
     prepared = _prepare(call, decision, head, input, auto_resume, kwargs, reanswer)
@@ -203,8 +223,9 @@ async def arun(
             if step.when is _When.ALWAYS or _holds(
                 step.when, graph, await call.saver.aget_tuple(step.config)
             ):
-                with marking(call.stamp, step.mark):
-                    result = await graph.ainvoke(step.input, step.config, **prepared.kwargs)
+                value, mark = await _afed(call, step)
+                with marking(call.stamp, mark):
+                    result = await graph.ainvoke(value, step.config, **prepared.kwargs)
         return result
 
 
@@ -215,6 +236,7 @@ def stream(
     *,
     auto_resume: bool = True,
     reanswer: bool = False,
+    replay_turns: bool = False,
     on_busy: OnBusy = "wait",
     lock_timeout: float = 300.0,
     **kwargs: Any,
@@ -223,7 +245,7 @@ def stream(
 
     A complete, unchanged thread yields nothing: nothing runs.
     """
-    call = _call(graph, config)
+    call = _call(graph, config, replay_turns)
     newest = _newest(call)
     decision, head = _read(call)
     prepared = _prepare(call, decision, head, input, auto_resume, kwargs, reanswer)
@@ -242,8 +264,9 @@ def stream(
             if step.when is _When.ALWAYS or _holds(
                 step.when, graph, call.saver.get_tuple(step.config)
             ):
-                with marking(call.stamp, step.mark):
-                    yield from graph.stream(step.input, step.config, **prepared.kwargs)
+                value, mark = _fed(call, step)
+                with marking(call.stamp, mark):
+                    yield from graph.stream(value, step.config, **prepared.kwargs)
 
 
 async def astream(
@@ -253,12 +276,13 @@ async def astream(
     *,
     auto_resume: bool = True,
     reanswer: bool = False,
+    replay_turns: bool = False,
     on_busy: OnBusy = "wait",
     lock_timeout: float = 300.0,
     **kwargs: Any,
 ) -> AsyncIterator[Any]:
     """Async twin of ``stream``."""
-    call = _call(graph, config)
+    call = _call(graph, config, replay_turns)
     newest = await _anewest(call)
     decision, head = await _aread(call)
     prepared = _prepare(call, decision, head, input, auto_resume, kwargs, reanswer)
@@ -278,8 +302,9 @@ async def astream(
             if step.when is _When.ALWAYS or _holds(
                 step.when, graph, await call.saver.aget_tuple(step.config)
             ):
-                with marking(call.stamp, step.mark):
-                    async for chunk in graph.astream(step.input, step.config, **prepared.kwargs):
+                value, mark = await _afed(call, step)
+                with marking(call.stamp, mark):
+                    async for chunk in graph.astream(value, step.config, **prepared.kwargs):
                         yield chunk
 
 
@@ -313,6 +338,8 @@ class _Call:
     stamp: Stamp
     saver: BaseCheckpointSaver[Any]
     thread_id: str
+    replay_turns: bool = False
+    """Whether a rewind into an earlier turn replays the later turns (``run``'s option)."""
 
 
 def _moved(planned: CheckpointTuple | None, now: CheckpointTuple | None) -> bool:
@@ -403,7 +430,9 @@ def _found(call: _Call, head: CheckpointTuple | None) -> CheckpointTuple | None:
     return head
 
 
-def _call(graph: Pregel[Any, Any, Any, Any], config: RunnableConfig) -> _Call:
+def _call(
+    graph: Pregel[Any, Any, Any, Any], config: RunnableConfig, replay_turns: bool = False
+) -> _Call:
     if not isinstance(graph, StampedGraph):
         raise GraphError(
             "this graph carries no neograph-ext stamp: build it with "
@@ -412,7 +441,8 @@ def _call(graph: Pregel[Any, Any, Any, Any], config: RunnableConfig) -> _Call:
     thread_id = (config.get("configurable") or {}).get("thread_id")
     if thread_id is None:
         raise GraphError('config names no thread: pass {"configurable": {"thread_id": "..."}}')
-    return _Call(graph, config, graph.neograph_ext_stamp, _saver(graph), str(thread_id))
+    stamp = graph.neograph_ext_stamp
+    return _Call(graph, config, stamp, _saver(graph), str(thread_id), replay_turns)
 
 
 def _next(graph: Pregel[Any, Any, Any, Any], head: CheckpointTuple) -> frozenset[str]:
@@ -456,13 +486,13 @@ def _from_history(
 
 def _decided(records: tuple[Record, ...], call: _Call, head: CheckpointTuple | None) -> ResumePlan:
     thread_id = call.thread_id
-    decision = decide(records, call.stamp, thread_id)
+    replay = call.replay_turns
+    decision = decide(records, call.stamp, thread_id, replay_turns=replay)
     options = _by(call)[0]
     if decision.candidates and head is not None and (options.keep or options.migrations):
         values = head.checkpoint.get("channel_values", {})
-        decision = decide(
-            records, call.stamp, thread_id, carry_for(options, decision.candidates, values)
-        )
+        carry = carry_for(options, decision.candidates, values)
+        decision = decide(records, call.stamp, thread_id, carry, replay_turns=replay)
     if decision.kind is PlanKind.REWIND and head is not None and _paused(call.graph, head):
         decision = replace(decision, notes=(*decision.notes, ASKED_AGAIN))
     logger.info(
@@ -523,6 +553,10 @@ def _prepare(
     elif decision.kind is PlanKind.REWIND:
         rewind = _with_checkpoint(call.config, decision.checkpoint_id)
         steps = (_Invocation(None, rewind, here),)
+        steps += tuple(
+            _Invocation(_Replay(_with_checkpoint(call.config, cp)), new_run, "", _When.COMPLETE)
+            for cp in decision.replayed
+        )
         paused = _paused(call.graph, head)
         if reanswer and (answer or paused):
             after = _with_checkpoint(call.config, None)
@@ -549,6 +583,36 @@ def _prepare(
         steps = (_Invocation(input if answer else None, call.config, here),)
     stored = _output(call.graph, head) if complete and not steps else None
     return _Prepared(steps, stored, {"durability": "sync", **kwargs})
+
+
+def _fed(call: _Call, step: _Invocation) -> tuple[Any, str]:
+    """The input and run mark of an invocation, reading a replayed turn's stored input."""
+    if not isinstance(step.input, _Replay):
+        return step.input, step.mark
+    return _replayed(call, step.input, call.saver.get_tuple(step.input.config))
+
+
+async def _afed(call: _Call, step: _Invocation) -> tuple[Any, str]:
+    """Async twin of ``_fed``."""
+    if not isinstance(step.input, _Replay):
+        return step.input, step.mark
+    return _replayed(call, step.input, await call.saver.aget_tuple(step.input.config))
+
+
+def _replayed(call: _Call, replay: _Replay, stored: CheckpointTuple | None) -> tuple[Any, str]:
+    if stored is None:
+        raise GraphError(
+            f"thread {call.thread_id!r}: the input checkpoint of a turn to replay is gone "
+            f"({replay.config['configurable'].get('checkpoint_id')}); nothing after it was "
+            "replayed"
+        )
+    value = stored.checkpoint["channel_values"].get("__start__")
+    logger.info(
+        "thread %r: replaying the input of the turn that started at checkpoint %s",
+        call.thread_id,
+        stored.checkpoint["id"],
+    )
+    return value, encode_run(call.stamp, PlanKind.REWIND, input_digest(value))
 
 
 def _carrying(decision: ResumePlan) -> str:

@@ -317,3 +317,34 @@ async def test_async_approval_is_asked_again(
     assert "__interrupt__" in again and runs["send"] == 0
     result = await ne.arun(graph, Command(resume="approve"), config)
     assert result["answer"] == "approve" and runs["send"] == 1
+
+
+def test_replay_turns_reruns_the_earlier_turn_then_feeds_later_inputs_again(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    _two_turns(saver, config)
+    runs: Counter[str] = Counter()
+    graph = ne.compile(chat(runs, ProfileV3), checkpointer=saver)
+    plan = ne.plan(graph, config, replay_turns=True)
+    assert plan.kind is ne.PlanKind.REWIND and plan.blocker is None and len(plan.replayed) == 1
+    result = ne.run(graph, None, config, replay_turns=True)
+    assert runs == Counter({"extract": 1, "reply": 2})
+    said = [m.content for m in result["messages"]]
+    assert said == ["hi", "re: hi", "again", "re: again"]
+    assert _data(result["profile"]) == {"full_name": "Ada"}
+    assert ne.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
+    stored = ne.run(graph, say("again"), config)  # the replayed input was recorded
+    assert [m.content for m in stored["messages"]] == said and runs["reply"] == 2
+
+
+async def test_async_replay_turns(
+    async_saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    graph = ne.compile(chat(Counter()), checkpointer=async_saver)
+    await ne.arun(graph, say("hi"), config)
+    await ne.arun(graph, say("again"), config)
+    runs: Counter[str] = Counter()
+    graph = ne.compile(chat(runs, ProfileV3), checkpointer=async_saver)
+    result = await ne.arun(graph, None, config, replay_turns=True)
+    assert runs == Counter({"extract": 1, "reply": 2})
+    assert [m.content for m in result["messages"]] == ["hi", "re: hi", "again", "re: again"]

@@ -58,7 +58,7 @@ def two_turns(old: Stamp, second: Stamp | None = None) -> list[Record]:
 
 
 def test_the_order_is_written_down_once() -> None:
-    assert ORDER == ("dead", "migration", "compatible", "rewind", "error")
+    assert ORDER == ("dead", "migration", "compatible", "rewind", "replay", "error")
 
 
 def test_a_dead_value_of_an_earlier_turn_rewinds_only_the_latest_turn() -> None:
@@ -127,3 +127,18 @@ def test_a_carried_value_changed_again_has_no_node_to_rerun() -> None:
         [*two_turns(stamp()), carried], stamp(ProfileV3), "t", Carry(frozenset({"profile"}))
     )
     assert plan.kind is PlanKind.MIGRATE and plan.migrated == {"profile"}
+
+
+def test_replay_turns_rewinds_into_the_earlier_turn_and_names_the_later_inputs() -> None:
+    records = two_turns(stamp())
+    plan = decide(records, stamp(ProfileV2), "t", replay_turns=True)
+    assert plan.kind is PlanKind.REWIND and plan.blocker is None
+    assert plan.checkpoint_id == records[1].checkpoint_id  # before extract, in turn 1
+    assert plan.replayed == (records[4].checkpoint_id,)
+    assert plan.rerun == {"extract", "reply"}
+
+
+def test_a_carried_value_comes_before_replay() -> None:
+    carry = Carry(compatible=frozenset({"profile"}))
+    plan = decide(two_turns(stamp()), stamp(ProfileV2), "t", carry, replay_turns=True)
+    assert plan.kind is PlanKind.MIGRATE and not plan.replayed
