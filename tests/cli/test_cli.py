@@ -15,6 +15,7 @@ import pytest
 from langgraph.checkpoint.sqlite import SqliteSaver
 from typer.testing import Result
 
+from neograph_ext import PlanKind
 from neograph_ext.cli import _open
 from tests.cli import cli_graphs
 from tests.cli.support import (
@@ -396,3 +397,22 @@ def test_without_the_cli_extra_it_says_what_to_install() -> None:
 
     assert result.returncode == 2
     assert "neograph-ext[cli]" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_accept_writes_one_fork_and_the_next_plan_carries_on(db: Database) -> None:
+    db.run(cli_graphs.v1, "t1")
+    assert db.plan(cli_graphs.v2, "t1").kind is PlanKind.REWIND
+    rows = db.rows()
+
+    result = cli("accept", V2, "--db", db.url, "--thread", "t1")
+
+    assert result.exit_code == 0, result.output
+    assert "accepted" in result.stdout and "was rewind" in result.stdout
+    assert db.rows() > rows
+    assert db.plan(cli_graphs.v2, "t1").kind is PlanKind.UP_TO_DATE
+
+
+def test_accept_of_an_unknown_thread_is_one_line(db: Database) -> None:
+    rows = db.rows()
+    line = one_error_line(cli("accept", V2, "--db", db.url, "--thread", "nope"))
+    assert "thread 'nope' has no checkpoints" in line and db.rows() == rows
