@@ -348,3 +348,40 @@ async def test_async_replay_turns(
     result = await ne.arun(graph, None, config, replay_turns=True)
     assert runs == Counter({"extract": 1, "reply": 2})
     assert [m.content for m in result["messages"]] == ["hi", "re: hi", "again", "re: again"]
+
+
+def test_kept_values_and_a_latest_turn_rewind_combine(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    _two_turns(saver, config)
+    runs: Counter[str] = Counter()
+    # Only the profile is kept: the summary's change rewinds the latest turn.
+    graph = ne.compile(
+        chat(runs, ProfileV2, SummaryV2), checkpointer=saver, keep_compatible={"profile"}
+    )
+    plan = ne.plan(graph, config)
+    assert plan.kind is ne.PlanKind.REWIND and plan.migrated == {"profile"}
+    assert plan.rerun == {"reply"} and plan.blocker is None
+    result = ne.run(graph, None, config)
+    assert runs == Counter({"reply": 1})
+    assert _data(result["profile"]) == {"who": "Ada", "tone": "plain"}
+    assert [m.content for m in result["messages"]] == ["hi", "re: hi", "again", "re: again"]
+    assert ne.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
+
+
+def test_accept_keeps_a_pending_interrupt(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    from langgraph.types import Command
+
+    ne.run(ne.compile(_approval(Counter(), DraftV1), checkpointer=saver), {}, config)
+    runs: Counter[str] = Counter()
+    graph = ne.compile(_approval(runs, DraftV2), checkpointer=saver)
+    before = graph.get_state(config)
+    ne.accept(graph, config)
+    after = graph.get_state(config)
+    assert after.next == before.next == ("review",)
+    assert [i.value for i in after.interrupts] == [i.value for i in before.interrupts]
+    assert ne.plan(graph, config).kind is ne.PlanKind.CONTINUE
+    result = ne.run(graph, Command(resume="approve"), config)
+    assert result["answer"] == "approve" and runs == Counter({"review": 1, "send": 1})
