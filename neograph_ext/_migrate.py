@@ -38,7 +38,7 @@ from langgraph.pregel import Pregel
 from langgraph.types import PregelTask
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from neograph_ext._errors import CheckpointSchemaError
+from neograph_ext._errors import CheckpointSchemaError, GraphError
 from neograph_ext._plan import Carry, PlanKind, ResumePlan
 from neograph_ext._stamp import (
     RUN_KEY,
@@ -337,14 +337,15 @@ def carry(
     Raises:
         CheckpointSchemaError: A migration failed; nothing was written.
     """
-    base = saver.get_tuple(_base_config(plan, config))
-    assert base is not None, "the planned checkpoint exists: the thread's lock is held"
+    base = _found(saver.get_tuple(_base_config(plan, config)), plan)
     values = converted(options, plan, base.checkpoint["channel_values"])
     new = fork(saver, base, values, stamp, decision, keep_writes=plan.kind is not PlanKind.REWIND)
+    # Read before anything is written: if the state cannot be read, nothing is.
+    old = graph.get_state(new.parent).tasks if new.writes else ()
     save(saver, stamp)  # the fork names the stamp: its description must be found
     written = saver.put(new.parent, new.checkpoint, new.metadata, new.versions)
     if new.writes:
-        ids = _task_ids(graph.get_state(new.parent).tasks, graph.get_state(written).tasks)
+        ids = _task_ids(old, graph.get_state(written).tasks)
         for task_id, writes in new.writes:
             saver.put_writes(written, writes, ids.get(task_id, task_id))
     return written
@@ -360,18 +361,26 @@ async def acarry(
     decision: str = "migrate",
 ) -> RunnableConfig:
     """Async twin of ``carry``."""
-    base = await saver.aget_tuple(_base_config(plan, config))
-    assert base is not None, "the planned checkpoint exists: the thread's lock is held"
+    base = _found(await saver.aget_tuple(_base_config(plan, config)), plan)
     values = converted(options, plan, base.checkpoint["channel_values"])
     new = fork(saver, base, values, stamp, decision, keep_writes=plan.kind is not PlanKind.REWIND)
+    old = (await graph.aget_state(new.parent)).tasks if new.writes else ()
     await asave(saver, stamp)
     written = await saver.aput(new.parent, new.checkpoint, new.metadata, new.versions)
     if new.writes:
-        old, now = await graph.aget_state(new.parent), await graph.aget_state(written)
-        ids = _task_ids(old.tasks, now.tasks)
+        ids = _task_ids(old, (await graph.aget_state(written)).tasks)
         for task_id, writes in new.writes:
             await saver.aput_writes(written, writes, ids.get(task_id, task_id))
     return written
+
+
+def _found(base: CheckpointTuple | None, plan: ResumePlan) -> CheckpointTuple:
+    if base is None:
+        raise GraphError(
+            f"thread {plan.thread_id!r}: the checkpoint to carry values from is gone; "
+            "run again to plan afresh"
+        )
+    return base
 
 
 def _task_ids(old: Iterable[PregelTask], new: Iterable[PregelTask]) -> dict[str, str]:
