@@ -115,6 +115,23 @@ def test_a_failing_migration_writes_nothing(
     assert runs == Counter() and _count(saver, config) == before
 
 
+def test_a_raising_migration_writes_nothing(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    _two_turns(saver, config)
+
+    def broken(old: Any) -> Any:
+        raise KeyError("nickname")
+
+    graph = ne.compile(
+        chat(Counter(), ProfileV3), checkpointer=saver, migrations={"profile": broken}
+    )
+    before = _count(saver, config)
+    with pytest.raises(ne.CheckpointSchemaError, match=r"migrations\[profile\] raised on channel"):
+        ne.run(graph, say("third"), config)
+    assert _count(saver, config) == before
+
+
 def test_an_incompatible_value_is_not_kept(
     saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
