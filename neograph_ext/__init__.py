@@ -6,6 +6,7 @@ thread to just before the earliest node whose types changed, keeping the work
 upstream of it. ``plan`` explains what a resume would do without doing it.
 """
 
+from neograph_ext._accept import aaccept, accept
 from neograph_ext._errors import (
     CheckpointSchemaError,
     GraphError,
@@ -28,6 +29,8 @@ __all__ = [
     "ResumePlan",
     "ThreadBusyError",
     "UnreadableCheckpointError",
+    "aaccept",
+    "accept",
     "aplan",
     "arun",
     "astream",

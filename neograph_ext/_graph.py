@@ -28,7 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 import weakref
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator, Mapping
 from contextlib import aclosing, contextmanager
 from contextvars import ContextVar
 from typing import Any, ClassVar, cast
@@ -43,11 +43,13 @@ from langgraph.types import Command
 
 from neograph_ext._errors import GraphError
 from neograph_ext._langgraph import compile_options, fold_cache_keys
+from neograph_ext._migrate import Carrying, Migration, carrying
 from neograph_ext._stamp import (
     PLAIN_CALL,
     RUN_KEY,
     STAMP_KEY,
     Stamp,
+    _channel_types,
     build_stamp,
     encode_run,
     input_digest,
@@ -77,6 +79,8 @@ class StampedGraph(CompiledStateGraph[Any, Any, Any, Any]):
     them as ``run(auto_resume=...)`` does."""
     _neograph_ext_saved: ClassVar[weakref.WeakSet[BaseCheckpointSaver[Any]]]
     """Savers already holding the stamp's description, in this process."""
+    neograph_ext_carrying: ClassVar[Carrying] = Carrying()
+    """Which stored values may be kept or migrated instead of re-running their nodes."""
 
     def stream(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
@@ -208,6 +212,8 @@ def compile(
     versions: Mapping[str, str] | None = None,
     renames: Mapping[str, str] | None = None,
     auto_resume: bool | None = None,
+    keep_compatible: bool | Iterable[type | str] = False,
+    migrations: Mapping[type | str, Migration] | None = None,
     **compile_kwargs: Any,
 ) -> StampedGraph:
     """Compile a StateGraph whose checkpoints carry the fingerprints of its types.
@@ -232,6 +238,12 @@ def compile(
             LangGraph server makes) plans and rewinds as ``run`` does, with
             ``durability="sync"`` forced. ``False``: the same, strict: a change raises
             ``CheckpointSchemaError`` before any node runs.
+        keep_compatible: True, or the types and channel names it covers: when such a
+            channel's type changed and its live stored value still validates under the
+            new type, the value is kept (converted) instead of re-running its node.
+        migrations: Per type or channel name, a function from the stored value (a
+            model instance or a plain dict) to a value of the new type, applied to the
+            live stored value instead of re-running its node.
         **compile_kwargs: Every other keyword of ``StateGraph.compile``.
 
     Returns:
@@ -241,7 +253,8 @@ def compile(
         so a result cached by other code is never served.
 
     Raises:
-        ValueError: ``output_types``, ``versions`` or ``renames`` names an unknown node.
+        ValueError: ``output_types``, ``versions`` or ``renames`` names an unknown node,
+            or ``keep_compatible`` or ``migrations`` an unknown channel or type.
         GraphError: ``builder`` is a graph of LangGraph's functional API (``@entrypoint``).
     """
     options: dict[str, Any] = {}
@@ -260,6 +273,7 @@ def compile(
         options["checkpointer"] = checkpointer
     options.update(compile_kwargs)
     stamp = build_stamp(builder, output_types, versions, renames)
+    carried = carrying(_channel_types(builder), keep_compatible, migrations)
     graph = builder.compile(**options)
     fold_cache_keys(graph, cache_salts(stamp))
     # In place, not with_config(): a copy would lose what compile() set afterwards.
@@ -279,6 +293,7 @@ def compile(
             "__qualname__": plain.__qualname__,
             "neograph_ext_stamp": stamp,
             "neograph_ext_auto_resume": auto_resume,
+            "neograph_ext_carrying": carried,
             "_neograph_ext_saved": weakref.WeakSet(),
         },
     )

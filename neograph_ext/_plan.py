@@ -14,6 +14,13 @@ Rules:
   silent reuse.
 - A rewind that would drop later turns, or that has no checkpoint to fork from,
   is not done silently: the plan carries a ``blocker`` and ``run`` raises.
+- A checkpoint ``run`` verified against the current stamp (after a rewind, a
+  migration or ``accept``) closes the books: changes before it were handled then.
+- Each step with changes is settled by the first case that applies, in this order
+  (``ORDER``): its values are dead (an earlier turn's channels all written again
+  since), migrated or kept (``Carry``), rewound (within the latest turn), rewound
+  with the later turns' inputs replayed (``replay_turns``), or else the plan is
+  blocked, naming the ways out.
 """
 
 from __future__ import annotations
@@ -26,7 +33,20 @@ from neograph_ext._fingerprint import diff
 from neograph_ext._history import Record
 from neograph_ext._stamp import NodeStamp, Stamp, StampRef, Unreadable
 
-__all__ = ["ChangeReason", "NodeChange", "PlanKind", "ResumePlan", "decide", "verified_head"]
+__all__ = [
+    "ASKED_AGAIN",
+    "ORDER",
+    "Carry",
+    "ChangeReason",
+    "NodeChange",
+    "PlanKind",
+    "ResumePlan",
+    "decide",
+    "verified_head",
+]
+
+ORDER = ("dead", "migration", "compatible", "rewind", "replay", "error")
+"""How a step whose types changed is settled: the first case that applies wins."""
 
 
 class PlanKind(StrEnum):
@@ -42,6 +62,8 @@ class PlanKind(StrEnum):
     """Something changed: fork from the checkpoint before the earliest affected task."""
     UNVERIFIED = "unverified"
     """Written without fingerprints: resume as LangGraph would."""
+    MIGRATE = "migrate"
+    """Every change is handled by keeping or migrating the stored values: nothing re-runs."""
 
 
 class ChangeReason(StrEnum):
@@ -120,6 +142,14 @@ class ResumePlan:
     """Why this plan cannot be carried out automatically; ``run`` then raises."""
     notes: tuple[str, ...] = field(default=())
     """Things worth logging, such as why checkpoints count as unverified."""
+    migrated: frozenset[str] = frozenset()
+    """Channels whose stored values are migrated or kept (converted to the new type)
+    instead of re-running the nodes that wrote them."""
+    candidates: frozenset[str] = frozenset()
+    """Changed channels whose live stored values could be kept or migrated."""
+    replayed: tuple[str, ...] = ()
+    """For a rewind into an earlier turn (``replay_turns``): the input checkpoints of the
+    later turns, oldest first, whose inputs are fed again after the rewind."""
 
     def __str__(self) -> str:
         head = f"{self.kind}: thread {self.thread_id!r}"
@@ -133,26 +163,60 @@ class ResumePlan:
             lines.append(f"kept: {', '.join(sorted(self.kept))}")
         if self.kept_tasks:
             lines.append(f"kept in the rewound step: {', '.join(sorted(self.kept_tasks))}")
+        if self.migrated:
+            lines.append(f"values kept or migrated: {', '.join(sorted(self.migrated))}")
+        if self.replayed:
+            lines.append(f"then replays the inputs of {len(self.replayed)} later turn(s)")
         if self.blocker:
             lines.append(f"blocked: {self.blocker}")
         lines += [f"note: {note}" for note in self.notes]
         return "\n".join(lines)
 
 
-def decide(records: Sequence[Record], current: Stamp, thread_id: str) -> ResumePlan:
+@dataclass(frozen=True)
+class Carry:
+    """Which changed channels may keep their stored values instead of re-running.
+
+    Computed by the caller from the compile options and the stored values
+    (``_migrate.carry_for``), so that deciding stays free of I/O and user code.
+    """
+
+    migrated: frozenset[str] = frozenset()
+    """Channels a migration covers (``compile(migrations=...)``)."""
+    compatible: frozenset[str] = frozenset()
+    """Channels ``compile(keep_compatible=...)`` covers whose live stored value
+    validates under the current type."""
+
+
+def decide(
+    records: Sequence[Record],
+    current: Stamp,
+    thread_id: str,
+    carry: Carry | None = None,
+    *,
+    replay_turns: bool = False,
+) -> ResumePlan:
     """Plan the resume of a thread.
+
+    Each step whose types changed is settled by the first case of ``ORDER`` that
+    applies: dead values are ignored, migrated and compatible values are carried
+    (``migrated``), the latest turn rewinds, and anything else blocks.
 
     Args:
         records: The head's lineage, oldest first (``history.lineage``); the head
             alone suffices when it is verified (see ``verified_head``).
         current: The stamp of the graph about to run.
         thread_id: For messages.
+        carry: Which changed channels may keep their stored values; none by default.
+        replay_turns: Rewind into an earlier turn and replay the later turns' inputs,
+            rather than blocking.
 
     Returns:
         The plan; ``blocker`` is set when it must not be carried out silently.
     """
     if not records:
         return ResumePlan(PlanKind.FRESH, thread_id)
+    carry = carry or Carry()
     head = records[-1]
     turn = max((i for i, r in enumerate(records) if r.source == "input"), default=0)
     base = ResumePlan(
@@ -168,20 +232,104 @@ def decide(records: Sequence[Record], current: Stamp, thread_id: str) -> ResumeP
     renames = _renames(records, current)
     changes_of = _changes_against(current, renames)
     pending = _unique(_pending_changes(head, current) + _waiting_subgraphs(head, current))
+    writers = _last_writers(records)
+    start = _settled(records, current)
+    found_in: list[tuple[int, tuple[NodeChange, ...], frozenset[str]]] = []
     notes: list[str] = []
-    for index, record in enumerate(records):
+    for index in range(start, len(records)):
+        record = records[index]
         if isinstance(record.stamp, Unreadable) and record.ran:
             notes.append(f"checkpoint {record.checkpoint_id}: {_unreadable(record.stamp)}")
         elif record.stamp is None and record.ran:
             notes.append(f"checkpoint {record.checkpoint_id}: written without a stamp")
-        elif changes_of(record):
-            found = _all_changes(records[index:], changes_of) + pending
-            return _rewind(base, records, index, turn, _unique(found))
+        else:
+            live = frozenset(ch for ch in record.wrote if writers.get(ch) == index)
+            found = _alive(changes_of(record), live, earlier=turn > 0 and index < turn)
+            if found:
+                found_in.append((index, found, live))
+    base = replace(
+        base,
+        candidates=frozenset(
+            c.channel for _, found, live in found_in for c in found if c.channel in live
+        ),
+    )
+    carried: list[NodeChange] = []
+    for position, (index, found, live) in enumerate(found_in):
+        if _carried(found, live, carry):
+            carried += found
+            continue
+        rest = [change for _, later, _ in found_in[position:] for change in later]
+        if not records[index].ran:
+            return replace(
+                _with_carried(base, carried),
+                kind=PlanKind.REWIND,
+                changes=_unique([*carried, *rest]),
+                blocker=(
+                    f"thread {thread_id!r}: checkpoint {records[index].checkpoint_id} holds "
+                    "values no node produced (kept, migrated or updated by hand) whose type "
+                    "changed again; no node can re-run to replace them. Ways out: "
+                    "compile(..., keep_compatible=True) or compile(..., migrations=...), "
+                    "neograph_ext.accept(graph, config), or start a new thread_id"
+                ),
+            )
+        plan = _rewind(base, records, index, turn, _unique([*rest, *pending]), replay_turns)
+        return _with_carried(plan, carried)
     if pending:
-        return _rewind(base, records, len(records), turn, pending)
+        plan = _rewind(base, records, len(records), turn, pending, replay_turns)
+        return _with_carried(plan, carried)
+    if carried:
+        return _with_carried(replace(base, kind=PlanKind.MIGRATE), carried)
     if notes:
         return replace(base, kind=PlanKind.UNVERIFIED, notes=tuple(notes))
     return base
+
+
+def _last_writers(records: Sequence[Record]) -> dict[str, int]:
+    """Per channel, the index of the last record that wrote it: whose value is live."""
+    return {channel: index for index, record in enumerate(records) for channel in record.wrote}
+
+
+def _settled(records: Sequence[Record], current: Stamp) -> int:
+    """Where changes start to count: at the last checkpoint ``run`` verified against
+    ``current`` (it handled everything before, by rewinding, carrying or ``accept``)."""
+    return max((i for i, record in enumerate(records) if verified_head(record, current)), default=0)
+
+
+def _alive(
+    changes: tuple[NodeChange, ...], live: frozenset[str], *, earlier: bool
+) -> tuple[NodeChange, ...]:
+    """The changes that still matter: in an earlier turn, only those whose values are live.
+
+    A value written in an earlier turn and written again since is dead: nothing reads
+    it any more. A step of an earlier turn none of whose values is live changed nothing.
+    """
+    if not earlier:
+        return changes
+    if not live:
+        return ()
+    return tuple(c for c in changes if c.channel is None or c.channel in live)
+
+
+def _carried(found: tuple[NodeChange, ...], live: frozenset[str], carry: Carry) -> bool:
+    """Whether a step's changes are all handled by carrying its live stored values.
+
+    Only type changes qualify: a changed version, edge or subgraph asks for a re-run.
+    """
+    channels = frozenset(c.channel for c in found if c.reason is ChangeReason.CHANNEL)
+    typed = all(c.reason in (ChangeReason.CHANNEL, ChangeReason.OUTPUT_TYPE) for c in found)
+    handled = carry.migrated | carry.compatible
+    return bool(channels) and typed and all(c in live and c in handled for c in channels)
+
+
+def _with_carried(plan: ResumePlan, carried: Sequence[NodeChange]) -> ResumePlan:
+    if not carried:
+        return plan
+    return replace(
+        plan,
+        changes=_unique([*carried, *plan.changes]),
+        migrated=frozenset(c.channel for c in carried if c.channel is not None),
+        invalidated_nodes=plan.invalidated_nodes | {c.node for c in carried},
+    )
 
 
 def verified_head(head: Record, current: Stamp) -> bool:
@@ -227,13 +375,6 @@ def _changes_against(
         return memo[key]
 
     return changes_of
-
-
-def _all_changes(
-    records: Sequence[Record], changes_of: Callable[[Record], tuple[NodeChange, ...]]
-) -> tuple[NodeChange, ...]:
-    """Every change in ``records``."""
-    return tuple(change for record in records for change in changes_of(record))
 
 
 def _unique(changes: Sequence[NodeChange]) -> tuple[NodeChange, ...]:
@@ -285,6 +426,7 @@ def _rewind(
     index: int,
     turn: int,
     changes: tuple[NodeChange, ...],
+    replay_turns: bool,
 ) -> ResumePlan:
     """Fork from the parent of ``records[index]`` (``len(records)``: the head itself)."""
     head = records[-1]
@@ -322,18 +464,40 @@ def _rewind(
                 "durability='sync', the default of run())"
             ),
         )
+    if index <= turn and turn > 0 and replay_turns:
+        inputs = tuple(r.checkpoint_id for r in records[index:] if r.source == "input")
+        return replace(plan, replayed=inputs)
     if index <= turn and turn > 0:
         return replace(
             plan,
             blocker=(
                 f"thread {base.thread_id!r}: the earliest changed node ran in an earlier turn "
-                f"(before the input at step {records[turn].step}); rewinding would drop the "
-                "later turns. Replay the conversation on a new thread_id, or rewind it "
-                "yourself with LangGraph's time travel"
+                f"(before the input at step {records[turn].step}) and what it wrote is still "
+                f"live in the thread's state{_naming(changes, records[index])}; rewinding "
+                "would drop the later turns. Ways out: run(..., replay_turns=True) re-runs it "
+                "and feeds the later turns their inputs again, compile(..., "
+                "keep_compatible=True) "
+                "keeps stored values that still validate, compile(..., migrations={type or "
+                "channel: fn}) converts them, neograph_ext.accept(graph, config) records "
+                "that you handled the thread by hand, or start a new thread_id"
             ),
         )
     return plan
 
+
+def _naming(changes: Sequence[NodeChange], record: Record) -> str:
+    channels = sorted({c.channel for c in changes if c.channel in record.wrote})
+    return f" (channels {', '.join(channels)})" if channels else ""
+
+
+ASKED_AGAIN = (
+    "the thread waits on a question (an interrupt or a breakpoint) and something upstream "
+    "of it changed: the question is asked again after the rewind, and run() returns it; an "
+    "answer given now is set aside (run(..., reanswer=True) applies it to the new question)"
+)
+
+STORED = "(stored value)"
+"""Stands in for the node of a channel change on a checkpoint no node produced."""
 
 _MISSING = (
     "some checkpoints name a stamp whose description is not stored beside them (deleted, "
@@ -383,7 +547,7 @@ def _changes(
         blamed = frozenset(node for wrote_to, node in writers or () if wrote_to == channel)
         found += [
             NodeChange(node, ChangeReason.CHANNEL, before, after, lines, channel=channel)
-            for node in sorted(blamed & ran or ran)
+            for node in sorted(blamed & ran or ran) or (STORED,)
         ]
     return tuple(found)
 

@@ -40,7 +40,8 @@ from neograph_ext._history import (
 )
 from neograph_ext._keep import akeep, incomplete, keep
 from neograph_ext._lock import OnBusy, athread_lock, thread_lock
-from neograph_ext._plan import PlanKind, ResumePlan, decide, verified_head
+from neograph_ext._migrate import Carrying, acarry, carry, carry_for
+from neograph_ext._plan import ASKED_AGAIN, PlanKind, ResumePlan, decide, verified_head
 from neograph_ext._stamp import (
     STAMP_KEY,
     Stamp,
@@ -69,6 +70,14 @@ class _When(StrEnum):
 
 
 @dataclass(frozen=True)
+class _Replay:
+    """An input to read when it is due: the one a later turn started with."""
+
+    config: RunnableConfig
+    """Names that turn's ``input`` checkpoint, whose ``__start__`` value is the input."""
+
+
+@dataclass(frozen=True)
 class _Invocation:
     input: Any
     config: RunnableConfig
@@ -84,9 +93,13 @@ class _Prepared:
     invocations: tuple[_Invocation, ...]
     stored: Any
     kwargs: dict[str, Any]
+    carry: ResumePlan | None = None
+    """A plan whose values are carried (``_migrate``) before planning the invocations."""
 
 
-def plan(graph: Pregel[Any, Any, Any, Any], config: RunnableConfig) -> ResumePlan:
+def plan(
+    graph: Pregel[Any, Any, Any, Any], config: RunnableConfig, *, replay_turns: bool = False
+) -> ResumePlan:
     """What ``run`` would do with the thread in ``config``; executes and writes nothing.
 
     Unlike ``run``, which trusts a head it verified itself, ``plan`` always reads the
@@ -96,6 +109,7 @@ def plan(graph: Pregel[Any, Any, Any, Any], config: RunnableConfig) -> ResumePla
         graph: A graph made by ``neograph_ext.compile`` with a checkpointer.
         config: Names the thread (``configurable.thread_id``) and optionally a
             ``checkpoint_id`` to plan from.
+        replay_turns: Plan as ``run(..., replay_turns=True)`` would.
 
     Returns:
         The decision, with each change explained at field level.
@@ -105,12 +119,14 @@ def plan(graph: Pregel[Any, Any, Any, Any], config: RunnableConfig) -> ResumePla
             or the config names no thread.
         UnreadableCheckpointError: The thread's stored checkpoints cannot be decoded.
     """
-    return _read(_call(graph, config), full=True)[0]
+    return _read(_call(graph, config, replay_turns), full=True)[0]
 
 
-async def aplan(graph: Pregel[Any, Any, Any, Any], config: RunnableConfig) -> ResumePlan:
+async def aplan(
+    graph: Pregel[Any, Any, Any, Any], config: RunnableConfig, *, replay_turns: bool = False
+) -> ResumePlan:
     """Async twin of ``plan``."""
-    return (await _aread(_call(graph, config), full=True))[0]
+    return (await _aread(_call(graph, config, replay_turns), full=True))[0]
 
 
 def run(
@@ -119,6 +135,8 @@ def run(
     config: RunnableConfig,
     *,
     auto_resume: bool = True,
+    reanswer: bool = False,
+    replay_turns: bool = False,
     on_busy: OnBusy = "wait",
     lock_timeout: float = 300.0,
     **kwargs: Any,
@@ -131,6 +149,15 @@ def run(
             ``Command(resume=...)`` answers an interrupt as usual.
         config: Names the thread; a ``checkpoint_id`` in it is planned from.
         auto_resume: False (strict mode, for CI) raises instead of rewinding.
+        reanswer: When the thread waits on a question (an ``interrupt()`` or an
+            ``interrupt_before`` breakpoint) and something upstream of it changed, the
+            rewind asks it again and returns the new question, setting the answer given
+            now aside (logged). True applies the answer to the new question instead:
+            for questions that do not show upstream content.
+        replay_turns: For a changed value of an earlier turn that is still live and
+            neither kept nor migrated: rewind into that turn, re-run from the changed
+            node, then feed every later turn its stored input again, in order,
+            stopping at the first interrupt. Without it, that raises.
         on_busy: When another process holds the thread: ``"wait"`` for it, up to
             ``lock_timeout`` seconds, or ``"raise"`` at once. Whenever there is work to
             do, the thread is planned again and executed under its lock (SQLite files
@@ -149,26 +176,32 @@ def run(
         ThreadBusyError: Another process holds the thread's lock.
         UnreadableCheckpointError: The thread's stored checkpoints cannot be decoded.
     """
-    call = _call(graph, config)
+    call = _call(graph, config, replay_turns)
     newest = _newest(call)
     decision, head = _read(call)
-    prepared = _prepare(call, decision, head, input, auto_resume, kwargs)
-    if not prepared.invocations:
+    prepared = _prepare(call, decision, head, input, auto_resume, kwargs, reanswer)
+    if not prepared.invocations and prepared.carry is None:
         return prepared.stored
     with thread_lock(call.saver, call.thread_id, on_busy=on_busy, timeout=lock_timeout):
         locked = _followed(call, newest)
         if locked is not call or _moved(head, call.saver.get_tuple(call.config)):
-            prepared = _prepare(locked, *_read(locked), input, auto_resume, kwargs)
+            prepared = _prepare(locked, *_read(locked), input, auto_resume, kwargs, reanswer)
+        if prepared.carry is not None:
+            locked = _carried(
+                locked, carry(call.graph, call.saver, locked.config, prepared.carry, *_by(call))
+            )
+            prepared = _prepare(locked, *_read(locked), input, auto_resume, kwargs, reanswer)
         result = prepared.stored
         for step in prepared.invocations:
             if step.when is _When.ALWAYS or _holds(
                 step.when, graph, call.saver.get_tuple(step.config)
             ):
                 call.graph.neograph_ext_save(call.saver)
-                with marking(call.stamp, step.mark):
+                value, mark = _fed(call, step)
+                with marking(call.stamp, mark):
                     if step.keep:
-                        keep(graph, call.saver, *step.keep, call.stamp, step.mark)
-                    result = graph.invoke(step.input, step.config, **prepared.kwargs)
+                        keep(graph, call.saver, *step.keep, call.stamp, mark)
+                    result = graph.invoke(value, step.config, **prepared.kwargs)
         return result
 
 
@@ -178,31 +211,40 @@ async def arun(
     config: RunnableConfig,
     *,
     auto_resume: bool = True,
+    reanswer: bool = False,
+    replay_turns: bool = False,
     on_busy: OnBusy = "wait",
     lock_timeout: float = 300.0,
     **kwargs: Any,
 ) -> Any:
     """Async twin of ``run``."""
-    call = _call(graph, config)
+    call = _call(graph, config, replay_turns)
     newest = await _anewest(call)
     decision, head = await _aread(call)
-    prepared = _prepare(call, decision, head, input, auto_resume, kwargs)
-    if not prepared.invocations:
+    prepared = _prepare(call, decision, head, input, auto_resume, kwargs, reanswer)
+    if not prepared.invocations and prepared.carry is None:
         return prepared.stored
     async with athread_lock(call.saver, call.thread_id, on_busy=on_busy, timeout=lock_timeout):
         locked = await _afollowed(call, newest)
         if locked is not call or _moved(head, await call.saver.aget_tuple(call.config)):
-            prepared = _prepare(locked, *await _aread(locked), input, auto_resume, kwargs)
+            prepared = _prepare(locked, *await _aread(locked), input, auto_resume, kwargs, reanswer)
+        if prepared.carry is not None:
+            written = await acarry(
+                call.graph, call.saver, locked.config, prepared.carry, *_by(call)
+            )
+            locked = _carried(locked, written)
+            prepared = _prepare(locked, *await _aread(locked), input, auto_resume, kwargs, reanswer)
         result = prepared.stored
         for step in prepared.invocations:
             if step.when is _When.ALWAYS or _holds(
                 step.when, graph, await call.saver.aget_tuple(step.config)
             ):
                 await call.graph.neograph_ext_asave(call.saver)
-                with marking(call.stamp, step.mark):
+                value, mark = await _afed(call, step)
+                with marking(call.stamp, mark):
                     if step.keep:
-                        await akeep(graph, call.saver, *step.keep, call.stamp, step.mark)
-                    result = await graph.ainvoke(step.input, step.config, **prepared.kwargs)
+                        await akeep(graph, call.saver, *step.keep, call.stamp, mark)
+                    result = await graph.ainvoke(value, step.config, **prepared.kwargs)
         return result
 
 
@@ -212,6 +254,8 @@ def stream(
     config: RunnableConfig,
     *,
     auto_resume: bool = True,
+    reanswer: bool = False,
+    replay_turns: bool = False,
     on_busy: OnBusy = "wait",
     lock_timeout: float = 300.0,
     **kwargs: Any,
@@ -222,27 +266,33 @@ def stream(
     with nothing left to do: its stored state once if ``stream_mode`` includes
     ``"values"``, else nothing. No node runs and nothing is written.
     """
-    call = _call(graph, config)
+    call = _call(graph, config, replay_turns)
     newest = _newest(call)
     decision, head = _read(call)
-    prepared = _prepare(call, decision, head, input, auto_resume, kwargs)
-    if not prepared.invocations:
+    prepared = _prepare(call, decision, head, input, auto_resume, kwargs, reanswer)
+    if not prepared.invocations and prepared.carry is None:
         with marking(call.stamp, _IDLE):
             yield from graph.stream(None, call.config, **prepared.kwargs)
         return
     with thread_lock(call.saver, call.thread_id, on_busy=on_busy, timeout=lock_timeout):
         locked = _followed(call, newest)
         if locked is not call or _moved(head, call.saver.get_tuple(call.config)):
-            prepared = _prepare(locked, *_read(locked), input, auto_resume, kwargs)
+            prepared = _prepare(locked, *_read(locked), input, auto_resume, kwargs, reanswer)
+        if prepared.carry is not None:
+            locked = _carried(
+                locked, carry(call.graph, call.saver, locked.config, prepared.carry, *_by(call))
+            )
+            prepared = _prepare(locked, *_read(locked), input, auto_resume, kwargs, reanswer)
         for step in prepared.invocations:
             if step.when is _When.ALWAYS or _holds(
                 step.when, graph, call.saver.get_tuple(step.config)
             ):
                 call.graph.neograph_ext_save(call.saver)
-                with marking(call.stamp, step.mark):
+                value, mark = _fed(call, step)
+                with marking(call.stamp, mark):
                     if step.keep:
-                        keep(graph, call.saver, *step.keep, call.stamp, step.mark)
-                    yield from graph.stream(step.input, step.config, **prepared.kwargs)
+                        keep(graph, call.saver, *step.keep, call.stamp, mark)
+                    yield from graph.stream(value, step.config, **prepared.kwargs)
 
 
 async def astream(
@@ -251,16 +301,18 @@ async def astream(
     config: RunnableConfig,
     *,
     auto_resume: bool = True,
+    reanswer: bool = False,
+    replay_turns: bool = False,
     on_busy: OnBusy = "wait",
     lock_timeout: float = 300.0,
     **kwargs: Any,
 ) -> AsyncIterator[Any]:
     """Async twin of ``stream``."""
-    call = _call(graph, config)
+    call = _call(graph, config, replay_turns)
     newest = await _anewest(call)
     decision, head = await _aread(call)
-    prepared = _prepare(call, decision, head, input, auto_resume, kwargs)
-    if not prepared.invocations:
+    prepared = _prepare(call, decision, head, input, auto_resume, kwargs, reanswer)
+    if not prepared.invocations and prepared.carry is None:
         idle = graph.astream(None, call.config, **prepared.kwargs)
         async for chunk in _amarked(call.stamp, _IDLE, idle):
             yield chunk
@@ -268,17 +320,24 @@ async def astream(
     async with athread_lock(call.saver, call.thread_id, on_busy=on_busy, timeout=lock_timeout):
         locked = await _afollowed(call, newest)
         if locked is not call or _moved(head, await call.saver.aget_tuple(call.config)):
-            prepared = _prepare(locked, *await _aread(locked), input, auto_resume, kwargs)
+            prepared = _prepare(locked, *await _aread(locked), input, auto_resume, kwargs, reanswer)
+        if prepared.carry is not None:
+            written = await acarry(
+                call.graph, call.saver, locked.config, prepared.carry, *_by(call)
+            )
+            locked = _carried(locked, written)
+            prepared = _prepare(locked, *await _aread(locked), input, auto_resume, kwargs, reanswer)
         for step in prepared.invocations:
             if step.when is _When.ALWAYS or _holds(
                 step.when, graph, await call.saver.aget_tuple(step.config)
             ):
                 await call.graph.neograph_ext_asave(call.saver)
+                value, mark = await _afed(call, step)
                 if step.keep:
-                    with marking(call.stamp, step.mark):
-                        await akeep(graph, call.saver, *step.keep, call.stamp, step.mark)
-                chunks = graph.astream(step.input, step.config, **prepared.kwargs)
-                async for chunk in _amarked(call.stamp, step.mark, chunks):
+                    with marking(call.stamp, mark):
+                        await akeep(graph, call.saver, *step.keep, call.stamp, mark)
+                chunks = graph.astream(value, step.config, **prepared.kwargs)
+                async for chunk in _amarked(call.stamp, mark, chunks):
                     yield chunk
 
 
@@ -337,7 +396,7 @@ def _read(call: _Call, *, full: bool = False) -> tuple[ResumePlan, CheckpointTup
         if records is None:
             records = _from_history(call, head, call.saver.list(_thread(call.config)))
             records = resolved(records, load(call.saver, references(records, call.stamp.id)))
-    return _decided(records, call), head
+    return _decided(records, call, head), head
 
 
 async def _aread(call: _Call, *, full: bool = False) -> tuple[ResumePlan, CheckpointTuple | None]:
@@ -351,7 +410,7 @@ async def _aread(call: _Call, *, full: bool = False) -> tuple[ResumePlan, Checkp
             tuples = [tup async for tup in call.saver.alist(_thread(call.config))]
             records = _from_history(call, head, tuples)
             records = resolved(records, await aload(call.saver, references(records, call.stamp.id)))
-    return _decided(records, call), head
+    return _decided(records, call, head), head
 
 
 @dataclass(frozen=True)
@@ -363,6 +422,8 @@ class _Call:
     stamp: Stamp
     saver: BaseCheckpointSaver[Any]
     thread_id: str
+    replay_turns: bool = False
+    """Whether a rewind into an earlier turn replays the later turns (``run``'s option)."""
 
 
 def _moved(planned: CheckpointTuple | None, now: CheckpointTuple | None) -> bool:
@@ -453,7 +514,9 @@ def _found(call: _Call, head: CheckpointTuple | None) -> CheckpointTuple | None:
     return head
 
 
-def _call(graph: Pregel[Any, Any, Any, Any], config: RunnableConfig) -> _Call:
+def _call(
+    graph: Pregel[Any, Any, Any, Any], config: RunnableConfig, replay_turns: bool = False
+) -> _Call:
     if not isinstance(graph, CompiledStateGraph):
         raise GraphError(
             "this graph is built with LangGraph's functional API (@entrypoint), which "
@@ -467,7 +530,8 @@ def _call(graph: Pregel[Any, Any, Any, Any], config: RunnableConfig) -> _Call:
     thread_id = (config.get("configurable") or {}).get("thread_id")
     if thread_id is None:
         raise GraphError('config names no thread: pass {"configurable": {"thread_id": "..."}}')
-    return _Call(graph, config, graph.neograph_ext_stamp, _saver(graph), str(thread_id))
+    stamp = graph.neograph_ext_stamp
+    return _Call(graph, config, stamp, _saver(graph), str(thread_id), replay_turns)
 
 
 def _next(graph: Pregel[Any, Any, Any, Any], head: CheckpointTuple) -> frozenset[str]:
@@ -509,15 +573,26 @@ def _from_history(
     return lineage(tuples, head.checkpoint["id"], next_nodes=_next(call.graph, head))
 
 
-def _decided(records: tuple[Record, ...], call: _Call) -> ResumePlan:
+def _decided(records: tuple[Record, ...], call: _Call, head: CheckpointTuple | None) -> ResumePlan:
     thread_id = call.thread_id
-    decision = decide(records, call.stamp, thread_id)
+    replay = call.replay_turns
+    decision = decide(records, call.stamp, thread_id, replay_turns=replay)
+    options = _by(call)[0]
+    if decision.candidates and head is not None and (options.keep or options.migrations):
+        values = head.checkpoint.get("channel_values", {})
+        carry = carry_for(options, decision.candidates, values)
+        decision = decide(records, call.stamp, thread_id, carry, replay_turns=replay)
+    if decision.kind is PlanKind.REWIND and head is not None and _paused(call.graph, head):
+        decision = replace(decision, notes=(*decision.notes, ASKED_AGAIN))
     logger.info(
-        "thread %r: %s%s%s",
+        "thread %r: %s%s%s%s",
         thread_id,
         decision.kind,
         f" from checkpoint {decision.checkpoint_id} (step {decision.step})"
         if decision.kind is PlanKind.REWIND
+        else "",
+        f", values kept or migrated: {', '.join(sorted(decision.migrated))}"
+        if decision.migrated
         else "",
         f", invalidated: {', '.join(sorted(decision.invalidated_nodes))}"
         if decision.invalidated_nodes
@@ -535,6 +610,7 @@ def _prepare(
     input: Any,
     auto_resume: bool,
     kwargs: Mapping[str, Any],
+    reanswer: bool,
 ) -> _Prepared:
     """What to invoke for a decision; raises before anything runs when it must."""
     if decision.blocker:
@@ -544,7 +620,12 @@ def _prepare(
             "run with auto_resume=True to rewind and re-run them, keeping the upstream "
             "work, or start a new thread_id"
         )
-        raise CheckpointSchemaError(_message(decision, ways), decision)
+        raise CheckpointSchemaError(_message(decision, ways + _carrying(decision)), decision)
+    if decision.kind is PlanKind.MIGRATE and not auto_resume:
+        ways = "run with auto_resume=True to convert them, or start a new thread_id"
+        raise CheckpointSchemaError(_message(decision, ways + _carrying(decision)), decision)
+    if decision.migrated:
+        return _Prepared((), None, {}, carry=decision)
     stored_input = _stored_input(head)
     answer = isinstance(input, Command)
     given = None if input is None or answer else input_digest(input)
@@ -566,9 +647,21 @@ def _prepare(
             # LangGraph hands the writes saved on it back to the kept tasks.
             after = _with_checkpoint(call.config, None)
             steps = (_Invocation(None, after, here, keep=(rewind, decision.kept_tasks)),)
-        if answer:
+        steps += tuple(
+            _Invocation(_Replay(_with_checkpoint(call.config, cp)), new_run, "", _When.COMPLETE)
+            for cp in decision.replayed
+        )
+        paused = _paused(call.graph, head)
+        if reanswer and (answer or paused):
             after = _with_checkpoint(call.config, None)
             steps += (_Invocation(input, after, here, _When.INTERRUPTED),)
+        elif paused:
+            logger.warning(
+                "thread %r: something upstream of the question it waits on changed: the "
+                "question is asked again%s (run(..., reanswer=True) would apply it)",
+                decision.thread_id,
+                "; the answer given was set aside" if answer else "",
+            )
         elif new_turn:
             steps += (_Invocation(input, new_run, new_mark, _When.COMPLETE),)
     elif new_turn:
@@ -584,6 +677,60 @@ def _prepare(
         steps = (_Invocation(input if answer else None, call.config, here),)
     stored = _output(call.graph, head) if complete and not steps else None
     return _Prepared(steps, stored, {"durability": "sync", **kwargs})
+
+
+def _fed(call: _Call, step: _Invocation) -> tuple[Any, str]:
+    """The input and run mark of an invocation, reading a replayed turn's stored input."""
+    if not isinstance(step.input, _Replay):
+        return step.input, step.mark
+    return _replayed(call, step.input, call.saver.get_tuple(step.input.config))
+
+
+async def _afed(call: _Call, step: _Invocation) -> tuple[Any, str]:
+    """Async twin of ``_fed``."""
+    if not isinstance(step.input, _Replay):
+        return step.input, step.mark
+    return _replayed(call, step.input, await call.saver.aget_tuple(step.input.config))
+
+
+def _replayed(call: _Call, replay: _Replay, stored: CheckpointTuple | None) -> tuple[Any, str]:
+    if stored is None:
+        raise GraphError(
+            f"thread {call.thread_id!r}: the input checkpoint of a turn to replay is gone "
+            f"({replay.config['configurable'].get('checkpoint_id')}); nothing after it was "
+            "replayed"
+        )
+    value = stored.checkpoint["channel_values"].get("__start__")
+    logger.info(
+        "thread %r: replaying the input of the turn that started at checkpoint %s",
+        call.thread_id,
+        stored.checkpoint["id"],
+    )
+    return value, encode_run(call.stamp, PlanKind.REWIND, input_digest(value))
+
+
+def _carrying(decision: ResumePlan) -> str:
+    if not decision.migrated:
+        return ""
+    channels = ", ".join(sorted(decision.migrated))
+    return f" (auto_resume=True keeps or migrates the stored values of: {channels})"
+
+
+def _by(call: _Call) -> tuple[Carrying, Stamp]:
+    """The graph's carrying options and stamp, as ``_migrate.carry`` takes them."""
+    graph = call.graph
+    assert isinstance(graph, StampedGraph), "checked by _call"
+    return graph.neograph_ext_carrying, call.stamp
+
+
+def _carried(call: _Call, written: RunnableConfig) -> _Call:
+    """The call on the checkpoint just carried: the thread's newest, so it is resumed
+    (finished tasks and interrupts kept) rather than forked again."""
+    checkpoint_id = (written.get("configurable") or {}).get("checkpoint_id")
+    logger.info(
+        "thread %r: wrote checkpoint %s carrying the values on", call.thread_id, checkpoint_id
+    )
+    return replace(call, config=_with_checkpoint(call.config, None))
 
 
 def _message(decision: ResumePlan, ways: str) -> str:
@@ -616,12 +763,21 @@ def _interrupted(head: CheckpointTuple) -> bool:
     return any(channel == "__interrupt__" for _, channel, _ in head.pending_writes or ())
 
 
+def _paused(graph: Pregel[Any, Any, Any, Any], head: CheckpointTuple) -> bool:
+    """Whether the head waits on a question: an ``interrupt()`` or a static breakpoint."""
+    if _interrupted(head):
+        return True
+    before = graph.interrupt_before_nodes
+    waits = _next(graph, head)
+    return bool(waits) and (before == "*" or bool(waits & set(before)))
+
+
 def _holds(when: _When, graph: Pregel[Any, Any, Any, Any], head: CheckpointTuple | None) -> bool:
     """Whether a follow-up invocation applies to the thread as the first one left it."""
     if head is None:
         return False
     if when is _When.INTERRUPTED:
-        return _interrupted(head)
+        return _paused(graph, head)
     return not _interrupted(head) and not _next(graph, head)
 
 

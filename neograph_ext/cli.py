@@ -2,9 +2,11 @@
 
 Rules:
 - Read-only: databases are opened read-only where the driver allows it, no saver
-  ``setup()`` runs, and planning writes nothing. The CLI never writes a checkpoint.
-- Built on the public API (``compile``, ``plan``, ``ResumePlan``); ``history`` also reads
-  the raw lineage (``_history``) and stamps (``_stamp``), exactly as ``plan`` does.
+  ``setup()`` runs, and planning writes nothing. The one exception is ``accept``, asked
+  for by name: it opens the database for writing and writes one checkpoint (a fork of
+  the thread's head, through ``neograph_ext.accept``) and the stamp's description.
+- Built on the public API (``compile``, ``plan``, ``accept``, ``ResumePlan``); ``history``
+  also reads the raw lineage (``_history``) and stamps (``_stamp``), exactly as ``plan`` does.
 - Exit codes: 0 fine, 1 ``check`` found threads that would not resume cleanly, 2 an
   error the user can fix, reported in one line on stderr (``--debug`` adds the traceback),
   a damaged checkpoint included; nothing else reaches stderr, not even at exit.
@@ -46,7 +48,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import StateGraph
 from langgraph.pregel import Pregel
 
-from neograph_ext import NeographExtError, PlanKind, ResumePlan, compile, plan
+from neograph_ext import NeographExtError, PlanKind, ResumePlan, accept, compile, plan
 from neograph_ext._graph import StampedGraph
 from neograph_ext._history import Record, lineage, references, resolved
 from neograph_ext._stamp import Stamp, StampRef, Unreadable
@@ -190,6 +192,35 @@ def check_command(
         raise typer.Exit(1)
 
 
+@app.command("accept")
+def accept_command(
+    graph: GraphArg,
+    db: DbOpt,
+    thread: ThreadOpt,
+    checkpoint: CheckpointOpt = None,
+    debug: DebugOpt = False,
+) -> None:
+    """Record that a thread was handled by hand (say, its data migrated in SQL): WRITES one
+    checkpoint, a fork of its head stamped as current, so the next run carries on."""
+    with _boundary(debug):
+        target = _load(graph)
+        with _open(db, write=True) as saver:
+            compiled = _attach(target, saver, graph)
+            before = _plan(compiled, thread, checkpoint)
+            configurable = {"thread_id": thread}
+            if checkpoint:
+                configurable["checkpoint_id"] = checkpoint
+            with _reading(f"thread {thread!r}"):
+                written = accept(compiled, {"configurable": configurable})
+    new_id = (written.get("configurable") or {}).get("checkpoint_id")
+    _console().print(
+        _text(
+            f"thread {thread}: accepted as written by this graph (was {before.kind}); "
+            f"wrote checkpoint {new_id}, a fork of {before.head_id}"
+        )
+    )
+
+
 def main() -> None:
     """Entry point of the ``neograph-ext`` script."""
     app(prog_name="neograph-ext")
@@ -247,17 +278,20 @@ def _stamp(graph: Graph, spec: str | None) -> Stamp:
 
 
 @contextmanager
-def _open(db: str) -> Iterator[Saver]:
+def _open(db: str, *, write: bool = False) -> Iterator[Saver]:
     """A saver over ``db``, read-only, its schema checked but never created or migrated.
+
+    ``write`` (for ``accept`` only) opens it for writing; the schema is still never
+    created or migrated.
 
     ``db`` may hold a password: no message echoes it (see ``_postgres``), and a string that
     is neither a URL this reads nor an existing file is refused naming its scheme only.
     """
     existing = Path(db).is_file()
     if db.startswith(("postgresql://", "postgres://")):
-        opened = _postgres(db)
+        opened = _postgres(db, write)
     elif db.startswith("sqlite:///"):
-        opened = _sqlite(Path(db.removeprefix("sqlite:///")))
+        opened = _sqlite(Path(db.removeprefix("sqlite:///")), write)
     elif (scheme := _SCHEME.match(db)) and not existing:
         raise CliError(
             "--db must be an SQLite path, sqlite:///path, postgresql://... or a libpq "
@@ -265,9 +299,9 @@ def _open(db: str) -> Iterator[Saver]:
             "but is none of these (a missing or extra slash?)"
         )
     elif "=" in db and not existing:
-        opened = _postgres(db)  # a libpq key/value string: host=... password=...
+        opened = _postgres(db, write)  # a libpq key/value string: host=... password=...
     else:
-        opened = _sqlite(Path(db))
+        opened = _sqlite(Path(db), write)
     with opened as saver:
         try:
             yield saver
@@ -298,7 +332,7 @@ def _close_listings(exc: BaseException) -> None:
 
 
 @contextmanager
-def _sqlite(path: Path) -> Iterator[Saver]:
+def _sqlite(path: Path, write: bool = False) -> Iterator[Saver]:
     try:
         from langgraph.checkpoint.sqlite import SqliteSaver
     except ImportError:
@@ -306,7 +340,8 @@ def _sqlite(path: Path) -> Iterator[Saver]:
     if not path.is_file():
         raise CliError(f"no SQLite database at {str(path)!r}")
     wal = Path(f"{path}-wal")
-    conn = sqlite3.connect(_sqlite_uri(path, wal), uri=True, check_same_thread=False)
+    uri = path.resolve().as_uri() if write else _sqlite_uri(path, wal)
+    conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
     try:
         try:
             tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
@@ -358,7 +393,7 @@ _SQLITE_HEADER = 20
 
 
 @contextmanager
-def _postgres(dsn: str) -> Iterator[Saver]:
+def _postgres(dsn: str, write: bool = False) -> Iterator[Saver]:
     try:
         import psycopg
         from langgraph.checkpoint.postgres import PostgresSaver
@@ -374,7 +409,8 @@ def _postgres(dsn: str) -> Iterator[Saver]:
             f"--db is not a PostgreSQL URL or libpq key/value string: {_unquote(str(exc))}"
         ) from None
     try:
-        options = f"{params.get('options') or ''} -c default_transaction_read_only=on".strip()
+        read_only = "" if write else " -c default_transaction_read_only=on"
+        options = f"{params.get('options') or ''}{read_only}".strip()
         conn = psycopg.connect(
             dsn,
             autocommit=True,

@@ -15,6 +15,7 @@ import pytest
 from langgraph.checkpoint.sqlite import SqliteSaver
 from typer.testing import Result
 
+from neograph_ext import PlanKind
 from neograph_ext.cli import _open
 from tests.cli import cli_graphs
 from tests.cli.support import (
@@ -117,10 +118,12 @@ def test_check_fails_and_lists_the_threads_that_would_not_resume_cleanly(db: Dat
     table = {line.split("│")[1].strip(): line for line in result.stdout.splitlines() if "│" in line}
     assert set(table) >= {"t1", "t2", "chat", "foreign"} and "fine" not in table
     assert "rewind" in table["t1"] and "rewind" in table["t2"]
-    assert "blocked" in table["foreign"] and "blocked" in table["chat"]
-    assert "earlier turn" in result.stdout and "written by a different graph" in result.stdout
+    # The chat's first-turn value was written again by its second turn: dead, so only
+    # the latest turn rewinds.
+    assert "rewind" in table["chat"] and "blocked" not in table["chat"]
+    assert "blocked" in table["foreign"] and "written by a different graph" in result.stdout
     assert "Review.score: int -> float" in result.stdout
-    assert "5 threads checked: 2 blocked, 2 rewind, 1 up_to_date" in result.stdout
+    assert "5 threads checked: 1 blocked, 3 rewind, 1 up_to_date" in result.stdout
 
 
 def test_check_passes_when_nothing_changed(db: Database) -> None:
@@ -394,3 +397,22 @@ def test_without_the_cli_extra_it_says_what_to_install() -> None:
 
     assert result.returncode == 2
     assert "neograph-ext[cli]" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_accept_writes_one_fork_and_the_next_plan_carries_on(db: Database) -> None:
+    db.run(cli_graphs.v1, "t1")
+    assert db.plan(cli_graphs.v2, "t1").kind is PlanKind.REWIND
+    rows = db.rows()
+
+    result = cli("accept", V2, "--db", db.url, "--thread", "t1")
+
+    assert result.exit_code == 0, result.output
+    assert "accepted" in result.stdout and "was rewind" in result.stdout
+    assert db.rows() > rows
+    assert db.plan(cli_graphs.v2, "t1").kind is PlanKind.UP_TO_DATE
+
+
+def test_accept_of_an_unknown_thread_is_one_line(db: Database) -> None:
+    rows = db.rows()
+    line = one_error_line(cli("accept", V2, "--db", db.url, "--thread", "nope"))
+    assert "thread 'nope' has no checkpoints" in line and db.rows() == rows

@@ -96,10 +96,12 @@ def test_change_after_unstamped_checkpoints_still_rewinds() -> None:
     assert decide(records, stamp(c=V2), "t").invalidated_nodes == {"c"}
 
 
-def test_change_in_an_earlier_turn_is_blocked() -> None:
+def test_change_in_an_earlier_turn_is_blocked_while_its_value_is_live() -> None:
     old = stamp(b=V1)
+    turn_one = thread(old)
+    turn_one[3] = record(2, "b", stamp=old, wrote=("log", "value"))  # `value` is never rewritten
     turn_two = [record(5, stamp=old, source="input", wrote=()), record(6, "a", stamp=old)]
-    plan = decide(thread(old) + turn_two, stamp(b=V2), "t")
+    plan = decide(turn_one + turn_two, stamp(b=V2), "t")
     assert plan.kind is PlanKind.REWIND and plan.blocker and "earlier turn" in plan.blocker
 
 

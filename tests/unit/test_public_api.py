@@ -16,6 +16,8 @@ EXPECTED = [
     "ResumePlan",
     "ThreadBusyError",
     "UnreadableCheckpointError",
+    "aaccept",
+    "accept",
     "aplan",
     "arun",
     "astream",

@@ -1,0 +1,87 @@
+"""``accept``: "this thread was handled by hand"; its head is stamped as current.
+
+Rules:
+- Never automatic: only a call of ``accept`` writes it, and it is logged as a warning.
+- It writes one checkpoint, a fork of the head under the current stamp, marked as
+  verified, holding the head's values, pending writes and interrupts unchanged
+  (``_migrate.carry`` with nothing to carry). Nothing is deleted or overwritten.
+- The next plan starts at that checkpoint: what changed before it counts as handled.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.pregel import Pregel
+
+from neograph_ext._errors import GraphError
+from neograph_ext._lock import athread_lock, thread_lock
+from neograph_ext._migrate import Carrying, acarry, carry
+from neograph_ext._plan import PlanKind, ResumePlan
+from neograph_ext._run import _aread, _call, _read
+
+__all__ = ["aaccept", "accept"]
+
+logger = logging.getLogger("neograph_ext")
+
+
+def accept(graph: Pregel[Any, Any, Any, Any], config: RunnableConfig) -> RunnableConfig:
+    """Record that a thread's stored values were brought up to date by hand.
+
+    For a thread whose data you migrated yourself (say, in SQL): writes a fork of its
+    head stamped with the graph's current fingerprints, so the next ``run`` carries on
+    from it instead of rewinding or raising. The head's values, next nodes and pending
+    interrupts are kept as they are.
+
+    Args:
+        graph: A graph made by ``neograph_ext.compile`` with a checkpointer.
+        config: Names the thread (and optionally a ``checkpoint_id`` to accept).
+
+    Returns:
+        The config of the checkpoint written.
+
+    Raises:
+        GraphError: The graph cannot be used, or the thread has no checkpoint.
+        ThreadBusyError: Another process holds the thread's lock (``on_busy="raise"``).
+    """
+    call = _call(graph, config)
+    with thread_lock(call.saver, call.thread_id):
+        decision = _accepted(_read(call, full=True)[0])
+        written = carry(
+            call.graph, call.saver, call.config, decision, Carrying(), call.stamp, "accept"
+        )
+    return _logged(decision, written)
+
+
+async def aaccept(graph: Pregel[Any, Any, Any, Any], config: RunnableConfig) -> RunnableConfig:
+    """Async twin of ``accept``."""
+    call = _call(graph, config)
+    async with athread_lock(call.saver, call.thread_id):
+        decision = _accepted((await _aread(call, full=True))[0])
+        written = await acarry(
+            call.graph, call.saver, call.config, decision, Carrying(), call.stamp, "accept"
+        )
+    return _logged(decision, written)
+
+
+def _accepted(decision: ResumePlan) -> ResumePlan:
+    """The plan ``carry`` applies: the head, nothing converted, its pending writes kept."""
+    if decision.kind is PlanKind.FRESH:
+        raise GraphError(
+            f"thread {decision.thread_id!r} has no checkpoint to accept: check the thread_id"
+        )
+    return replace(decision, kind=PlanKind.MIGRATE, migrated=frozenset())
+
+
+def _logged(decision: ResumePlan, written: RunnableConfig) -> RunnableConfig:
+    logger.warning(
+        "thread %r: accepted by hand as written by the current graph (checkpoint %s, "
+        "a fork of %s); changes before it no longer count",
+        decision.thread_id,
+        (written.get("configurable") or {}).get("checkpoint_id"),
+        decision.head_id,
+    )
+    return written

@@ -1,0 +1,61 @@
+"""A counted two-turn chat: ``MessagesState`` plus a profile written in turn 1 only and a
+summary written every turn."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Annotated, Any, TypedDict
+
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
+
+from tests.integration.pipelines import model
+
+ProfileV1 = model("Profile", who=(str, ...))
+ProfileV2 = model("Profile", who=(str, ...), tone=(str, "plain"))  # additive, compatible
+ProfileV3 = model("Profile", full_name=(str, ...))  # renamed field: needs a migration
+SummaryV1 = model("Summary", text=(str, ...))
+SummaryV2 = model("Summary", text=(str, ...), turns=(int, 0))
+
+
+def chat(
+    runs: Counter[str], profile: Any = ProfileV1, summary: Any = SummaryV1
+) -> StateGraph[Any, Any, Any, Any]:
+    """``extract`` (turn 1 only: writes ``profile``) then ``reply`` (every turn)."""
+    # Functional syntax: the channel types are this call's arguments.
+    state = TypedDict(  # type: ignore[name-match]  # noqa: UP013
+        "Chat",
+        {
+            "messages": Annotated[list[AnyMessage], add_messages],
+            "profile": profile,
+            "summary": summary,
+        },
+        total=False,
+    )
+
+    def extract(state: Any) -> dict[str, Any]:
+        runs["extract"] += 1
+        fields = profile.model_fields
+        key = "who" if "who" in fields else "full_name"
+        return {"profile": profile(**{key: "Ada"})}
+
+    def reply(state: Any) -> dict[str, Any]:
+        runs["reply"] += 1
+        said = state["messages"][-1].content
+        return {"messages": [AIMessage(f"re: {said}")], "summary": summary(text=str(said))}
+
+    builder = StateGraph(state)
+    builder.add_node("extract", extract)
+    builder.add_node("reply", reply)
+    builder.add_conditional_edges(
+        START, lambda s: "reply" if s.get("profile") else "extract", ["extract", "reply"]
+    )
+    builder.add_edge("extract", "reply")
+    builder.add_edge("reply", END)
+    return builder
+
+
+def say(text: str) -> dict[str, Any]:
+    """One user turn's input."""
+    return {"messages": [HumanMessage(text)]}

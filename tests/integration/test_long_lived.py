@@ -1,0 +1,404 @@
+"""Long-lived threads: dead values, kept values, migrations, and ``accept``, on a chat."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pytest
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
+import neograph_ext as ne
+from tests.integration.chat import ProfileV2, ProfileV3, SummaryV2, chat, say
+from tests.integration.pipelines import model
+
+
+def _two_turns(saver: BaseCheckpointSaver[Any], config: RunnableConfig) -> None:
+    graph = ne.compile(chat(Counter()), checkpointer=saver)
+    ne.run(graph, say("hi"), config)
+    ne.run(graph, say("again"), config)
+
+
+def _count(saver: BaseCheckpointSaver[Any], config: RunnableConfig) -> int:
+    return len(
+        list(saver.list({"configurable": {"thread_id": config["configurable"]["thread_id"]}}))
+    )
+
+
+def _name(value: Any) -> str:
+    return str(_data(value)["who"])
+
+
+def _data(value: Any) -> dict[str, Any]:
+    """A stored model as data: the test models' module cannot be imported, so the
+    serializer revives them as dicts."""
+    return value if isinstance(value, dict) else dict(value.model_dump())
+
+
+def test_a_change_to_a_value_overwritten_later_reruns_only_the_latest_turn(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    _two_turns(saver, config)
+    runs: Counter[str] = Counter()
+    graph = ne.compile(chat(runs, summary=SummaryV2), checkpointer=saver)
+    plan = ne.plan(graph, config)
+    assert plan.kind is ne.PlanKind.REWIND and plan.blocker is None
+    assert plan.rerun == {"reply"}
+    ne.run(graph, None, config)
+    assert runs == Counter({"reply": 1})
+    assert ne.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
+
+
+def test_a_live_value_of_an_earlier_turn_blocks_and_names_the_ways_out(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    _two_turns(saver, config)
+    runs: Counter[str] = Counter()
+    graph = ne.compile(chat(runs, ProfileV2), checkpointer=saver)
+    before = _count(saver, config)
+    with pytest.raises(ne.CheckpointSchemaError) as caught:
+        ne.run(graph, say("third"), config)
+    message = str(caught.value)
+    for way in ("keep_compatible", "migrations", "accept", "new thread_id", "profile"):
+        assert way in message
+    assert runs == Counter() and _count(saver, config) == before
+
+
+def test_keep_compatible_carries_the_value_without_running_a_node(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    _two_turns(saver, config)
+    runs: Counter[str] = Counter()
+    graph = ne.compile(chat(runs, ProfileV2), checkpointer=saver, keep_compatible=True)
+    plan = ne.plan(graph, config)
+    assert plan.kind is ne.PlanKind.MIGRATE and plan.migrated == {"profile"}
+    with pytest.raises(ne.CheckpointSchemaError, match="profile"):
+        ne.run(graph, None, config, auto_resume=False)
+    before = _count(saver, config)
+    result = ne.run(graph, None, config)
+    assert runs == Counter() and _count(saver, config) == before + 1
+    assert _data(result["profile"]) == {"who": "Ada", "tone": "plain"}
+    assert ne.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
+    ne.run(graph, say("third"), config)
+    assert runs == Counter({"reply": 1})
+    assert len(graph.get_state(config).values["messages"]) == 6
+
+
+def test_a_migration_converts_the_stored_value(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    _two_turns(saver, config)
+    runs: Counter[str] = Counter()
+    seen: list[Any] = []
+
+    def to_v3(old: Any) -> Any:
+        seen.append(old)
+        return ProfileV3(full_name=_name(old))
+
+    graph = ne.compile(chat(runs, ProfileV3), checkpointer=saver, migrations={ProfileV3: to_v3})
+    assert ne.plan(graph, config).kind is ne.PlanKind.MIGRATE
+    result = ne.run(graph, None, config)
+    assert runs == Counter() and len(seen) == 1
+    assert _data(result["profile"]) == {"full_name": "Ada"}
+
+
+def test_a_failing_migration_writes_nothing(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    _two_turns(saver, config)
+    runs: Counter[str] = Counter()
+    graph = ne.compile(chat(runs, ProfileV3), checkpointer=saver, migrations={"profile": dict})
+    before = _count(saver, config)
+    with pytest.raises(ne.CheckpointSchemaError, match=r"migrations\[profile\].*`profile`"):
+        ne.run(graph, None, config)
+    assert runs == Counter() and _count(saver, config) == before
+
+
+def test_a_raising_migration_writes_nothing(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    _two_turns(saver, config)
+
+    def broken(old: Any) -> Any:
+        raise KeyError("nickname")
+
+    graph = ne.compile(
+        chat(Counter(), ProfileV3), checkpointer=saver, migrations={"profile": broken}
+    )
+    before = _count(saver, config)
+    with pytest.raises(ne.CheckpointSchemaError, match=r"migrations\[profile\] raised on channel"):
+        ne.run(graph, say("third"), config)
+    assert _count(saver, config) == before
+
+
+def test_an_incompatible_value_is_not_kept(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    _two_turns(saver, config)
+    graph = ne.compile(chat(Counter(), ProfileV3), checkpointer=saver, keep_compatible=True)
+    plan = ne.plan(graph, config)
+    assert plan.blocker and "earlier turn" in plan.blocker and not plan.migrated
+
+
+async def test_async_keep_and_migrate(
+    async_saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    graph = ne.compile(chat(Counter()), checkpointer=async_saver)
+    await ne.arun(graph, say("hi"), config)
+    await ne.arun(graph, say("again"), config)
+    runs: Counter[str] = Counter()
+    graph = ne.compile(chat(runs, ProfileV2), checkpointer=async_saver, keep_compatible={"profile"})
+    assert (await ne.aplan(graph, config)).kind is ne.PlanKind.MIGRATE
+    result = await ne.arun(graph, None, config)
+    assert runs == Counter() and _data(result["profile"])["tone"] == "plain"
+    graph = ne.compile(
+        chat(runs, ProfileV3),
+        checkpointer=async_saver,
+        migrations={"profile": lambda old: ProfileV3(full_name=_name(old))},
+    )
+    result = await ne.arun(graph, say("third"), config)
+    assert _data(result["profile"]) == {"full_name": "Ada"}
+    assert runs == Counter({"reply": 1})
+
+
+def test_a_value_from_a_plain_invoke_under_new_code_is_dead_stale(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    _two_turns(saver, config)
+    runs: Counter[str] = Counter()
+    graph = ne.compile(chat(runs, summary=SummaryV2), checkpointer=saver)
+    graph.invoke(say("plain"), config)  # a later turn under the new code, not through run()
+    assert ne.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
+    ne.run(graph, say("next"), config)
+    assert runs == Counter({"reply": 2})
+
+
+def test_accept_stamps_the_head_as_current_keeping_next_and_interrupts(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    _two_turns(saver, config)
+    runs: Counter[str] = Counter()
+    graph = ne.compile(chat(runs, ProfileV3), checkpointer=saver)
+    assert ne.plan(graph, config).blocker
+    before = graph.get_state(config)
+    ne.accept(graph, config)
+    after = graph.get_state(config)
+    assert after.next == before.next and after.interrupts == before.interrupts
+    assert (
+        after.config["configurable"]["checkpoint_id"]
+        != before.config["configurable"]["checkpoint_id"]
+    )
+    assert ne.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
+    ne.run(graph, say("third"), config)
+    assert runs == Counter({"reply": 1})
+
+
+async def test_aaccept_on_a_rewinding_thread(
+    async_saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    graph = ne.compile(chat(Counter()), checkpointer=async_saver)
+    await ne.arun(graph, say("hi"), config)
+    runs: Counter[str] = Counter()
+    graph = ne.compile(chat(runs, summary=SummaryV2), checkpointer=async_saver)
+    assert (await ne.aplan(graph, config)).kind is ne.PlanKind.REWIND
+    await ne.aaccept(graph, config)
+    assert (await ne.aplan(graph, config)).kind is ne.PlanKind.UP_TO_DATE
+    assert runs == Counter()
+
+
+DraftV1 = model("Draft", text=(str, ...))
+DraftV2 = model("Draft", text=(str, ...), tone=(str, "plain"))
+
+
+def _approval(runs: Counter[str], draft_type: Any, *, ask: bool = True) -> Any:
+    """``draft -> review -> send``; ``review`` asks with ``interrupt()`` when ``ask``."""
+    from typing import TypedDict
+
+    from langgraph.graph import END, START, StateGraph
+    from langgraph.types import interrupt
+
+    # Functional syntax: the draft's type is this call's argument.
+    Flow = TypedDict("Flow", {"draft": draft_type, "answer": str}, total=False)  # type: ignore[misc]  # noqa: UP013
+
+    def draft(state: Any) -> dict[str, Any]:
+        runs["draft"] += 1
+        return {"draft": draft_type(text="hello")}
+
+    def review(state: Any) -> dict[str, Any]:
+        runs["review"] += 1
+        return {"answer": interrupt("approve?") if ask else "seen"}
+
+    def send(state: Any) -> dict[str, Any]:
+        runs["send"] += 1
+        return {}
+
+    builder = StateGraph(Flow)
+    for name, fn in (("draft", draft), ("review", review), ("send", send)):
+        builder.add_node(name, fn)
+    builder.add_edge(START, "draft")
+    builder.add_edge("draft", "review")
+    builder.add_edge("review", "send")
+    builder.add_edge("send", END)
+    return builder
+
+
+def test_keeping_a_value_keeps_the_pending_interrupt_for_its_answer(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    from langgraph.types import Command
+
+    ne.run(ne.compile(_approval(Counter(), DraftV1), checkpointer=saver), {}, config)
+    runs: Counter[str] = Counter()
+    graph = ne.compile(_approval(runs, DraftV2), checkpointer=saver, keep_compatible=True)
+    assert ne.plan(graph, config).kind is ne.PlanKind.MIGRATE
+    result = ne.run(graph, Command(resume="approve"), config)
+    assert result["answer"] == "approve" and runs == Counter({"review": 1, "send": 1})
+    assert _data(result["draft"]) == {"text": "hello", "tone": "plain"}
+
+
+def test_an_approval_is_asked_again_when_the_draft_changed(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig, caplog: pytest.LogCaptureFixture
+) -> None:
+    from langgraph.types import Command
+
+    ne.run(ne.compile(_approval(Counter(), DraftV1), checkpointer=saver), {}, config)
+    runs: Counter[str] = Counter()
+    graph = ne.compile(_approval(runs, DraftV2), checkpointer=saver)
+    assert any("asked again" in note for note in ne.plan(graph, config).notes)
+    with caplog.at_level("WARNING", logger="neograph_ext"):
+        again = ne.run(graph, Command(resume="approve"), config)
+    assert "the answer given was set aside" in caplog.text
+    assert [i.value for i in again["__interrupt__"]] == ["approve?"]
+    assert runs == Counter({"draft": 1, "review": 1})  # send did not run
+    result = ne.run(graph, Command(resume="approve"), config)
+    assert result["answer"] == "approve" and runs["send"] == 1
+    assert _data(result["draft"]) == {"text": "hello", "tone": "plain"}  # the new draft
+
+
+def test_reanswer_sends_at_once(saver: BaseCheckpointSaver[Any], config: RunnableConfig) -> None:
+    from langgraph.types import Command
+
+    ne.run(ne.compile(_approval(Counter(), DraftV1), checkpointer=saver), {}, config)
+    runs: Counter[str] = Counter()
+    graph = ne.compile(_approval(runs, DraftV2), checkpointer=saver)
+    result = ne.run(graph, Command(resume="approve"), config, reanswer=True)
+    assert result["answer"] == "approve"
+    assert runs == Counter({"draft": 1, "review": 2, "send": 1})
+
+
+def test_a_static_breakpoint_is_asked_again_too(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    from langgraph.types import Command
+
+    old = ne.compile(
+        _approval(Counter(), DraftV1, ask=False), checkpointer=saver, interrupt_before=["send"]
+    )
+    ne.run(old, {}, config)
+    runs: Counter[str] = Counter()
+    graph = ne.compile(
+        _approval(runs, DraftV2, ask=False), checkpointer=saver, interrupt_before=["send"]
+    )
+    ne.run(graph, Command(resume="approve"), config)
+    assert runs == Counter({"draft": 1, "review": 1})
+    assert graph.get_state(config).next == ("send",)
+    ne.run(graph, Command(resume="approve"), config)
+    assert runs["send"] == 1
+
+
+def test_a_static_breakpoint_with_reanswer_sends_at_once(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    old = ne.compile(
+        _approval(Counter(), DraftV1, ask=False), checkpointer=saver, interrupt_before=["send"]
+    )
+    ne.run(old, {}, config)
+    runs: Counter[str] = Counter()
+    graph = ne.compile(
+        _approval(runs, DraftV2, ask=False), checkpointer=saver, interrupt_before=["send"]
+    )
+    ne.run(graph, None, config, reanswer=True)
+    assert runs == Counter({"draft": 1, "review": 1, "send": 1})
+
+
+async def test_async_approval_is_asked_again(
+    async_saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    from langgraph.types import Command
+
+    await ne.arun(ne.compile(_approval(Counter(), DraftV1), checkpointer=async_saver), {}, config)
+    runs: Counter[str] = Counter()
+    graph = ne.compile(_approval(runs, DraftV2), checkpointer=async_saver)
+    again = await ne.arun(graph, Command(resume="approve"), config)
+    assert "__interrupt__" in again and runs["send"] == 0
+    result = await ne.arun(graph, Command(resume="approve"), config)
+    assert result["answer"] == "approve" and runs["send"] == 1
+
+
+def test_replay_turns_reruns_the_earlier_turn_then_feeds_later_inputs_again(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    _two_turns(saver, config)
+    runs: Counter[str] = Counter()
+    graph = ne.compile(chat(runs, ProfileV3), checkpointer=saver)
+    plan = ne.plan(graph, config, replay_turns=True)
+    assert plan.kind is ne.PlanKind.REWIND and plan.blocker is None and len(plan.replayed) == 1
+    result = ne.run(graph, None, config, replay_turns=True)
+    assert runs == Counter({"extract": 1, "reply": 2})
+    said = [m.content for m in result["messages"]]
+    assert said == ["hi", "re: hi", "again", "re: again"]
+    assert _data(result["profile"]) == {"full_name": "Ada"}
+    assert ne.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
+    stored = ne.run(graph, say("again"), config)  # the replayed input was recorded
+    assert [m.content for m in stored["messages"]] == said and runs["reply"] == 2
+
+
+async def test_async_replay_turns(
+    async_saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    graph = ne.compile(chat(Counter()), checkpointer=async_saver)
+    await ne.arun(graph, say("hi"), config)
+    await ne.arun(graph, say("again"), config)
+    runs: Counter[str] = Counter()
+    graph = ne.compile(chat(runs, ProfileV3), checkpointer=async_saver)
+    result = await ne.arun(graph, None, config, replay_turns=True)
+    assert runs == Counter({"extract": 1, "reply": 2})
+    assert [m.content for m in result["messages"]] == ["hi", "re: hi", "again", "re: again"]
+
+
+def test_kept_values_and_a_latest_turn_rewind_combine(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    _two_turns(saver, config)
+    runs: Counter[str] = Counter()
+    # Only the profile is kept: the summary's change rewinds the latest turn.
+    graph = ne.compile(
+        chat(runs, ProfileV2, SummaryV2), checkpointer=saver, keep_compatible={"profile"}
+    )
+    plan = ne.plan(graph, config)
+    assert plan.kind is ne.PlanKind.REWIND and plan.migrated == {"profile"}
+    assert plan.rerun == {"reply"} and plan.blocker is None
+    result = ne.run(graph, None, config)
+    assert runs == Counter({"reply": 1})
+    assert _data(result["profile"]) == {"who": "Ada", "tone": "plain"}
+    assert [m.content for m in result["messages"]] == ["hi", "re: hi", "again", "re: again"]
+    assert ne.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
+
+
+def test_accept_keeps_a_pending_interrupt(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    from langgraph.types import Command
+
+    ne.run(ne.compile(_approval(Counter(), DraftV1), checkpointer=saver), {}, config)
+    runs: Counter[str] = Counter()
+    graph = ne.compile(_approval(runs, DraftV2), checkpointer=saver)
+    before = graph.get_state(config)
+    ne.accept(graph, config)
+    after = graph.get_state(config)
+    assert after.next == before.next == ("review",)
+    assert [i.value for i in after.interrupts] == [i.value for i in before.interrupts]
+    assert ne.plan(graph, config).kind is ne.PlanKind.CONTINUE
+    result = ne.run(graph, Command(resume="approve"), config)
+    assert result["answer"] == "approve" and runs == Counter({"review": 1, "send": 1})

@@ -1,0 +1,41 @@
+"""The pure parts of carrying stored values: options resolved to channels, validation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from neograph_ext._migrate import carry_for, carrying
+from tests.integration.chat import ProfileV1, ProfileV2, ProfileV3
+
+TYPES: dict[str, object] = {"profile": ProfileV2 | None, "summary": str}
+
+
+def test_options_resolve_to_channels_by_type_or_name() -> None:
+    options = carrying(TYPES, keep_compatible=[ProfileV2], migrations={"summary": str})
+    assert options.keep == {"profile"} and set(options.migrations) == {"summary"}
+    assert options.migrations["summary"][0] == "migrations[summary]"
+    assert carrying(TYPES, keep_compatible=True).keep == {"profile", "summary"}
+
+
+@pytest.mark.parametrize("key", ["nope", ProfileV3])
+def test_an_unknown_channel_or_type_is_refused(key: Any) -> None:
+    with pytest.raises(ValueError, match="keep"):
+        carrying(TYPES, keep_compatible=[key])
+
+
+def test_a_revived_instance_is_validated_again_not_trusted() -> None:
+    options = carrying(TYPES, keep_compatible=True)
+    fits = ProfileV2.model_construct(who="Ada")  # the new default fills `tone`
+    broken = ProfileV2.model_construct(who=3)  # what the serializer may build unvalidated
+    assert carry_for(options, frozenset({"profile"}), {"profile": fits}).compatible == {"profile"}
+    assert not carry_for(options, frozenset({"profile"}), {"profile": broken}).compatible
+    assert carry_for(options, frozenset({"profile"}), {"profile": {"who": "Ada"}}).compatible
+
+
+def test_a_migration_comes_before_keeping_and_needs_a_stored_value() -> None:
+    options = carrying(TYPES, keep_compatible=True, migrations={ProfileV2: dict})
+    carry = carry_for(options, frozenset({"profile"}), {"profile": ProfileV1(who="Ada")})
+    assert carry.migrated == {"profile"} and not carry.compatible
+    assert not carry_for(options, frozenset({"profile"}), {}).migrated
