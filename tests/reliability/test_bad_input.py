@@ -570,13 +570,24 @@ def _rows(db: str, thread: str) -> set[str]:
         return {row[0] for row in conn.execute(query, (thread,))}
 
 
+STORED_IN = [
+    pytest.param(
+        bad,
+        kind,
+        id=f"{bad.name}-{kind}",
+        marks=(pytest.mark.postgres,) if kind == "postgres" else (),
+    )
+    for bad in BAD_METADATA
+    for kind in ("sqlite", "postgres")
+    if kind == "sqlite" or bad.postgres  # PostgreSQL's jsonb cannot hold the others
+]
+
+
 @pytest.mark.parametrize("where", ["every-checkpoint", "all-but-the-head"])
-@pytest.mark.parametrize("bad", BAD_METADATA, ids=[b.name for b in BAD_METADATA])
+@pytest.mark.parametrize(("bad", "db"), STORED_IN, indirect=["db"])
 def test_metadata_that_is_not_a_mapping_is_unverified_or_one_documented_error(
     bad: BadMetadata, where: str, db: str, thread: str, log: Path
 ) -> None:
-    if db.startswith("postgresql://") and not bad.postgres:
-        pytest.skip("PostgreSQL's jsonb cannot hold it")
     config: dict[str, Any] = {"configurable": {"thread_id": thread}}
     with worker.open_saver(db) as saver:
         with pytest.raises(RuntimeError, match="crash"):
