@@ -67,8 +67,13 @@ def test_concurrent_runs_from_one_checkpoint_run_the_tail_once(
                 errors.append(exc)
 
     threads = [threading.Thread(target=runner) for _ in range(RUNNERS)]
-    for t in threads:
-        t.start()
+    # Concurrent means: every runner planned from the named checkpoint before any of
+    # them ran. Holding the thread's lock a moment makes that so on a busy machine too
+    # (a runner that starts after another finished makes a deliberate fork of its own).
+    with worker.open_saver(db) as gatekeeper, thread_lock(gatekeeper, thread):
+        for t in threads:
+            t.start()
+        time.sleep(1.0)
     for t in threads:
         t.join()
 
