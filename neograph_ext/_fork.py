@@ -14,8 +14,8 @@ Rules:
   tasks) and ``_migrate`` (carrying values on, and ``accept``).
 
 What this relies on in LangGraph, checked on langgraph 1.2.24 (checkpoint 4.3.2);
-``tests/integration/test_keep.py`` and ``tests/integration/test_long_lived.py`` fail
-loudly if it changes:
+``tests/unit/test_keep.py``, ``tests/integration/test_keep.py`` and
+``tests/integration/test_long_lived.py`` fail loudly if it changes:
 - The fork keeps the base's checkpoint format ``v`` and ``updated_channels``.
   ``create_checkpoint`` would stamp the checkpoint library's format version (2), older
   than what LangGraph writes (4): read as version 2, its consumed edge channels wake the
