@@ -2,15 +2,13 @@
 
 Rules:
 - A rewind that keeps work forks the target checkpoint T as LangGraph's own time travel
-  does (a child of T at T's step, ``source="fork"``), through the saver's ``put``,
-  stamped with the current stamp. On the fork it saves, under the fork's task ids, the
-  writes the kept tasks left on T when they ran on the old branch (T's pending writes),
-  then resumes the thread's newest checkpoint, the fork: LangGraph hands saved writes
-  back to their tasks instead of running them.
-- Task ids are derived from the checkpoint id, so a kept task is matched to its new id
-  by node name and path (a ``Send``'s position), both read through LangGraph's public
-  ``get_state(...).tasks``. A task kept is one that finished: it left writes, none of
-  them an error or an interrupt.
+  does (a child of T at T's step, ``source="fork"``), through ``_fork``, stamped with
+  the current stamp. On the fork it saves, under the fork's task ids, the writes the
+  kept tasks left on T when they ran on the old branch (T's pending writes), then
+  resumes the thread's newest checkpoint, the fork: LangGraph hands saved writes back
+  to their tasks instead of running them.
+- A task kept is one that finished: it left writes, none of them an error or an
+  interrupt.
 - The fork records how many tasks it keeps (``KEEP_KEY``). A fork holding the writes of
   fewer tasks was left by a process killed between the fork and its writes: the next
   run plans from T again (``incomplete``) and forks anew; the bare fork stays in the
@@ -37,12 +35,12 @@ from langgraph.checkpoint.base import (
     CheckpointMetadata,
     CheckpointTuple,
     PendingWrite,
-    create_checkpoint,
 )
 from langgraph.pregel import Pregel
 from langgraph.types import PregelTask
 
 from neograph_ext._errors import GraphError
+from neograph_ext._fork import Fork, Writes, address, aput_fork, forked_checkpoint, put_fork
 from neograph_ext._stamp import RUN_KEY, STAMP_KEY, Stamp, stamp_ref
 
 __all__ = ["KEEP_KEY", "akeep", "forked", "incomplete", "keep", "kept_writes"]
@@ -114,13 +112,7 @@ def forked(
         RUN_KEY: mark,
         KEEP_KEY: kept,
     }
-    checkpoint = create_checkpoint(target.checkpoint, None, step)
-    # create_checkpoint stamps the checkpoint library's format version (2), older than
-    # what LangGraph writes (4): read as version 2, its consumed edge channels wake the
-    # nodes of two steps back (measured: in a -> b -> (c | d), b ran again).
-    checkpoint["v"] = target.checkpoint["v"]
-    checkpoint["updated_channels"] = target.checkpoint.get("updated_channels")
-    return checkpoint, metadata  # type: ignore[return-value]
+    return forked_checkpoint(target), metadata  # type: ignore[return-value]
 
 
 def incomplete(head: CheckpointTuple | None) -> RunnableConfig | None:
@@ -152,11 +144,8 @@ def keep(
         GraphError: The target checkpoint does not exist.
     """
     target = _found(saver.get_tuple(target_config), target_config)
-    carried = kept_writes(graph.get_state(target.config).tasks, target.pending_writes or (), nodes)
-    checkpoint, metadata = forked(target, stamp, mark, len(carried.keys() - {None}))
-    fork_config = saver.put(_address(target), checkpoint, metadata, {})
-    for task_id, writes in _by_new_id(graph.get_state(fork_config).tasks, carried).items():
-        saver.put_writes(fork_config, writes, task_id)
+    old = graph.get_state(target.config).tasks
+    put_fork(graph, saver, _fork(target, old, nodes, stamp, mark), old)
 
 
 async def akeep(
@@ -169,37 +158,32 @@ async def akeep(
 ) -> None:
     """Async twin of ``keep``."""
     target = _found(await saver.aget_tuple(target_config), target_config)
-    old_tasks = (await graph.aget_state(target.config)).tasks
-    carried = kept_writes(old_tasks, target.pending_writes or (), nodes)
+    old = (await graph.aget_state(target.config)).tasks
+    await aput_fork(graph, saver, _fork(target, old, nodes, stamp, mark), old)
+
+
+def _fork(
+    target: CheckpointTuple,
+    old: Sequence[PregelTask],
+    nodes: frozenset[str],
+    stamp: Stamp,
+    mark: str,
+) -> Fork:
+    """The fork of ``target`` holding the kept tasks' writes, under the target's task ids."""
+    carried = kept_writes(old, target.pending_writes or (), nodes)
     checkpoint, metadata = forked(target, stamp, mark, len(carried.keys() - {None}))
-    fork_config = await saver.aput(_address(target), checkpoint, metadata, {})
-    new_tasks = (await graph.aget_state(fork_config)).tasks
-    for task_id, writes in _by_new_id(new_tasks, carried).items():
-        await saver.aput_writes(fork_config, writes, task_id)
+    return Fork(address(target), checkpoint, metadata, {}, _by_old_id(old, carried))
 
 
-def _by_new_id(
-    new_tasks: Sequence[PregelTask], carried: Mapping[TaskKey | None, list[tuple[str, Any]]]
-) -> dict[str, list[tuple[str, Any]]]:
-    """The carried writes under the fork's task ids; a task the fork lacks runs again."""
-    ids = {(task.name, tuple(task.path)): task.id for task in new_tasks}
-    found = {ids[key]: writes for key, writes in carried.items() if key is not None and key in ids}
+def _by_old_id(
+    old: Sequence[PregelTask], carried: Mapping[TaskKey | None, list[tuple[str, Any]]]
+) -> Writes:
+    """The carried writes under the target's task ids, those of no task last."""
+    ids = {(task.name, tuple(task.path)): task.id for task in old}
+    found = tuple((ids[key], tuple(writes)) for key, writes in carried.items() if key is not None)
     if None in carried:
-        found[_NULL_TASK] = carried[None]
+        found += ((_NULL_TASK, tuple(carried[None])),)
     return found
-
-
-def _address(target: CheckpointTuple) -> RunnableConfig:
-    """The target's full address: some savers return configs without the namespace,
-    and every saver's ``put`` needs it."""
-    configurable = target.config.get("configurable") or {}
-    return {
-        "configurable": {
-            "thread_id": configurable["thread_id"],
-            "checkpoint_ns": configurable.get("checkpoint_ns", ""),
-            "checkpoint_id": target.checkpoint["id"],
-        }
-    }
 
 
 def _found(target: CheckpointTuple | None, config: RunnableConfig) -> CheckpointTuple:

@@ -8,10 +8,11 @@ Rules:
   under the current type. It runs no user code: migrations run only when executing.
 - Validation never trusts a revived model instance (the serializer may build one with
   ``model_construct``, unvalidated): its fields are validated again, as plain data.
-- Carrying writes exactly one checkpoint through the saver's public API: a fork of the
-  base checkpoint (the head, or a rewind's target) under the current stamp, holding the
-  converted values at new channel versions. On the head, its pending writes are copied
-  too, so its next nodes and pending interrupts stay. Nothing is deleted or overwritten.
+- Carrying writes exactly one checkpoint through the saver's public API (``_fork``): a
+  fork of the base checkpoint (the head, or a rewind's target) under the current stamp,
+  holding the converted values at new channel versions. On the head, its pending writes
+  are copied too, so its next nodes and pending interrupts stay. Nothing is deleted or
+  overwritten.
 - A migration that raises, or returns what does not validate, is a
   ``CheckpointSchemaError`` naming the migration and the channel; nothing is written.
 """
@@ -22,23 +23,15 @@ import types
 import typing
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Annotated, Any, get_args, get_origin
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import (
-    BaseCheckpointSaver,
-    Checkpoint,
-    CheckpointMetadata,
-    CheckpointTuple,
-    copy_checkpoint,
-)
-from langgraph.checkpoint.base.id import uuid6
+from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointMetadata, CheckpointTuple
 from langgraph.pregel import Pregel
-from langgraph.types import PregelTask
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from neograph_ext._errors import CheckpointSchemaError, GraphError
+from neograph_ext._fork import Fork, address, aput_fork, forked_checkpoint, put_fork
 from neograph_ext._plan import Carry, PlanKind, ResumePlan
 from neograph_ext._stamp import (
     RUN_KEY,
@@ -53,7 +46,6 @@ from neograph_ext._stamp_store import asave, save
 
 __all__ = [
     "Carrying",
-    "Fork",
     "acarry",
     "carry",
     "carry_for",
@@ -224,22 +216,6 @@ def _plain(value: object) -> object:
     return value
 
 
-@dataclass(frozen=True)
-class Fork:
-    """One checkpoint to write: a fork of ``base`` carrying ``values``."""
-
-    parent: RunnableConfig
-    """Names the base checkpoint, the new one's parent."""
-    checkpoint: Checkpoint
-    """The base's checkpoint with the carried values at new versions, under a new id."""
-    metadata: CheckpointMetadata
-    """The base's metadata, stamped with the current stamp and a run mark."""
-    versions: dict[str, Any]
-    """The new versions of the carried channels (``put``'s ``new_versions``)."""
-    writes: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...]
-    """The base's pending writes to copy, per task id, in order; empty for a rewind base."""
-
-
 def fork(
     saver: BaseCheckpointSaver[Any],
     base: CheckpointTuple,
@@ -259,11 +235,8 @@ def fork(
         decision: The run mark's decision (``migrate`` or ``accept``).
         keep_writes: Copy the base's pending writes (its finished tasks, interrupts).
     """
-    checkpoint = copy_checkpoint(base.checkpoint)
+    checkpoint = forked_checkpoint(base)
     metadata: dict[str, Any] = dict(base.metadata or {})
-    step = metadata.get("step", -1)
-    checkpoint["id"] = str(uuid6(clock_seq=step if isinstance(step, int) else -1))
-    checkpoint["ts"] = datetime.now(UTC).isoformat()
     versions: dict[str, Any] = {}
     # Above every version of the checkpoint, as LangGraph's own loop does: a channel's
     # versions on other branches then never collide with the new one.
@@ -285,16 +258,8 @@ def fork(
     grouped: dict[str, list[tuple[str, Any]]] = {}
     for task_id, channel, value in base.pending_writes or () if keep_writes else ():
         grouped.setdefault(task_id, []).append((channel, value))
-    configurable = base.config.get("configurable") or {}
-    parent: RunnableConfig = {
-        "configurable": {
-            "thread_id": configurable["thread_id"],
-            "checkpoint_ns": configurable.get("checkpoint_ns", ""),
-            "checkpoint_id": base.checkpoint["id"],
-        }
-    }
     return Fork(
-        parent,
+        address(base),
         checkpoint,
         typing.cast("CheckpointMetadata", metadata),
         versions,
@@ -343,12 +308,7 @@ def carry(
     # Read before anything is written: if the state cannot be read, nothing is.
     old = graph.get_state(new.parent).tasks if new.writes else ()
     save(saver, stamp)  # the fork names the stamp: its description must be found
-    written = saver.put(new.parent, new.checkpoint, new.metadata, new.versions)
-    if new.writes:
-        ids = _task_ids(old, graph.get_state(written).tasks)
-        for task_id, writes in new.writes:
-            saver.put_writes(written, writes, ids.get(task_id, task_id))
-    return written
+    return put_fork(graph, saver, new, old)
 
 
 async def acarry(
@@ -366,12 +326,7 @@ async def acarry(
     new = fork(saver, base, values, stamp, decision, keep_writes=plan.kind is not PlanKind.REWIND)
     old = (await graph.aget_state(new.parent)).tasks if new.writes else ()
     await asave(saver, stamp)
-    written = await saver.aput(new.parent, new.checkpoint, new.metadata, new.versions)
-    if new.writes:
-        ids = _task_ids(old, (await graph.aget_state(written)).tasks)
-        for task_id, writes in new.writes:
-            await saver.aput_writes(written, writes, ids.get(task_id, task_id))
-    return written
+    return await aput_fork(graph, saver, new, old)
 
 
 def _found(base: CheckpointTuple | None, plan: ResumePlan) -> CheckpointTuple:
@@ -381,14 +336,3 @@ def _found(base: CheckpointTuple | None, plan: ResumePlan) -> CheckpointTuple:
             "run again to plan afresh"
         )
     return base
-
-
-def _task_ids(old: Iterable[PregelTask], new: Iterable[PregelTask]) -> dict[str, str]:
-    """Old task id -> the same task's id on the fork.
-
-    LangGraph derives task ids from the checkpoint id, so pending writes copied to the
-    fork must be filed under its own ids; they are matched by node name and task path,
-    through the public ``get_state``.
-    """
-    now = {(task.name, task.path): task.id for task in new}
-    return {task.id: now[(task.name, task.path)] for task in old if (task.name, task.path) in now}

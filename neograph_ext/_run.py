@@ -183,24 +183,12 @@ def run(
     if not prepared.invocations and prepared.carry is None:
         return prepared.stored
     with thread_lock(call.saver, call.thread_id, on_busy=on_busy, timeout=lock_timeout):
-        locked = _followed(call, newest)
-        if locked is not call or _moved(head, call.saver.get_tuple(call.config)):
-            prepared = _prepare(locked, *_read(locked), input, auto_resume, kwargs, reanswer)
-        if prepared.carry is not None:
-            locked = _carried(
-                locked, carry(call.graph, call.saver, locked.config, prepared.carry, *_by(call))
-            )
-            prepared = _prepare(locked, *_read(locked), input, auto_resume, kwargs, reanswer)
+        prepared = _settled(call, newest, head, prepared, input, auto_resume, kwargs, reanswer)
         result = prepared.stored
         for step in prepared.invocations:
-            if step.when is _When.ALWAYS or _holds(
-                step.when, graph, call.saver.get_tuple(step.config)
-            ):
-                call.graph.neograph_ext_save(call.saver)
-                value, mark = _fed(call, step)
+            if _due(call, step):
+                value, mark = _begun(call, step)
                 with marking(call.stamp, mark):
-                    if step.keep:
-                        keep(graph, call.saver, *step.keep, call.stamp, mark)
                     result = graph.invoke(value, step.config, **prepared.kwargs)
         return result
 
@@ -225,25 +213,14 @@ async def arun(
     if not prepared.invocations and prepared.carry is None:
         return prepared.stored
     async with athread_lock(call.saver, call.thread_id, on_busy=on_busy, timeout=lock_timeout):
-        locked = await _afollowed(call, newest)
-        if locked is not call or _moved(head, await call.saver.aget_tuple(call.config)):
-            prepared = _prepare(locked, *await _aread(locked), input, auto_resume, kwargs, reanswer)
-        if prepared.carry is not None:
-            written = await acarry(
-                call.graph, call.saver, locked.config, prepared.carry, *_by(call)
-            )
-            locked = _carried(locked, written)
-            prepared = _prepare(locked, *await _aread(locked), input, auto_resume, kwargs, reanswer)
+        prepared = await _asettled(
+            call, newest, head, prepared, input, auto_resume, kwargs, reanswer
+        )
         result = prepared.stored
         for step in prepared.invocations:
-            if step.when is _When.ALWAYS or _holds(
-                step.when, graph, await call.saver.aget_tuple(step.config)
-            ):
-                await call.graph.neograph_ext_asave(call.saver)
-                value, mark = await _afed(call, step)
+            if await _adue(call, step):
+                value, mark = await _abegun(call, step)
                 with marking(call.stamp, mark):
-                    if step.keep:
-                        await akeep(graph, call.saver, *step.keep, call.stamp, mark)
                     result = await graph.ainvoke(value, step.config, **prepared.kwargs)
         return result
 
@@ -275,23 +252,11 @@ def stream(
             yield from graph.stream(None, call.config, **prepared.kwargs)
         return
     with thread_lock(call.saver, call.thread_id, on_busy=on_busy, timeout=lock_timeout):
-        locked = _followed(call, newest)
-        if locked is not call or _moved(head, call.saver.get_tuple(call.config)):
-            prepared = _prepare(locked, *_read(locked), input, auto_resume, kwargs, reanswer)
-        if prepared.carry is not None:
-            locked = _carried(
-                locked, carry(call.graph, call.saver, locked.config, prepared.carry, *_by(call))
-            )
-            prepared = _prepare(locked, *_read(locked), input, auto_resume, kwargs, reanswer)
+        prepared = _settled(call, newest, head, prepared, input, auto_resume, kwargs, reanswer)
         for step in prepared.invocations:
-            if step.when is _When.ALWAYS or _holds(
-                step.when, graph, call.saver.get_tuple(step.config)
-            ):
-                call.graph.neograph_ext_save(call.saver)
-                value, mark = _fed(call, step)
+            if _due(call, step):
+                value, mark = _begun(call, step)
                 with marking(call.stamp, mark):
-                    if step.keep:
-                        keep(graph, call.saver, *step.keep, call.stamp, mark)
                     yield from graph.stream(value, step.config, **prepared.kwargs)
 
 
@@ -318,24 +283,12 @@ async def astream(
             yield chunk
         return
     async with athread_lock(call.saver, call.thread_id, on_busy=on_busy, timeout=lock_timeout):
-        locked = await _afollowed(call, newest)
-        if locked is not call or _moved(head, await call.saver.aget_tuple(call.config)):
-            prepared = _prepare(locked, *await _aread(locked), input, auto_resume, kwargs, reanswer)
-        if prepared.carry is not None:
-            written = await acarry(
-                call.graph, call.saver, locked.config, prepared.carry, *_by(call)
-            )
-            locked = _carried(locked, written)
-            prepared = _prepare(locked, *await _aread(locked), input, auto_resume, kwargs, reanswer)
+        prepared = await _asettled(
+            call, newest, head, prepared, input, auto_resume, kwargs, reanswer
+        )
         for step in prepared.invocations:
-            if step.when is _When.ALWAYS or _holds(
-                step.when, graph, await call.saver.aget_tuple(step.config)
-            ):
-                await call.graph.neograph_ext_asave(call.saver)
-                value, mark = await _afed(call, step)
-                if step.keep:
-                    with marking(call.stamp, mark):
-                        await akeep(graph, call.saver, *step.keep, call.stamp, mark)
+            if await _adue(call, step):
+                value, mark = await _abegun(call, step)
                 chunks = graph.astream(value, step.config, **prepared.kwargs)
                 async for chunk in _amarked(call.stamp, mark, chunks):
                     yield chunk
@@ -356,6 +309,91 @@ async def _amarked(stamp: Stamp, mark: str, chunks: AsyncIterator[Any]) -> Async
         yield first
         async for chunk in started:
             yield chunk
+
+
+def _settled(
+    call: _Call,
+    newest: CheckpointTuple | None,
+    head: CheckpointTuple | None,
+    prepared: _Prepared,
+    input: Any,
+    auto_resume: bool,
+    kwargs: Mapping[str, Any],
+    reanswer: bool,
+) -> _Prepared:
+    """What to invoke, once the thread's lock is held.
+
+    Planned again when the thread moved while this call waited for the lock
+    (``_followed``, ``_moved``); a plan that carries values first writes the fork that
+    carries them, then plans again from it.
+    """
+    locked = _followed(call, newest)
+    if locked is not call or _moved(head, call.saver.get_tuple(call.config)):
+        prepared = _prepare(locked, *_read(locked), input, auto_resume, kwargs, reanswer)
+    if prepared.carry is not None:
+        locked = _carried(
+            locked, carry(call.graph, call.saver, locked.config, prepared.carry, *_by(call))
+        )
+        prepared = _prepare(locked, *_read(locked), input, auto_resume, kwargs, reanswer)
+    return prepared
+
+
+async def _asettled(
+    call: _Call,
+    newest: CheckpointTuple | None,
+    head: CheckpointTuple | None,
+    prepared: _Prepared,
+    input: Any,
+    auto_resume: bool,
+    kwargs: Mapping[str, Any],
+    reanswer: bool,
+) -> _Prepared:
+    """Async twin of ``_settled``."""
+    locked = await _afollowed(call, newest)
+    if locked is not call or _moved(head, await call.saver.aget_tuple(call.config)):
+        prepared = _prepare(locked, *await _aread(locked), input, auto_resume, kwargs, reanswer)
+    if prepared.carry is not None:
+        locked = _carried(
+            locked,
+            await acarry(call.graph, call.saver, locked.config, prepared.carry, *_by(call)),
+        )
+        prepared = _prepare(locked, *await _aread(locked), input, auto_resume, kwargs, reanswer)
+    return prepared
+
+
+def _due(call: _Call, step: _Invocation) -> bool:
+    """Whether ``step`` runs: always, or when the thread is as its condition wants it."""
+    return step.when is _When.ALWAYS or _holds(
+        step.when, call.graph, call.saver.get_tuple(step.config)
+    )
+
+
+async def _adue(call: _Call, step: _Invocation) -> bool:
+    """Async twin of ``_due``."""
+    return step.when is _When.ALWAYS or _holds(
+        step.when, call.graph, await call.saver.aget_tuple(step.config)
+    )
+
+
+def _begun(call: _Call, step: _Invocation) -> tuple[Any, str]:
+    """The input and run mark to invoke ``step`` with, once the stamp's description is
+    stored and, for a keeping rewind, the fork holding the kept tasks' writes is made."""
+    call.graph.neograph_ext_save(call.saver)
+    value, mark = _fed(call, step)
+    if step.keep:
+        with marking(call.stamp, mark):
+            keep(call.graph, call.saver, *step.keep, call.stamp, mark)
+    return value, mark
+
+
+async def _abegun(call: _Call, step: _Invocation) -> tuple[Any, str]:
+    """Async twin of ``_begun``."""
+    await call.graph.neograph_ext_asave(call.saver)
+    value, mark = await _afed(call, step)
+    if step.keep:
+        with marking(call.stamp, mark):
+            await akeep(call.graph, call.saver, *step.keep, call.stamp, mark)
+    return value, mark
 
 
 def served(

@@ -1,0 +1,141 @@
+"""Forking a checkpoint: writing a child of it at its step, with pending writes re-filed.
+
+Rules:
+- A fork is the base's checkpoint under a new id (``forked_checkpoint``), written through
+  the saver's public ``put`` as the base's child (``address``); its caller states its
+  metadata (source ``fork``, the current stamp, a run mark) and the values it changes.
+  Nothing is deleted or overwritten.
+- Pending writes copied onto a fork are re-filed under the fork's own task ids, matched to
+  the base's tasks by node name and path (a ``Send``'s position), both read through
+  LangGraph's public ``get_state(...).tasks`` (``task_ids``). Writes of an id no task of
+  the base has (LangGraph's null task, a ``Command``'s update) keep their id.
+- ``forked_checkpoint``, ``address`` and ``task_ids`` do no I/O; ``put_fork`` and
+  ``aput_fork`` differ by ``await`` alone. Used by ``_keep`` (a rewind keeping finished
+  tasks) and ``_migrate`` (carrying values on, and ``accept``).
+
+What this relies on in LangGraph, checked on langgraph 1.2.24 (checkpoint 4.3.2);
+``tests/unit/test_keep.py``, ``tests/integration/test_keep.py`` and
+``tests/integration/test_long_lived.py`` fail loudly if it changes:
+- The fork keeps the base's checkpoint format ``v`` and ``updated_channels``.
+  ``create_checkpoint`` would stamp the checkpoint library's format version (2), older
+  than what LangGraph writes (4): read as version 2, its consumed edge channels wake the
+  nodes of two steps back (measured: in a -> b -> (c | d), b ran again).
+- LangGraph derives task ids from the checkpoint id, so the same task has another id on
+  the fork, and writes filed under the base's ids would belong to no task there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    BaseCheckpointSaver,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    copy_checkpoint,
+)
+from langgraph.checkpoint.base.id import uuid6
+from langgraph.pregel import Pregel
+from langgraph.types import PregelTask
+
+__all__ = ["Fork", "address", "aput_fork", "forked_checkpoint", "put_fork", "task_ids"]
+
+Writes = tuple[tuple[str, tuple[tuple[str, Any], ...]], ...]
+"""Pending writes per task id, in order: ``(task id, ((channel, value), ...))``."""
+
+
+@dataclass(frozen=True)
+class Fork:
+    """One checkpoint to write: a child of the base, and the writes to save on it."""
+
+    parent: RunnableConfig
+    """Names the base checkpoint, the new one's parent (``address``)."""
+    checkpoint: Checkpoint
+    """The base's checkpoint under a new id (``forked_checkpoint``), values as carried."""
+    metadata: CheckpointMetadata
+    """The fork's metadata, stamped with the current stamp and a run mark."""
+    versions: dict[str, Any]
+    """The new versions of the channels it changes (``put``'s ``new_versions``)."""
+    writes: Writes
+    """The base's pending writes to save on the fork, under the base's task ids."""
+
+
+def forked_checkpoint(base: CheckpointTuple) -> Checkpoint:
+    """A copy of ``base``'s checkpoint under a new id and time, at the base's step.
+
+    Copied, not rebuilt: the format ``v`` and ``updated_channels`` stay the base's.
+    """
+    checkpoint = copy_checkpoint(base.checkpoint)
+    step = (base.metadata or {}).get("step", -1)
+    checkpoint["id"] = str(uuid6(clock_seq=step if isinstance(step, int) else -1))
+    checkpoint["ts"] = datetime.now(UTC).isoformat()
+    return checkpoint
+
+
+def address(base: CheckpointTuple) -> RunnableConfig:
+    """The base's full address: some savers return configs without the namespace, and
+    every saver's ``put`` needs it."""
+    configurable = base.config.get("configurable") or {}
+    return {
+        "configurable": {
+            "thread_id": configurable["thread_id"],
+            "checkpoint_ns": configurable.get("checkpoint_ns", ""),
+            "checkpoint_id": base.checkpoint["id"],
+        }
+    }
+
+
+def task_ids(old: Iterable[PregelTask], new: Iterable[PregelTask]) -> dict[str, str]:
+    """Old task id -> the same task's id on the fork, matched by node name and path."""
+    now = {(task.name, tuple(task.path)): task.id for task in new}
+    return {
+        task.id: now[(task.name, tuple(task.path))]
+        for task in old
+        if (task.name, tuple(task.path)) in now
+    }
+
+
+def put_fork(
+    graph: Pregel[Any, Any, Any, Any],
+    saver: BaseCheckpointSaver[Any],
+    fork: Fork,
+    old: Iterable[PregelTask],
+) -> RunnableConfig:
+    """Write the fork, then its writes under its own task ids.
+
+    Args:
+        graph: The graph, whose ``get_state`` names the fork's tasks.
+        saver: The thread's saver.
+        fork: What to write.
+        old: The base's tasks (``get_state(fork.parent).tasks``), read by the caller
+            before anything is written: if the state cannot be read, nothing is.
+
+    Returns:
+        The config of the checkpoint written.
+    """
+    written = saver.put(fork.parent, fork.checkpoint, fork.metadata, fork.versions)
+    if fork.writes:
+        ids = task_ids(old, graph.get_state(written).tasks)
+        for task_id, writes in fork.writes:
+            saver.put_writes(written, writes, ids.get(task_id, task_id))
+    return written
+
+
+async def aput_fork(
+    graph: Pregel[Any, Any, Any, Any],
+    saver: BaseCheckpointSaver[Any],
+    fork: Fork,
+    old: Iterable[PregelTask],
+) -> RunnableConfig:
+    """Async twin of ``put_fork``."""
+    written = await saver.aput(fork.parent, fork.checkpoint, fork.metadata, fork.versions)
+    if fork.writes:
+        ids = task_ids(old, (await graph.aget_state(written)).tasks)
+        for task_id, writes in fork.writes:
+            await saver.aput_writes(written, writes, ids.get(task_id, task_id))
+    return written
