@@ -9,6 +9,7 @@ from typing import Annotated, Any, TypedDict
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
+from langgraph.types import interrupt
 
 from tests.integration.pipelines import model
 
@@ -22,7 +23,10 @@ SummaryV2 = model("Summary", text=(str, ...), turns=(int, 0))
 def chat(
     runs: Counter[str], profile: Any = ProfileV1, summary: Any = SummaryV1
 ) -> StateGraph[Any, Any, Any, Any]:
-    """``extract`` (turn 1 only: writes ``profile``) then ``reply`` (every turn)."""
+    """``extract`` (turn 1 only: writes ``profile``) then ``reply`` (every turn).
+
+    ``reply`` asks the user first (LangGraph's ``interrupt``) when the message is ``ask``.
+    """
     # Functional syntax: the channel types are this call's arguments.
     state = TypedDict(  # type: ignore[name-match]  # noqa: UP013
         "Chat",
@@ -43,6 +47,8 @@ def chat(
     def reply(state: Any) -> dict[str, Any]:
         runs["reply"] += 1
         said = state["messages"][-1].content
+        if said == "ask":
+            said = f"ask: {interrupt('may I?')}"
         return {"messages": [AIMessage(f"re: {said}")], "summary": summary(text=str(said))}
 
     builder = StateGraph(state)

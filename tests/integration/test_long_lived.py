@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.types import Command
 
 import neograph_ext as ne
 from tests.integration.chat import ProfileV2, ProfileV3, SummaryV2, chat, say
@@ -246,7 +247,6 @@ def _approval(runs: Counter[str], draft_type: Any, *, ask: bool = True) -> Any:
 def test_keeping_a_value_keeps_the_pending_interrupt_for_its_answer(
     saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
-    from langgraph.types import Command
 
     ne.run(ne.compile(_approval(Counter(), DraftV1), checkpointer=saver), {}, config)
     runs: Counter[str] = Counter()
@@ -260,7 +260,6 @@ def test_keeping_a_value_keeps_the_pending_interrupt_for_its_answer(
 def test_an_approval_is_asked_again_when_the_draft_changed(
     saver: BaseCheckpointSaver[Any], config: RunnableConfig, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from langgraph.types import Command
 
     ne.run(ne.compile(_approval(Counter(), DraftV1), checkpointer=saver), {}, config)
     runs: Counter[str] = Counter()
@@ -277,7 +276,6 @@ def test_an_approval_is_asked_again_when_the_draft_changed(
 
 
 def test_reanswer_sends_at_once(saver: BaseCheckpointSaver[Any], config: RunnableConfig) -> None:
-    from langgraph.types import Command
 
     ne.run(ne.compile(_approval(Counter(), DraftV1), checkpointer=saver), {}, config)
     runs: Counter[str] = Counter()
@@ -290,7 +288,6 @@ def test_reanswer_sends_at_once(saver: BaseCheckpointSaver[Any], config: Runnabl
 def test_a_static_breakpoint_is_asked_again_too(
     saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
-    from langgraph.types import Command
 
     old = ne.compile(
         _approval(Counter(), DraftV1, ask=False), checkpointer=saver, interrupt_before=["send"]
@@ -325,7 +322,6 @@ def test_a_static_breakpoint_with_reanswer_sends_at_once(
 async def test_async_approval_is_asked_again(
     async_saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
-    from langgraph.types import Command
 
     await ne.arun(ne.compile(_approval(Counter(), DraftV1), checkpointer=async_saver), {}, config)
     runs: Counter[str] = Counter()
@@ -352,6 +348,28 @@ def test_replay_turns_reruns_the_earlier_turn_then_feeds_later_inputs_again(
     assert ne.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
     stored = ne.run(graph, say("again"), config)  # the replayed input was recorded
     assert [m.content for m in stored["messages"]] == said and runs["reply"] == 2
+
+
+def test_replay_stops_at_the_first_interrupt_of_a_later_turn(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    graph = ne.compile(chat(Counter()), checkpointer=saver)
+    ne.run(graph, say("hi"), config)
+    assert "__interrupt__" in ne.run(graph, say("ask"), config)
+    ne.run(graph, Command(resume="yes"), config)
+    ne.run(graph, say("bye"), config)
+    runs: Counter[str] = Counter()
+    graph = ne.compile(chat(runs, ProfileV3), checkpointer=saver)
+
+    assert len(ne.plan(graph, config, replay_turns=True).replayed) == 2
+    result = ne.run(graph, None, config, replay_turns=True)
+
+    # Turn 1 re-ran, turn 2's input was fed again and asked again; turn 3 waits.
+    assert "__interrupt__" in result
+    assert runs == Counter({"extract": 1, "reply": 2})
+    assert [m.content for m in result["messages"]] == ["hi", "re: hi", "ask"]
+    answered = ne.run(graph, Command(resume="sure"), config)
+    assert [m.content for m in answered["messages"]][-1] == "re: ask: sure"
 
 
 async def test_async_replay_turns(
@@ -389,7 +407,6 @@ def test_kept_values_and_a_latest_turn_rewind_combine(
 def test_accept_keeps_a_pending_interrupt(
     saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
-    from langgraph.types import Command
 
     ne.run(ne.compile(_approval(Counter(), DraftV1), checkpointer=saver), {}, config)
     runs: Counter[str] = Counter()
