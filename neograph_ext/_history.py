@@ -29,6 +29,7 @@ from langgraph.types import Send
 from neograph_ext._errors import UnreadableCheckpointError
 from neograph_ext._langgraph import task_writers
 from neograph_ext._stamp import (
+    RUN_KEY,
     STAMP_KEY,
     Stamp,
     StampRef,
@@ -76,7 +77,8 @@ class Record(NamedTuple):
     writers: frozenset[tuple[str, str]] | None = None
     """``(channel, node)`` for each channel of ``wrote`` and the node whose task wrote
     it, read from the task ids of the parent's pending writes; None when they could not
-    be matched to nodes (then every node of ``ran`` counts as a writer)."""
+    be matched to nodes, or when at most one node ran (then every node of ``ran``
+    counts as a writer)."""
 
 
 def lineage(
@@ -106,6 +108,7 @@ def lineage(
     stash: dict[str, CheckpointTuple] = {}
     child: CheckpointTuple | None = None
     wanted: str | None = head_id
+    seen = _Seen()
     for tup in tuples:
         if wanted is None:
             continue  # the lineage is complete; the saver's cursor is still drained
@@ -115,12 +118,13 @@ def lineage(
         found: CheckpointTuple | None = tup
         while found is not None:
             if child is not None:
-                newest_first.append(_record(child, found, _next_of(child, head_id, next_nodes)))
+                next_of = _next_of(child, head_id, next_nodes)
+                newest_first.append(_record(child, found, next_of, seen))
             child, wanted = found, _parent_id(found)
             found = stash.pop(wanted) if wanted in stash else None
     if child is None:
         raise KeyError(head_id)
-    newest_first.append(_record(child, None, _next_of(child, head_id, next_nodes)))
+    newest_first.append(_record(child, None, _next_of(child, head_id, next_nodes), seen))
     return tuple(reversed(newest_first))
 
 
@@ -133,8 +137,9 @@ def references(records: Iterable[Record], current: str) -> frozenset[str]:
 
 def resolved(records: Sequence[Record], found: Mapping[str, Stamp]) -> tuple[Record, ...]:
     """``records`` with each reference replaced by its description, where one was found."""
+    # Positional, not ``_replace``: a long thread resolves thousands of records.
     return tuple(
-        r._replace(stamp=found[r.stamp.id])
+        Record(*r[:4], found[r.stamp.id], *r[5:])
         if isinstance(r.stamp, StampRef) and r.stamp.id in found
         else r
         for r in records
@@ -213,26 +218,67 @@ def _parent_id(tup: CheckpointTuple) -> str | None:
     return parent if isinstance(parent, str) else None
 
 
+class _Seen:
+    """What one lineage walk has already read: a thread repeats the same few stamps,
+    run marks and sets of node and channel names thousands of times, so each is parsed
+    once and every record shares one object (fewer objects for the garbage collector
+    to walk, too)."""
+
+    def __init__(self) -> None:
+        self.stamps: dict[str, Stamp | StampRef | Unreadable | None] = {}
+        self.verified: dict[tuple[str, str], str | None] = {}
+        self.names: dict[frozenset[str], frozenset[str]] = {}
+
+    def stamp(self, raw: object) -> Stamp | StampRef | Unreadable | None:
+        if type(raw) is not str:
+            return read_stamp(raw)
+        if raw not in self.stamps:
+            self.stamps[raw] = read_stamp(raw)
+        return self.stamps[raw]
+
+    def verified_by(
+        self, metadata: Mapping[str, Any], stamp: Stamp | StampRef | Unreadable | None
+    ) -> str | None:
+        raw = metadata.get(RUN_KEY)
+        if not isinstance(stamp, StampRef) or type(raw) is not str:
+            return read_run(metadata, stamp).verified
+        key = (stamp.id, raw)
+        if key not in self.verified:
+            self.verified[key] = read_run(metadata, stamp).verified
+        return self.verified[key]
+
+    def shared(self, names: frozenset[str]) -> frozenset[str]:
+        return self.names.setdefault(names, names)
+
+
 def _record(
-    tup: CheckpointTuple, parent: CheckpointTuple | None, next_nodes: frozenset[str]
+    tup: CheckpointTuple,
+    parent: CheckpointTuple | None,
+    next_nodes: frozenset[str],
+    seen: _Seen,
 ) -> Record:
     checkpoint = tup.checkpoint
     metadata = _metadata(tup)
     step = _step(tup)
     parent_step = _step(parent) if parent is not None else -1
     source = str(metadata.get("source", ""))
-    stamp = read_stamp(metadata.get(STAMP_KEY))
-    if tup.metadata is not None and not isinstance(tup.metadata, Mapping):
+    stamp = seen.stamp(metadata.get(STAMP_KEY))
+    if (
+        type(tup.metadata) is not dict
+        and tup.metadata is not None
+        and not isinstance(tup.metadata, Mapping)
+    ):
         stamp = Unreadable("format", f"metadata is a {type(tup.metadata).__name__}, not a mapping")
+    ran = seen.shared(_ran(checkpoint, parent))
     return Record(
         checkpoint_id=checkpoint["id"],
         parent_id=_parent_id(tup),
         step=step,
         source=source,
         stamp=stamp,
-        verified=read_run(metadata, stamp).verified,
-        ran=_ran(checkpoint, parent),
-        wrote=_wrote(checkpoint, parent),
+        verified=seen.verified_by(metadata, stamp),
+        ran=ran,
+        wrote=seen.shared(_wrote(checkpoint, parent)),
         span=step - parent_step if source != "input" else 0,
         pending_tasks=len(
             {
@@ -240,9 +286,13 @@ def _record(
                 for task, channel, _ in tup.pending_writes or ()
                 if channel not in _SPECIAL_WRITES
             }
-        ),
+        )
+        if tup.pending_writes
+        else 0,
         next_nodes=next_nodes,
-        writers=_writers(tup, parent, parent_step),
+        # Deriving task ids is most of a record's cost, and attribution only picks
+        # among the nodes of a step: a step of one node wrote everything itself.
+        writers=_writers(tup, parent, parent_step) if len(ran) > 1 else None,
     )
 
 
@@ -266,6 +316,8 @@ def _writers(
 def _metadata(tup: CheckpointTuple) -> Mapping[str, Any]:
     """The metadata, or nothing when the saver returned something else (storage is data)."""
     metadata: object = tup.metadata
+    if type(metadata) is dict:  # what savers return: skip the slower abstract check
+        return metadata
     return metadata if isinstance(metadata, Mapping) else {}
 
 
@@ -279,8 +331,9 @@ def _ran(checkpoint: Mapping[str, Any], parent: CheckpointTuple | None) -> froze
     before: Mapping[str, Any] = parent.checkpoint.get("versions_seen", {}) if parent else {}
     names = {name for name, versions in seen.items() if before.get(name) != versions}
     if parent is not None:
-        queued = parent.checkpoint.get("channel_values", {}).get(_TASKS) or ()
-        names.update(send.node for send in queued if isinstance(send, Send))
+        queued = parent.checkpoint.get("channel_values", {}).get(_TASKS)
+        if queued:
+            names.update(send.node for send in queued if isinstance(send, Send))
     return frozenset(name for name in names if not name.startswith("__"))
 
 
