@@ -137,12 +137,29 @@ def references(records: Iterable[Record], current: str) -> frozenset[str]:
 
 def resolved(records: Sequence[Record], found: Mapping[str, Stamp]) -> tuple[Record, ...]:
     """``records`` with each reference replaced by its description, where one was found."""
-    # Positional, not ``_replace``: a long thread resolves thousands of records.
     return tuple(
-        Record(*r[:4], found[r.stamp.id], *r[5:])
+        _with_stamp(r, found[r.stamp.id])
         if isinstance(r.stamp, StampRef) and r.stamp.id in found
         else r
         for r in records
+    )
+
+
+def _with_stamp(r: Record, stamp: Stamp) -> Record:
+    # Spelled out, not ``_replace``: a long thread resolves thousands of records.
+    return Record(
+        r.checkpoint_id,
+        r.parent_id,
+        r.step,
+        r.source,
+        stamp,
+        r.verified,
+        r.ran,
+        r.wrote,
+        r.span,
+        r.pending_tasks,
+        r.next_nodes,
+        r.writers,
     )
 
 
