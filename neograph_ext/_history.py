@@ -346,12 +346,20 @@ def _step(tup: CheckpointTuple) -> int:
 def _ran(checkpoint: Mapping[str, Any], parent: CheckpointTuple | None) -> frozenset[str]:
     seen: Mapping[str, Any] = checkpoint.get("versions_seen", {})
     before: Mapping[str, Any] = parent.checkpoint.get("versions_seen", {}) if parent else {}
-    names = {name for name, versions in seen.items() if before.get(name) != versions}
+    names = [
+        name
+        for name, versions in seen.items()
+        if before.get(name) != versions and not name.startswith("__")
+    ]
     if parent is not None:
         queued = parent.checkpoint.get("channel_values", {}).get(_TASKS)
         if queued:
-            names.update(send.node for send in queued if isinstance(send, Send))
-    return frozenset(name for name in names if not name.startswith("__"))
+            names += [
+                send.node
+                for send in queued
+                if isinstance(send, Send) and not send.node.startswith("__")
+            ]
+    return frozenset(names)
 
 
 def _wrote(checkpoint: Mapping[str, Any], parent: CheckpointTuple | None) -> frozenset[str]:
