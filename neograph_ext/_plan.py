@@ -247,12 +247,13 @@ def decide(
             found = _alive(changes, live, earlier=turn > 0 and index < turn)
             if found:
                 found_in.append((index, found, live))
-    base = replace(
-        base,
-        candidates=frozenset(
-            c.channel for _, found, live in found_in for c in found if c.channel in live
-        ),
-    )
+    if found_in:  # ``replace`` is costly, and a resume that changes nothing is frequent
+        base = replace(
+            base,
+            candidates=frozenset(
+                c.channel for _, found, live in found_in for c in found if c.channel in live
+            ),
+        )
     carried: list[NodeChange] = []
     for position, (index, found, live) in enumerate(found_in):
         if _carried(found, live, carry):
