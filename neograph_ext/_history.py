@@ -242,27 +242,23 @@ class _Seen:
     to walk, too)."""
 
     def __init__(self) -> None:
-        self.stamps: dict[str, Stamp | StampRef | Unreadable | None] = {}
-        self.verified: dict[tuple[str, str], str | None] = {}
+        self.marks: dict[tuple[str, str | None], tuple[StampRef | Unreadable, str | None]] = {}
         self.names: dict[frozenset[str], frozenset[str]] = {}
 
-    def stamp(self, raw: object) -> Stamp | StampRef | Unreadable | None:
-        if type(raw) is not str:
-            return read_stamp(raw)
-        if raw not in self.stamps:
-            self.stamps[raw] = read_stamp(raw)
-        return self.stamps[raw]
-
-    def verified_by(
-        self, metadata: Mapping[str, Any], stamp: Stamp | StampRef | Unreadable | None
-    ) -> str | None:
-        raw = metadata.get(RUN_KEY)
-        if not isinstance(stamp, StampRef) or type(raw) is not str:
-            return read_run(metadata, stamp).verified
-        key = (stamp.id, raw)
-        if key not in self.verified:
-            self.verified[key] = read_run(metadata, stamp).verified
-        return self.verified[key]
+    def marked(
+        self, metadata: Mapping[str, Any]
+    ) -> tuple[Stamp | StampRef | Unreadable | None, str | None]:
+        """The stamp a checkpoint's metadata names, and the stamp id its run mark verified."""
+        raw, run = metadata.get(STAMP_KEY), metadata.get(RUN_KEY)
+        key = (raw, run) if type(raw) is str and (run is None or type(run) is str) else None
+        if key is not None and key in self.marks:
+            return self.marks[key]
+        stamp = read_stamp(raw)
+        verified = read_run(metadata, stamp).verified
+        # A 0.1.0 stamp's marks live under other keys: read those every time.
+        if key is not None and isinstance(stamp, StampRef | Unreadable):
+            self.marks[key] = (stamp, verified)
+        return stamp, verified
 
     def shared(self, names: frozenset[str]) -> frozenset[str]:
         return self.names.setdefault(names, names)
@@ -276,10 +272,10 @@ def _record(
 ) -> Record:
     checkpoint = tup.checkpoint
     metadata = _metadata(tup)
-    step = _step(tup)
+    step = _step_in(metadata)
     parent_step = _step(parent) if parent is not None else -1
     source = str(metadata.get("source", ""))
-    stamp = seen.stamp(metadata.get(STAMP_KEY))
+    stamp, verified = seen.marked(metadata)
     if (
         type(tup.metadata) is not dict
         and tup.metadata is not None
@@ -293,7 +289,7 @@ def _record(
         step=step,
         source=source,
         stamp=stamp,
-        verified=seen.verified_by(metadata, stamp),
+        verified=verified,
         ran=ran,
         wrote=seen.shared(_wrote(checkpoint, parent)),
         span=step - parent_step if source != "input" else 0,
@@ -339,7 +335,11 @@ def _metadata(tup: CheckpointTuple) -> Mapping[str, Any]:
 
 
 def _step(tup: CheckpointTuple) -> int:
-    step = _metadata(tup).get("step", -1)
+    return _step_in(_metadata(tup))
+
+
+def _step_in(metadata: Mapping[str, Any]) -> int:
+    step = metadata.get("step", -1)
     return step if isinstance(step, int) else -1
 
 
