@@ -233,6 +233,8 @@ def decide(
     changes_of = _changes_against(current, renames)
     pending = _unique(_pending_changes(head, current) + _waiting_subgraphs(head, current))
     writers = _last_writers(records)
+    # Most records of a long thread wrote nothing still live: skip building their sets.
+    holders = frozenset(writers.values())
     start = _settled(records, current)
     found_in: list[tuple[int, tuple[NodeChange, ...], frozenset[str]]] = []
     notes: list[str] = []
@@ -243,7 +245,11 @@ def decide(
         elif record.stamp is None and record.ran:
             notes.append(f"checkpoint {record.checkpoint_id}: written without a stamp")
         elif changes := changes_of(record):
-            live = frozenset(ch for ch in record.wrote if writers.get(ch) == index)
+            live = (
+                frozenset(ch for ch in record.wrote if writers.get(ch) == index)
+                if index in holders
+                else frozenset()
+            )
             found = _alive(changes, live, earlier=turn > 0 and index < turn)
             if found:
                 found_in.append((index, found, live))
