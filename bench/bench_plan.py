@@ -43,7 +43,7 @@ import neograph_ext
 
 SIZES = (100, 1_000, 10_000)
 REPS = {100: 21, 1_000: 21, 10_000: 9}
-TARGET = 1.5
+TARGET = 1.3
 GROWTH_LIMIT = 1.1
 """Exponent above which growth counts as worse than linear (1.0 plus timing noise)."""
 PAUSED_REPS = 7

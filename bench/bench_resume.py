@@ -7,7 +7,9 @@ On loop threads (``_harness.LoopGraph``) of 10 and 10,000 checkpoints, SQLite:
 - crashed thread (its last step raised): ``run(graph, None, config)`` (plan
   ``continue``) against ``graph.invoke(None, config, durability="sync")``. Resuming
   changes a thread, so every repetition of either side gets its own copy of the
-  crashed thread, made outside the timed region.
+  crashed thread, made outside the timed region, whose thread lock was taken once
+  (untimed), as the run that wrote the thread would have: a first lock creates the
+  thread's lock file, which a resume then only opens.
 
 LangGraph's side uses the same builder compiled by plain LangGraph, so it pays for
 nothing neograph-ext adds (not even the stamp in the metadata it writes).
@@ -33,6 +35,7 @@ from _harness import (
 )
 
 import neograph_ext
+from neograph_ext._lock import thread_lock
 
 SIZES = (10, 10_000)
 REPS = {10: 21, 10_000: 15}
@@ -105,6 +108,10 @@ def _crashed(threads: LoopThreads, size: int, work: float = 0.0) -> list[Result]
     def fresh_copy() -> dict[str, Any]:
         target = f"{source}-copy-{next(ids)}"
         threads.copy(source, target)
+        # The copy stands for a thread run() wrote: that run made the thread's lock
+        # file, so a resume opens an existing one rather than creating it.
+        with thread_lock(threads.saver, target):
+            pass
         return LoopGraph.config(target, steps)
 
     def check(_: Any, result: object) -> None:

@@ -29,6 +29,7 @@ from langgraph.types import Send
 from neograph_ext._errors import UnreadableCheckpointError
 from neograph_ext._langgraph import task_writers
 from neograph_ext._stamp import (
+    RUN_KEY,
     STAMP_KEY,
     Stamp,
     StampRef,
@@ -76,7 +77,8 @@ class Record(NamedTuple):
     writers: frozenset[tuple[str, str]] | None = None
     """``(channel, node)`` for each channel of ``wrote`` and the node whose task wrote
     it, read from the task ids of the parent's pending writes; None when they could not
-    be matched to nodes (then every node of ``ran`` counts as a writer)."""
+    be matched to nodes, or when at most one node ran (then every node of ``ran``
+    counts as a writer)."""
 
 
 def lineage(
@@ -106,6 +108,7 @@ def lineage(
     stash: dict[str, CheckpointTuple] = {}
     child: CheckpointTuple | None = None
     wanted: str | None = head_id
+    seen = _Seen()
     for tup in tuples:
         if wanted is None:
             continue  # the lineage is complete; the saver's cursor is still drained
@@ -115,12 +118,13 @@ def lineage(
         found: CheckpointTuple | None = tup
         while found is not None:
             if child is not None:
-                newest_first.append(_record(child, found, _next_of(child, head_id, next_nodes)))
+                next_of = _next_of(child, head_id, next_nodes)
+                newest_first.append(_record(child, found, next_of, seen))
             child, wanted = found, _parent_id(found)
             found = stash.pop(wanted) if wanted in stash else None
     if child is None:
         raise KeyError(head_id)
-    newest_first.append(_record(child, None, _next_of(child, head_id, next_nodes)))
+    newest_first.append(_record(child, None, _next_of(child, head_id, next_nodes), seen))
     return tuple(reversed(newest_first))
 
 
@@ -134,10 +138,28 @@ def references(records: Iterable[Record], current: str) -> frozenset[str]:
 def resolved(records: Sequence[Record], found: Mapping[str, Stamp]) -> tuple[Record, ...]:
     """``records`` with each reference replaced by its description, where one was found."""
     return tuple(
-        r._replace(stamp=found[r.stamp.id])
+        _with_stamp(r, found[r.stamp.id])
         if isinstance(r.stamp, StampRef) and r.stamp.id in found
         else r
         for r in records
+    )
+
+
+def _with_stamp(r: Record, stamp: Stamp) -> Record:
+    # Spelled out, not ``_replace``: a long thread resolves thousands of records.
+    return Record(
+        r.checkpoint_id,
+        r.parent_id,
+        r.step,
+        r.source,
+        stamp,
+        r.verified,
+        r.ran,
+        r.wrote,
+        r.span,
+        r.pending_tasks,
+        r.next_nodes,
+        r.writers,
     )
 
 
@@ -213,26 +235,63 @@ def _parent_id(tup: CheckpointTuple) -> str | None:
     return parent if isinstance(parent, str) else None
 
 
+class _Seen:
+    """What one lineage walk has already read: a thread repeats the same few stamps,
+    run marks and sets of node and channel names thousands of times, so each is parsed
+    once and every record shares one object (fewer objects for the garbage collector
+    to walk, too)."""
+
+    def __init__(self) -> None:
+        self.marks: dict[tuple[str, str | None], tuple[StampRef | Unreadable, str | None]] = {}
+        self.names: dict[frozenset[str], frozenset[str]] = {}
+
+    def marked(
+        self, metadata: Mapping[str, Any]
+    ) -> tuple[Stamp | StampRef | Unreadable | None, str | None]:
+        """The stamp a checkpoint's metadata names, and the stamp id its run mark verified."""
+        raw, run = metadata.get(STAMP_KEY), metadata.get(RUN_KEY)
+        key = (raw, run) if type(raw) is str and (run is None or type(run) is str) else None
+        if key is not None and key in self.marks:
+            return self.marks[key]
+        stamp = read_stamp(raw)
+        verified = read_run(metadata, stamp).verified
+        # A 0.1.0 stamp's marks live under other keys: read those every time.
+        if key is not None and isinstance(stamp, StampRef | Unreadable):
+            self.marks[key] = (stamp, verified)
+        return stamp, verified
+
+    def shared(self, names: frozenset[str]) -> frozenset[str]:
+        return self.names.setdefault(names, names)
+
+
 def _record(
-    tup: CheckpointTuple, parent: CheckpointTuple | None, next_nodes: frozenset[str]
+    tup: CheckpointTuple,
+    parent: CheckpointTuple | None,
+    next_nodes: frozenset[str],
+    seen: _Seen,
 ) -> Record:
     checkpoint = tup.checkpoint
     metadata = _metadata(tup)
-    step = _step(tup)
+    step = _step_in(metadata)
     parent_step = _step(parent) if parent is not None else -1
     source = str(metadata.get("source", ""))
-    stamp = read_stamp(metadata.get(STAMP_KEY))
-    if tup.metadata is not None and not isinstance(tup.metadata, Mapping):
+    stamp, verified = seen.marked(metadata)
+    if (
+        type(tup.metadata) is not dict
+        and tup.metadata is not None
+        and not isinstance(tup.metadata, Mapping)
+    ):
         stamp = Unreadable("format", f"metadata is a {type(tup.metadata).__name__}, not a mapping")
+    ran = seen.shared(_ran(checkpoint, parent))
     return Record(
         checkpoint_id=checkpoint["id"],
         parent_id=_parent_id(tup),
         step=step,
         source=source,
         stamp=stamp,
-        verified=read_run(metadata, stamp).verified,
-        ran=_ran(checkpoint, parent),
-        wrote=_wrote(checkpoint, parent),
+        verified=verified,
+        ran=ran,
+        wrote=seen.shared(_wrote(checkpoint, parent)),
         span=step - parent_step if source != "input" else 0,
         pending_tasks=len(
             {
@@ -240,9 +299,13 @@ def _record(
                 for task, channel, _ in tup.pending_writes or ()
                 if channel not in _SPECIAL_WRITES
             }
-        ),
+        )
+        if tup.pending_writes
+        else 0,
         next_nodes=next_nodes,
-        writers=_writers(tup, parent, parent_step),
+        # Deriving task ids is most of a record's cost, and attribution only picks
+        # among the nodes of a step: a step of one node wrote everything itself.
+        writers=_writers(tup, parent, parent_step) if len(ran) > 1 else None,
     )
 
 
@@ -266,22 +329,37 @@ def _writers(
 def _metadata(tup: CheckpointTuple) -> Mapping[str, Any]:
     """The metadata, or nothing when the saver returned something else (storage is data)."""
     metadata: object = tup.metadata
+    if type(metadata) is dict:  # what savers return: skip the slower abstract check
+        return metadata
     return metadata if isinstance(metadata, Mapping) else {}
 
 
 def _step(tup: CheckpointTuple) -> int:
-    step = _metadata(tup).get("step", -1)
+    return _step_in(_metadata(tup))
+
+
+def _step_in(metadata: Mapping[str, Any]) -> int:
+    step = metadata.get("step", -1)
     return step if isinstance(step, int) else -1
 
 
 def _ran(checkpoint: Mapping[str, Any], parent: CheckpointTuple | None) -> frozenset[str]:
     seen: Mapping[str, Any] = checkpoint.get("versions_seen", {})
     before: Mapping[str, Any] = parent.checkpoint.get("versions_seen", {}) if parent else {}
-    names = {name for name, versions in seen.items() if before.get(name) != versions}
+    names = [
+        name
+        for name, versions in seen.items()
+        if before.get(name) != versions and not name.startswith("__")
+    ]
     if parent is not None:
-        queued = parent.checkpoint.get("channel_values", {}).get(_TASKS) or ()
-        names.update(send.node for send in queued if isinstance(send, Send))
-    return frozenset(name for name in names if not name.startswith("__"))
+        queued = parent.checkpoint.get("channel_values", {}).get(_TASKS)
+        if queued:
+            names += [
+                send.node
+                for send in queued
+                if isinstance(send, Send) and not send.node.startswith("__")
+            ]
+    return frozenset(names)
 
 
 def _wrote(checkpoint: Mapping[str, Any], parent: CheckpointTuple | None) -> frozenset[str]:

@@ -10,7 +10,8 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 import neograph_ext as ne
-from neograph_ext._history import lineage
+from neograph_ext._history import Record, lineage, resolved
+from neograph_ext._stamp import StampRef
 from tests.integration.pipelines import linear, model
 
 V1 = model(score=(int, ...))
@@ -58,3 +59,15 @@ def test_unknown_head_is_a_key_error(forked: tuple[InMemorySaver, str]) -> None:
     saver, _ = forked
     with pytest.raises(KeyError):
         lineage(saver.list({"configurable": {"thread_id": "t"}}), "missing")
+
+
+def test_resolving_a_reference_keeps_every_other_field() -> None:
+    """``resolved`` rebuilds records field by field: a field it forgot would be lost."""
+    stamp = ne.compile(linear(Counter(), {"c": V1}), checkpointer=None).neograph_ext_stamp
+    values = {
+        name: frozenset({f"{name}-value"}) if name != "stamp" else StampRef(stamp.id)
+        for name in Record._fields
+    }
+    record = Record(**values)  # type: ignore[arg-type]
+    (found,) = resolved([record], {stamp.id: stamp})
+    assert found == record._replace(stamp=stamp)
