@@ -21,7 +21,7 @@ from neograph_ext._errors import GraphError
 from neograph_ext._lock import athread_lock, thread_lock
 from neograph_ext._migrate import Carrying, acarry, carry
 from neograph_ext._plan import PlanKind, ResumePlan
-from neograph_ext._run import _aread, _call, _read
+from neograph_ext._read import _aread, _call, _read
 
 __all__ = ["aaccept", "accept"]
 

@@ -1,0 +1,58 @@
+"""What a thread's head checkpoint says, read from its raw tuple.
+
+Rules:
+- Pure: only the graph's definition and the head tuple are consulted, never the saver.
+- Which nodes the head waits to run is LangGraph's own rule (``_history.waiting``) on
+  the graph's triggers and channels, ``__start__`` included.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.checkpoint.base import CheckpointTuple
+from langgraph.pregel import Pregel
+
+from neograph_ext._history import waiting
+from neograph_ext._stamp import STAMP_KEY, read_run, read_stamp
+
+__all__ = ["_interrupted", "_next", "_output", "_paused", "_stored_input"]
+
+
+def _next(graph: Pregel[Any, Any, Any, Any], head: CheckpointTuple) -> frozenset[str]:
+    # ``__start__`` counts: a head that is the input checkpoint (a process killed
+    # before the first step was saved) still waits to run the whole graph.
+    triggers = {name: tuple(node.triggers) for name, node in graph.nodes.items()}
+    return waiting(head.checkpoint, triggers, graph.channels)
+
+
+def _stored_input(head: CheckpointTuple | None) -> str | None:
+    """The digest of the input the head's run started with, where it was recorded."""
+    if head is None:
+        return None
+    metadata = head.metadata or {}
+    return read_run(metadata, read_stamp(metadata.get(STAMP_KEY))).input
+
+
+def _interrupted(head: CheckpointTuple) -> bool:
+    return any(channel == "__interrupt__" for _, channel, _ in head.pending_writes or ())
+
+
+def _paused(graph: Pregel[Any, Any, Any, Any], head: CheckpointTuple) -> bool:
+    """Whether the head waits on a question: an ``interrupt()`` or a static breakpoint."""
+    if _interrupted(head):
+        return True
+    before = graph.interrupt_before_nodes
+    waits = _next(graph, head)
+    return bool(waits) and (before == "*" or bool(waits & set(before)))
+
+
+def _output(graph: Pregel[Any, Any, Any, Any], head: CheckpointTuple | None) -> Any:
+    """What ``invoke`` returns for a finished thread, read from the raw head."""
+    if head is None:
+        return None
+    values = head.checkpoint.get("channel_values", {})
+    channels = graph.output_channels
+    if isinstance(channels, str):
+        return values.get(channels)
+    return {key: values[key] for key in channels if key in values}

@@ -1,0 +1,172 @@
+"""What to invoke for a decision: the pure step between reading and executing.
+
+Rules:
+- Computed once, purely, by ``_prepare``: nothing here reads or writes the saver, and
+  a decision that must not run raises before anything runs.
+- A rewind is LangGraph time travel: invoke from the target checkpoint, a fork.
+  When the plan keeps finished tasks of the target's step, the invocation names the
+  checkpoint and the tasks for ``_keep``, which makes the fork and saves their writes
+  on it first; the thread then resumes from that fork. Nothing is deleted or
+  overwritten.
+- A follow-up invocation (a replayed turn, an answer to a question asked again) runs
+  only when the thread is as its ``_When`` wants it once the invocations before it ran.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import CheckpointTuple
+from langgraph.pregel import Pregel
+from langgraph.types import Command
+
+from neograph_ext._errors import CheckpointSchemaError
+from neograph_ext._head import _interrupted, _next, _output, _paused, _stored_input
+from neograph_ext._plan import PlanKind, ResumePlan
+from neograph_ext._read import _Call, _with_checkpoint
+from neograph_ext._stamp import encode_run, input_digest
+
+__all__ = ["_Invocation", "_Prepared", "_Replay", "_When", "_holds", "_prepare"]
+
+logger = logging.getLogger("neograph_ext")
+
+
+class _When(StrEnum):
+    ALWAYS = "always"
+    INTERRUPTED = "interrupted"
+    COMPLETE = "complete"
+
+
+@dataclass(frozen=True)
+class _Replay:
+    """An input to read when it is due: the one a later turn started with."""
+
+    config: RunnableConfig
+    """Names that turn's ``input`` checkpoint, whose ``__start__`` value is the input."""
+
+
+@dataclass(frozen=True)
+class _Invocation:
+    input: Any
+    config: RunnableConfig
+    mark: str
+    """The run mark its checkpoints carry (``_stamp.encode_run``)."""
+    when: _When = _When.ALWAYS
+    keep: tuple[RunnableConfig, frozenset[str]] | None = None
+    """Before invoking: fork this checkpoint, keeping the finished tasks of these nodes."""
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    invocations: tuple[_Invocation, ...]
+    stored: Any
+    kwargs: dict[str, Any]
+    carry: ResumePlan | None = None
+    """A plan whose values are carried (``_migrate``) before planning the invocations."""
+
+
+def _prepare(
+    call: _Call,
+    decision: ResumePlan,
+    head: CheckpointTuple | None,
+    input: Any,
+    auto_resume: bool,
+    kwargs: Mapping[str, Any],
+    reanswer: bool,
+) -> _Prepared:
+    """What to invoke for a decision; raises before anything runs when it must."""
+    if decision.blocker:
+        raise CheckpointSchemaError(_message(decision, decision.blocker), decision)
+    if decision.kind is PlanKind.REWIND and not auto_resume:
+        ways = (
+            "run with auto_resume=True to rewind and re-run them, keeping the upstream "
+            "work, or start a new thread_id"
+        )
+        raise CheckpointSchemaError(_message(decision, ways + _carrying(decision)), decision)
+    if decision.kind is PlanKind.MIGRATE and not auto_resume:
+        ways = "run with auto_resume=True to convert them, or start a new thread_id"
+        raise CheckpointSchemaError(_message(decision, ways + _carrying(decision)), decision)
+    if decision.migrated:
+        return _Prepared((), None, {}, carry=decision)
+    stored_input = _stored_input(head)
+    answer = isinstance(input, Command)
+    given = None if input is None or answer else input_digest(input)
+    here = encode_run(call.stamp, decision.kind, stored_input)
+    new_run = _with_checkpoint(call.config, None)
+    new_mark = encode_run(call.stamp, decision.kind, given)
+    complete = head is not None and not decision.next_nodes and not _interrupted(head)
+    # A complete thread given another input starts a new turn; the same input (or an
+    # input whose digest is unknown) asks for the stored result. So does an input
+    # given to a thread whose own input was never recorded, as plain LangGraph would.
+    new_turn = complete and given is not None and stored_input != given
+    if head is None:
+        steps: tuple[_Invocation, ...] = (_Invocation(input, new_run, new_mark),)
+    elif decision.kind is PlanKind.REWIND:
+        rewind = _with_checkpoint(call.config, decision.checkpoint_id)
+        steps = (_Invocation(None, rewind, here),)
+        if decision.kept_tasks:
+            # Resumed without a checkpoint_id: the fork is the newest checkpoint, and
+            # LangGraph hands the writes saved on it back to the kept tasks.
+            after = _with_checkpoint(call.config, None)
+            steps = (_Invocation(None, after, here, keep=(rewind, decision.kept_tasks)),)
+        steps += tuple(
+            _Invocation(_Replay(_with_checkpoint(call.config, cp)), new_run, "", _When.COMPLETE)
+            for cp in decision.replayed
+        )
+        paused = _paused(call.graph, head)
+        if reanswer and (answer or paused):
+            after = _with_checkpoint(call.config, None)
+            steps += (_Invocation(input, after, here, _When.INTERRUPTED),)
+        elif paused:
+            logger.warning(
+                "thread %r: something upstream of the question it waits on changed: the "
+                "question is asked again%s (run(..., reanswer=True) would apply it)",
+                decision.thread_id,
+                "; the answer given was set aside" if answer else "",
+            )
+        elif new_turn:
+            steps += (_Invocation(input, new_run, new_mark, _When.COMPLETE),)
+    elif new_turn:
+        steps = (_Invocation(input, new_run, new_mark),)
+    elif complete:
+        steps = ()
+    else:
+        if given is not None and given != stored_input:
+            logger.info(
+                "thread %r is incomplete: resuming it; the input given is ignored",
+                decision.thread_id,
+            )
+        steps = (_Invocation(input if answer else None, call.config, here),)
+    stored = _output(call.graph, head) if complete and not steps else None
+    return _Prepared(steps, stored, {"durability": "sync", **kwargs})
+
+
+def _holds(when: _When, graph: Pregel[Any, Any, Any, Any], head: CheckpointTuple | None) -> bool:
+    """Whether a follow-up invocation applies to the thread as the first one left it."""
+    if head is None:
+        return False
+    if when is _When.INTERRUPTED:
+        return _paused(graph, head)
+    return not _interrupted(head) and not _next(graph, head)
+
+
+def _carrying(decision: ResumePlan) -> str:
+    if not decision.migrated:
+        return ""
+    channels = ", ".join(sorted(decision.migrated))
+    return f" (auto_resume=True keeps or migrates the stored values of: {channels})"
+
+
+def _message(decision: ResumePlan, ways: str) -> str:
+    changed = "\n".join(change.describe() for change in decision.changes)
+    nodes = ", ".join(sorted(decision.invalidated_nodes)) or "none"
+    return (
+        f"thread {decision.thread_id!r}: checkpoints were written by code that differs "
+        f"from the current graph (types, versions or edges). Invalidated nodes: {nodes}.\n"
+        f"{changed}\nTo proceed: {ways}."
+    )

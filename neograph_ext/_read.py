@@ -1,0 +1,273 @@
+"""What one call reads and how it is planned: the read side of the execution layer.
+
+Rules:
+- A call is checked once (``_call``): a graph compiled by neograph-ext, with a
+  checkpointer, and a config that names a thread.
+- Nothing here writes: the saver is only read, and the decision is ``_plan.decide``'s.
+- The descriptions of the stamps a lineage names are fetched from the stamp store
+  once per plan, and only when the head alone does not decide it.
+- Sync and async twins differ by ``await`` alone.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.pregel import Pregel
+
+from neograph_ext._errors import GraphError
+from neograph_ext._graph import StampedGraph
+from neograph_ext._head import _next, _paused
+from neograph_ext._history import Record, lineage, reading, references, resolved, resumable
+from neograph_ext._keep import incomplete
+from neograph_ext._migrate import Carrying, carry_for
+from neograph_ext._plan import ASKED_AGAIN, PlanKind, ResumePlan, decide, verified_head
+from neograph_ext._stamp import Stamp
+from neograph_ext._stamp_store import aload, load
+
+__all__ = [
+    "_Call",
+    "_afollowed",
+    "_anewest",
+    "_aread",
+    "_by",
+    "_call",
+    "_followed",
+    "_moved",
+    "_newest",
+    "_read",
+    "_with_checkpoint",
+]
+
+logger = logging.getLogger("neograph_ext")
+
+
+@dataclass(frozen=True)
+class _Call:
+    """What one call works on, checked once."""
+
+    graph: StampedGraph
+    config: RunnableConfig
+    stamp: Stamp
+    saver: BaseCheckpointSaver[Any]
+    thread_id: str
+    replay_turns: bool = False
+    """Whether a rewind into an earlier turn replays the later turns (``run``'s option)."""
+
+
+def _call(
+    graph: Pregel[Any, Any, Any, Any], config: RunnableConfig, replay_turns: bool = False
+) -> _Call:
+    if not isinstance(graph, CompiledStateGraph):
+        raise GraphError(
+            "this graph is built with LangGraph's functional API (@entrypoint), which "
+            "neograph-ext does not support yet: build it as a StateGraph"
+        )
+    if not isinstance(graph, StampedGraph):
+        raise GraphError(
+            "this graph carries no neograph-ext stamp: build it with "
+            "neograph_ext.compile(builder, checkpointer=...) instead of builder.compile(...)"
+        )
+    thread_id = (config.get("configurable") or {}).get("thread_id")
+    if thread_id is None:
+        raise GraphError('config names no thread: pass {"configurable": {"thread_id": "..."}}')
+    stamp = graph.neograph_ext_stamp
+    return _Call(graph, config, stamp, _saver(graph), str(thread_id), replay_turns)
+
+
+def _saver(graph: Pregel[Any, Any, Any, Any]) -> BaseCheckpointSaver[Any]:
+    saver = graph.checkpointer
+    if not isinstance(saver, BaseCheckpointSaver):
+        raise GraphError(
+            "this graph has no checkpointer to resume from: "
+            "compile it with neograph_ext.compile(builder, checkpointer=saver)"
+        )
+    return saver
+
+
+def _thread(config: RunnableConfig) -> RunnableConfig:
+    """The whole root namespace of the thread: every branch, not one checkpoint."""
+    configurable = config.get("configurable") or {}
+    return {"configurable": {"thread_id": configurable["thread_id"], "checkpoint_ns": ""}}
+
+
+def _with_checkpoint(config: RunnableConfig, checkpoint_id: str | None) -> RunnableConfig:
+    configurable = {**(config.get("configurable") or {})}
+    configurable.pop("checkpoint_id", None)
+    if checkpoint_id is not None:
+        configurable["checkpoint_id"] = checkpoint_id
+    return {**config, "configurable": configurable}
+
+
+def _read(call: _Call, *, full: bool = False) -> tuple[ResumePlan, CheckpointTuple | None]:
+    with reading(call.thread_id):
+        head = _found(call, resumable(call.saver.get_tuple(call.config), call.thread_id))
+        restart = incomplete(head)
+        if restart is not None:
+            head = call.saver.get_tuple(restart)
+        records = None if full else _from_head(call, head)
+        if records is None:
+            records = _from_history(call, head, call.saver.list(_thread(call.config)))
+            records = resolved(records, load(call.saver, references(records, call.stamp.id)))
+    return _decided(records, call, head), head
+
+
+async def _aread(call: _Call, *, full: bool = False) -> tuple[ResumePlan, CheckpointTuple | None]:
+    with reading(call.thread_id):
+        head = _found(call, resumable(await call.saver.aget_tuple(call.config), call.thread_id))
+        restart = incomplete(head)
+        if restart is not None:
+            head = await call.saver.aget_tuple(restart)
+        records = None if full else _from_head(call, head)
+        if records is None:
+            tuples = [tup async for tup in call.saver.alist(_thread(call.config))]
+            records = _from_history(call, head, tuples)
+            records = resolved(records, await aload(call.saver, references(records, call.stamp.id)))
+    return _decided(records, call, head), head
+
+
+def _found(call: _Call, head: CheckpointTuple | None) -> CheckpointTuple | None:
+    """The head, after checking that a checkpoint named in the config exists."""
+    wanted = (call.config.get("configurable") or {}).get("checkpoint_id")
+    if head is None and wanted is not None:
+        raise GraphError(
+            f"thread {call.thread_id!r} has no checkpoint {wanted!r}: drop checkpoint_id "
+            "from the config to resume the thread's newest checkpoint"
+        )
+    return head
+
+
+def _from_head(call: _Call, head: CheckpointTuple | None) -> tuple[Record, ...] | None:
+    """The lineage when the head alone decides it; None when the history must be read."""
+    if head is None:
+        return ()
+    records = lineage([head], head.checkpoint["id"], next_nodes=_next(call.graph, head))
+    return records if verified_head(records[-1], call.stamp) else None
+
+
+def _from_history(
+    call: _Call, head: CheckpointTuple | None, tuples: Iterable[CheckpointTuple]
+) -> tuple[Record, ...]:
+    if head is None:
+        return ()
+    return lineage(tuples, head.checkpoint["id"], next_nodes=_next(call.graph, head))
+
+
+def _decided(records: tuple[Record, ...], call: _Call, head: CheckpointTuple | None) -> ResumePlan:
+    thread_id = call.thread_id
+    replay = call.replay_turns
+    decision = decide(records, call.stamp, thread_id, replay_turns=replay)
+    options = _by(call)[0]
+    if decision.candidates and head is not None and (options.keep or options.migrations):
+        values = head.checkpoint.get("channel_values", {})
+        carry = carry_for(options, decision.candidates, values)
+        decision = decide(records, call.stamp, thread_id, carry, replay_turns=replay)
+    if decision.kind is PlanKind.REWIND and head is not None and _paused(call.graph, head):
+        decision = replace(decision, notes=(*decision.notes, ASKED_AGAIN))
+    logger.info(
+        "thread %r: %s%s%s%s",
+        thread_id,
+        decision.kind,
+        f" from checkpoint {decision.checkpoint_id} (step {decision.step})"
+        if decision.kind is PlanKind.REWIND
+        else "",
+        f", values kept or migrated: {', '.join(sorted(decision.migrated))}"
+        if decision.migrated
+        else "",
+        f", invalidated: {', '.join(sorted(decision.invalidated_nodes))}"
+        if decision.invalidated_nodes
+        else "",
+    )
+    for note in decision.notes:
+        logger.warning("thread %r: %s", thread_id, note)
+    return decision
+
+
+def _by(call: _Call) -> tuple[Carrying, Stamp]:
+    """The graph's carrying options and stamp, as ``_migrate.carry`` takes them."""
+    graph = call.graph
+    assert isinstance(graph, StampedGraph), "checked by _call"
+    return graph.neograph_ext_carrying, call.stamp
+
+
+def _moved(planned: CheckpointTuple | None, now: CheckpointTuple | None) -> bool:
+    """Whether the thread changed between planning and taking its lock.
+
+    Another process may have worked on it meanwhile; then the plan is made again.
+    """
+    if planned is None or now is None:
+        return planned is not now
+    return planned.checkpoint["id"] != now.checkpoint["id"] or len(
+        planned.pending_writes or ()
+    ) != len(now.pending_writes or ())
+
+
+def _newest(call: _Call) -> CheckpointTuple | None:
+    """The thread's newest checkpoint when the config names another one; else None."""
+    named = _named(call)
+    return call.saver.get_tuple(named[1]) if named else None
+
+
+async def _anewest(call: _Call) -> CheckpointTuple | None:
+    """Async twin of ``_newest``."""
+    named = _named(call)
+    return await call.saver.aget_tuple(named[1]) if named else None
+
+
+def _followed(call: _Call, newest: CheckpointTuple | None) -> _Call:
+    """The call to plan under the lock: itself, or the same call on the newest checkpoint.
+
+    A run from a named checkpoint is a deliberate fork. But when, while this run waited
+    for the lock, the thread's newest checkpoint moved to a new branch off the named
+    one, another run made that fork meanwhile: this one continues from the newest
+    checkpoint instead, so concurrent runs from one checkpoint fork it once, not once
+    each. A thread that moved along an older branch is forked from the named one.
+    """
+    named = _named(call)
+    if newest is None or named is None:
+        return call
+    now = call.saver.get_tuple(named[1])
+    if now is None or not _moved(newest, now):
+        return call
+    return _onto(call, named, newest, now, list(call.saver.list(_thread(call.config))))
+
+
+async def _afollowed(call: _Call, newest: CheckpointTuple | None) -> _Call:
+    """Async twin of ``_followed``."""
+    named = _named(call)
+    if newest is None or named is None:
+        return call
+    now = await call.saver.aget_tuple(named[1])
+    if now is None or not _moved(newest, now):
+        return call
+    tuples = [tup async for tup in call.saver.alist(_thread(call.config))]
+    return _onto(call, named, newest, now, tuples)
+
+
+def _named(call: _Call) -> tuple[str, RunnableConfig] | None:
+    """The checkpoint id the config names, and the config of the thread's newest."""
+    named = (call.config.get("configurable") or {}).get("checkpoint_id")
+    return (str(named), _with_checkpoint(call.config, None)) if named else None
+
+
+def _onto(
+    call: _Call,
+    named: tuple[str, RunnableConfig],
+    before: CheckpointTuple,
+    now: CheckpointTuple,
+    tuples: list[CheckpointTuple],
+) -> _Call:
+    """The call on the newest checkpoint when ``now`` leaves the named checkpoint by a
+    branch that ``before`` (the newest when this run planned) did not know; else ``call``."""
+    path = [record.checkpoint_id for record in lineage(tuples, now.checkpoint["id"])]
+    if named[0] not in path[:-1]:
+        return call
+    branch = path[path.index(named[0]) + 1]
+    known = {record.checkpoint_id for record in lineage(tuples, before.checkpoint["id"])}
+    return call if branch in known else replace(call, config=named[1])
