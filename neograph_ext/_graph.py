@@ -79,6 +79,10 @@ class StampedGraph(CompiledStateGraph[Any, Any, Any, Any]):
     them as ``run(auto_resume=...)`` does."""
     _neograph_ext_saved: ClassVar[weakref.WeakSet[BaseCheckpointSaver[Any]]]
     """Savers already holding the stamp's description, in this process."""
+    _neograph_ext_described: ClassVar[
+        weakref.WeakKeyDictionary[BaseCheckpointSaver[Any], dict[str, Stamp]]
+    ]
+    """Per saver, the stamp descriptions already found in it, in this process."""
     neograph_ext_carrying: ClassVar[Carrying] = Carrying()
     """Which stored values may be kept or migrated instead of re-running their nodes."""
 
@@ -142,6 +146,10 @@ class StampedGraph(CompiledStateGraph[Any, Any, Any, Any]):
         if saver not in self._neograph_ext_saved:
             await asave(saver, self.neograph_ext_stamp)
             self._neograph_ext_saved.add(saver)
+
+    def neograph_ext_described(self, saver: BaseCheckpointSaver[Any]) -> dict[str, Stamp]:
+        """The stamp descriptions found in ``saver`` so far, by id (filled by planning)."""
+        return self._neograph_ext_described.setdefault(saver, {})
 
     def _resumes(self, config: RunnableConfig | None) -> bool:
         """Whether this call plans first: ``auto_resume`` is set and it is a root call
@@ -295,6 +303,7 @@ def compile(
             "neograph_ext_auto_resume": auto_resume,
             "neograph_ext_carrying": carried,
             "_neograph_ext_saved": weakref.WeakSet(),
+            "_neograph_ext_described": weakref.WeakKeyDictionary(),
         },
     )
     return graph  # type: ignore[return-value]

@@ -8,6 +8,8 @@ Rules:
 
 from __future__ import annotations
 
+import weakref
+from collections.abc import Mapping
 from typing import Any
 
 from langgraph.checkpoint.base import CheckpointTuple
@@ -22,8 +24,24 @@ __all__ = ["_interrupted", "_next", "_output", "_paused", "_stored_input"]
 def _next(graph: Pregel[Any, Any, Any, Any], head: CheckpointTuple) -> frozenset[str]:
     # ``__start__`` counts: a head that is the input checkpoint (a process killed
     # before the first step was saved) still waits to run the whole graph.
+    return waiting(head.checkpoint, _triggers(graph), graph.channels)
+
+
+_TRIGGERS: weakref.WeakKeyDictionary[
+    Pregel[Any, Any, Any, Any], tuple[object, Mapping[str, tuple[str, ...]]]
+] = weakref.WeakKeyDictionary()
+"""Per compiled graph, its nodes' triggers, and the node mapping they were read from."""
+
+
+def _triggers(graph: Pregel[Any, Any, Any, Any]) -> Mapping[str, tuple[str, ...]]:
+    # A graph's nodes do not change once compiled, but every resume asks: read them
+    # once per graph, again only if its node mapping was replaced.
+    cached = _TRIGGERS.get(graph)
+    if cached is not None and cached[0] is graph.nodes:
+        return cached[1]
     triggers = {name: tuple(node.triggers) for name, node in graph.nodes.items()}
-    return waiting(head.checkpoint, triggers, graph.channels)
+    _TRIGGERS[graph] = (graph.nodes, triggers)
+    return triggers
 
 
 def _stored_input(head: CheckpointTuple | None) -> str | None:

@@ -114,7 +114,7 @@ def _read(call: _Call, *, full: bool = False) -> tuple[ResumePlan, CheckpointTup
         records = None if full else _from_head(call, head)
         if records is None:
             records = _from_history(call, head, call.saver.list(_thread(call.config)))
-            records = resolved(records, load(call.saver, references(records, call.stamp.id)))
+            records = resolved(records, _described(call, references(records, call.stamp.id)))
     return _decided(records, call, head), head
 
 
@@ -128,8 +128,32 @@ async def _aread(call: _Call, *, full: bool = False) -> tuple[ResumePlan, Checkp
         if records is None:
             tuples = [tup async for tup in call.saver.alist(_thread(call.config))]
             records = _from_history(call, head, tuples)
-            records = resolved(records, await aload(call.saver, references(records, call.stamp.id)))
+            records = resolved(records, await _adescribed(call, references(records, call.stamp.id)))
     return _decided(records, call, head), head
+
+
+def _described(call: _Call, wanted: frozenset[str]) -> dict[str, Stamp]:
+    """The descriptions of ``wanted`` stamps: those found before, and the rest looked up."""
+    known = _known(call, wanted)
+    return _kept(call, known, load(call.saver, wanted - known.keys()))
+
+
+async def _adescribed(call: _Call, wanted: frozenset[str]) -> dict[str, Stamp]:
+    """Async twin of ``_described``."""
+    known = _known(call, wanted)
+    return _kept(call, known, await aload(call.saver, wanted - known.keys()))
+
+
+def _known(call: _Call, wanted: frozenset[str]) -> dict[str, Stamp]:
+    found = call.graph.neograph_ext_described(call.saver)
+    return {stamp_id: found[stamp_id] for stamp_id in wanted if stamp_id in found}
+
+
+def _kept(call: _Call, known: dict[str, Stamp], loaded: dict[str, Stamp]) -> dict[str, Stamp]:
+    # A description is content-addressed and checked against its id when loaded, so a
+    # found one never goes stale; one still missing is looked up again next time.
+    call.graph.neograph_ext_described(call.saver).update(loaded)
+    return {**known, **loaded}
 
 
 def _found(call: _Call, head: CheckpointTuple | None) -> CheckpointTuple | None:
@@ -170,6 +194,14 @@ def _decided(records: tuple[Record, ...], call: _Call, head: CheckpointTuple | N
         decision = decide(records, call.stamp, thread_id, carry, replay_turns=replay)
     if decision.kind is PlanKind.REWIND and head is not None and _paused(call.graph, head):
         decision = replace(decision, notes=(*decision.notes, ASKED_AGAIN))
+    if logger.isEnabledFor(logging.INFO):  # the arguments are built only when logged
+        _log_decision(thread_id, decision)
+    for note in decision.notes:
+        logger.warning("thread %r: %s", thread_id, note)
+    return decision
+
+
+def _log_decision(thread_id: str, decision: ResumePlan) -> None:
     logger.info(
         "thread %r: %s%s%s%s",
         thread_id,
@@ -184,9 +216,6 @@ def _decided(records: tuple[Record, ...], call: _Call, head: CheckpointTuple | N
         if decision.invalidated_nodes
         else "",
     )
-    for note in decision.notes:
-        logger.warning("thread %r: %s", thread_id, note)
-    return decision
 
 
 def _by(call: _Call) -> tuple[Carrying, Stamp]:

@@ -25,7 +25,7 @@ from pydantic import BaseModel
 import neograph_ext as ne
 from neograph_ext._graph import StampedGraph
 from neograph_ext._stamp import MAX_METADATA_BYTES
-from neograph_ext._stamp_store import THREAD_PREFIX
+from neograph_ext._stamp_store import THREAD_PREFIX, save
 from tests.integration import big
 from tests.integration.pipelines import linear, model
 
@@ -326,3 +326,69 @@ def test_the_graph_serialises_as_langgraphs_own() -> None:
         plain.get_graph(xray=True).to_json()
     )
     assert type(ours).__name__ == "CompiledStateGraph" and isinstance(ours, StampedGraph)
+
+
+def _fetching(saver: BaseCheckpointSaver[Any], monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The threads ``saver.get_tuple`` is asked for from now on."""
+    fetched: list[str] = []
+    real = saver.get_tuple
+
+    def counting(cfg: RunnableConfig) -> Any:
+        fetched.append(cfg["configurable"]["thread_id"])
+        return real(cfg)
+
+    monkeypatch.setattr(saver, "get_tuple", counting)
+    return fetched
+
+
+def _afetching(saver: BaseCheckpointSaver[Any], monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Async twin of ``_fetching``, for ``saver.aget_tuple`` (the memory saver's calls
+    its own ``get_tuple``, left uncounted so each fetch counts once)."""
+    fetched: list[str] = []
+    real = saver.aget_tuple
+
+    async def counting(cfg: RunnableConfig) -> Any:
+        fetched.append(cfg["configurable"]["thread_id"])
+        return await real(cfg)
+
+    monkeypatch.setattr(saver, "aget_tuple", counting)
+    return fetched
+
+
+def test_a_found_description_is_read_once_per_graph(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ne.run(ne.compile(linear(Counter(), {"c": V1}), checkpointer=saver), {"log": []}, config)
+    fetched = _fetching(saver, monkeypatch)
+    graph = ne.compile(linear(Counter(), {"c": V2}), checkpointer=saver)
+    first, second = ne.plan(graph, config), ne.plan(graph, config)
+
+    assert first == second and second.invalidated_nodes == {"c"}
+    assert "Analysis.score: int -> float" in str(second)
+    assert sum(t.startswith(THREAD_PREFIX) for t in fetched) == 1
+
+
+async def test_a_found_description_is_read_once_per_graph_async(
+    async_saver: BaseCheckpointSaver[Any], config: RunnableConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await ne.arun(ne.compile(linear(Counter(), {"c": V1}), checkpointer=async_saver), {}, config)
+    fetched = _afetching(async_saver, monkeypatch)
+    graph = ne.compile(linear(Counter(), {"c": V2}), checkpointer=async_saver)
+    first, second = await ne.aplan(graph, config), await ne.aplan(graph, config)
+
+    assert first == second and "Analysis.score: int -> float" in str(second)
+    assert sum(t.startswith(THREAD_PREFIX) for t in fetched) == 1
+
+
+def test_a_missing_description_is_looked_up_again_until_found(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    old = ne.compile(linear(Counter(), {"c": V1}), checkpointer=saver)
+    ne.run(old, {"log": []}, config)
+    saver.delete_thread(THREAD_PREFIX + old.neograph_ext_stamp.id)
+    graph = ne.compile(linear(Counter(), {"c": V2}), checkpointer=saver)
+    assert ne.plan(graph, config).invalidated_nodes == set("abcd")
+
+    save(saver, old.neograph_ext_stamp)  # as another process storing it meanwhile
+    plan = ne.plan(graph, config)
+    assert plan.invalidated_nodes == {"c"} and "Analysis.score: int -> float" in str(plan)
