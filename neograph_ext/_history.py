@@ -86,6 +86,7 @@ def lineage(
     head_id: str,
     *,
     next_nodes: frozenset[str] = frozenset(),
+    described: Mapping[str, Stamp] | None = None,
 ) -> tuple[Record, ...]:
     """Reduce a thread's checkpoints to the head's lineage, oldest first.
 
@@ -97,6 +98,8 @@ def lineage(
         tuples: Every root-namespace checkpoint of the thread.
         head_id: The checkpoint to start from.
         next_nodes: The nodes the head is waiting to run.
+        described: Stamp descriptions already at hand, by id: the records naming
+            them get them at once rather than a reference (see ``resolved``).
 
     Returns:
         The lineage, oldest first.
@@ -108,7 +111,7 @@ def lineage(
     stash: dict[str, CheckpointTuple] = {}
     child: CheckpointTuple | None = None
     wanted: str | None = head_id
-    seen = _Seen()
+    seen = _Seen(described or {})
     for tup in tuples:
         if wanted is None:
             continue  # the lineage is complete; the saver's cursor is still drained
@@ -241,9 +244,14 @@ class _Seen:
     once and every record shares one object (fewer objects for the garbage collector
     to walk, too)."""
 
-    def __init__(self) -> None:
-        self.marks: dict[tuple[str, str | None], tuple[StampRef | Unreadable, str | None]] = {}
+    def __init__(self, described: Mapping[str, Stamp]) -> None:
+        self.described = described
+        self.marks: dict[
+            tuple[str, str | None], tuple[Stamp | StampRef | Unreadable, str | None]
+        ] = {}
         self.names: dict[frozenset[str], frozenset[str]] = {}
+        self.ran: dict[tuple[str, ...], frozenset[str]] = {}
+        self.wrote: dict[tuple[str, ...], frozenset[str]] = {}
 
     def marked(
         self, metadata: Mapping[str, Any]
@@ -255,10 +263,44 @@ class _Seen:
             return self.marks[key]
         stamp = read_stamp(raw)
         verified = read_run(metadata, stamp).verified
-        # A 0.1.0 stamp's marks live under other keys: read those every time.
-        if key is not None and isinstance(stamp, StampRef | Unreadable):
-            self.marks[key] = (stamp, verified)
-        return stamp, verified
+        if not isinstance(stamp, StampRef | Unreadable):
+            # A 0.1.0 stamp's marks live under other keys: read those every time.
+            return stamp, verified
+        marked = (self._described(stamp), verified)
+        if key is not None:
+            self.marks[key] = marked
+        return marked
+
+    def _described(self, stamp: StampRef | Unreadable) -> Stamp | StampRef | Unreadable:
+        """The description of a referenced stamp, where it is at hand."""
+        if isinstance(stamp, StampRef):
+            return self.described.get(stamp.id, stamp)
+        return stamp
+
+    def ran_in(
+        self, checkpoint: Mapping[str, Any], parent: CheckpointTuple | None
+    ) -> frozenset[str]:
+        """The nodes that ran in the step that produced ``checkpoint`` (``_ran``), without
+        LangGraph's reserved ones; each set of names is filtered once per walk."""
+        names = _ran(checkpoint, parent)
+        found = self.ran.get(names)
+        if found is None:
+            found = self.ran[names] = self.shared(
+                frozenset(name for name in names if not name.startswith("__"))
+            )
+        return found
+
+    def wrote_in(
+        self, checkpoint: Mapping[str, Any], parent: CheckpointTuple | None
+    ) -> frozenset[str]:
+        """The state channels that step updated (``_wrote``), without LangGraph's own."""
+        names = _wrote(checkpoint, parent)
+        found = self.wrote.get(names)
+        if found is None:
+            found = self.wrote[names] = self.shared(
+                frozenset(n for n in names if not n.startswith(("__", "branch:", "join:")))
+            )
+        return found
 
     def shared(self, names: frozenset[str]) -> frozenset[str]:
         return self.names.setdefault(names, names)
@@ -282,30 +324,26 @@ def _record(
         and not isinstance(tup.metadata, Mapping)
     ):
         stamp = Unreadable("format", f"metadata is a {type(tup.metadata).__name__}, not a mapping")
-    ran = seen.shared(_ran(checkpoint, parent))
+    ran = seen.ran_in(checkpoint, parent)
+    writes = tup.pending_writes
+    # Positional, not by keyword: a long thread builds thousands of records per plan.
     return Record(
-        checkpoint_id=checkpoint["id"],
-        parent_id=_parent_id(tup),
-        step=step,
-        source=source,
-        stamp=stamp,
-        verified=verified,
-        ran=ran,
-        wrote=seen.shared(_wrote(checkpoint, parent)),
-        span=step - parent_step if source != "input" else 0,
-        pending_tasks=len(
-            {
-                task
-                for task, channel, _ in tup.pending_writes or ()
-                if channel not in _SPECIAL_WRITES
-            }
-        )
-        if tup.pending_writes
+        checkpoint["id"],
+        _parent_id(tup),
+        step,
+        source,
+        stamp,
+        verified,
+        ran,
+        seen.wrote_in(checkpoint, parent),
+        step - parent_step if source != "input" else 0,
+        len({task for task, channel, _ in writes if channel not in _SPECIAL_WRITES})
+        if writes
         else 0,
-        next_nodes=next_nodes,
+        next_nodes,
         # Deriving task ids is most of a record's cost, and attribution only picks
         # among the nodes of a step: a step of one node wrote everything itself.
-        writers=_writers(tup, parent, parent_step) if len(ran) > 1 else None,
+        _writers(tup, parent, parent_step) if len(ran) > 1 else None,
     )
 
 
@@ -343,33 +381,23 @@ def _step_in(metadata: Mapping[str, Any]) -> int:
     return step if isinstance(step, int) else -1
 
 
-def _ran(checkpoint: Mapping[str, Any], parent: CheckpointTuple | None) -> frozenset[str]:
+def _ran(checkpoint: Mapping[str, Any], parent: CheckpointTuple | None) -> tuple[str, ...]:
+    """Every name whose task ran, in order, reserved names included (``_Seen.ran_in``)."""
     seen: Mapping[str, Any] = checkpoint.get("versions_seen", {})
     before: Mapping[str, Any] = parent.checkpoint.get("versions_seen", {}) if parent else {}
-    names = [
-        name
-        for name, versions in seen.items()
-        if before.get(name) != versions and not name.startswith("__")
-    ]
+    names = [name for name, versions in seen.items() if before.get(name) != versions]
     if parent is not None:
         queued = parent.checkpoint.get("channel_values", {}).get(_TASKS)
         if queued:
-            names += [
-                send.node
-                for send in queued
-                if isinstance(send, Send) and not send.node.startswith("__")
-            ]
-    return frozenset(names)
+            names += [send.node for send in queued if isinstance(send, Send)]
+    return tuple(names)
 
 
-def _wrote(checkpoint: Mapping[str, Any], parent: CheckpointTuple | None) -> frozenset[str]:
+def _wrote(checkpoint: Mapping[str, Any], parent: CheckpointTuple | None) -> tuple[str, ...]:
+    """Every channel whose version moved, in order, reserved ones included."""
     versions: Mapping[str, Any] = checkpoint.get("channel_versions", {})
     before: Mapping[str, Any] = parent.checkpoint.get("channel_versions", {}) if parent else {}
-    return frozenset(
-        name
-        for name, version in versions.items()
-        if before.get(name) != version and not name.startswith(("__", "branch:", "join:"))
-    )
+    return tuple([name for name, version in versions.items() if before.get(name) != version])
 
 
 def waiting(

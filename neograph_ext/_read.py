@@ -180,7 +180,12 @@ def _from_history(
 ) -> tuple[Record, ...]:
     if head is None:
         return ()
-    return lineage(tuples, head.checkpoint["id"], next_nodes=_next(call.graph, head))
+    return lineage(
+        tuples,
+        head.checkpoint["id"],
+        next_nodes=_next(call.graph, head),
+        described=call.graph.neograph_ext_described(call.saver),
+    )
 
 
 def _decided(records: tuple[Record, ...], call: _Call, head: CheckpointTuple | None) -> ResumePlan:
