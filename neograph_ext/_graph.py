@@ -156,8 +156,7 @@ class StampedGraph(CompiledStateGraph[Any, Any, Any, Any]):
         of a thread on a saver that ``run`` did not make itself."""
         if self.neograph_ext_auto_resume is None:
             return False
-        mark = _RUN_MARK.get()
-        if mark is not None and mark[0] == self.neograph_ext_stamp.id:
+        if self._run_mark() is not None:
             return False  # run() planned this call already
         # A call inside a node (a subgraph) inherits its task's namespace.
         nested = ensure_config(config).get("configurable", {}).get("checkpoint_ns")
@@ -165,6 +164,11 @@ class StampedGraph(CompiledStateGraph[Any, Any, Any, Any]):
         return (
             not nested and thread is not None and isinstance(self.checkpointer, BaseCheckpointSaver)
         )
+
+    def _run_mark(self) -> str | None:
+        """The run mark ``run()`` set for this call, if ``run()`` is invoking this graph."""
+        mark = _RUN_MARK.get()
+        return mark[1] if mark is not None and mark[0] == self.neograph_ext_stamp.id else None
 
     def _unsaved(self) -> BaseCheckpointSaver[Any] | None:
         """The saver a plain call writes to, when its description still has to be stored.
@@ -175,8 +179,7 @@ class StampedGraph(CompiledStateGraph[Any, Any, Any, Any]):
         and a later plan counts them as changed). ``run()`` stores it before invoking.
         """
         saver = self.checkpointer
-        mark = _RUN_MARK.get()
-        if mark is not None and mark[0] == self.neograph_ext_stamp.id:
+        if self._run_mark() is not None:
             return None
         if isinstance(saver, BaseCheckpointSaver) and saver not in self._neograph_ext_saved:
             return saver
@@ -185,10 +188,10 @@ class StampedGraph(CompiledStateGraph[Any, Any, Any, Any]):
     def _stamped(self, input: Any, config: RunnableConfig | None) -> RunnableConfig:
         stamp = self.neograph_ext_stamp
         metadata: dict[str, Any] = {STAMP_KEY: stamp_ref(stamp)}
-        mark = _RUN_MARK.get()
+        mark = self._run_mark()
         given = None if input is None or isinstance(input, Command) else input_digest(input)
-        if mark is not None and mark[0] == stamp.id:
-            metadata[RUN_KEY] = mark[1]
+        if mark is not None:
+            metadata[RUN_KEY] = mark
         elif given is not None:
             metadata[RUN_KEY] = encode_run(stamp, PLAIN_CALL, given)
         elif RUN_KEY in _metadata(config) or RUN_KEY in _metadata(var_child_runnable_config.get()):
