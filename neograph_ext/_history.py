@@ -38,9 +38,20 @@ from neograph_ext._stamp import (
     read_stamp,
 )
 
-__all__ = ["Record", "lineage", "reading", "references", "resolved", "resumable", "waiting"]
+__all__ = [
+    "NotNewestFirst",
+    "Record",
+    "lineage",
+    "reading",
+    "references",
+    "resolved",
+    "resumable",
+    "waiting",
+]
 
 _TASKS = "__pregel_tasks"
+_NONE: frozenset[str] = frozenset()
+_EMPTY: Mapping[str, Any] = {}
 _SPECIAL_WRITES = frozenset({"__error__", "__interrupt__", "__resume__", "__scheduled__"})
 
 
@@ -71,7 +82,8 @@ class Record(NamedTuple):
     """Steps between the parent and this checkpoint: more than 1 when intermediate
     checkpoints were never written (``durability="exit"``)."""
     pending_tasks: int
-    """Tasks of this checkpoint's own step that finished without a checkpoint after them."""
+    """Tasks of this checkpoint's own step that finished without a checkpoint after them
+    (only counted for the head)."""
     next_nodes: frozenset[str]
     """Nodes this checkpoint is waiting to run (only filled for the head)."""
     writers: frozenset[tuple[str, str]] | None = None
@@ -87,6 +99,7 @@ def lineage(
     *,
     next_nodes: frozenset[str] = frozenset(),
     described: Mapping[str, Stamp] | None = None,
+    newest: str | None = None,
 ) -> tuple[Record, ...]:
     """Reduce a thread's checkpoints to the head's lineage, oldest first.
 
@@ -100,46 +113,67 @@ def lineage(
         next_nodes: The nodes the head is waiting to run.
         described: Stamp descriptions already at hand, by id: the records naming
             them get them at once rather than a reference (see ``resolved``).
+        newest: The id of the checkpoint listed first, taken for the thread's newest
+            (what ``get_tuple`` without a ``checkpoint_id`` returns), to be checked.
 
     Returns:
         The lineage, oldest first.
 
     Raises:
         KeyError: ``head_id`` is not a checkpoint of the thread.
+        NotNewestFirst: A checkpoint newer than ``newest`` was listed after it.
     """
     newest_first: list[Record] = []
     stash: dict[str, CheckpointTuple] = {}
-    child: CheckpointTuple | None = None
+    walk = _Walk(head_id, next_nodes, described or {})
+    # The child waiting for its parent, with its step and parent id read once.
+    child: tuple[CheckpointTuple, int, str | None] | None = None
     wanted: str | None = head_id
-    seen = _Seen(described or {})
     for tup in tuples:
         if wanted is None:
-            continue  # the lineage is complete; the saver's cursor is still drained
+            # The lineage is complete; the saver's cursor is still drained.
+            if newest is not None and tup.checkpoint["id"] > newest:
+                raise NotNewestFirst(newest)
+            continue
         if tup.checkpoint["id"] != wanted:
+            # A lineage's checkpoints are older than its head: only these can be newer.
+            if newest is not None and tup.checkpoint["id"] > newest:
+                raise NotNewestFirst(newest)
             stash[tup.checkpoint["id"]] = tup
             continue
         found: CheckpointTuple | None = tup
         while found is not None:
+            wanted, step = _parent_id(found), _step(found)
             if child is not None:
-                next_of = _next_of(child, head_id, next_nodes)
-                newest_first.append(_record(child, found, next_of, seen))
-            child, wanted = found, _parent_id(found)
-            found = stash.pop(wanted) if wanted in stash else None
+                newest_first.append(walk.record(*child, found, step))
+            child = (found, step, wanted)
+            found = stash.pop(wanted, None) if wanted is not None else None
     if child is None:
         raise KeyError(head_id)
-    newest_first.append(_record(child, None, _next_of(child, head_id, next_nodes), seen))
-    return tuple(reversed(newest_first))
+    newest_first.append(walk.record(*child, None, -1))
+    newest_first.reverse()
+    return tuple(newest_first)
+
+
+_new_record = tuple.__new__
+
+
+class NotNewestFirst(Exception):
+    """The saver did not list the thread newest first (LangGraph's own savers all do):
+    its head must be read on its own."""
 
 
 def references(records: Iterable[Record], current: str) -> frozenset[str]:
     """The stamp ids whose descriptions planning ``records`` needs: all but ``current``."""
-    return frozenset(
-        r.stamp.id for r in records if isinstance(r.stamp, StampRef) and r.stamp.id != current
-    )
+    # Records share their stamp objects: look at each distinct one once.
+    stamps = {id(r.stamp): r.stamp for r in records}.values()
+    return frozenset(s.id for s in stamps if isinstance(s, StampRef) and s.id != current)
 
 
 def resolved(records: Sequence[Record], found: Mapping[str, Stamp]) -> tuple[Record, ...]:
     """``records`` with each reference replaced by its description, where one was found."""
+    if not found:
+        return tuple(records)
     return tuple(
         _with_stamp(r, found[r.stamp.id])
         if isinstance(r.stamp, StampRef) and r.stamp.id in found
@@ -227,10 +261,6 @@ def _unreadable(thread_id: str, why: str) -> str:
     )
 
 
-def _next_of(tup: CheckpointTuple, head_id: str, next_nodes: frozenset[str]) -> frozenset[str]:
-    return next_nodes if tup.checkpoint["id"] == head_id else frozenset()
-
-
 def _parent_id(tup: CheckpointTuple) -> str | None:
     if tup.parent_config is None:
         return None
@@ -238,13 +268,17 @@ def _parent_id(tup: CheckpointTuple) -> str | None:
     return parent if isinstance(parent, str) else None
 
 
-class _Seen:
-    """What one lineage walk has already read: a thread repeats the same few stamps,
-    run marks and sets of node and channel names thousands of times, so each is parsed
-    once and every record shares one object (fewer objects for the garbage collector
-    to walk, too)."""
+class _Walk:
+    """One lineage walk, and what it has already read: a thread repeats the same few
+    stamps, run marks and sets of node and channel names thousands of times, so each is
+    parsed once and every record shares one object (fewer objects for the garbage
+    collector to walk, too)."""
 
-    def __init__(self, described: Mapping[str, Stamp]) -> None:
+    def __init__(
+        self, head_id: str, next_nodes: frozenset[str], described: Mapping[str, Stamp]
+    ) -> None:
+        self.head_id = head_id
+        self.next_nodes = next_nodes
         self.described = described
         self.marks: dict[
             tuple[str, str | None], tuple[Stamp | StampRef | Unreadable, str | None]
@@ -277,12 +311,20 @@ class _Seen:
             return self.described.get(stamp.id, stamp)
         return stamp
 
-    def ran_in(
-        self, checkpoint: Mapping[str, Any], parent: CheckpointTuple | None
-    ) -> frozenset[str]:
-        """The nodes that ran in the step that produced ``checkpoint`` (``_ran``), without
-        LangGraph's reserved ones; each set of names is filtered once per walk."""
-        names = _ran(checkpoint, parent)
+    def ran_in(self, checkpoint: Mapping[str, Any], parent: Mapping[str, Any]) -> frozenset[str]:
+        """The nodes that ran in the step that produced ``checkpoint`` from ``parent`` (an
+        empty mapping for the first): those whose ``versions_seen`` moved, and the
+        ``Send``s queued in the parent, without LangGraph's reserved names. Each set of
+        names is filtered once per walk."""
+        before = parent.get("versions_seen", _EMPTY).get
+        seen: Mapping[str, Any] = checkpoint.get("versions_seen", _EMPTY)
+        names: tuple[str, ...] = ()
+        for name, versions in seen.items():  # a loop, not a comprehension: it is hot
+            if before(name) != versions:
+                names += (name,)
+        queued = parent.get("channel_values", _EMPTY).get(_TASKS)
+        if queued:
+            names += tuple([send.node for send in queued if isinstance(send, Send)])
         found = self.ran.get(names)
         if found is None:
             found = self.ran[names] = self.shared(
@@ -290,11 +332,15 @@ class _Seen:
             )
         return found
 
-    def wrote_in(
-        self, checkpoint: Mapping[str, Any], parent: CheckpointTuple | None
-    ) -> frozenset[str]:
-        """The state channels that step updated (``_wrote``), without LangGraph's own."""
-        names = _wrote(checkpoint, parent)
+    def wrote_in(self, checkpoint: Mapping[str, Any], parent: Mapping[str, Any]) -> frozenset[str]:
+        """The state channels whose version moved from ``parent`` to ``checkpoint``,
+        without LangGraph's own."""
+        before = parent.get("channel_versions", _EMPTY).get
+        versions: Mapping[str, Any] = checkpoint.get("channel_versions", _EMPTY)
+        names: tuple[str, ...] = ()
+        for name, version in versions.items():
+            if before(name) != version:
+                names += (name,)
         found = self.wrote.get(names)
         if found is None:
             found = self.wrote[names] = self.shared(
@@ -302,49 +348,56 @@ class _Seen:
             )
         return found
 
+    def record(
+        self,
+        tup: CheckpointTuple,
+        step: int,
+        parent_id: str | None,
+        parent: CheckpointTuple | None,
+        parent_step: int,
+    ) -> Record:
+        """The record of ``tup``, whose step and parent id the walk read already."""
+        checkpoint = tup.checkpoint
+        before = parent.checkpoint if parent is not None else _EMPTY
+        metadata: Mapping[str, Any] = tup.metadata
+        odd = type(metadata) is not dict  # savers return a dict; anything else is checked
+        if odd:
+            metadata = _metadata(tup)
+        source = str(metadata.get("source", ""))
+        stamp, verified = self.marked(metadata)
+        if odd and not isinstance(tup.metadata, Mapping | None):
+            stamp = Unreadable(
+                "format", f"metadata is a {type(tup.metadata).__name__}, not a mapping"
+            )
+        ran = self.ran_in(checkpoint, before)
+        head = checkpoint["id"] == self.head_id
+        writes = tup.pending_writes if head else None
+        # ``tuple.__new__``, not ``Record(...)`` (a Python-level constructor), and
+        # positional: a long thread builds thousands of records per plan.
+        return _new_record(
+            Record,
+            (
+                checkpoint["id"],
+                parent_id,
+                step,
+                source,
+                stamp,
+                verified,
+                ran,
+                self.wrote_in(checkpoint, before),
+                step - parent_step if source != "input" else 0,
+                len({task for task, channel, _ in writes if channel not in _SPECIAL_WRITES})
+                if writes
+                else 0,
+                self.next_nodes if head else _NONE,
+                # Deriving task ids is most of a record's cost, and attribution only picks
+                # among the nodes of a step: a step of one node wrote everything itself.
+                _writers(tup, parent, parent_step) if len(ran) > 1 else None,
+            ),
+        )
+
     def shared(self, names: frozenset[str]) -> frozenset[str]:
         return self.names.setdefault(names, names)
-
-
-def _record(
-    tup: CheckpointTuple,
-    parent: CheckpointTuple | None,
-    next_nodes: frozenset[str],
-    seen: _Seen,
-) -> Record:
-    checkpoint = tup.checkpoint
-    metadata = _metadata(tup)
-    step = _step_in(metadata)
-    parent_step = _step(parent) if parent is not None else -1
-    source = str(metadata.get("source", ""))
-    stamp, verified = seen.marked(metadata)
-    if (
-        type(tup.metadata) is not dict
-        and tup.metadata is not None
-        and not isinstance(tup.metadata, Mapping)
-    ):
-        stamp = Unreadable("format", f"metadata is a {type(tup.metadata).__name__}, not a mapping")
-    ran = seen.ran_in(checkpoint, parent)
-    writes = tup.pending_writes
-    # Positional, not by keyword: a long thread builds thousands of records per plan.
-    return Record(
-        checkpoint["id"],
-        _parent_id(tup),
-        step,
-        source,
-        stamp,
-        verified,
-        ran,
-        seen.wrote_in(checkpoint, parent),
-        step - parent_step if source != "input" else 0,
-        len({task for task, channel, _ in writes if channel not in _SPECIAL_WRITES})
-        if writes
-        else 0,
-        next_nodes,
-        # Deriving task ids is most of a record's cost, and attribution only picks
-        # among the nodes of a step: a step of one node wrote everything itself.
-        _writers(tup, parent, parent_step) if len(ran) > 1 else None,
-    )
 
 
 def _writers(
@@ -379,25 +432,6 @@ def _step(tup: CheckpointTuple) -> int:
 def _step_in(metadata: Mapping[str, Any]) -> int:
     step = metadata.get("step", -1)
     return step if isinstance(step, int) else -1
-
-
-def _ran(checkpoint: Mapping[str, Any], parent: CheckpointTuple | None) -> tuple[str, ...]:
-    """Every name whose task ran, in order, reserved names included (``_Seen.ran_in``)."""
-    seen: Mapping[str, Any] = checkpoint.get("versions_seen", {})
-    before: Mapping[str, Any] = parent.checkpoint.get("versions_seen", {}) if parent else {}
-    names = [name for name, versions in seen.items() if before.get(name) != versions]
-    if parent is not None:
-        queued = parent.checkpoint.get("channel_values", {}).get(_TASKS)
-        if queued:
-            names += [send.node for send in queued if isinstance(send, Send)]
-    return tuple(names)
-
-
-def _wrote(checkpoint: Mapping[str, Any], parent: CheckpointTuple | None) -> tuple[str, ...]:
-    """Every channel whose version moved, in order, reserved ones included."""
-    versions: Mapping[str, Any] = checkpoint.get("channel_versions", {})
-    before: Mapping[str, Any] = parent.checkpoint.get("channel_versions", {}) if parent else {}
-    return tuple([name for name, version in versions.items() if before.get(name) != version])
 
 
 def waiting(

@@ -25,9 +25,10 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
+from functools import partial
 
 from neograph_ext._fingerprint import diff
 from neograph_ext._history import Record
@@ -44,6 +45,8 @@ __all__ = [
     "decide",
     "verified_head",
 ]
+
+_NONE: frozenset[str] = frozenset()
 
 ORDER = ("dead", "migration", "compatible", "rewind", "replay", "error")
 """How a step whose types changed is settled: the first case that applies wins."""
@@ -218,54 +221,73 @@ def decide(
         return ResumePlan(PlanKind.FRESH, thread_id)
     carry = carry or Carry()
     head = records[-1]
-    turn = max((i for i, r in enumerate(records) if r.source == "input"), default=0)
-    base = ResumePlan(
+    sources = [record.source for record in records]
+    turn = len(sources) - 1 - sources[::-1].index("input") if "input" in sources else 0
+    # Built once the loop found the candidates: ``replace`` is costly.
+    plan_with = partial(
+        ResumePlan,
         PlanKind.UP_TO_DATE if not head.next_nodes else PlanKind.CONTINUE,
         thread_id,
         head_id=head.checkpoint_id,
         next_nodes=head.next_nodes,
-        kept=_ran_between(records, turn + 1, len(records)),
+        kept=_ran_in(records[turn + 1 :]),
     )
     foreign = _foreign(records, current)
     if foreign:
-        return replace(base, blocker=foreign)
+        return plan_with(blocker=foreign)
     renames = _renames(records, current)
-    changes_of = _changes_against(current, renames)
     pending = _unique(_pending_changes(head, current) + _waiting_subgraphs(head, current))
     writers = _last_writers(records)
     # Most records of a long thread wrote nothing still live: skip building their sets.
     holders = frozenset(writers.values())
-    start = _settled(records, current)
+    # Along a thread the same stamp and step repeat: each combination is compared once.
+    memo: dict[
+        tuple[str, frozenset[str], frozenset[str], frozenset[tuple[str, str]] | None],
+        tuple[NodeChange, ...],
+    ] = {}
     found_in: list[tuple[int, tuple[NodeChange, ...], frozenset[str]]] = []
     notes: list[str] = []
-    for index in range(start, len(records)):
+    # The loop every record of a long thread passes through: kept free of calls.
+    for index in range(_settled(records, current), len(records)):
         record = records[index]
-        if isinstance(record.stamp, Unreadable) and record.ran:
-            notes.append(f"checkpoint {record.checkpoint_id}: {_unreadable(record.stamp)}")
-        elif record.stamp is None and record.ran:
-            notes.append(f"checkpoint {record.checkpoint_id}: written without a stamp")
-        elif changes := changes_of(record):
-            live = (
-                frozenset(ch for ch in record.wrote if writers.get(ch) == index)
-                if index in holders
-                else frozenset()
+        stamp = record.stamp
+        if stamp is None or isinstance(stamp, Unreadable):
+            if record.ran:
+                why = "written without a stamp" if stamp is None else _unreadable(stamp)
+                notes.append(f"checkpoint {record.checkpoint_id}: {why}")
+            continue
+        if stamp.id == current.id:
+            continue
+        key = (stamp.id, record.ran, record.wrote, record.writers)
+        changes = memo.get(key)
+        if changes is None:
+            changes = memo[key] = _changes(
+                record.ran, record.wrote, stamp, current, writers=record.writers, renames=renames
             )
-            found = _alive(changes, live, earlier=turn > 0 and index < turn)
-            if found:
-                found_in.append((index, found, live))
-    if found_in:  # ``replace`` is costly, and a resume that changes nothing is frequent
-        base = replace(
-            base,
-            candidates=frozenset(
-                c.channel for _, found, live in found_in for c in found if c.channel in live
-            ),
+        if not changes:
+            continue
+        live = (
+            frozenset(ch for ch in record.wrote if writers.get(ch) == index)
+            if index in holders
+            else _NONE
         )
+        if index < turn:
+            changes = _alive(changes, live)
+        if changes:
+            found_in.append((index, changes, live))
+    base = plan_with(
+        candidates=frozenset(
+            c.channel for _, found, live in found_in if live for c in found if c.channel in live
+        )
+    )
     carried: list[NodeChange] = []
     for position, (index, found, live) in enumerate(found_in):
         if _carried(found, live, carry):
             carried += found
             continue
-        rest = [change for _, later, _ in found_in[position:] for change in later]
+        # Memoised changes are shared along a thread: visit each distinct tuple once.
+        later = {id(changes): changes for _, changes, _ in found_in[position:]}
+        rest = [change for changes in later.values() for change in changes]
         if not records[index].ran:
             return replace(
                 _with_carried(base, carried),
@@ -293,13 +315,21 @@ def decide(
 
 def _last_writers(records: Sequence[Record]) -> dict[str, int]:
     """Per channel, the index of the last record that wrote it: whose value is live."""
-    return {channel: index for index, record in enumerate(records) for channel in record.wrote}
+    # Records share their sets of names: find each set's last index, then its channels'.
+    last = {wrote: index for index, wrote in enumerate([record.wrote for record in records])}
+    writers: dict[str, int] = {}
+    for wrote, index in last.items():
+        for channel in wrote:
+            if writers.get(channel, -1) < index:
+                writers[channel] = index
+    return writers
 
 
 def _settled(records: Sequence[Record], current: Stamp) -> int:
     """Where changes start to count: at the last checkpoint ``run`` verified against
     ``current`` (it handled everything before, by rewinding, carrying or ``accept``)."""
-    # Checking ``verified`` first skips the call for the many records run never marked.
+    if current.id not in [record.verified for record in records]:
+        return 0
     return max(
         (
             i
@@ -310,16 +340,13 @@ def _settled(records: Sequence[Record], current: Stamp) -> int:
     )
 
 
-def _alive(
-    changes: tuple[NodeChange, ...], live: frozenset[str], *, earlier: bool
-) -> tuple[NodeChange, ...]:
-    """The changes that still matter: in an earlier turn, only those whose values are live.
+def _alive(changes: tuple[NodeChange, ...], live: frozenset[str]) -> tuple[NodeChange, ...]:
+    """The changes of a step of an earlier turn that still matter: those whose values are
+    live.
 
     A value written in an earlier turn and written again since is dead: nothing reads
     it any more. A step of an earlier turn none of whose values is live changed nothing.
     """
-    if not earlier:
-        return changes
     if not live:
         return ()
     return tuple(c for c in changes if c.channel is None or c.channel in live)
@@ -357,14 +384,10 @@ def verified_head(head: Record, current: Stamp) -> bool:
     )
 
 
-def _ran_between(records: Sequence[Record], start: int, stop: int) -> frozenset[str]:
-    return _ran_in(records[start:stop])
-
-
 def _ran_in(records: Sequence[Record]) -> frozenset[str]:
-    """Every node that ran in ``records``; a union of sets shared along a thread, which
-    is much cheaper than visiting each name of thousands of records."""
-    return frozenset().union(*(record.ran for record in records))
+    """Every node that ran in ``records``: a union of the few distinct sets that records
+    share along a thread, much cheaper than visiting each name of thousands of records."""
+    return frozenset().union(*{record.ran for record in records})
 
 
 def _renames(records: Sequence[Record], current: Stamp) -> dict[str, str]:
@@ -375,29 +398,6 @@ def _renames(records: Sequence[Record], current: Stamp) -> dict[str, str]:
         return {}
     ran = _ran_in(records)
     return {old: new for old, new in current.renames.items() if old in ran}
-
-
-def _changes_against(
-    current: Stamp, renames: dict[str, str]
-) -> Callable[[Record], tuple[NodeChange, ...]]:
-    """A record's changes, memoised: along a thread the same stamp and step repeat."""
-    memo: dict[
-        tuple[str, frozenset[str], frozenset[str], frozenset[tuple[str, str]] | None],
-        tuple[NodeChange, ...],
-    ] = {}
-
-    def changes_of(record: Record) -> tuple[NodeChange, ...]:
-        stamp = record.stamp
-        if not isinstance(stamp, Stamp | StampRef) or stamp.id == current.id:
-            return ()
-        key = (stamp.id, record.ran, record.wrote, record.writers)
-        if key not in memo:
-            memo[key] = _changes(
-                record.ran, record.wrote, stamp, current, writers=record.writers, renames=renames
-            )
-        return memo[key]
-
-    return changes_of
 
 
 def _unique(changes: Sequence[NodeChange]) -> tuple[NodeChange, ...]:
@@ -458,7 +458,7 @@ def _rewind(
     # The target's own step: the tasks that produced records[index] on the old branch,
     # or, rewinding the head itself (a crashed step), the tasks it waits on.
     step = records[index].ran if index < len(records) else _user_nodes(head.next_nodes)
-    later = _ran_between(records, index + 1, len(records)) | _user_nodes(head.next_nodes)
+    later = _ran_in(records[index + 1 :]) | _user_nodes(head.next_nodes)
     if index == len(records):
         later = frozenset()
     kept_tasks = step - invalidated - removed
@@ -474,7 +474,7 @@ def _rewind(
         invalidated_nodes=invalidated,
         changes=changes,
         rerun=rerun,
-        kept=(_ran_between(records, turn + 1, index) | kept_tasks) - rerun,
+        kept=(_ran_in(records[turn + 1 : index]) | kept_tasks) - rerun,
         kept_tasks=kept_tasks,
     )
     if (index < len(records) and records[index].span > 1) or target is None:

@@ -11,8 +11,10 @@ Rules:
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -24,7 +26,15 @@ from langgraph.pregel import Pregel
 from neograph_ext._errors import GraphError
 from neograph_ext._graph import StampedGraph
 from neograph_ext._head import _next, _paused
-from neograph_ext._history import Record, lineage, reading, references, resolved, resumable
+from neograph_ext._history import (
+    NotNewestFirst,
+    Record,
+    lineage,
+    reading,
+    references,
+    resolved,
+    resumable,
+)
 from neograph_ext._keep import incomplete
 from neograph_ext._migrate import Carrying, carry_for
 from neograph_ext._plan import ASKED_AGAIN, PlanKind, ResumePlan, decide, verified_head
@@ -107,6 +117,9 @@ def _with_checkpoint(config: RunnableConfig, checkpoint_id: str | None) -> Runna
 
 def _read(call: _Call, *, full: bool = False) -> tuple[ResumePlan, CheckpointTuple | None]:
     with reading(call.thread_id):
+        if full and _named(call) is None:
+            with contextlib.suppress(NotNewestFirst):
+                return _listed(call, iter(call.saver.list(_thread(call.config))))
         head = _found(call, resumable(call.saver.get_tuple(call.config), call.thread_id))
         restart = incomplete(head)
         if restart is not None:
@@ -120,6 +133,10 @@ def _read(call: _Call, *, full: bool = False) -> tuple[ResumePlan, CheckpointTup
 
 async def _aread(call: _Call, *, full: bool = False) -> tuple[ResumePlan, CheckpointTuple | None]:
     with reading(call.thread_id):
+        if full and _named(call) is None:
+            with contextlib.suppress(NotNewestFirst):
+                tuples = [tup async for tup in call.saver.alist(_thread(call.config))]
+                return await _alisted(call, tuples)
         head = _found(call, resumable(await call.saver.aget_tuple(call.config), call.thread_id))
         restart = incomplete(head)
         if restart is not None:
@@ -129,6 +146,33 @@ async def _aread(call: _Call, *, full: bool = False) -> tuple[ResumePlan, Checkp
             tuples = [tup async for tup in call.saver.alist(_thread(call.config))]
             records = _from_history(call, head, tuples)
             records = resolved(records, await _adescribed(call, references(records, call.stamp.id)))
+    return _decided(records, call, head), head
+
+
+def _listed(
+    call: _Call, tuples: Iterator[CheckpointTuple]
+) -> tuple[ResumePlan, CheckpointTuple | None]:
+    """The whole-lineage read of a thread's newest checkpoint in one listing: savers list
+    newest first, so the head is the first tuple listed, no read of its own (checked
+    by ``lineage``, which raises ``NotNewestFirst`` otherwise)."""
+    newest = resumable(next(tuples, None), call.thread_id)
+    restart = incomplete(newest)
+    head = newest if restart is None else call.saver.get_tuple(restart)
+    listed = itertools.chain([newest], tuples) if newest is not None else ()
+    records = _from_history(call, head, listed, newest)
+    records = resolved(records, _described(call, references(records, call.stamp.id)))
+    return _decided(records, call, head), head
+
+
+async def _alisted(
+    call: _Call, tuples: list[CheckpointTuple]
+) -> tuple[ResumePlan, CheckpointTuple | None]:
+    """Async twin of ``_listed``."""
+    newest = resumable(tuples[0] if tuples else None, call.thread_id)
+    restart = incomplete(newest)
+    head = newest if restart is None else await call.saver.aget_tuple(restart)
+    records = _from_history(call, head, tuples, newest)
+    records = resolved(records, await _adescribed(call, references(records, call.stamp.id)))
     return _decided(records, call, head), head
 
 
@@ -176,7 +220,10 @@ def _from_head(call: _Call, head: CheckpointTuple | None) -> tuple[Record, ...] 
 
 
 def _from_history(
-    call: _Call, head: CheckpointTuple | None, tuples: Iterable[CheckpointTuple]
+    call: _Call,
+    head: CheckpointTuple | None,
+    tuples: Iterable[CheckpointTuple],
+    newest: CheckpointTuple | None = None,
 ) -> tuple[Record, ...]:
     if head is None:
         return ()
@@ -185,6 +232,7 @@ def _from_history(
         head.checkpoint["id"],
         next_nodes=_next(call.graph, head),
         described=call.graph.neograph_ext_described(call.saver),
+        newest=newest.checkpoint["id"] if newest is not None else None,
     )
 
 

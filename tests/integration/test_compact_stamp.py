@@ -392,3 +392,59 @@ def test_a_missing_description_is_looked_up_again_until_found(
     save(saver, old.neograph_ext_stamp)  # as another process storing it meanwhile
     plan = ne.plan(graph, config)
     assert plan.invalidated_nodes == {"c"} and "Analysis.score: int -> float" in str(plan)
+
+
+def _listing(saver: BaseCheckpointSaver[Any], monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The threads ``saver.list`` is asked for from now on."""
+    listed: list[str] = []
+    real = saver.list
+
+    def counting(cfg: RunnableConfig | None, **kwargs: Any) -> Any:
+        listed.append((cfg or {}).get("configurable", {}).get("thread_id"))
+        return real(cfg, **kwargs)
+
+    monkeypatch.setattr(saver, "list", counting)
+    return listed
+
+
+def test_plan_reads_the_thread_in_one_listing(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ne.run(ne.compile(linear(Counter(), {"c": V1}), checkpointer=saver), {"log": []}, config)
+    graph = ne.compile(linear(Counter(), {"c": V2}), checkpointer=saver)
+    ne.plan(graph, config)  # finds the old stamp's description, kept by the graph
+    fetched, listed = _fetching(saver, monkeypatch), _listing(saver, monkeypatch)
+    plan = ne.plan(graph, config)
+
+    assert plan.kind is ne.PlanKind.REWIND and plan.invalidated_nodes == {"c"}
+    assert fetched == [] and listed == [config["configurable"]["thread_id"]]
+
+
+class _OldestFirst(InMemorySaver):
+    """A saver that lists a thread oldest first (its async listing follows, as
+    ``InMemorySaver.alist`` reads ``list``)."""
+
+    def list(self, config: RunnableConfig | None, **kwargs: Any) -> Any:
+        return iter(reversed([*super().list(config, **kwargs)]))
+
+
+async def _forked_thread(saver: InMemorySaver, config: RunnableConfig) -> ne.ResumePlan:
+    """A thread rewound once (so it holds a branch), planned by a graph changed again."""
+    await ne.arun(ne.compile(linear(Counter(), {"c": V1}), checkpointer=saver), {}, config)
+    bumped = ne.compile(linear(Counter(), {"c": V1}), checkpointer=saver, versions={"d": "2"})
+    await ne.arun(bumped, None, config)
+    graph = ne.compile(linear(Counter(), {"c": V2}), checkpointer=saver, versions={"d": "2"})
+    plan = ne.plan(graph, config)
+    assert plan == await ne.aplan(graph, config)
+    return plan
+
+
+async def test_a_saver_listing_oldest_first_plans_as_one_listing_newest_first() -> None:
+    newest_first = await _forked_thread(InMemorySaver(), _thread())
+    oldest_first = await _forked_thread(_OldestFirst(), _thread())
+
+    assert newest_first.kind is ne.PlanKind.REWIND and newest_first.step == 2
+    assert newest_first.invalidated_nodes == {"c"} and newest_first.kept == {"a", "b"}
+    same = ("kind", "step", "invalidated_nodes", "rerun", "kept", "kept_tasks", "next_nodes")
+    for field in same:
+        assert getattr(oldest_first, field) == getattr(newest_first, field), field
