@@ -42,7 +42,9 @@ __all__ = [
     "NodeChange",
     "PlanKind",
     "ResumePlan",
+    "at_verified_head",
     "decide",
+    "verified",
     "verified_head",
 ]
 
@@ -376,12 +378,22 @@ def _with_carried(plan: ResumePlan, carried: Sequence[NodeChange]) -> ResumePlan
 
 def verified_head(head: Record, current: Stamp) -> bool:
     """Whether ``run`` already checked the head's whole lineage against ``current``."""
-    stamp = head.stamp
-    return (
-        isinstance(stamp, Stamp | StampRef)
-        and stamp.id == current.id
-        and head.verified == current.id
-    )
+    return verified(head.stamp, head.verified, current)
+
+
+def verified(
+    stamp: Stamp | StampRef | Unreadable | None, verified: str | None, current: Stamp
+) -> bool:
+    """Whether a checkpoint written under ``stamp`` whose run mark verified the stamp id
+    ``verified`` had its whole lineage checked against ``current`` by ``run``."""
+    return isinstance(stamp, Stamp | StampRef) and stamp.id == current.id == verified
+
+
+def at_verified_head(head_id: str, next_nodes: frozenset[str], thread_id: str) -> ResumePlan:
+    """What ``decide`` plans from a verified head (``verified``), without its lineage:
+    nothing before it counts, so the plan resumes the nodes it waits on, if any."""
+    kind = PlanKind.CONTINUE if next_nodes else PlanKind.UP_TO_DATE
+    return ResumePlan(kind, thread_id, head_id=head_id, next_nodes=next_nodes)
 
 
 def _ran_in(records: Sequence[Record]) -> frozenset[str]:

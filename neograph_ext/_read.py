@@ -37,8 +37,15 @@ from neograph_ext._history import (
 )
 from neograph_ext._keep import incomplete
 from neograph_ext._migrate import Carrying, carry_for
-from neograph_ext._plan import ASKED_AGAIN, PlanKind, ResumePlan, decide, verified_head
-from neograph_ext._stamp import Stamp
+from neograph_ext._plan import (
+    ASKED_AGAIN,
+    PlanKind,
+    ResumePlan,
+    at_verified_head,
+    decide,
+    verified,
+)
+from neograph_ext._stamp import STAMP_KEY, Stamp, read_run, read_stamp
 from neograph_ext._stamp_store import aload, load
 
 __all__ = [
@@ -124,11 +131,12 @@ def _read(call: _Call, *, full: bool = False) -> tuple[ResumePlan, CheckpointTup
         restart = incomplete(head)
         if restart is not None:
             head = call.saver.get_tuple(restart)
-        records = None if full else _from_head(call, head)
-        if records is None:
+        plan = None if full else _from_head(call, head)
+        if plan is None:
             records = _from_history(call, head, call.saver.list(_thread(call.config)))
             records = resolved(records, _described(call, references(records, call.stamp.id)))
-    return _decided(records, call, head), head
+            plan = _decided(records, call, head)
+    return plan, head
 
 
 async def _aread(call: _Call, *, full: bool = False) -> tuple[ResumePlan, CheckpointTuple | None]:
@@ -141,12 +149,13 @@ async def _aread(call: _Call, *, full: bool = False) -> tuple[ResumePlan, Checkp
         restart = incomplete(head)
         if restart is not None:
             head = await call.saver.aget_tuple(restart)
-        records = None if full else _from_head(call, head)
-        if records is None:
+        plan = None if full else _from_head(call, head)
+        if plan is None:
             tuples = [tup async for tup in call.saver.alist(_thread(call.config))]
             records = _from_history(call, head, tuples)
             records = resolved(records, await _adescribed(call, references(records, call.stamp.id)))
-    return _decided(records, call, head), head
+            plan = _decided(records, call, head)
+    return plan, head
 
 
 def _listed(
@@ -211,12 +220,21 @@ def _found(call: _Call, head: CheckpointTuple | None) -> CheckpointTuple | None:
     return head
 
 
-def _from_head(call: _Call, head: CheckpointTuple | None) -> tuple[Record, ...] | None:
-    """The lineage when the head alone decides it; None when the history must be read."""
+def _from_head(call: _Call, head: CheckpointTuple | None) -> ResumePlan | None:
+    """The plan when the head alone decides it; None when the history must be read.
+
+    It does for a new thread, and for a head ``run`` verified against the current
+    stamp: that run checked the head's whole lineage. The most frequent resume then
+    reads two metadata keys, not a lineage.
+    """
     if head is None:
-        return ()
-    records = lineage([head], head.checkpoint["id"], next_nodes=_next(call.graph, head))
-    return records if verified_head(records[-1], call.stamp) else None
+        return _decided((), call, None)
+    metadata = head.metadata  # a mapping: ``resumable`` checked it
+    stamp = read_stamp(metadata.get(STAMP_KEY))
+    if not verified(stamp, read_run(metadata, stamp).verified, call.stamp):
+        return None
+    plan = at_verified_head(head.checkpoint["id"], _next(call.graph, head), call.thread_id)
+    return _logged(call.thread_id, plan)
 
 
 def _from_history(
@@ -247,6 +265,10 @@ def _decided(records: tuple[Record, ...], call: _Call, head: CheckpointTuple | N
         decision = decide(records, call.stamp, thread_id, carry, replay_turns=replay)
     if decision.kind is PlanKind.REWIND and head is not None and _paused(call.graph, head):
         decision = replace(decision, notes=(*decision.notes, ASKED_AGAIN))
+    return _logged(thread_id, decision)
+
+
+def _logged(thread_id: str, decision: ResumePlan) -> ResumePlan:
     if logger.isEnabledFor(logging.INFO):  # the arguments are built only when logged
         _log_decision(thread_id, decision)
     for note in decision.notes:

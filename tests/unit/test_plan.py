@@ -9,7 +9,7 @@ import pytest
 from langgraph.graph import START, StateGraph
 
 from neograph_ext._history import Record
-from neograph_ext._plan import ChangeReason, PlanKind, decide, verified_head
+from neograph_ext._plan import ChangeReason, PlanKind, at_verified_head, decide, verified_head
 from neograph_ext._stamp import Stamp, Unreadable, build_stamp
 from tests.integration.pipelines import State, linear, model
 
@@ -136,6 +136,15 @@ def test_verified_head_needs_both_the_same_stamp_and_the_claim() -> None:
     assert verified_head(record(3, stamp=s, verified=s.id), s)
     assert not verified_head(record(3, stamp=s), s)
     assert not verified_head(record(3, stamp=stamp(c=V1), verified=s.id), s)
+
+
+@pytest.mark.parametrize("next_nodes", [(), ("d",), ("__start__",)])
+def test_a_verified_head_alone_plans_as_decide_does(next_nodes: tuple[str, ...]) -> None:
+    s = stamp()
+    head = record(3, "c", stamp=s, verified=s.id, next_nodes=next_nodes)
+    plan = at_verified_head(head.checkpoint_id, head.next_nodes, "t")
+    assert plan == decide([head], s, "t")
+    assert plan.kind is (PlanKind.CONTINUE if next_nodes else PlanKind.UP_TO_DATE)
 
 
 def test_removed_node_is_named_and_not_expected_to_rerun() -> None:
