@@ -104,10 +104,26 @@ def lock_file(database: str | os.PathLike[str], thread_id: str) -> Path:
     Raises:
         OSError: The database file cannot be found or examined.
     """
-    real = os.path.realpath(database)
-    identity = os.stat(real)
+    return Path(_lock_path(os.fspath(database), thread_id))
+
+
+def _lock_path(database: str, thread_id: str) -> str:
+    """``lock_file`` as a string: a ``Path`` costs more to build than finding it."""
+    identity = os.stat(database)  # follows symlinks: the real file's
+    known = _PLACES.get(database)
+    if known is None or known[:2] != (identity.st_dev, identity.st_ino):
+        folder = os.path.join(os.path.dirname(os.path.realpath(database)), LOCK_DIR)
+        known = (identity.st_dev, identity.st_ino, folder)
+        _PLACES[database] = known
     name = hashlib.sha256(thread_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-    return Path(real).parent / LOCK_DIR / f"{identity.st_dev:x}-{identity.st_ino:x}-{name}.lock"
+    return os.path.join(known[2], f"{identity.st_dev:x}-{identity.st_ino:x}-{name}.lock")
+
+
+_PLACES: dict[str, tuple[int, int, str]] = {}
+"""Per database path as given, the identity of the file it named and the lock folder
+beside its real path. Resolving the real path walks every directory of the path (most
+of a resume's locking cost), so it is done again only when the path names another
+file, which the ``stat`` every lock takes anyway tells."""
 
 
 @contextmanager
@@ -307,7 +323,7 @@ def _file_lock(path: str, thread_id: str, saver: BaseCheckpointSaver[Any]) -> _F
         logger.warning("thread %r: no flock on this platform; no thread lock is taken", thread_id)
         return None
     try:
-        return _FileLock(lock_file(path, thread_id), thread_id)
+        return _FileLock(_lock_path(path, thread_id), thread_id)
     except OSError as exc:
         raise GraphError(
             f"thread {thread_id!r}: the SQLite database {path} cannot be examined to find "
@@ -324,7 +340,7 @@ class _FileLock:
     process has it open would let a third lock a new file of the same name.
     """
 
-    def __init__(self, path: Path, thread_id: str) -> None:
+    def __init__(self, path: str, thread_id: str) -> None:
         self._path = path
         self._thread_id = thread_id
         self._fd: int | None = None
@@ -351,11 +367,11 @@ class _FileLock:
         try:
             return os.open(self._path, os.O_RDWR | os.O_CREAT, 0o644)
         except FileNotFoundError:  # the first lock beside this database: make the folder
-            self._path.parent.mkdir(exist_ok=True)
+            Path(self._path).parent.mkdir(exist_ok=True)
             return os.open(self._path, os.O_RDWR | os.O_CREAT, 0o644)
 
     def _unusable(self, exc: OSError) -> str:
-        folder = self._path.parent
+        folder = Path(self._path).parent
         if isinstance(exc, PermissionError):
             fix = (
                 f"let every user that runs threads of this database create files in {folder} "

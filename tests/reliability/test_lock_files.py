@@ -103,6 +103,30 @@ def test_every_path_to_one_database_takes_one_lock(
     assert lock_file(db, thread).parent == tmp_path / LOCK_DIR
 
 
+def test_a_path_that_comes_to_name_another_database_takes_that_databases_lock(
+    tmp_path: Path, thread: str
+) -> None:
+    databases = [tmp_path / folder / "db.sqlite" for folder in ("one", "two")]
+    for database in databases:
+        database.parent.mkdir()
+        sqlite3.connect(database).close()
+    link = tmp_path / "current.sqlite"
+    link.symlink_to(databases[0])
+    with _saver(link) as saver, thread_lock(saver, thread):  # the path's folder is now known
+        assert lock_file(link, thread).parent == databases[0].parent / LOCK_DIR
+    link.unlink()
+    link.symlink_to(databases[1])
+    assert lock_file(link, thread) == lock_file(databases[1], thread)
+    with (
+        _saver(databases[1]) as holder,
+        thread_lock(holder, thread),
+        _saver(link) as other,
+        pytest.raises(ne.ThreadBusyError),
+        thread_lock(other, thread, on_busy="raise"),
+    ):
+        pass
+
+
 def test_two_databases_in_one_directory_lock_apart(tmp_path: Path, thread: str) -> None:
     first, second = tmp_path / "one.sqlite", tmp_path / "two.sqlite"
     with (
