@@ -57,6 +57,7 @@ __all__ = [
     "_call",
     "_followed",
     "_moved",
+    "_named",
     "_newest",
     "_read",
     "_with_checkpoint",

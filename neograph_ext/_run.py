@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping
-from contextlib import aclosing
+from contextlib import AbstractAsyncContextManager, AbstractContextManager, aclosing, nullcontext
 from dataclasses import replace
 from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.pregel import Pregel
+from langgraph.types import Command
 
 from neograph_ext._errors import GraphError
 from neograph_ext._graph import StampedGraph, marking
@@ -38,6 +39,7 @@ from neograph_ext._read import (
     _call,
     _followed,
     _moved,
+    _named,
     _newest,
     _read,
     _with_checkpoint,
@@ -135,20 +137,24 @@ def run(
         UnreadableCheckpointError: The thread's stored checkpoints cannot be decoded.
     """
     call = _call(graph, config, replay_turns)
-    newest = _newest(call)
-    decision, head = _read(call)
-    prepared = _prepare(call, decision, head, input, auto_resume, kwargs, reanswer)
-    if not prepared.invocations and prepared.carry is None:
-        return prepared.stored
-    with thread_lock(call.saver, call.thread_id, on_busy=on_busy, timeout=lock_timeout):
-        prepared = _settled(call, newest, head, prepared, input, auto_resume, kwargs, reanswer)
-        result = prepared.stored
-        for step in prepared.invocations:
-            if _due(call, step):
-                value, mark = _begun(call, step)
-                with marking(call.stamp, mark):
-                    result = graph.invoke(value, step.config, **prepared.kwargs)
-        return result
+    first = _locks_first(call, input)
+    with _held(call, first, on_busy, lock_timeout):
+        newest = _newest(call)
+        decision, head = _read(call)
+        prepared = _prepare(call, decision, head, input, auto_resume, kwargs, reanswer)
+        if not prepared.invocations and prepared.carry is None:
+            return prepared.stored
+        with _held(call, not first, on_busy, lock_timeout):
+            prepared = _settled(
+                call, newest, head, prepared, first, input, auto_resume, kwargs, reanswer
+            )
+            result = prepared.stored
+            for step in prepared.invocations:
+                if _due(call, step):
+                    value, mark = _begun(call, step)
+                    with marking(call.stamp, mark):
+                        result = graph.invoke(value, step.config, **prepared.kwargs)
+            return result
 
 
 async def arun(
@@ -165,22 +171,24 @@ async def arun(
 ) -> Any:
     """Async twin of ``run``."""
     call = _call(graph, config, replay_turns)
-    newest = await _anewest(call)
-    decision, head = await _aread(call)
-    prepared = _prepare(call, decision, head, input, auto_resume, kwargs, reanswer)
-    if not prepared.invocations and prepared.carry is None:
-        return prepared.stored
-    async with athread_lock(call.saver, call.thread_id, on_busy=on_busy, timeout=lock_timeout):
-        prepared = await _asettled(
-            call, newest, head, prepared, input, auto_resume, kwargs, reanswer
-        )
-        result = prepared.stored
-        for step in prepared.invocations:
-            if await _adue(call, step):
-                value, mark = await _abegun(call, step)
-                with marking(call.stamp, mark):
-                    result = await graph.ainvoke(value, step.config, **prepared.kwargs)
-        return result
+    first = _locks_first(call, input)
+    async with _aheld(call, first, on_busy, lock_timeout):
+        newest = await _anewest(call)
+        decision, head = await _aread(call)
+        prepared = _prepare(call, decision, head, input, auto_resume, kwargs, reanswer)
+        if not prepared.invocations and prepared.carry is None:
+            return prepared.stored
+        async with _aheld(call, not first, on_busy, lock_timeout):
+            prepared = await _asettled(
+                call, newest, head, prepared, first, input, auto_resume, kwargs, reanswer
+            )
+            result = prepared.stored
+            for step in prepared.invocations:
+                if await _adue(call, step):
+                    value, mark = await _abegun(call, step)
+                    with marking(call.stamp, mark):
+                        result = await graph.ainvoke(value, step.config, **prepared.kwargs)
+            return result
 
 
 def stream(
@@ -202,20 +210,24 @@ def stream(
     ``"values"``, else nothing. No node runs and nothing is written.
     """
     call = _call(graph, config, replay_turns)
-    newest = _newest(call)
-    decision, head = _read(call)
-    prepared = _prepare(call, decision, head, input, auto_resume, kwargs, reanswer)
-    if not prepared.invocations and prepared.carry is None:
-        with marking(call.stamp, _IDLE):
-            yield from graph.stream(None, call.config, **prepared.kwargs)
-        return
-    with thread_lock(call.saver, call.thread_id, on_busy=on_busy, timeout=lock_timeout):
-        prepared = _settled(call, newest, head, prepared, input, auto_resume, kwargs, reanswer)
-        for step in prepared.invocations:
-            if _due(call, step):
-                value, mark = _begun(call, step)
-                with marking(call.stamp, mark):
-                    yield from graph.stream(value, step.config, **prepared.kwargs)
+    first = _locks_first(call, input)
+    with _held(call, first, on_busy, lock_timeout):
+        newest = _newest(call)
+        decision, head = _read(call)
+        prepared = _prepare(call, decision, head, input, auto_resume, kwargs, reanswer)
+        if not prepared.invocations and prepared.carry is None:
+            with marking(call.stamp, _IDLE):
+                yield from graph.stream(None, call.config, **prepared.kwargs)
+            return
+        with _held(call, not first, on_busy, lock_timeout):
+            prepared = _settled(
+                call, newest, head, prepared, first, input, auto_resume, kwargs, reanswer
+            )
+            for step in prepared.invocations:
+                if _due(call, step):
+                    value, mark = _begun(call, step)
+                    with marking(call.stamp, mark):
+                        yield from graph.stream(value, step.config, **prepared.kwargs)
 
 
 async def astream(
@@ -232,24 +244,26 @@ async def astream(
 ) -> AsyncIterator[Any]:
     """Async twin of ``stream``."""
     call = _call(graph, config, replay_turns)
-    newest = await _anewest(call)
-    decision, head = await _aread(call)
-    prepared = _prepare(call, decision, head, input, auto_resume, kwargs, reanswer)
-    if not prepared.invocations and prepared.carry is None:
-        idle = graph.astream(None, call.config, **prepared.kwargs)
-        async for chunk in _amarked(call.stamp, _IDLE, idle):
-            yield chunk
-        return
-    async with athread_lock(call.saver, call.thread_id, on_busy=on_busy, timeout=lock_timeout):
-        prepared = await _asettled(
-            call, newest, head, prepared, input, auto_resume, kwargs, reanswer
-        )
-        for step in prepared.invocations:
-            if await _adue(call, step):
-                value, mark = await _abegun(call, step)
-                chunks = graph.astream(value, step.config, **prepared.kwargs)
-                async for chunk in _amarked(call.stamp, mark, chunks):
-                    yield chunk
+    first = _locks_first(call, input)
+    async with _aheld(call, first, on_busy, lock_timeout):
+        newest = await _anewest(call)
+        decision, head = await _aread(call)
+        prepared = _prepare(call, decision, head, input, auto_resume, kwargs, reanswer)
+        if not prepared.invocations and prepared.carry is None:
+            idle = graph.astream(None, call.config, **prepared.kwargs)
+            async for chunk in _amarked(call.stamp, _IDLE, idle):
+                yield chunk
+            return
+        async with _aheld(call, not first, on_busy, lock_timeout):
+            prepared = await _asettled(
+                call, newest, head, prepared, first, input, auto_resume, kwargs, reanswer
+            )
+            for step in prepared.invocations:
+                if await _adue(call, step):
+                    value, mark = await _abegun(call, step)
+                    chunks = graph.astream(value, step.config, **prepared.kwargs)
+                    async for chunk in _amarked(call.stamp, mark, chunks):
+                        yield chunk
 
 
 async def _amarked(stamp: Stamp, mark: str, chunks: AsyncIterator[Any]) -> AsyncIterator[Any]:
@@ -269,11 +283,38 @@ async def _amarked(stamp: Stamp, mark: str, chunks: AsyncIterator[Any]) -> Async
             yield chunk
 
 
+def _locks_first(call: _Call, input: Any) -> bool:
+    """Whether the call takes the thread's lock before reading the thread.
+
+    A resume of the newest checkpoint (no input, or an answer) nearly always has work
+    to do: read under the lock, the thread is read once, and not again to check that it
+    did not move meanwhile. Any other call reads first and locks only for work.
+    """
+    return (input is None or isinstance(input, Command)) and _named(call) is None
+
+
+def _held(call: _Call, take: bool, on_busy: OnBusy, timeout: float) -> AbstractContextManager[None]:
+    """The thread's lock if ``take``; else nothing (held already, or not needed yet)."""
+    if not take:
+        return nullcontext()
+    return thread_lock(call.saver, call.thread_id, on_busy=on_busy, timeout=timeout)
+
+
+def _aheld(
+    call: _Call, take: bool, on_busy: OnBusy, timeout: float
+) -> AbstractAsyncContextManager[None]:
+    """Async twin of ``_held``."""
+    if not take:
+        return nullcontext()
+    return athread_lock(call.saver, call.thread_id, on_busy=on_busy, timeout=timeout)
+
+
 def _settled(
     call: _Call,
     newest: CheckpointTuple | None,
     head: CheckpointTuple | None,
     prepared: _Prepared,
+    planned_locked: bool,
     input: Any,
     auto_resume: bool,
     kwargs: Mapping[str, Any],
@@ -281,12 +322,15 @@ def _settled(
 ) -> _Prepared:
     """What to invoke, once the thread's lock is held.
 
-    Planned again when the thread moved while this call waited for the lock
-    (``_followed``, ``_moved``); a plan that carries values first writes the fork that
-    carries them, then plans again from it.
+    Unless it was planned under the lock (``planned_locked``), planned again when the
+    thread moved while this call waited for the lock (``_followed``, ``_moved``); a plan
+    that carries values first writes the fork that carries them, then plans again from
+    it.
     """
     locked = _followed(call, newest)
-    if locked is not call or _moved(head, call.saver.get_tuple(call.config)):
+    if locked is not call or (
+        not planned_locked and _moved(head, call.saver.get_tuple(call.config))
+    ):
         prepared = _prepare(locked, *_read(locked), input, auto_resume, kwargs, reanswer)
     if prepared.carry is not None:
         locked = _carried(
@@ -301,6 +345,7 @@ async def _asettled(
     newest: CheckpointTuple | None,
     head: CheckpointTuple | None,
     prepared: _Prepared,
+    planned_locked: bool,
     input: Any,
     auto_resume: bool,
     kwargs: Mapping[str, Any],
@@ -308,7 +353,9 @@ async def _asettled(
 ) -> _Prepared:
     """Async twin of ``_settled``."""
     locked = await _afollowed(call, newest)
-    if locked is not call or _moved(head, await call.saver.aget_tuple(call.config)):
+    if locked is not call or (
+        not planned_locked and _moved(head, await call.saver.aget_tuple(call.config))
+    ):
         prepared = _prepare(locked, *await _aread(locked), input, auto_resume, kwargs, reanswer)
     if prepared.carry is not None:
         locked = _carried(

@@ -7,6 +7,7 @@ What a LangGraph server does to a graph (``copy`` with its own checkpointer, the
 from __future__ import annotations
 
 import logging
+import uuid
 import warnings
 from collections import Counter
 from typing import Any
@@ -164,3 +165,29 @@ def test_a_thread_written_before_stamping_starts_a_new_turn_on_another_input(
     graph = ne.compile(linear(runs), checkpointer=saver, auto_resume=True)
     assert graph.invoke({"log": ["again"]}, config) == {"log": [*"abcd", "again", *"abcd"]}
     assert runs == Counter("abcd")
+
+
+def test_a_resume_reads_its_thread_once_before_langgraph_does(
+    saver: BaseCheckpointSaver[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    crashing = ne.compile(linear(Counter(), crash="c"), checkpointer=saver)
+    ours, theirs = ({"configurable": {"thread_id": str(uuid.uuid4())}} for _ in range(2))
+    for config in (ours, theirs):
+        with pytest.raises(Crash):
+            ne.run(crashing, {"log": []}, config)
+    reads: Counter[str] = Counter()
+    real = saver.get_tuple
+
+    def counting(cfg: RunnableConfig) -> Any:
+        reads[cfg["configurable"]["thread_id"]] += 1
+        return real(cfg)
+
+    monkeypatch.setattr(saver, "get_tuple", counting)
+    runs: Counter[str] = Counter()
+    assert ne.run(ne.compile(linear(runs), checkpointer=saver), None, ours)["log"] == list("abcd")
+    assert linear(runs).compile(checkpointer=saver).invoke(None, theirs)["log"] == list("abcd")
+
+    assert runs == Counter({"c": 2, "d": 2})
+    assert (
+        reads[ours["configurable"]["thread_id"]] == reads[theirs["configurable"]["thread_id"]] + 1
+    )

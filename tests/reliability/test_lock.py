@@ -318,3 +318,42 @@ async def test_arun_and_astream_refuse_a_busy_thread(
                     pass
         assert not log.exists(), "a node ran while the thread was busy"
         assert (await ne.arun(graph, dict(INPUT), config, on_busy="raise"))["f"]
+
+
+def test_a_resume_takes_the_lock_before_reading_a_call_with_input_only_for_work(
+    sqlite_path: Path, log: Path, thread: str
+) -> None:
+    config = {"configurable": {"thread_id": thread}}
+    with (
+        SqliteSaver.from_conn_string(str(sqlite_path)) as a,
+        SqliteSaver.from_conn_string(str(sqlite_path)) as b,
+    ):
+        graph = _graph(b, log)
+        done = ne.run(graph, dict(INPUT), config)
+        with thread_lock(a, thread):
+            assert ne.run(graph, dict(INPUT), config, on_busy="raise") == done
+            with pytest.raises(ne.ThreadBusyError):
+                ne.run(graph, None, config, on_busy="raise")
+            with pytest.raises(ne.ThreadBusyError):
+                list(ne.stream(graph, None, config, on_busy="raise"))
+        assert ne.run(graph, None, config, on_busy="raise") == done
+
+
+async def test_a_resume_takes_the_lock_before_reading_async(
+    sqlite_path: Path, log: Path, thread: str
+) -> None:
+    config = {"configurable": {"thread_id": thread}}
+    async with (
+        AsyncSqliteSaver.from_conn_string(str(sqlite_path)) as a,
+        AsyncSqliteSaver.from_conn_string(str(sqlite_path)) as b,
+    ):
+        graph = _graph(b, log)
+        done = await ne.arun(graph, dict(INPUT), config)
+        async with athread_lock(a, thread):
+            assert await ne.arun(graph, dict(INPUT), config, on_busy="raise") == done
+            with pytest.raises(ne.ThreadBusyError):
+                await ne.arun(graph, None, config, on_busy="raise")
+            with pytest.raises(ne.ThreadBusyError):
+                async for _ in ne.astream(graph, None, config, on_busy="raise"):
+                    pass
+        assert await ne.arun(graph, None, config, on_busy="raise") == done
