@@ -362,30 +362,25 @@ WHY = {
     "1": "On a fresh thread `run()` first reads the thread (one `get_tuple`, which finds "
     "nothing), then invokes; every checkpoint it writes carries the stamp reference and "
     "the run mark in its metadata, and it holds the thread's lock while it runs.",
-    "2a": "`run()` reads the head (`get_tuple`), reduces it to a record, works out "
-    "which nodes it waits on, decides, digests the input given to compare it with the "
-    "stored one, and returns the stored output; `get_state` reads the head and builds a "
-    "snapshot. Both take a few tens of microseconds. Since 0.1.0 (146 µs against 157 µs) "
-    "both got about 3x cheaper, since metadata no longer holds the whole stamp as JSON "
-    "for every read to decode; what is left is `run()`'s own Python work, about 15 µs, "
-    "a larger share of a smaller whole.",
-    "2b": "Before it resumes, `run()` reads the head (`get_tuple`), reduces it to a "
-    "record, works out which nodes it waits on and decides; then it takes the thread's "
-    "lock and checks the head again under it, and LangGraph's `invoke` reads the head "
-    "once more. `invoke(None, config)` alone reads it once. Timed apart on the same "
-    "thread: each extra read 20-40 µs, the lock about 45 µs (the database's real path "
-    "and identity, then opening and locking the thread's lock file), reading and "
-    "deciding about 60 µs. This is a fixed cost per call, the same at both thread "
-    "lengths, so its share shrinks as soon as nodes do real work (row 2c).",
-    "3": "`plan()` is one `saver.list()` plus, per checkpoint, the reduction to a record "
-    "(`lineage` → `_record`: which nodes ran and which channels they wrote, about 3.5 µs) "
-    "and the decision (`decide`, about 1 µs), all pure Python. Since 0.1.0 the scan "
-    "itself got 2-3.5x cheaper (metadata no longer holds the whole stamp as JSON for "
-    "every tuple to decode), so the same work weighs more in the ratio. The walk keeps "
-    "records, not tuples, so with the collector on it gains where the scan's own tuples "
-    "make each of the collector's passes longer (10,000 checkpoints); the row's "
-    "*garbage collector paused* ratio shows the comparison without those passes. The "
-    "profile shows the Python work per checkpoint.",
+    "2a": "`run()` reads the head (`get_tuple`), checks two metadata keys (the stamp "
+    "reference and the run mark `run()` left), works out which nodes the head waits on, "
+    "digests the input given to compare it with the stored one, and returns the stored "
+    "output; `get_state` reads the head and builds a snapshot. Both take a few tens of "
+    "microseconds.",
+    "2b": "Before it resumes, `run()` takes the thread's lock (a `stat` of the database, "
+    "a digest, opening and locking the thread's lock file: the lock folder is resolved "
+    "once per database path), reads the head (`get_tuple`), checks its stamp reference "
+    "and run mark and works out which nodes it waits on; LangGraph's `invoke` then reads "
+    "the head once more. `invoke(None, config)` alone reads it once. This is a fixed "
+    "cost per call, the same at both thread lengths, so its share shrinks as soon as "
+    "nodes do real work (row 2c).",
+    "3": "`plan()` is one `saver.list()` (the head is the first checkpoint listed) plus, "
+    "per checkpoint, the reduction to a record (`lineage` → `_Walk.record`: which nodes "
+    "ran and which channels they wrote, about 2 µs) and the decision (`decide`, under "
+    "1 µs), all pure Python. The walk keeps records, not tuples, so with the collector "
+    "on it gains where the scan's own tuples make each of the collector's passes longer "
+    "(10,000 checkpoints); the row's *garbage collector paused* ratio shows the "
+    "comparison without those passes. The profile shows the Python work per checkpoint.",
 }
 """Why a figure's neograph-ext side costs more, shown above its profiles when it misses."""
 

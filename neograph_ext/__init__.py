@@ -7,6 +7,7 @@ upstream of it. ``plan`` explains what a resume would do without doing it.
 """
 
 from neograph_ext._accept import aaccept, accept
+from neograph_ext._changes import ChangeReason, NodeChange
 from neograph_ext._errors import (
     CheckpointSchemaError,
     GraphError,
@@ -16,7 +17,7 @@ from neograph_ext._errors import (
 )
 from neograph_ext._fingerprint import fingerprint_type
 from neograph_ext._graph import compile
-from neograph_ext._plan import ChangeReason, NodeChange, PlanKind, ResumePlan
+from neograph_ext._plan import PlanKind, ResumePlan
 from neograph_ext._run import aplan, arun, astream, plan, run, stream
 
 __all__ = [

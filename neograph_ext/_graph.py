@@ -49,8 +49,8 @@ from neograph_ext._stamp import (
     RUN_KEY,
     STAMP_KEY,
     Stamp,
-    _channel_types,
     build_stamp,
+    channel_types,
     encode_run,
     input_digest,
     stamp_ref,
@@ -284,7 +284,7 @@ def compile(
         options["checkpointer"] = checkpointer
     options.update(compile_kwargs)
     stamp = build_stamp(builder, output_types, versions, renames)
-    carried = carrying(_channel_types(builder), keep_compatible, migrations)
+    carried = carrying(channel_types(builder), keep_compatible, migrations)
     graph = builder.compile(**options)
     fold_cache_keys(graph, cache_salts(stamp))
     # In place, not with_config(): a copy would lose what compile() set afterwards.

@@ -57,6 +57,7 @@ __all__ = [
     "StampRef",
     "Unreadable",
     "build_stamp",
+    "channel_types",
     "encode_run",
     "input_digest",
     "read_description",
@@ -386,7 +387,7 @@ def build_stamp(
         inner = _inner_digests(inside) if inside is not None else None
         nodes[name] = NodeStamp(fp=_sha(fields), inner=inner, **fields)
     channels: dict[str, str] = {}
-    for key, tp in _channel_types(builder).items():
+    for key, tp in channel_types(builder).items():
         try:
             channels[key] = remember(tp)
         except UnresolvedTypeError as exc:
@@ -535,7 +536,7 @@ def _inner_digests(stamp: Stamp) -> dict[str, str]:
     return found
 
 
-def _channel_types(builder: StateGraph[Any, Any, Any, Any]) -> dict[str, object]:
+def channel_types(builder: StateGraph[Any, Any, Any, Any]) -> dict[str, object]:
     """Each state key's annotated type, as the user declared it."""
     types: dict[str, object] = {}
     for schema in builder.schemas:

@@ -11,7 +11,8 @@ from langgraph.types import PregelTask
 from neograph_ext._keep import KEEP_KEY, forked, incomplete, kept_writes
 from neograph_ext._plan import PlanKind, decide
 from neograph_ext._stamp import RUN_KEY, STAMP_KEY, stamp_ref
-from tests.unit.test_plan import V1, V2, record, stamp
+from tests.unit.lineages import record
+from tests.unit.test_plan import LOG, V1, V2, stamp
 
 NULL = "00000000-0000-0000-0000-000000000000"
 
@@ -20,11 +21,11 @@ def parallel(old: Any, *, crashed: bool = False) -> list[Any]:
     """``a`` then ``b || c`` then ``d``; ``crashed``: the head waits on ``b, c`` with
     finished writes pending."""
     records = [record(-1, stamp=old, source="input", wrote=()), record(0, stamp=old, wrote=())]
-    records.append(record(1, "a", stamp=old))
+    records.append(record(1, "a", LOG, stamp=old))
     if crashed:
-        records[-1] = record(1, "a", stamp=old, next_nodes={"b", "c"}, pending=1)
+        records[-1] = record(1, "a", LOG, stamp=old, next_nodes={"b", "c"}, pending=1)
         return records
-    return [*records, record(2, "bc", stamp=old), record(3, "d", stamp=old)]
+    return [*records, record(2, "bc", LOG, stamp=old), record(3, "d", LOG, stamp=old)]
 
 
 def test_the_unchanged_sibling_is_kept_and_not_rerun() -> None:

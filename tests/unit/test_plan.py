@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 import pytest
 from langgraph.graph import START, StateGraph
 
+from neograph_ext._changes import ChangeReason
 from neograph_ext._history import Record
-from neograph_ext._plan import ChangeReason, PlanKind, at_verified_head, decide, verified_head
+from neograph_ext._plan import PlanKind, at_verified_head, decide, verified_head
 from neograph_ext._stamp import Stamp, Unreadable, build_stamp
 from tests.integration.pipelines import State, linear, model
+from tests.unit.lineages import record
 
 V1 = model(score=(int, ...))
 V2 = model(score=(float, ...))
@@ -23,38 +24,15 @@ def stamp(**returns: object) -> Stamp:
     return build_stamp(linear(Counter(), returns))
 
 
-def record(
-    step: int,
-    ran: Iterable[str] = (),
-    *,
-    stamp: Stamp | Unreadable | None,
-    source: str = "loop",
-    wrote: Iterable[str] = ("log",),
-    span: int = 1,
-    next_nodes: Iterable[str] = (),
-    pending: int = 0,
-    verified: str | None = None,
-) -> Record:
-    return Record(
-        checkpoint_id=f"cp{step + 1:03d}",
-        parent_id=f"cp{step:03d}" if step > -1 else None,
-        step=step,
-        source=source,
-        stamp=stamp,
-        verified=verified,
-        ran=frozenset(ran),
-        wrote=frozenset(wrote),
-        span=span,
-        pending_tasks=pending,
-        next_nodes=frozenset(next_nodes),
-    )
+LOG = ("log",)
+"""What a node of ``linear`` writes."""
 
 
 def thread(old: Stamp | Unreadable | None, ran: str = "abcd", **extra: Any) -> list[Record]:
     records = [record(-1, stamp=old, source="input", wrote=()), record(0, stamp=old, wrote=())]
-    records += [record(i + 1, node, stamp=old) for i, node in enumerate(ran)]
+    records += [record(i + 1, node, LOG, stamp=old) for i, node in enumerate(ran)]
     if extra:
-        records[-1] = record(len(ran), ran[-1], stamp=old, **extra)
+        records[-1] = record(len(ran), ran[-1], LOG, stamp=old, **extra)
     return records
 
 
@@ -92,15 +70,15 @@ def test_unstamped_and_unreadable_checkpoints_never_count_as_changed() -> None:
 
 
 def test_change_after_unstamped_checkpoints_still_rewinds() -> None:
-    records = [*thread(None, "ab"), record(3, "c", stamp=stamp(c=V1))]
+    records = [*thread(None, "ab"), record(3, "c", LOG, stamp=stamp(c=V1))]
     assert decide(records, stamp(c=V2), "t").invalidated_nodes == {"c"}
 
 
 def test_change_in_an_earlier_turn_is_blocked_while_its_value_is_live() -> None:
     old = stamp(b=V1)
     turn_one = thread(old)
-    turn_one[3] = record(2, "b", stamp=old, wrote=("log", "value"))  # `value` is never rewritten
-    turn_two = [record(5, stamp=old, source="input", wrote=()), record(6, "a", stamp=old)]
+    turn_one[3] = record(2, "b", ("log", "value"), stamp=old)  # `value` is never rewritten
+    turn_two = [record(5, stamp=old, source="input", wrote=()), record(6, "a", LOG, stamp=old)]
     plan = decide(turn_one + turn_two, stamp(b=V2), "t")
     assert plan.kind is PlanKind.REWIND and plan.blocker and "earlier turn" in plan.blocker
 
@@ -109,7 +87,7 @@ def test_collapsed_steps_from_exit_durability_are_blocked() -> None:
     old = stamp(c=V1)
     records = [
         record(-1, stamp=old, source="input", wrote=()),
-        record(4, "abcd", stamp=old, span=5),
+        record(4, "abcd", LOG, stamp=old, span=5),
     ]
     plan = decide(records, stamp(c=V2), "t")
     assert plan.blocker and "durability='exit'" in plan.blocker
@@ -133,15 +111,15 @@ def test_a_thread_of_another_graph_is_blocked_with_both_node_lists() -> None:
 
 def test_verified_head_needs_both_the_same_stamp_and_the_claim() -> None:
     s = stamp()
-    assert verified_head(record(3, stamp=s, verified=s.id), s)
-    assert not verified_head(record(3, stamp=s), s)
-    assert not verified_head(record(3, stamp=stamp(c=V1), verified=s.id), s)
+    assert verified_head(record(3, (), LOG, stamp=s, verified=s.id), s)
+    assert not verified_head(record(3, (), LOG, stamp=s), s)
+    assert not verified_head(record(3, (), LOG, stamp=stamp(c=V1), verified=s.id), s)
 
 
 @pytest.mark.parametrize("next_nodes", [(), ("d",), ("__start__",)])
 def test_a_verified_head_alone_plans_as_decide_does(next_nodes: tuple[str, ...]) -> None:
     s = stamp()
-    head = record(3, "c", stamp=s, verified=s.id, next_nodes=next_nodes)
+    head = record(3, "c", LOG, stamp=s, verified=s.id, next_nodes=next_nodes)
     plan = at_verified_head(head.checkpoint_id, head.next_nodes, "t")
     assert plan == decide([head], s, "t")
     assert plan.kind is (PlanKind.CONTINUE if next_nodes else PlanKind.UP_TO_DATE)

@@ -8,36 +8,12 @@ from typing import TypedDict
 
 from langgraph.graph import END, START, StateGraph
 
-from neograph_ext._history import Record
-from neograph_ext._plan import ChangeReason, PlanKind, decide
+from neograph_ext._changes import ChangeReason
+from neograph_ext._plan import PlanKind, decide
 from neograph_ext._stamp import Stamp, build_stamp
 from tests.integration.apps import outline, with_subgraph, writer
 from tests.integration.pipelines import State, linear, model
-
-
-def record(
-    step: int,
-    ran: str = "",
-    *,
-    stamp: Stamp,
-    wrote: tuple[str, ...] = (),
-    writers: frozenset[tuple[str, str]] | None = None,
-    next_nodes: tuple[str, ...] = (),
-) -> Record:
-    return Record(
-        checkpoint_id=f"cp{step + 1:03d}",
-        parent_id=f"cp{step:03d}" if step > -1 else None,
-        step=step,
-        source="input" if step == -1 else "loop",
-        stamp=stamp,
-        verified=None,
-        ran=frozenset(ran.split()) if ran else frozenset(),
-        wrote=frozenset(wrote),
-        span=1 if step > -1 else 0,
-        pending_tasks=0,
-        next_nodes=frozenset(next_nodes),
-        writers=writers,
-    )
+from tests.unit.lineages import record
 
 
 def parallel(field: type) -> Stamp:
@@ -63,8 +39,8 @@ def test_a_channel_change_is_blamed_on_its_writer_and_on_every_task_when_unknown
     ):
         records = [
             record(-1, stamp=old),
-            record(0, "fetch", stamp=old, wrote=("log",)),
-            record(1, "left right", stamp=old, wrote=("out", "log"), writers=writers),
+            record(0, ("fetch",), ("log",), stamp=old),
+            record(1, ("left", "right"), ("out", "log"), stamp=old, writers=writers),
         ]
         assert decide(records, new, "t").invalidated_nodes == blamed
 
@@ -87,7 +63,7 @@ def test_a_changed_subgraph_the_head_waits_on_forks_from_the_head() -> None:
     new = build_stamp(with_subgraph(Counter(), writer(Counter(), outline(int)).compile()))
     records = [
         record(-1, stamp=old),
-        record(0, "research", stamp=old, wrote=("topic",), next_nodes=("writer",)),
+        record(0, ("research",), ("topic",), stamp=old, next_nodes=("writer",)),
     ]
     plan = decide(records, new, "t")
     assert plan.kind is PlanKind.REWIND and plan.checkpoint_id == records[-1].checkpoint_id
@@ -118,7 +94,7 @@ def test_tool_schema_lines_name_the_tool() -> None:
     old = loop(model("Args", query=(str, ...)))
     new = loop(model("Args", query=(int, ...)))
     assert old.nodes["tools"] == new.nodes["tools"]  # the calls' maker is what changed
-    records = [record(-1, stamp=old), record(0, "agent", stamp=old, next_nodes=("tools",))]
+    records = [record(-1, stamp=old), record(0, ("agent",), stamp=old, next_nodes=("tools",))]
     plan = decide(records, new, "t")
     (change,) = plan.changes
     assert change.node == "agent" and change.reason is ChangeReason.TOOLS

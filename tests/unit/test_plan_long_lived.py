@@ -6,41 +6,17 @@ dead -> migration -> compatible -> rewind within the latest turn -> error.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
 from typing import Any
 
 from neograph_ext._history import Record
 from neograph_ext._plan import ORDER, Carry, PlanKind, decide
 from neograph_ext._stamp import Stamp, build_stamp
 from tests.integration.chat import ProfileV1, ProfileV2, ProfileV3, SummaryV1, SummaryV2, chat
+from tests.unit.lineages import record
 
 
 def stamp(profile: Any = ProfileV1, summary: Any = SummaryV1, **versions: str) -> Stamp:
     return build_stamp(chat(Counter(), profile, summary), versions=versions)
-
-
-def record(
-    step: int,
-    ran: Iterable[str] = (),
-    wrote: Iterable[str] = (),
-    *,
-    stamp: Stamp,
-    source: str = "loop",
-    verified: str | None = None,
-) -> Record:
-    return Record(
-        checkpoint_id=f"cp{step + 1:03d}",
-        parent_id=f"cp{step:03d}" if step > -1 else None,
-        step=step,
-        source=source,
-        stamp=stamp,
-        verified=verified,
-        ran=frozenset(ran),
-        wrote=frozenset(wrote),
-        span=0 if source == "input" else 1,
-        pending_tasks=0,
-        next_nodes=frozenset(),
-    )
 
 
 def two_turns(old: Stamp, second: Stamp | None = None) -> list[Record]:

@@ -1,0 +1,198 @@
+"""What changed for one step: the nodes that ran and the channels they wrote, under
+an old stamp and the current one, each change with readable field-level lines.
+
+Rules:
+- Pure: two stamps and a step's names in, frozen ``NodeChange``s out.
+- A node is compared by its fingerprint first; only a changed one is broken down into
+  its parts (output type, version, successors, subgraph, tool schemas).
+- A channel whose type changed is blamed on the tasks that wrote it, where known, not
+  on their siblings.
+- A stamp whose description is missing changes every node it covers (``UNKNOWN``).
+- Diff lines come from the stamps' signatures (``_fingerprint.diff``); where those
+  are missing or cannot be compared, a line names the two fingerprints instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from neograph_ext._fingerprint import diff
+from neograph_ext._stamp import NodeStamp, Stamp, StampRef
+
+__all__ = ["STORED", "ChangeReason", "NodeChange", "step_changes", "subgraph_lines"]
+
+STORED = "(stored value)"
+"""Stands in for the node of a channel change on a checkpoint no node produced."""
+
+
+class ChangeReason(StrEnum):
+    """Why a node's stored results no longer count."""
+
+    OUTPUT_TYPE = "output type"
+    CHANNEL = "channel type"
+    VERSION = "version"
+    SUCCESSORS = "successors"
+    SUBGRAPH = "subgraph"
+    TOOLS = "tool schemas"
+    """The argument schemas of the tools its tool calls go to."""
+    REMOVED = "removed"
+    UNKNOWN = "unknown"
+    """The types it ran under are not known: their stored description is missing."""
+
+
+@dataclass(frozen=True)
+class NodeChange:
+    """One reason one node is invalidated."""
+
+    node: str
+    """The node's name."""
+    reason: ChangeReason
+    """What changed."""
+    old: str | None
+    """The stored fingerprint (or version string) of what changed."""
+    new: str | None
+    """The current one; None when the node or channel no longer exists."""
+    diff: tuple[str, ...]
+    """Readable lines, e.g. ``Analysis.score: int -> float``."""
+    channel: str | None = None
+    """For ``CHANNEL``: the channel whose type changed."""
+
+    def describe(self) -> str:
+        """One line naming the node and the reason, then the diff lines, indented."""
+        if self.reason is ChangeReason.UNKNOWN:
+            head = f"node `{self.node}`: ran under types that are not known here"
+        else:
+            what = f"channel `{self.channel}` type" if self.channel else str(self.reason)
+            head = f"node `{self.node}`: {what} changed"
+        lines = [head]
+        lines += [f"    {line}" for line in self.diff]
+        return "\n".join(lines)
+
+
+def step_changes(
+    ran: frozenset[str],
+    wrote: frozenset[str],
+    old: Stamp | StampRef,
+    new: Stamp,
+    *,
+    writers: frozenset[tuple[str, str]] | None = None,
+    renames: dict[str, str] | None = None,
+) -> tuple[NodeChange, ...]:
+    if isinstance(old, StampRef):
+        line = f"stamp {old.id[:12]}: its description is not stored"
+        return tuple(
+            NodeChange(node, ChangeReason.UNKNOWN, old.id, new.id, (line,)) for node in sorted(ran)
+        )
+    found: list[NodeChange] = []
+    for node in sorted(ran):
+        found += _node_changes(node, old, new, renames or {})
+    for channel in sorted(wrote):
+        before, after = old.channels.get(channel), new.channels.get(channel)
+        if before == after:
+            continue
+        lines = _sig_diff(old, before, new, after)
+        # The change belongs to the tasks that wrote the channel, not to their siblings.
+        blamed = frozenset(node for wrote_to, node in writers or () if wrote_to == channel)
+        found += [
+            NodeChange(node, ChangeReason.CHANNEL, before, after, lines, channel=channel)
+            for node in sorted(blamed & ran or ran) or (STORED,)
+        ]
+    return tuple(found)
+
+
+def _node_changes(node: str, old: Stamp, new: Stamp, renames: dict[str, str]) -> list[NodeChange]:
+    before, after = old.nodes.get(node), new.nodes.get(renames.get(node, node))
+    if after is None:
+        fp = before.fp if before else None
+        return [NodeChange(node, ChangeReason.REMOVED, fp, None, ("node removed from the graph",))]
+    if before is None:
+        return [NodeChange(node, ChangeReason.OUTPUT_TYPE, None, after.fp, ("node is new",))]
+    if before.fp == after.fp:
+        return []
+    if renames:
+        # Successors are fingerprinted by name: compare them as renamed.
+        succ = tuple(sorted(renames.get(name, name) for name in before.succ))
+        before = before.model_copy(update={"succ": succ})
+    return _parts_changed(node, before, after, old, new)
+
+
+def _parts_changed(
+    node: str, before: NodeStamp, after: NodeStamp, old: Stamp, new: Stamp
+) -> list[NodeChange]:
+    found = []
+    if before.out != after.out:
+        lines = _sig_diff(old, before.out, new, after.out)
+        found.append(NodeChange(node, ChangeReason.OUTPUT_TYPE, before.out, after.out, lines))
+    if before.ver != after.ver:
+        line = f"version {before.ver!r} -> {after.ver!r}"
+        found.append(NodeChange(node, ChangeReason.VERSION, before.ver, after.ver, (line,)))
+    if before.succ != after.succ:
+        line = f"successors {list(before.succ)} -> {list(after.succ)}"
+        found.append(NodeChange(node, ChangeReason.SUCCESSORS, None, None, (line,)))
+    if before.sub != after.sub:
+        lines = subgraph_lines(node, before, after, old, new)
+        found.append(NodeChange(node, ChangeReason.SUBGRAPH, None, None, lines))
+    if before.tools != after.tools:
+        lines = _keyed_lines(before.tools or {}, after.tools or {}, old, new, "tool `{}` arguments")
+        found.append(NodeChange(node, ChangeReason.TOOLS, None, None, lines))
+    return found
+
+
+def subgraph_lines(
+    node: str, before: NodeStamp, after: NodeStamp, old: Stamp, new: Stamp
+) -> tuple[str, ...]:
+    """Field-level lines for a change inside a subgraph, each with its path (``write >
+    inner > channel `outline```); inner nodes whose change no digest explains (a
+    version, successors) are named alone."""
+    inner_old, inner_new = before.inner or {}, after.inner or {}
+    lines: list[str] = []
+    explained: set[str] = set()
+    for key in sorted(set(inner_old) | set(inner_new)):
+        if inner_old.get(key) == inner_new.get(key):
+            continue
+        *path, leaf = key.split("/")
+        explained.add(path[0] if path else leaf)
+        if leaf.startswith("channel:"):
+            where, what = [node, *path], f"channel `{leaf.removeprefix('channel:')}` type"
+        elif leaf.startswith("tool:"):
+            where, what = [node, *path[:-1]], f"node `{path[-1]}`: tool `{leaf[5:]}` arguments"
+        else:
+            where, what = [node, *path[:-1]], f"node `{path[-1]}`: output type"
+        lines.append(f"{' > '.join(where)}: {what} changed")
+        diff_lines = _sig_diff(old, inner_old.get(key), new, inner_new.get(key))
+        lines += [f"    {line}" for line in diff_lines]
+    inner_before, inner_after = before.sub or {}, after.sub or {}
+    for name in sorted(set(inner_before) | set(inner_after)):
+        if inner_before.get(name) != inner_after.get(name) and name not in explained:
+            lines.append(f"{node} > {name}: changed")
+    return tuple(lines)
+
+
+def _keyed_lines(
+    before: dict[str, str], after: dict[str, str], old: Stamp, new: Stamp, label: str
+) -> tuple[str, ...]:
+    lines: list[str] = []
+    for key in sorted(set(before) | set(after)):
+        if before.get(key) != after.get(key):
+            lines.append(f"{label.format(key)} changed")
+            lines += [
+                f"    {line}" for line in _sig_diff(old, before.get(key), new, after.get(key))
+            ]
+    return tuple(lines)
+
+
+def _sig_diff(old: Stamp, before: str | None, new: Stamp, after: str | None) -> tuple[str, ...]:
+    if before is None:
+        return ("type now declared",) if after else ()
+    if after is None:
+        return ("type no longer declared",)
+    old_sig, new_sig = old.sigs.get(before), new.sigs.get(after)
+    fallback = (f"fingerprint {before[:12]} -> {after[:12]}",)
+    if old_sig is None or new_sig is None:
+        return fallback
+    try:
+        lines = tuple(diff(old_sig, new_sig))
+    except Exception:
+        return fallback
+    return lines or fallback

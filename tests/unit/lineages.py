@@ -1,0 +1,44 @@
+"""Hand-made lineage records for the decision's unit tests: no graph, no database."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from neograph_ext._history import Record
+from neograph_ext._stamp import Stamp, StampRef, Unreadable
+
+
+def record(
+    step: int,
+    ran: Iterable[str] = (),
+    wrote: Iterable[str] = (),
+    *,
+    stamp: Stamp | StampRef | Unreadable | None,
+    source: str | None = None,
+    verified: str | None = None,
+    span: int | None = None,
+    next_nodes: Iterable[str] = (),
+    pending: int = 0,
+    writers: frozenset[tuple[str, str]] | None = None,
+) -> Record:
+    """The checkpoint after ``step``: ``cp{step + 1}``, its parent ``cp{step}``.
+
+    ``ran`` and ``wrote`` are any iterables of names (a string is its letters: one-letter
+    nodes); ``source`` defaults to ``input`` at step -1 and ``loop`` after, ``span`` to 0
+    for an input and 1 otherwise.
+    """
+    source = source or ("input" if step == -1 else "loop")
+    return Record(
+        checkpoint_id=f"cp{step + 1:03d}",
+        parent_id=f"cp{step:03d}" if step > -1 else None,
+        step=step,
+        source=source,
+        stamp=stamp,
+        verified=verified,
+        ran=frozenset(ran),
+        wrote=frozenset(wrote),
+        span=(0 if source == "input" else 1) if span is None else span,
+        pending_tasks=pending,
+        next_nodes=frozenset(next_nodes),
+        writers=writers,
+    )
