@@ -151,6 +151,9 @@ def interleave(
                 gc.enable()
             if case.check is not None:
                 case.check(arg, result)
+            # Released here, untimed: else the next timed call (often the other case's)
+            # would pay for freeing this one's result.
+            del result
             if rep >= warmup:
                 out.samples[case.name].append(elapsed)
                 out.cpu[case.name].append(cpu)

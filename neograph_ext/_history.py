@@ -125,9 +125,10 @@ def lineage(
     """
     newest_first: list[Record] = []
     stash: dict[str, CheckpointTuple] = {}
-    walk = _Walk(head_id, next_nodes, described or {})
+    walk = _Walk(next_nodes, described or {})
     # The child waiting for its parent, with its step and parent id read once.
-    child: tuple[CheckpointTuple, int, str | None] | None = None
+    child: CheckpointTuple | None = None
+    child_step, child_parent = -1, None
     wanted: str | None = head_id
     for tup in tuples:
         if wanted is None:
@@ -143,14 +144,19 @@ def lineage(
             continue
         found: CheckpointTuple | None = tup
         while found is not None:
-            wanted, step = _parent_id(found), _step(found)
+            metadata = found.metadata
+            step = metadata.get("step", -1) if type(metadata) is dict else _step(found)
+            if not isinstance(step, int):
+                step = -1
             if child is not None:
-                newest_first.append(walk.record(*child, found, step))
-            child = (found, step, wanted)
+                head = not newest_first
+                newest_first.append(walk.record(child, child_step, child_parent, found, step, head))
+            child, child_step, child_parent = found, step, _parent_id(found)
+            wanted = child_parent
             found = stash.pop(wanted, None) if wanted is not None else None
     if child is None:
         raise KeyError(head_id)
-    newest_first.append(walk.record(*child, None, -1))
+    newest_first.append(walk.record(child, child_step, child_parent, None, -1, not newest_first))
     newest_first.reverse()
     return tuple(newest_first)
 
@@ -274,10 +280,7 @@ class _Walk:
     parsed once and every record shares one object (fewer objects for the garbage
     collector to walk, too)."""
 
-    def __init__(
-        self, head_id: str, next_nodes: frozenset[str], described: Mapping[str, Stamp]
-    ) -> None:
-        self.head_id = head_id
+    def __init__(self, next_nodes: frozenset[str], described: Mapping[str, Stamp]) -> None:
         self.next_nodes = next_nodes
         self.described = described
         self.marks: dict[
@@ -293,8 +296,9 @@ class _Walk:
         """The stamp a checkpoint's metadata names, and the stamp id its run mark verified."""
         raw, run = metadata.get(STAMP_KEY), metadata.get(RUN_KEY)
         key = (raw, run) if type(raw) is str and (run is None or type(run) is str) else None
-        if key is not None and key in self.marks:
-            return self.marks[key]
+        found = self.marks.get(key) if key is not None else None
+        if found is not None:
+            return found
         stamp = read_stamp(raw)
         verified = read_run(metadata, stamp).verified
         if not isinstance(stamp, StampRef | Unreadable):
@@ -355,22 +359,25 @@ class _Walk:
         parent_id: str | None,
         parent: CheckpointTuple | None,
         parent_step: int,
+        head: bool,
     ) -> Record:
-        """The record of ``tup``, whose step and parent id the walk read already."""
+        """The record of ``tup``, whose step and parent id the walk read already; ``head``:
+        it is the head."""
         checkpoint = tup.checkpoint
         before = parent.checkpoint if parent is not None else _EMPTY
         metadata: Mapping[str, Any] = tup.metadata
         odd = type(metadata) is not dict  # savers return a dict; anything else is checked
         if odd:
             metadata = _metadata(tup)
-        source = str(metadata.get("source", ""))
+        source = metadata.get("source", "")
+        if type(source) is not str:
+            source = str(source)
         stamp, verified = self.marked(metadata)
         if odd and not isinstance(tup.metadata, Mapping | None):
             stamp = Unreadable(
                 "format", f"metadata is a {type(tup.metadata).__name__}, not a mapping"
             )
         ran = self.ran_in(checkpoint, before)
-        head = checkpoint["id"] == self.head_id
         writes = tup.pending_writes if head else None
         # ``tuple.__new__``, not ``Record(...)`` (a Python-level constructor), and
         # positional: a long thread builds thousands of records per plan.

@@ -203,23 +203,32 @@ def decide(
     ] = {}
     found_in: list[tuple[int, tuple[NodeChange, ...], frozenset[str]]] = []
     notes: list[str] = []
-    # The loop every record of a long thread passes through: kept free of calls.
-    for index in range(_settled(records, current), len(records)):
-        record = records[index]
+    # The loop every record of a long thread passes through: kept free of calls, and
+    # a record that repeats its predecessor's stamp and names reuses its changes.
+    current_id, start = current.id, _settled(records, current)
+    last: tuple[object, ...] = ()
+    changes: tuple[NodeChange, ...] = ()
+    for index, record in enumerate(records[start:], start):
         stamp = record.stamp
         if stamp is None or isinstance(stamp, Unreadable):
             if record.ran:
                 why = "written without a stamp" if stamp is None else _unreadable(stamp)
                 notes.append(f"checkpoint {record.checkpoint_id}: {why}")
             continue
-        if stamp.id == current.id:
+        if stamp.id == current_id:
             continue
         key = (stamp.id, record.ran, record.wrote, record.writers)
-        changes = memo.get(key)
-        if changes is None:
-            changes = memo[key] = step_changes(
-                record.ran, record.wrote, stamp, current, writers=record.writers, renames=renames
-            )
+        if key != last:
+            if key not in memo:
+                memo[key] = step_changes(
+                    record.ran,
+                    record.wrote,
+                    stamp,
+                    current,
+                    writers=record.writers,
+                    renames=renames,
+                )
+            last, changes = key, memo[key]
         if not changes:
             continue
         live = (
@@ -227,10 +236,9 @@ def decide(
             if index in holders
             else _NONE
         )
-        if index < turn:
-            changes = _alive(changes, live)
-        if changes:
-            found_in.append((index, changes, live))
+        found = _alive(changes, live) if index < turn else changes
+        if found:
+            found_in.append((index, found, live))
     base = plan_with(
         candidates=frozenset(
             c.channel for _, found, live in found_in if live for c in found if c.channel in live
