@@ -14,8 +14,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping
-from contextlib import AbstractAsyncContextManager, AbstractContextManager, aclosing, nullcontext
-from dataclasses import replace
+from contextlib import (
+    AbstractAsyncContextManager,
+    AbstractContextManager,
+    aclosing,
+    asynccontextmanager,
+    contextmanager,
+    nullcontext,
+)
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
@@ -136,25 +143,15 @@ def run(
         ThreadBusyError: Another process holds the thread's lock.
         UnreadableCheckpointError: The thread's stored checkpoints cannot be decoded.
     """
-    call = _call(graph, config, replay_turns)
-    first = _locks_first(call, input)
-    with _held(call, first, on_busy, lock_timeout):
-        newest = _newest(call)
-        decision, head = _read(call)
-        prepared = _prepare(call, decision, head, input, auto_resume, kwargs, reanswer)
-        if not prepared.invocations and prepared.carry is None:
-            return prepared.stored
-        with _held(call, not first, on_busy, lock_timeout):
-            prepared = _settled(
-                call, newest, head, prepared, first, input, auto_resume, kwargs, reanswer
-            )
-            result = prepared.stored
-            for step in prepared.invocations:
-                if _due(call, step):
-                    value, mark = _begun(call, step)
-                    with marking(call.stamp, mark):
-                        result = graph.invoke(value, step.config, **prepared.kwargs)
-            return result
+    options = _Options(auto_resume, reanswer, replay_turns, on_busy, lock_timeout, kwargs)
+    with _planned(graph, input, config, options) as (call, prepared, _):
+        result = prepared.stored
+        for step in prepared.invocations:
+            if _due(call, step):
+                value, mark = _begun(call, step)
+                with marking(call.stamp, mark):
+                    result = graph.invoke(value, step.config, **prepared.kwargs)
+        return result
 
 
 async def arun(
@@ -170,25 +167,15 @@ async def arun(
     **kwargs: Any,
 ) -> Any:
     """Async twin of ``run``."""
-    call = _call(graph, config, replay_turns)
-    first = _locks_first(call, input)
-    async with _aheld(call, first, on_busy, lock_timeout):
-        newest = await _anewest(call)
-        decision, head = await _aread(call)
-        prepared = _prepare(call, decision, head, input, auto_resume, kwargs, reanswer)
-        if not prepared.invocations and prepared.carry is None:
-            return prepared.stored
-        async with _aheld(call, not first, on_busy, lock_timeout):
-            prepared = await _asettled(
-                call, newest, head, prepared, first, input, auto_resume, kwargs, reanswer
-            )
-            result = prepared.stored
-            for step in prepared.invocations:
-                if await _adue(call, step):
-                    value, mark = await _abegun(call, step)
-                    with marking(call.stamp, mark):
-                        result = await graph.ainvoke(value, step.config, **prepared.kwargs)
-            return result
+    options = _Options(auto_resume, reanswer, replay_turns, on_busy, lock_timeout, kwargs)
+    async with _aplanned(graph, input, config, options) as (call, prepared, _):
+        result = prepared.stored
+        for step in prepared.invocations:
+            if await _adue(call, step):
+                value, mark = await _abegun(call, step)
+                with marking(call.stamp, mark):
+                    result = await graph.ainvoke(value, step.config, **prepared.kwargs)
+        return result
 
 
 def stream(
@@ -209,25 +196,17 @@ def stream(
     with nothing left to do: its stored state once if ``stream_mode`` includes
     ``"values"``, else nothing. No node runs and nothing is written.
     """
-    call = _call(graph, config, replay_turns)
-    first = _locks_first(call, input)
-    with _held(call, first, on_busy, lock_timeout):
-        newest = _newest(call)
-        decision, head = _read(call)
-        prepared = _prepare(call, decision, head, input, auto_resume, kwargs, reanswer)
-        if not prepared.invocations and prepared.carry is None:
+    options = _Options(auto_resume, reanswer, replay_turns, on_busy, lock_timeout, kwargs)
+    with _planned(graph, input, config, options) as (call, prepared, work):
+        if not work:
             with marking(call.stamp, _IDLE):
                 yield from graph.stream(None, call.config, **prepared.kwargs)
             return
-        with _held(call, not first, on_busy, lock_timeout):
-            prepared = _settled(
-                call, newest, head, prepared, first, input, auto_resume, kwargs, reanswer
-            )
-            for step in prepared.invocations:
-                if _due(call, step):
-                    value, mark = _begun(call, step)
-                    with marking(call.stamp, mark):
-                        yield from graph.stream(value, step.config, **prepared.kwargs)
+        for step in prepared.invocations:
+            if _due(call, step):
+                value, mark = _begun(call, step)
+                with marking(call.stamp, mark):
+                    yield from graph.stream(value, step.config, **prepared.kwargs)
 
 
 async def astream(
@@ -243,27 +222,19 @@ async def astream(
     **kwargs: Any,
 ) -> AsyncIterator[Any]:
     """Async twin of ``stream``."""
-    call = _call(graph, config, replay_turns)
-    first = _locks_first(call, input)
-    async with _aheld(call, first, on_busy, lock_timeout):
-        newest = await _anewest(call)
-        decision, head = await _aread(call)
-        prepared = _prepare(call, decision, head, input, auto_resume, kwargs, reanswer)
-        if not prepared.invocations and prepared.carry is None:
+    options = _Options(auto_resume, reanswer, replay_turns, on_busy, lock_timeout, kwargs)
+    async with _aplanned(graph, input, config, options) as (call, prepared, work):
+        if not work:
             idle = graph.astream(None, call.config, **prepared.kwargs)
             async for chunk in _amarked(call.stamp, _IDLE, idle):
                 yield chunk
             return
-        async with _aheld(call, not first, on_busy, lock_timeout):
-            prepared = await _asettled(
-                call, newest, head, prepared, first, input, auto_resume, kwargs, reanswer
-            )
-            for step in prepared.invocations:
-                if await _adue(call, step):
-                    value, mark = await _abegun(call, step)
-                    chunks = graph.astream(value, step.config, **prepared.kwargs)
-                    async for chunk in _amarked(call.stamp, mark, chunks):
-                        yield chunk
+        for step in prepared.invocations:
+            if await _adue(call, step):
+                value, mark = await _abegun(call, step)
+                chunks = graph.astream(value, step.config, **prepared.kwargs)
+                async for chunk in _amarked(call.stamp, mark, chunks):
+                    yield chunk
 
 
 async def _amarked(stamp: Stamp, mark: str, chunks: AsyncIterator[Any]) -> AsyncIterator[Any]:
@@ -283,6 +254,67 @@ async def _amarked(stamp: Stamp, mark: str, chunks: AsyncIterator[Any]) -> Async
             yield chunk
 
 
+@dataclass(frozen=True)
+class _Options:
+    """A driver's options, as ``run`` documents them."""
+
+    auto_resume: bool
+    reanswer: bool
+    replay_turns: bool
+    on_busy: OnBusy
+    lock_timeout: float
+    kwargs: Mapping[str, Any]
+
+    def prepare(
+        self, call: _Call, read: tuple[ResumePlan, CheckpointTuple | None], input: Any
+    ) -> _Prepared:
+        """``_prepare`` of what ``_read`` returned, under these options."""
+        return _prepare(call, *read, input, self.auto_resume, self.kwargs, self.reanswer)
+
+
+@contextmanager
+def _planned(
+    graph: Pregel[Any, Any, Any, Any], input: Any, config: RunnableConfig, options: _Options
+) -> Iterator[tuple[_Call, _Prepared, bool]]:
+    """The call and what to invoke for it, and whether there is work: then under the
+    thread's lock, planned again there if the thread moved meanwhile (``_settled``).
+
+    With no work, the thread's stored output is what ``_Prepared.stored`` holds, and the
+    lock is held only by a resume, which takes it before reading (``_locks_first``).
+    """
+    call = _call(graph, config, options.replay_turns)
+    first = _locks_first(call, input)
+    with _held(call, first, options):
+        newest = _newest(call)
+        read = _read(call)
+        prepared = options.prepare(call, read, input)
+        if not prepared.invocations and prepared.carry is None:
+            yield call, prepared, False
+            return
+        with _held(call, not first, options):
+            settled = _settled(call, newest, read[1], prepared, first, input, options)
+            yield call, settled, True
+
+
+@asynccontextmanager
+async def _aplanned(
+    graph: Pregel[Any, Any, Any, Any], input: Any, config: RunnableConfig, options: _Options
+) -> AsyncIterator[tuple[_Call, _Prepared, bool]]:
+    """Async twin of ``_planned``."""
+    call = _call(graph, config, options.replay_turns)
+    first = _locks_first(call, input)
+    async with _aheld(call, first, options):
+        newest = await _anewest(call)
+        read = await _aread(call)
+        prepared = options.prepare(call, read, input)
+        if not prepared.invocations and prepared.carry is None:
+            yield call, prepared, False
+            return
+        async with _aheld(call, not first, options):
+            settled = await _asettled(call, newest, read[1], prepared, first, input, options)
+            yield call, settled, True
+
+
 def _locks_first(call: _Call, input: Any) -> bool:
     """Whether the call takes the thread's lock before reading the thread.
 
@@ -293,20 +325,22 @@ def _locks_first(call: _Call, input: Any) -> bool:
     return (input is None or isinstance(input, Command)) and _named(call) is None
 
 
-def _held(call: _Call, take: bool, on_busy: OnBusy, timeout: float) -> AbstractContextManager[None]:
+def _held(call: _Call, take: bool, options: _Options) -> AbstractContextManager[None]:
     """The thread's lock if ``take``; else nothing (held already, or not needed yet)."""
     if not take:
         return nullcontext()
-    return thread_lock(call.saver, call.thread_id, on_busy=on_busy, timeout=timeout)
+    return thread_lock(
+        call.saver, call.thread_id, on_busy=options.on_busy, timeout=options.lock_timeout
+    )
 
 
-def _aheld(
-    call: _Call, take: bool, on_busy: OnBusy, timeout: float
-) -> AbstractAsyncContextManager[None]:
+def _aheld(call: _Call, take: bool, options: _Options) -> AbstractAsyncContextManager[None]:
     """Async twin of ``_held``."""
     if not take:
         return nullcontext()
-    return athread_lock(call.saver, call.thread_id, on_busy=on_busy, timeout=timeout)
+    return athread_lock(
+        call.saver, call.thread_id, on_busy=options.on_busy, timeout=options.lock_timeout
+    )
 
 
 def _settled(
@@ -316,9 +350,7 @@ def _settled(
     prepared: _Prepared,
     planned_locked: bool,
     input: Any,
-    auto_resume: bool,
-    kwargs: Mapping[str, Any],
-    reanswer: bool,
+    options: _Options,
 ) -> _Prepared:
     """What to invoke, once the thread's lock is held.
 
@@ -331,12 +363,12 @@ def _settled(
     if locked is not call or (
         not planned_locked and _moved(head, call.saver.get_tuple(call.config))
     ):
-        prepared = _prepare(locked, *_read(locked), input, auto_resume, kwargs, reanswer)
+        prepared = options.prepare(locked, _read(locked), input)
     if prepared.carry is not None:
         locked = _carried(
             locked, carry(call.graph, call.saver, locked.config, prepared.carry, *_by(call))
         )
-        prepared = _prepare(locked, *_read(locked), input, auto_resume, kwargs, reanswer)
+        prepared = options.prepare(locked, _read(locked), input)
     return prepared
 
 
@@ -347,22 +379,20 @@ async def _asettled(
     prepared: _Prepared,
     planned_locked: bool,
     input: Any,
-    auto_resume: bool,
-    kwargs: Mapping[str, Any],
-    reanswer: bool,
+    options: _Options,
 ) -> _Prepared:
     """Async twin of ``_settled``."""
     locked = await _afollowed(call, newest)
     if locked is not call or (
         not planned_locked and _moved(head, await call.saver.aget_tuple(call.config))
     ):
-        prepared = _prepare(locked, *await _aread(locked), input, auto_resume, kwargs, reanswer)
+        prepared = options.prepare(locked, await _aread(locked), input)
     if prepared.carry is not None:
         locked = _carried(
             locked,
             await acarry(call.graph, call.saver, locked.config, prepared.carry, *_by(call)),
         )
-        prepared = _prepare(locked, *await _aread(locked), input, auto_resume, kwargs, reanswer)
+        prepared = options.prepare(locked, await _aread(locked), input)
     return prepared
 
 
