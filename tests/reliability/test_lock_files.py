@@ -19,7 +19,8 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 
 import neograph_ext as ne
-from neograph_ext._lock import LOCK_DIR, lock_file, thread_lock
+from neograph_ext._file_lock import LOCK_DIR, lock_file
+from neograph_ext._lock import thread_lock
 from tests.reliability import worker
 
 NOBODY = 65534
