@@ -16,7 +16,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from typer.testing import Result
 
 from neograph_ext import PlanKind
-from neograph_ext.cli import _open
+from neograph_ext._cli_db import open_database
 from tests.cli import cli_graphs
 from tests.cli.support import (
     ROOT,
@@ -277,7 +277,7 @@ def test_databases_are_opened_read_only(db: Database) -> None:
     before = db.rows()
 
     errors = (sqlite3.OperationalError, psycopg.errors.ReadOnlySqlTransaction)
-    with _open(db.url) as saver, pytest.raises(errors, match=r"read-?only"):
+    with open_database(db.url) as saver, pytest.raises(errors, match=r"read-?only"):
         saver.delete_thread("t1")
 
     assert db.rows() == before

@@ -19,7 +19,7 @@ import pytest
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 import neograph_ext
-from neograph_ext.cli import _sqlite_uri
+from neograph_ext._cli_db import sqlite_uri
 from tests.cli import cli_graphs
 from tests.cli.support import INPUT, V2, Database, cli, run_program, sqlite_database
 
@@ -79,11 +79,11 @@ def test_the_connection_is_immutable_only_without_a_wal_file(closed: Path, tmp_p
     assert conn.execute("PRAGMA journal_mode=DELETE").fetchone() == ("delete",)
     conn.close()
 
-    assert _sqlite_uri(closed, wal) == f"{closed.as_uri()}?mode=ro&immutable=1"
+    assert sqlite_uri(closed, wal) == f"{closed.as_uri()}?mode=ro&immutable=1"
     wal.touch()  # a writer has the database open
-    assert _sqlite_uri(closed, wal) == f"{closed.as_uri()}?mode=ro"
+    assert sqlite_uri(closed, wal) == f"{closed.as_uri()}?mode=ro"
     # A rollback-journal database makes no side files: mode=ro also respects its locks.
-    assert _sqlite_uri(rollback, tmp_path / "none") == f"{rollback.as_uri()}?mode=ro"
+    assert sqlite_uri(rollback, tmp_path / "none") == f"{rollback.as_uri()}?mode=ro"
 
 
 def read_only_folder(folder: Path, *cli_args: object) -> subprocess.CompletedProcess[str]:
