@@ -126,8 +126,11 @@ def _with_checkpoint(config: RunnableConfig, checkpoint_id: str | None) -> Runna
 def _read(call: _Call, *, full: bool = False) -> tuple[ResumePlan, CheckpointTuple | None]:
     with reading(call.thread_id):
         if full and _named(call) is None:
-            with contextlib.suppress(NotNewestFirst):
-                return _listed(call, iter(call.saver.list(_thread(call.config))))
+            listing = call.saver.list(_thread(call.config))
+            try:
+                return _listed(call, iter(listing))
+            except NotNewestFirst:
+                _close(listing)
         head = _found(call, resumable(call.saver.get_tuple(call.config), call.thread_id))
         restart = incomplete(head)
         if restart is not None:
@@ -172,6 +175,14 @@ def _listed(
     records = _from_history(call, head, listed, newest)
     records = resolved(records, _described(call, references(records, call.stamp.id)))
     return _decided(records, call, head), head
+
+
+def _close(listing: Iterable[CheckpointTuple]) -> None:
+    """Close a listing left part-read before reading the thread again: a sync saver may
+    hold its lock (and a cursor) until its listing ends."""
+    close = getattr(listing, "close", None)
+    if callable(close):
+        close()
 
 
 async def _alisted(

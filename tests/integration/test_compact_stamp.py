@@ -9,16 +9,20 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
+import threading
 import uuid
 from collections import Counter
 from collections.abc import Callable
 from contextlib import aclosing
+from pathlib import Path
 from typing import Any, TypedDict
 
 import pytest
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 from pydantic import BaseModel
 
@@ -448,3 +452,41 @@ async def test_a_saver_listing_oldest_first_plans_as_one_listing_newest_first() 
     same = ("kind", "step", "invalidated_nodes", "rerun", "kept", "kept_tasks", "next_nodes")
     for field in same:
         assert getattr(oldest_first, field) == getattr(newest_first, field), field
+
+
+class _SwappedSqlite(SqliteSaver):
+    """Lists a thread's two newest checkpoints in the wrong order, lazily, and keeps its
+    listings, as a saver that tracks its open cursors would: a listing left open keeps
+    the saver's lock."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        super().__init__(conn)
+        self.listings: list[Any] = []
+
+    def list(self, config: RunnableConfig | None, **kwargs: Any) -> Any:
+        listing = self._swapped(config, **kwargs)
+        self.listings.append(listing)
+        return listing
+
+    def _swapped(self, config: RunnableConfig | None, **kwargs: Any) -> Any:
+        inner = super().list(config, **kwargs)
+        try:
+            first, second = next(inner, None), next(inner, None)
+            yield from (tup for tup in (second, first) if tup is not None)
+            yield from inner
+        finally:
+            inner.close()
+
+
+def test_a_listing_out_of_order_is_closed_before_the_head_is_read(tmp_path: Path) -> None:
+    saver = _SwappedSqlite(sqlite3.connect(tmp_path / "swapped.sqlite", check_same_thread=False))
+    config = _thread()
+    ne.run(ne.compile(linear(Counter(), {"c": V1}), checkpointer=saver), {"log": []}, config)
+    graph = ne.compile(linear(Counter(), {"c": V2}), checkpointer=saver)
+    planned: list[ne.ResumePlan] = []
+    worker = threading.Thread(target=lambda: planned.append(ne.plan(graph, config)), daemon=True)
+    worker.start()
+    worker.join(timeout=10)
+
+    assert planned, "plan() waited for the lock of its own listing, left open"
+    assert planned[0].invalidated_nodes == {"c"} and planned[0].kept == {"a", "b"}
