@@ -128,9 +128,10 @@ def _read(call: _Call, *, full: bool = False) -> tuple[ResumePlan, CheckpointTup
         if full and _named(call) is None:
             listing = call.saver.list(_thread(call.config))
             try:
-                return _listed(call, iter(listing))
-            except NotNewestFirst:
-                _close(listing)
+                with contextlib.suppress(NotNewestFirst):
+                    return _listed(call, iter(listing))
+            finally:
+                _close(listing)  # left part-read when not newest first, or on an error
         head = _found(call, resumable(call.saver.get_tuple(call.config), call.thread_id))
         restart = incomplete(head)
         if restart is not None:
@@ -146,8 +147,8 @@ def _read(call: _Call, *, full: bool = False) -> tuple[ResumePlan, CheckpointTup
 async def _aread(call: _Call, *, full: bool = False) -> tuple[ResumePlan, CheckpointTuple | None]:
     with reading(call.thread_id):
         if full and _named(call) is None:
-            with contextlib.suppress(NotNewestFirst):
-                tuples = [tup async for tup in call.saver.alist(_thread(call.config))]
+            tuples = [tup async for tup in call.saver.alist(_thread(call.config))]
+            with contextlib.suppress(NotNewestFirst):  # read whole: nothing is left open
                 return await _alisted(call, tuples)
         head = _found(call, resumable(await call.saver.aget_tuple(call.config), call.thread_id))
         restart = incomplete(head)
@@ -178,8 +179,8 @@ def _listed(
 
 
 def _close(listing: Iterable[CheckpointTuple]) -> None:
-    """Close a listing left part-read before reading the thread again: a sync saver may
-    hold its lock (and a cursor) until its listing ends."""
+    """Close a listing, which may be left part-read: a sync saver may hold its lock (and
+    a cursor) until its listing ends, and the thread is read again next."""
     close = getattr(listing, "close", None)
     if callable(close):
         close()
