@@ -203,8 +203,8 @@ def decide(
     ] = {}
     found_in: list[tuple[int, tuple[NodeChange, ...], frozenset[str]]] = []
     notes: list[str] = []
-    # The loop every record of a long thread passes through: kept free of calls, and
-    # a record that repeats its predecessor's stamp and names reuses its changes.
+    # The loop every record of a long thread passes through, kept lean: a record that
+    # repeats its predecessor's stamp and names reuses its changes without a lookup.
     current_id, start = current.id, _settled(records, current)
     last: tuple[object, ...] = ()
     changes: tuple[NodeChange, ...] = ()
@@ -250,8 +250,8 @@ def decide(
             carried += found
             continue
         # Memoised changes are shared along a thread: visit each distinct tuple once.
-        later = {id(changes): changes for _, changes, _ in found_in[position:]}
-        rest = [change for changes in later.values() for change in changes]
+        later = {id(step): step for _, step, _ in found_in[position:]}
+        rest = [change for step in later.values() for change in step]
         if not records[index].ran:
             return replace(
                 _with_carried(base, carried),
