@@ -38,6 +38,7 @@ import logging
 import sqlite3
 import sys
 import time
+import weakref
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -167,7 +168,7 @@ class _ALock(Protocol):
 def _lock_for(saver: BaseCheckpointSaver[Any], thread_id: str) -> _Lock | None:
     conn = _connection(saver)
     if isinstance(conn, sqlite3.Connection):
-        return _file_lock(sqlite_file(conn, _saver_lock(saver)), thread_id, saver)
+        return _file_lock(_database(saver, conn), thread_id, saver)
     pooled = _is(conn, "psycopg_pool", "ConnectionPool")
     if pooled or _is(conn, "psycopg", "Connection"):
         return AdvisoryLock(conn, _saver_lock(saver), thread_id, pooled)
@@ -194,6 +195,20 @@ async def _alock_for(saver: BaseCheckpointSaver[Any], thread_id: str) -> _ALock 
     # A sync saver never gets here: LangGraph's sync savers refuse arun's aget_tuple.
     _no_lock(saver, thread_id)
     return None
+
+
+def _database(saver: BaseCheckpointSaver[Any], conn: sqlite3.Connection) -> str:
+    """The main database file of a sync SQLite saver's connection, asked once per saver
+    and connection: a connection's main database never changes."""
+    known = _DATABASES.get(saver)
+    if known is None or known[0] is not conn:
+        known = _DATABASES[saver] = (conn, sqlite_file(conn, _saver_lock(saver)))
+    return known[1]
+
+
+_DATABASES: weakref.WeakKeyDictionary[BaseCheckpointSaver[Any], tuple[sqlite3.Connection, str]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def _no_lock(saver: BaseCheckpointSaver[Any], thread_id: str) -> None:

@@ -199,3 +199,27 @@ def _in_a_child_as_another_user(db: Path, thread: str) -> str:
     os.close(read)
     os.waitpid(pid, 0)
     return b"".join(chunks).decode()
+
+
+def test_a_saver_given_another_connection_takes_that_databases_lock(
+    tmp_path: Path, thread: str
+) -> None:
+    databases = [tmp_path / folder / "db.sqlite" for folder in ("one", "two")]
+    for database in databases:
+        database.parent.mkdir()
+        sqlite3.connect(database).close()
+    first = sqlite3.connect(databases[0], check_same_thread=False)
+    second = sqlite3.connect(databases[1], check_same_thread=False)
+    saver = SqliteSaver(first)
+    with thread_lock(saver, thread):  # the saver's database is now known
+        pass
+    saver.conn = second
+    with (
+        _saver(databases[1]) as holder,
+        thread_lock(holder, thread),
+        pytest.raises(ne.ThreadBusyError),
+        thread_lock(saver, thread, on_busy="raise"),
+    ):
+        pass
+    first.close()
+    second.close()
