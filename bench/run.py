@@ -393,7 +393,9 @@ METHOD = """## Method
 - **Interleaving**: every repetition times each side once, alternating the order
   (A B, B A, A B, ...), after one warm-up repetition that is thrown away. A figure
   is the median over the repetitions (n in the table, at least 7); a ratio is the
-  ratio of the two medians. Set-up (a new thread, a copy of a thread) is never timed.
+  ratio of the two medians. Set-up (a new thread, a copy of a thread) is never timed,
+  and each call's result is let go after it is checked, untimed, so that no call pays
+  for freeing another's.
 - **Savers**: `SqliteSaver` on a database file, and `PostgresSaver` where marked,
   as the libraries set them up. The SQLite files live in a RAM-backed directory
   when the machine has one (`/dev/shm`; `NEOGRAPH_EXT_BENCH_DIR` overrides), so a
@@ -413,7 +415,8 @@ METHOD = """## Method
   runs at 1,000 checkpoints (autovacuum analyzes on its own within about a minute).
 - **Figure 3** plans with a graph whose loop node's `versions=` changed, so the
   head is not verified and `plan()` reads and walks the whole lineage. Its floor is
-  one `list(saver.list(...))` of the thread's root namespace.
+  one `list(saver.list(...))` of the thread's root namespace, every tuple taken and
+  let go within the call, as a planner lets them go.
 - **Figure 4** counts node executions on every call and checks them: 3 for the
   rewind (nodes 8-10), 10 for delete-and-rerun.
 - **Figure 9** runs each graph to the end once per side on one SQLite file, under
