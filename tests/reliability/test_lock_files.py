@@ -104,13 +104,19 @@ def test_every_path_to_one_database_takes_one_lock(
     assert lock_file(db, thread).parent == tmp_path / LOCK_DIR
 
 
-def test_a_path_that_comes_to_name_another_database_takes_that_databases_lock(
-    tmp_path: Path, thread: str
-) -> None:
+def _two_databases(tmp_path: Path) -> list[Path]:
+    """Two SQLite databases in two folders."""
     databases = [tmp_path / folder / "db.sqlite" for folder in ("one", "two")]
     for database in databases:
         database.parent.mkdir()
         sqlite3.connect(database).close()
+    return databases
+
+
+def test_a_path_that_comes_to_name_another_database_takes_that_databases_lock(
+    tmp_path: Path, thread: str
+) -> None:
+    databases = _two_databases(tmp_path)
     link = tmp_path / "current.sqlite"
     link.symlink_to(databases[0])
     with _saver(link) as saver, thread_lock(saver, thread):  # the path's folder is now known
@@ -204,10 +210,7 @@ def _in_a_child_as_another_user(db: Path, thread: str) -> str:
 def test_a_saver_given_another_connection_takes_that_databases_lock(
     tmp_path: Path, thread: str
 ) -> None:
-    databases = [tmp_path / folder / "db.sqlite" for folder in ("one", "two")]
-    for database in databases:
-        database.parent.mkdir()
-        sqlite3.connect(database).close()
+    databases = _two_databases(tmp_path)
     first = sqlite3.connect(databases[0], check_same_thread=False)
     second = sqlite3.connect(databases[1], check_same_thread=False)
     saver = SqliteSaver(first)
