@@ -144,10 +144,7 @@ def lineage(
             continue
         found: CheckpointTuple | None = tup
         while found is not None:
-            metadata = found.metadata
-            step = metadata.get("step", -1) if type(metadata) is dict else _step(found)
-            if not isinstance(step, int):
-                step = -1
+            step = _step(found)
             if child is not None:
                 head = not newest_first
                 newest_first.append(walk.record(child, child_step, child_parent, found, step, head))

@@ -203,11 +203,7 @@ def decide(
     ] = {}
     found_in: list[tuple[int, tuple[NodeChange, ...], frozenset[str]]] = []
     notes: list[str] = []
-    # The loop every record of a long thread passes through, kept lean: a record that
-    # repeats its predecessor's stamp and names reuses its changes without a lookup.
     current_id, start = current.id, _settled(records, current)
-    last: tuple[object, ...] = ()
-    changes: tuple[NodeChange, ...] = ()
     for index, record in enumerate(records[start:], start):
         stamp = record.stamp
         if stamp is None or isinstance(stamp, Unreadable):
@@ -218,17 +214,11 @@ def decide(
         if stamp.id == current_id:
             continue
         key = (stamp.id, record.ran, record.wrote, record.writers)
-        if key != last:
-            if key not in memo:
-                memo[key] = step_changes(
-                    record.ran,
-                    record.wrote,
-                    stamp,
-                    current,
-                    writers=record.writers,
-                    renames=renames,
-                )
-            last, changes = key, memo[key]
+        changes = memo.get(key)
+        if changes is None:
+            changes = memo[key] = step_changes(
+                record.ran, record.wrote, stamp, current, writers=record.writers, renames=renames
+            )
         if not changes:
             continue
         live = (
