@@ -16,7 +16,7 @@ from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.pregel import Pregel
 
 from neograph_ext._history import waiting
-from neograph_ext._stamp import STAMP_KEY, read_run, read_stamp
+from neograph_ext._stamp import read_marks
 
 __all__ = ["_interrupted", "_next", "_output", "_paused", "_stored_input"]
 
@@ -48,8 +48,7 @@ def _stored_input(head: CheckpointTuple | None) -> str | None:
     """The digest of the input the head's run started with, where it was recorded."""
     if head is None:
         return None
-    metadata = head.metadata or {}
-    return read_run(metadata, read_stamp(metadata.get(STAMP_KEY))).input
+    return read_marks(head.metadata or {})[1].input
 
 
 def _interrupted(head: CheckpointTuple) -> bool:

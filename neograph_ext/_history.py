@@ -34,8 +34,7 @@ from neograph_ext._stamp import (
     Stamp,
     StampRef,
     Unreadable,
-    read_run,
-    read_stamp,
+    read_marks,
 )
 
 __all__ = [
@@ -296,8 +295,8 @@ class _Walk:
         found = self.marks.get(key) if key is not None else None
         if found is not None:
             return found
-        stamp = read_stamp(raw)
-        verified = read_run(metadata, stamp).verified
+        stamp, mark = read_marks(metadata)
+        verified = mark.verified
         if not isinstance(stamp, StampRef | Unreadable):
             # A 0.1.0 stamp's marks live under other keys: read those every time.
             return stamp, verified

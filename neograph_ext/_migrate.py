@@ -38,8 +38,7 @@ from neograph_ext._stamp import (
     STAMP_KEY,
     Stamp,
     encode_run,
-    read_run,
-    read_stamp,
+    read_marks,
     stamp_ref,
 )
 from neograph_ext._stamp_store import asave, save
@@ -246,7 +245,7 @@ def fork(
         checkpoint["channel_values"][channel] = value
         checkpoint["channel_versions"][channel] = version
         versions[channel] = version
-    stored = read_run(metadata, read_stamp(metadata.get(STAMP_KEY))).input
+    stored = read_marks(metadata)[1].input
     metadata.update(
         {
             "source": "fork",

@@ -45,7 +45,7 @@ from neograph_ext._plan import (
     decide,
     verified,
 )
-from neograph_ext._stamp import STAMP_KEY, Stamp, read_run, read_stamp
+from neograph_ext._stamp import Stamp, read_marks
 from neograph_ext._stamp_store import aload, load
 
 __all__ = [
@@ -133,14 +133,10 @@ def _read(call: _Call, *, full: bool = False) -> tuple[ResumePlan, CheckpointTup
             finally:
                 _close(listing)  # left part-read when not newest first, or on an error
         head = _found(call, resumable(call.saver.get_tuple(call.config), call.thread_id))
-        restart = incomplete(head)
-        if restart is not None:
-            head = call.saver.get_tuple(restart)
+        head = _restarted(call, head)
         plan = None if full else _from_head(call, head)
         if plan is None:
-            records = _from_history(call, head, call.saver.list(_thread(call.config)))
-            records = resolved(records, _described(call, references(records, call.stamp.id)))
-            plan = _decided(records, call, head)
+            plan = _from_history(call, head, call.saver.list(_thread(call.config)))
     return plan, head
 
 
@@ -151,15 +147,11 @@ async def _aread(call: _Call, *, full: bool = False) -> tuple[ResumePlan, Checkp
             with contextlib.suppress(NotNewestFirst):  # read whole: nothing is left open
                 return await _alisted(call, tuples)
         head = _found(call, resumable(await call.saver.aget_tuple(call.config), call.thread_id))
-        restart = incomplete(head)
-        if restart is not None:
-            head = await call.saver.aget_tuple(restart)
+        head = await _arestarted(call, head)
         plan = None if full else _from_head(call, head)
         if plan is None:
             tuples = [tup async for tup in call.saver.alist(_thread(call.config))]
-            records = _from_history(call, head, tuples)
-            records = resolved(records, await _adescribed(call, references(records, call.stamp.id)))
-            plan = _decided(records, call, head)
+            plan = await _afrom_history(call, head, tuples)
     return plan, head
 
 
@@ -170,12 +162,9 @@ def _listed(
     newest first, so the head is the first tuple listed, no read of its own (checked
     by ``lineage``, which raises ``NotNewestFirst`` otherwise)."""
     newest = resumable(next(tuples, None), call.thread_id)
-    restart = incomplete(newest)
-    head = newest if restart is None else call.saver.get_tuple(restart)
+    head = _restarted(call, newest)
     listed = itertools.chain([newest], tuples) if newest is not None else ()
-    records = _from_history(call, head, listed, newest)
-    records = resolved(records, _described(call, references(records, call.stamp.id)))
-    return _decided(records, call, head), head
+    return _from_history(call, head, listed, newest), head
 
 
 def _close(listing: Iterable[CheckpointTuple]) -> None:
@@ -191,11 +180,21 @@ async def _alisted(
 ) -> tuple[ResumePlan, CheckpointTuple | None]:
     """Async twin of ``_listed``."""
     newest = resumable(tuples[0] if tuples else None, call.thread_id)
-    restart = incomplete(newest)
-    head = newest if restart is None else await call.saver.aget_tuple(restart)
-    records = _from_history(call, head, tuples, newest)
-    records = resolved(records, await _adescribed(call, references(records, call.stamp.id)))
-    return _decided(records, call, head), head
+    head = await _arestarted(call, newest)
+    return await _afrom_history(call, head, tuples, newest), head
+
+
+def _restarted(call: _Call, head: CheckpointTuple | None) -> CheckpointTuple | None:
+    """``head``, or the checkpoint to plan from instead: the parent of a keeping fork
+    missing some of its writes (``_keep.incomplete``)."""
+    restart = incomplete(head)
+    return head if restart is None else call.saver.get_tuple(restart)
+
+
+async def _arestarted(call: _Call, head: CheckpointTuple | None) -> CheckpointTuple | None:
+    """Async twin of ``_restarted``."""
+    restart = incomplete(head)
+    return head if restart is None else await call.saver.aget_tuple(restart)
 
 
 def _described(call: _Call, wanted: frozenset[str]) -> dict[str, Stamp]:
@@ -242,9 +241,8 @@ def _from_head(call: _Call, head: CheckpointTuple | None) -> ResumePlan | None:
     """
     if head is None:
         return _decided((), call, None)
-    metadata = head.metadata  # a mapping: ``resumable`` checked it
-    stamp = read_stamp(metadata.get(STAMP_KEY))
-    if not verified(stamp, read_run(metadata, stamp).verified, call.stamp):
+    stamp, mark = read_marks(head.metadata)  # a mapping: ``resumable`` checked it
+    if not verified(stamp, mark.verified, call.stamp):
         return None
     plan = at_verified_head(head.checkpoint["id"], _next(call.graph, head), call.thread_id)
     return _logged(call.thread_id, plan)
@@ -255,6 +253,30 @@ def _from_history(
     head: CheckpointTuple | None,
     tuples: Iterable[CheckpointTuple],
     newest: CheckpointTuple | None = None,
+) -> ResumePlan:
+    """The plan from the head's whole lineage, read from ``tuples`` (``_lineage``)."""
+    records = _lineage(call, head, tuples, newest)
+    records = resolved(records, _described(call, references(records, call.stamp.id)))
+    return _decided(records, call, head)
+
+
+async def _afrom_history(
+    call: _Call,
+    head: CheckpointTuple | None,
+    tuples: Iterable[CheckpointTuple],
+    newest: CheckpointTuple | None = None,
+) -> ResumePlan:
+    """Async twin of ``_from_history``."""
+    records = _lineage(call, head, tuples, newest)
+    records = resolved(records, await _adescribed(call, references(records, call.stamp.id)))
+    return _decided(records, call, head)
+
+
+def _lineage(
+    call: _Call,
+    head: CheckpointTuple | None,
+    tuples: Iterable[CheckpointTuple],
+    newest: CheckpointTuple | None,
 ) -> tuple[Record, ...]:
     if head is None:
         return ()

@@ -61,6 +61,7 @@ __all__ = [
     "encode_run",
     "input_digest",
     "read_description",
+    "read_marks",
     "read_run",
     "read_stamp",
     "stamp_ref",
@@ -235,6 +236,19 @@ def read_description(raw: str) -> Stamp | Unreadable:
     if len(raw) > MAX_STAMP_CHARS:
         return Unreadable("format", f"stamp of {len(raw)} characters exceeds {MAX_STAMP_CHARS}")
     return _parse(raw)
+
+
+def read_marks(
+    metadata: Mapping[str, Any],
+) -> tuple[Stamp | StampRef | Unreadable | None, RunMark]:
+    """The stamp a checkpoint's metadata names (``read_stamp``) and its run mark, as far
+    as that stamp vouches for it (``read_run``).
+
+    Args:
+        metadata: The checkpoint's metadata.
+    """
+    stamp = read_stamp(metadata.get(STAMP_KEY))
+    return stamp, read_run(metadata, stamp)
 
 
 def read_run(metadata: Mapping[str, Any], stamp: Stamp | StampRef | Unreadable | None) -> RunMark:
