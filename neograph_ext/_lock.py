@@ -186,9 +186,7 @@ def _lock_for(saver: BaseCheckpointSaver[Any], thread_id: str) -> _Lock | None:
 async def _alock_for(saver: BaseCheckpointSaver[Any], thread_id: str) -> _ALock | None:
     conn = _connection(saver)
     if _is(conn, "aiosqlite", "Connection"):
-        async with _saver_alock(saver):
-            rows = await (await conn.execute("PRAGMA database_list")).fetchall()
-        return _file_lock(main_file(rows), thread_id, saver)
+        return _file_lock(await _adatabase(saver, conn), thread_id, saver)
     pooled = _is(conn, "psycopg_pool", "AsyncConnectionPool")
     if pooled or _is(conn, "psycopg", "AsyncConnection"):
         return AsyncAdvisoryLock(conn, _saver_alock(saver), thread_id, pooled)
@@ -206,9 +204,20 @@ def _database(saver: BaseCheckpointSaver[Any], conn: sqlite3.Connection) -> str:
     return known[1]
 
 
-_DATABASES: weakref.WeakKeyDictionary[BaseCheckpointSaver[Any], tuple[sqlite3.Connection, str]] = (
+async def _adatabase(saver: BaseCheckpointSaver[Any], conn: Any) -> str:
+    """Async twin of ``_database``, for an ``aiosqlite`` connection."""
+    known = _DATABASES.get(saver)
+    if known is None or known[0] is not conn:
+        async with _saver_alock(saver):
+            rows = await (await conn.execute("PRAGMA database_list")).fetchall()
+        known = _DATABASES[saver] = (conn, main_file(rows))
+    return known[1]
+
+
+_DATABASES: weakref.WeakKeyDictionary[BaseCheckpointSaver[Any], tuple[object, str]] = (
     weakref.WeakKeyDictionary()
 )
+"""Per saver, its connection and that connection's main database file."""
 
 
 def _no_lock(saver: BaseCheckpointSaver[Any], thread_id: str) -> None:

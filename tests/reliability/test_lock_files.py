@@ -14,13 +14,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TypedDict
 
+import aiosqlite
 import pytest
 from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.graph import END, START, StateGraph
 
 import neograph_ext as ne
 from neograph_ext._file_lock import LOCK_DIR, lock_file
-from neograph_ext._lock import thread_lock
+from neograph_ext._lock import athread_lock, thread_lock
 from tests.reliability import worker
 
 NOBODY = 65534
@@ -226,3 +228,21 @@ def test_a_saver_given_another_connection_takes_that_databases_lock(
         pass
     first.close()
     second.close()
+
+
+async def test_an_async_saver_given_another_connection_takes_that_databases_lock(
+    tmp_path: Path, thread: str
+) -> None:
+    databases = _two_databases(tmp_path)
+    async with aiosqlite.connect(databases[0]) as first, aiosqlite.connect(databases[1]) as second:
+        saver = AsyncSqliteSaver(first)
+        async with athread_lock(saver, thread):  # the saver's database is now known
+            pass
+        saver.conn = second
+        with (
+            _saver(databases[1]) as holder,
+            thread_lock(holder, thread),
+            pytest.raises(ne.ThreadBusyError),
+        ):
+            async with athread_lock(saver, thread, on_busy="raise"):
+                pass
