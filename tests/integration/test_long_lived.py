@@ -285,18 +285,25 @@ def test_reanswer_sends_at_once(saver: BaseCheckpointSaver[Any], config: Runnabl
     assert runs == Counter({"draft": 1, "review": 2, "send": 1})
 
 
-def test_a_static_breakpoint_is_asked_again_too(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
-) -> None:
-
+def _at_breakpoint(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
+) -> Any:
+    """A thread stopped by ``interrupt_before=["send"]`` under DraftV1, and the graph of
+    DraftV2 (counting into ``runs``) that resumes it."""
     old = ne.compile(
         _approval(Counter(), DraftV1, ask=False), checkpointer=saver, interrupt_before=["send"]
     )
     ne.run(old, {}, config)
-    runs: Counter[str] = Counter()
-    graph = ne.compile(
+    return ne.compile(
         _approval(runs, DraftV2, ask=False), checkpointer=saver, interrupt_before=["send"]
     )
+
+
+def test_a_static_breakpoint_is_asked_again_too(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    runs: Counter[str] = Counter()
+    graph = _at_breakpoint(saver, config, runs)
     ne.run(graph, Command(resume="approve"), config)
     assert runs == Counter({"draft": 1, "review": 1})
     assert graph.get_state(config).next == ("send",)
@@ -307,14 +314,8 @@ def test_a_static_breakpoint_is_asked_again_too(
 def test_a_static_breakpoint_with_reanswer_sends_at_once(
     saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
-    old = ne.compile(
-        _approval(Counter(), DraftV1, ask=False), checkpointer=saver, interrupt_before=["send"]
-    )
-    ne.run(old, {}, config)
     runs: Counter[str] = Counter()
-    graph = ne.compile(
-        _approval(runs, DraftV2, ask=False), checkpointer=saver, interrupt_before=["send"]
-    )
+    graph = _at_breakpoint(saver, config, runs)
     ne.run(graph, None, config, reanswer=True)
     assert runs == Counter({"draft": 1, "review": 1, "send": 1})
 
