@@ -29,7 +29,7 @@ import hashlib
 import json
 import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator, Mapping
-from contextlib import aclosing, contextmanager
+from contextlib import aclosing
 from contextvars import ContextVar
 from typing import Any, ClassVar, cast
 
@@ -205,14 +205,22 @@ def _metadata(config: RunnableConfig | None) -> dict[str, Any]:
     return dict((config or {}).get("metadata") or {})
 
 
-@contextmanager
-def marking(stamp: Stamp, mark: str) -> Iterator[None]:
-    """Within the block, invocations of graphs of ``stamp`` write ``mark`` as run mark."""
-    token = _RUN_MARK.set((stamp.id, mark))
-    try:
-        yield
-    finally:
-        _RUN_MARK.reset(token)
+class marking:
+    """Within the block, invocations of graphs of ``stamp`` write ``mark`` as run mark.
+
+    A class, not a generator: every invocation of ``run`` enters one.
+    """
+
+    __slots__ = ("_mark", "_token")
+
+    def __init__(self, stamp: Stamp, mark: str) -> None:
+        self._mark = (stamp.id, mark)
+
+    def __enter__(self) -> None:
+        self._token = _RUN_MARK.set(self._mark)
+
+    def __exit__(self, *exc: object) -> None:
+        _RUN_MARK.reset(self._token)
 
 
 def compile(

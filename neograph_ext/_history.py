@@ -17,9 +17,8 @@ Rules:
 
 from __future__ import annotations
 
-import contextlib
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from langgraph.channels.base import BaseChannel
@@ -27,7 +26,7 @@ from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.types import Send
 
 from neograph_ext._errors import UnreadableCheckpointError
-from neograph_ext._langgraph import task_writers
+from neograph_ext._langgraph import STORED_IS_AVAILABLE, task_writers
 from neograph_ext._stamp import (
     RUN_KEY,
     STAMP_KEY,
@@ -202,12 +201,12 @@ def _with_stamp(r: Record, stamp: Stamp) -> Record:
     )
 
 
-@contextlib.contextmanager
-def reading(thread_id: str) -> Iterator[None]:
+class reading:
     """Translate a saver's failure to decode the thread's stored checkpoints.
 
     Savers decode metadata while they list or get checkpoints, and raise whatever their
-    decoder raises; wrap every call that reads (and consumes) them.
+    decoder raises; wrap every call that reads (and consumes) them. A class, not a
+    generator: every resume enters one.
 
     Args:
         thread_id: The thread being read, named in the error.
@@ -215,14 +214,19 @@ def reading(thread_id: str) -> Iterator[None]:
     Raises:
         UnreadableCheckpointError: The saver could not decode a stored checkpoint.
     """
-    try:
-        yield
-    except (RecursionError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UnreadableCheckpointError(
-            _unreadable(
-                thread_id, f"the saver cannot decode them ({type(exc).__name__}: {str(exc)[:200]})"
-            )
-        ) from exc
+
+    __slots__ = ("_thread_id",)
+
+    def __init__(self, thread_id: str) -> None:
+        self._thread_id = thread_id
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: object, exc: BaseException | None, traceback: object) -> None:
+        if isinstance(exc, RecursionError | UnicodeDecodeError | json.JSONDecodeError):
+            why = f"the saver cannot decode them ({type(exc).__name__}: {str(exc)[:200]})"
+            raise UnreadableCheckpointError(_unreadable(self._thread_id, why)) from exc
 
 
 def resumable(head: CheckpointTuple | None, thread_id: str) -> CheckpointTuple | None:
@@ -469,9 +473,11 @@ def waiting(
 
 
 def _available(spec: object, values: Mapping[str, Any], channel: str) -> bool:
-    if not isinstance(spec, BaseChannel) or channel not in values:
+    if channel not in values:
         return False
-    return spec.from_checkpoint(values[channel]).is_available()
+    if type(spec) in STORED_IS_AVAILABLE:  # most triggers: reviving one costs more
+        return True
+    return isinstance(spec, BaseChannel) and spec.from_checkpoint(values[channel]).is_available()
 
 
 def _newer(version: object, seen: object) -> bool:

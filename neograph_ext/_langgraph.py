@@ -17,6 +17,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from langgraph.channels.ephemeral_value import EphemeralValue
+from langgraph.channels.last_value import LastValue
 from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.pregel import Pregel
@@ -25,6 +27,7 @@ from xxhash import xxh3_128_hexdigest
 
 __all__ = [
     "COMPILE_OPTIONS",
+    "STORED_IS_AVAILABLE",
     "compile_options",
     "fold_cache_keys",
     "prebuilt_output",
@@ -44,6 +47,10 @@ COMPILE_OPTIONS: Mapping[str, str] = {
 }
 """Each keyword of ``StateGraph.compile`` -> the attribute of the compiled graph that
 keeps it. A keyword missing here is carried by a same-named attribute, if any."""
+
+STORED_IS_AVAILABLE: frozenset[type] = frozenset({LastValue, EphemeralValue})
+"""Channel types (exactly these) whose value is available whenever a checkpoint stores
+one: LangGraph stores only available values, and these hold nothing else."""
 
 _PULL = "__pregel_pull"
 _PUSH = "__pregel_push"

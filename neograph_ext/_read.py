@@ -15,8 +15,8 @@ import contextlib
 import itertools
 import logging
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import replace
+from typing import Any, NamedTuple
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
@@ -66,9 +66,9 @@ __all__ = [
 logger = logging.getLogger("neograph_ext")
 
 
-@dataclass(frozen=True)
-class _Call:
-    """What one call works on, checked once."""
+class _Call(NamedTuple):
+    """What one call works on, checked once. A named tuple, as the records of
+    ``_invocations``: every call builds one."""
 
     graph: StampedGraph
     config: RunnableConfig
@@ -409,4 +409,4 @@ def _onto(
         return call
     branch = path[path.index(named[0]) + 1]
     known = {record.checkpoint_id for record in lineage(tuples, before.checkpoint["id"])}
-    return call if branch in known else replace(call, config=named[1])
+    return call if branch in known else call._replace(config=named[1])

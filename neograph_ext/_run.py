@@ -22,8 +22,7 @@ from contextlib import (
     contextmanager,
     nullcontext,
 )
-from dataclasses import dataclass, replace
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple
@@ -254,9 +253,8 @@ async def _amarked(stamp: Stamp, mark: str, chunks: AsyncIterator[Any]) -> Async
             yield chunk
 
 
-@dataclass(frozen=True)
-class _Options:
-    """A driver's options, as ``run`` documents them."""
+class _Options(NamedTuple):
+    """A driver's options, as ``run`` documents them (a named tuple, as ``_Call``)."""
 
     auto_resume: bool
     reanswer: bool
@@ -359,6 +357,8 @@ def _settled(
     that carries values first writes the fork that carries them, then plans again from
     it.
     """
+    if planned_locked and prepared.carry is None:
+        return prepared
     locked = _followed(call, newest)
     if locked is not call or (
         not planned_locked and _moved(head, call.saver.get_tuple(call.config))
@@ -382,6 +382,8 @@ async def _asettled(
     options: _Options,
 ) -> _Prepared:
     """Async twin of ``_settled``."""
+    if planned_locked and prepared.carry is None:
+        return prepared
     locked = await _afollowed(call, newest)
     if locked is not call or (
         not planned_locked and _moved(head, await call.saver.aget_tuple(call.config))
@@ -496,4 +498,4 @@ def _carried(call: _Call, written: RunnableConfig) -> _Call:
     logger.info(
         "thread %r: wrote checkpoint %s carrying the values on", call.thread_id, checkpoint_id
     )
-    return replace(call, config=_with_checkpoint(call.config, None))
+    return call._replace(config=_with_checkpoint(call.config, None))

@@ -96,6 +96,9 @@ REF_FORMAT: Final = 2
 
 _REF = re.compile(rf"{REF_FORMAT}:([0-9a-f]{{64}})")
 _MARK = re.compile(r"([0-9a-f]{16})\.([a-z_]{1,20})\.([0-9a-f]{32})?")
+_REF_CHARS = len(f"{REF_FORMAT}:") + 64
+_MARK_CHARS = 16 + 1 + 20 + 1 + 32
+"""The longest run mark ``_MARK`` matches: longer strings are not parsed (nor cached)."""
 _MARK_ID = 16
 """Hex digits of the stamp id a run mark is bound to."""
 _INPUT_DIGITS = 32
@@ -217,10 +220,8 @@ def read_stamp(raw: object) -> Stamp | StampRef | Unreadable | None:
         return None
     if not isinstance(raw, str):
         return Unreadable("format", f"stamp is a {type(raw).__name__}, not a JSON string")
-    ref = _REF.fullmatch(raw)
-    if ref:
-        return StampRef(ref.group(1))
-    return read_description(raw)
+    ref = _ref(raw) if len(raw) == _REF_CHARS else None
+    return read_description(raw) if ref is None else ref
 
 
 def read_description(raw: str) -> Stamp | Unreadable:
@@ -268,13 +269,30 @@ def read_run(metadata: Mapping[str, Any], stamp: Stamp | StampRef | Unreadable |
             given[:_INPUT_DIGITS] if isinstance(given, str) and given else None,
         )
     raw = metadata.get(RUN_KEY)
-    if not isinstance(stamp, StampRef) or not isinstance(raw, str):
-        return RunMark()
+    if not isinstance(stamp, StampRef) or not isinstance(raw, str) or len(raw) > _MARK_CHARS:
+        return _NO_MARK
+    return _run_mark(raw, stamp.id)
+
+
+_NO_MARK = RunMark()
+
+
+@functools.lru_cache(maxsize=64)
+def _ref(raw: str) -> StampRef | None:
+    """Cached, as ``_run_mark``: a thread's checkpoints repeat the same few references."""
+    ref = _REF.fullmatch(raw)
+    return StampRef(ref.group(1)) if ref else None
+
+
+@functools.lru_cache(maxsize=64)
+def _run_mark(raw: str, stamp_id: str) -> RunMark:
+    """Cached: a thread's checkpoints repeat the same few marks, and every resume reads
+    its head's twice (to plan, then to mark what it writes)."""
     mark = _MARK.fullmatch(raw)
-    if mark is None or mark.group(1) != stamp.id[:_MARK_ID]:
-        return RunMark()
+    if mark is None or mark.group(1) != stamp_id[:_MARK_ID]:
+        return _NO_MARK
     checked = mark.group(2) not in ("unverified", PLAIN_CALL)
-    return RunMark(stamp.id if checked else None, mark.group(3))
+    return RunMark(stamp_id if checked else None, mark.group(3))
 
 
 @functools.lru_cache(maxsize=16)

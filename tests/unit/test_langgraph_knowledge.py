@@ -8,8 +8,11 @@ import operator
 from collections import Counter
 from typing import Annotated, Any, TypedDict
 
+import pytest
 from langchain_core.tools import StructuredTool
 from langgraph.cache.memory import InMemoryCache
+from langgraph.channels.base import BaseChannel
+from langgraph.channels.named_barrier_value import NamedBarrierValue
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.prebuilt import ToolNode, create_react_agent
@@ -17,7 +20,9 @@ from langgraph.store.memory import InMemoryStore
 from langgraph.types import CachePolicy, Send
 from pydantic import BaseModel
 
+from neograph_ext._history import waiting
 from neograph_ext._langgraph import (
+    STORED_IS_AVAILABLE,
     compile_options,
     fold_cache_keys,
     prebuilt_output,
@@ -132,3 +137,39 @@ def test_tool_schemas_and_the_prebuilt_response_format_are_found() -> None:
     )
     assert prebuilt_output(agent.builder.nodes["generate_structured_response"].runnable) is Answer
     assert prebuilt_output(agent.builder.nodes["agent"].runnable) is None
+
+
+@pytest.mark.parametrize("kind", sorted(STORED_IS_AVAILABLE, key=lambda kind: kind.__name__))
+@pytest.mark.parametrize("value", [None, 0, "", [], {}, False, "x"])
+def test_a_stored_value_of_these_channel_types_is_available(kind: type, value: object) -> None:
+    channel: BaseChannel[Any, Any, Any] = kind(object)
+    assert channel.from_checkpoint(value).is_available()
+
+
+def test_a_barrier_stores_values_that_are_not_yet_available() -> None:
+    """Why the list is of exact types: other channels may store an unavailable value,
+    and ``waiting`` then asks the channel."""
+    channel = NamedBarrierValue(str, {"a", "b"})
+    assert not channel.from_checkpoint({"a"}).is_available()
+    assert type(channel) not in STORED_IS_AVAILABLE
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(Fan)
+    builder.add_node("a", lambda state: {"out": [1]})
+    builder.add_node("b", lambda state: {"out": [2]})
+    builder.add_node("join", lambda state: {"out": [3]})
+    builder.add_edge(START, "a")
+    builder.add_edge(START, "b")
+    builder.add_edge(["a", "b"], "join")
+    builder.add_edge("join", END)
+    graph = builder.compile()
+    barrier = next(
+        name for name, spec in graph.channels.items() if isinstance(spec, NamedBarrierValue)
+    )
+    checkpoint = {
+        "channel_versions": {barrier: 2},
+        "versions_seen": {"join": {}},
+        "channel_values": {barrier: {"a"}},
+    }
+    triggers = {name: tuple(node.triggers) for name, node in graph.nodes.items()}
+    assert "join" not in waiting(checkpoint, triggers, graph.channels)
+    checkpoint["channel_values"] = {barrier: {"a", "b"}}
+    assert "join" in waiting(checkpoint, triggers, graph.channels)
