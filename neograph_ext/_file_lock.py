@@ -70,7 +70,7 @@ def lock_path(database: str, thread_id: str) -> str:
         known = (identity.st_dev, identity.st_ino, folder)
         _PLACES[database] = known
     name = hashlib.sha256(thread_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-    return os.path.join(known[2], f"{identity.st_dev:x}-{identity.st_ino:x}-{name}.lock")
+    return f"{known[2]}{os.sep}{identity.st_dev:x}-{identity.st_ino:x}-{name}.lock"
 
 
 _PLACES: dict[str, tuple[int, int, str]] = {}

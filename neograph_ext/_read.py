@@ -82,12 +82,12 @@ class _Call(NamedTuple):
 def _call(
     graph: Pregel[Any, Any, Any, Any], config: RunnableConfig, replay_turns: bool = False
 ) -> _Call:
-    if not isinstance(graph, CompiledStateGraph):
-        raise GraphError(
-            "this graph is built with LangGraph's functional API (@entrypoint), which "
-            "neograph-ext does not support yet: build it as a StateGraph"
-        )
     if not isinstance(graph, StampedGraph):
+        if not isinstance(graph, CompiledStateGraph):
+            raise GraphError(
+                "this graph is built with LangGraph's functional API (@entrypoint), which "
+                "neograph-ext does not support yet: build it as a StateGraph"
+            )
         raise GraphError(
             "this graph carries no neograph-ext stamp: build it with "
             "neograph_ext.compile(builder, checkpointer=...) instead of builder.compile(...)"

@@ -283,7 +283,7 @@ def _planned(
     call = _call(graph, config, options.replay_turns)
     first = _locks_first(call, input)
     with _held(call, first, options):
-        newest = _newest(call)
+        newest = None if first else _newest(call)  # a resume names no checkpoint
         read = _read(call)
         prepared = options.prepare(call, read, input)
         if not prepared.invocations and prepared.carry is None:
@@ -302,7 +302,7 @@ async def _aplanned(
     call = _call(graph, config, options.replay_turns)
     first = _locks_first(call, input)
     async with _aheld(call, first, options):
-        newest = await _anewest(call)
+        newest = None if first else await _anewest(call)  # a resume names no checkpoint
         read = await _aread(call)
         prepared = options.prepare(call, read, input)
         if not prepared.invocations and prepared.carry is None:
