@@ -65,19 +65,19 @@ def lock_path(database: str, thread_id: str) -> str:
     """``lock_file`` as a string: a ``Path`` costs more to build than finding it."""
     identity = os.stat(database)  # follows symlinks: the real file's
     known = _PLACES.get(database)
-    if known is None or known[:2] != (identity.st_dev, identity.st_ino):
+    if known is None or known[0] != identity.st_ino or known[1] != identity.st_dev:
         folder = os.path.join(os.path.dirname(os.path.realpath(database)), LOCK_DIR)
-        known = (identity.st_dev, identity.st_ino, folder)
-        _PLACES[database] = known
+        prefix = os.path.join(folder, f"{identity.st_dev:x}-{identity.st_ino:x}-")
+        known = _PLACES[database] = (identity.st_ino, identity.st_dev, prefix)
     name = hashlib.sha256(thread_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-    return f"{known[2]}{os.sep}{identity.st_dev:x}-{identity.st_ino:x}-{name}.lock"
+    return f"{known[2]}{name}.lock"
 
 
 _PLACES: dict[str, tuple[int, int, str]] = {}
-"""Per database path as given, the identity of the file it named and the lock folder
-beside its real path. Resolving the real path walks every directory of the path (most
-of a resume's locking cost), so it is done again only when the path names another
-file, which the ``stat`` every lock takes anyway tells."""
+"""Per database path as given, the identity (inode, device) of the file it named and the
+start of its lock files' paths, beside its real path. Resolving the real path walks
+every directory of the path (most of a resume's locking cost), so it is done again only
+when the path names another file, which the ``stat`` every lock takes anyway tells."""
 
 
 def sqlite_file(conn: sqlite3.Connection, guard: threading.Lock) -> str:

@@ -456,19 +456,21 @@ def waiting(
         triggers: Per current node, the channels that trigger it.
         channels: The graph's channel specs, which know when a value is available.
     """
-    versions: Mapping[str, Any] = checkpoint.get("channel_versions", {})
-    seen_all: Mapping[str, Mapping[str, Any]] = checkpoint.get("versions_seen", {})
-    values: Mapping[str, Any] = checkpoint.get("channel_values", {})
-    due = {
-        name
-        for name, names in triggers.items()
-        if any(
-            _newer(versions.get(channel), seen_all.get(name, {}).get(channel))
-            and _available(channels.get(channel), values, channel)
-            for channel in names
-        )
-    }
-    due.update(send.node for send in values.get(_TASKS) or () if isinstance(send, Send))
+    versions: Mapping[str, Any] = checkpoint.get("channel_versions", _EMPTY)
+    seen_all: Mapping[str, Mapping[str, Any]] = checkpoint.get("versions_seen", _EMPTY)
+    values: Mapping[str, Any] = checkpoint.get("channel_values", _EMPTY)
+    due: set[str] = set()
+    for name, names in triggers.items():  # plain loops: every resume runs this
+        seen = seen_all.get(name, _EMPTY)
+        for channel in names:
+            if _newer(versions.get(channel), seen.get(channel)) and _available(
+                channels.get(channel), values, channel
+            ):
+                due.add(name)
+                break
+    queued = values.get(_TASKS)
+    if queued:
+        due.update(send.node for send in queued if isinstance(send, Send))
     return frozenset(due)
 
 

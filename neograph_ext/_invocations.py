@@ -27,11 +27,21 @@ from langgraph.types import Command
 
 from neograph_ext._errors import CheckpointSchemaError
 from neograph_ext._head import _interrupted, _next, _output, _paused, _stored_input
-from neograph_ext._plan import PlanKind, ResumePlan
+from neograph_ext._keep import incomplete
+from neograph_ext._plan import PlanKind, ResumePlan, verified
 from neograph_ext._read import _Call, _with_checkpoint
-from neograph_ext._stamp import encode_run, input_digest
+from neograph_ext._stamp import encode_run, input_digest, read_marks
 
-__all__ = ["_Invocation", "_Prepared", "_Replay", "_When", "_holds", "_prepare"]
+__all__ = [
+    "_Invocation",
+    "_Prepared",
+    "_Replay",
+    "_When",
+    "_continued",
+    "_holds",
+    "_prepare",
+    "durable",
+]
 
 logger = logging.getLogger("neograph_ext")
 
@@ -149,7 +159,7 @@ def _prepare(
             )
         steps = (_Invocation(input if answer else None, call.config, here),)
     stored = _output(call.graph, head) if complete and not steps else None
-    return _Prepared(steps, stored, {"durability": "sync", **kwargs})
+    return _Prepared(steps, stored, durable(kwargs))
 
 
 def _turn(
@@ -158,6 +168,25 @@ def _turn(
     """A new turn on the thread's newest checkpoint, marked with the input's digest."""
     mark = encode_run(call.stamp, decision.kind, given)
     return _Invocation(input, _with_checkpoint(call.config, None), mark, when)
+
+
+def _continued(call: _Call, head: CheckpointTuple | None) -> str | None:
+    """The run mark that continues ``head`` when it needs no plan: ``run`` verified it
+    against the current stamp (``_plan.verified``), it waits on nodes, and it is no
+    keeping fork missing writes. ``_prepare`` then invokes input ``None`` on the call's
+    config under this mark, whatever the options; None for any other head.
+    """
+    if head is None or incomplete(head) is not None:
+        return None
+    stamp, mark = read_marks(head.metadata)
+    if not verified(stamp, mark.verified, call.stamp) or not _next(call.graph, head):
+        return None
+    return encode_run(call.stamp, PlanKind.CONTINUE, mark.input)
+
+
+def durable(kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """``invoke``'s keywords as ``run`` passes them: ``durability="sync"`` unless given."""
+    return {"durability": "sync", **kwargs}
 
 
 def _holds(when: _When, graph: Pregel[Any, Any, Any, Any], head: CheckpointTuple | None) -> bool:

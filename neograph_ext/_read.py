@@ -51,11 +51,13 @@ from neograph_ext._stamp_store import aload, load
 __all__ = [
     "_Call",
     "_afollowed",
+    "_ahead",
     "_anewest",
     "_aread",
     "_by",
     "_call",
     "_followed",
+    "_head",
     "_moved",
     "_named",
     "_newest",
@@ -153,6 +155,18 @@ async def _aread(call: _Call, *, full: bool = False) -> tuple[ResumePlan, Checkp
             tuples = [tup async for tup in call.saver.alist(_thread(call.config))]
             plan = await _afrom_history(call, head, tuples)
     return plan, head
+
+
+def _head(call: _Call) -> CheckpointTuple | None:
+    """The head a resume continues: the thread's newest checkpoint, checked resumable."""
+    with reading(call.thread_id):
+        return resumable(call.saver.get_tuple(call.config), call.thread_id)
+
+
+async def _ahead(call: _Call) -> CheckpointTuple | None:
+    """Async twin of ``_head``."""
+    with reading(call.thread_id):
+        return resumable(await call.saver.aget_tuple(call.config), call.thread_id)
 
 
 def _listed(

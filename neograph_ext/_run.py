@@ -1,7 +1,9 @@
 """Resuming the threads of a stamped graph: the execution layer.
 
 Reads as a recipe: ``_read`` reads the thread and decides, ``_invocations`` says what
-to invoke, and the drivers here invoke it under the thread's lock.
+to invoke, and the drivers here invoke it under the thread's lock. The most frequent
+call, a resume of a head that ``run`` itself verified, needs no plan: it is continued
+as soon as its head is read (``_continuing``).
 
 Rules:
 - Reading and deciding are shared; the sync and async drivers below differ by
@@ -31,19 +33,30 @@ from langgraph.types import Command
 
 from neograph_ext._errors import GraphError
 from neograph_ext._graph import StampedGraph, marking
-from neograph_ext._invocations import _holds, _Invocation, _prepare, _Prepared, _Replay, _When
+from neograph_ext._invocations import (
+    _continued,
+    _holds,
+    _Invocation,
+    _prepare,
+    _Prepared,
+    _Replay,
+    _When,
+    durable,
+)
 from neograph_ext._keep import akeep, keep
 from neograph_ext._lock import OnBusy, athread_lock, thread_lock
 from neograph_ext._migrate import acarry, carry
 from neograph_ext._plan import PlanKind, ResumePlan
 from neograph_ext._read import (
     _afollowed,
+    _ahead,
     _anewest,
     _aread,
     _by,
     _Call,
     _call,
     _followed,
+    _head,
     _moved,
     _named,
     _newest,
@@ -143,14 +156,21 @@ def run(
         UnreadableCheckpointError: The thread's stored checkpoints cannot be decoded.
     """
     options = _Options(auto_resume, reanswer, replay_turns, on_busy, lock_timeout, kwargs)
-    with _planned(graph, input, config, options) as (call, prepared, _):
-        result = prepared.stored
-        for step in prepared.invocations:
-            if _due(call, step):
-                value, mark = _begun(call, step)
-                with marking(call.stamp, mark):
-                    result = graph.invoke(value, step.config, **prepared.kwargs)
-        return result
+    call = _call(graph, config, replay_turns)
+    first = _locks_first(call, input)
+    with _held(call, first, options):
+        continued = _continuing(call, input) if first else None
+        if continued is not None:
+            with marking(call.stamp, continued):
+                return graph.invoke(None, call.config, **durable(kwargs))
+        with _planned(call, input, options, first) as (prepared, _):
+            result = prepared.stored
+            for step in prepared.invocations:
+                if _due(call, step):
+                    value, mark = _begun(call, step)
+                    with marking(call.stamp, mark):
+                        result = graph.invoke(value, step.config, **prepared.kwargs)
+            return result
 
 
 async def arun(
@@ -167,14 +187,21 @@ async def arun(
 ) -> Any:
     """Async twin of ``run``."""
     options = _Options(auto_resume, reanswer, replay_turns, on_busy, lock_timeout, kwargs)
-    async with _aplanned(graph, input, config, options) as (call, prepared, _):
-        result = prepared.stored
-        for step in prepared.invocations:
-            if await _adue(call, step):
-                value, mark = await _abegun(call, step)
-                with marking(call.stamp, mark):
-                    result = await graph.ainvoke(value, step.config, **prepared.kwargs)
-        return result
+    call = _call(graph, config, replay_turns)
+    first = _locks_first(call, input)
+    async with _aheld(call, first, options):
+        continued = await _acontinuing(call, input) if first else None
+        if continued is not None:
+            with marking(call.stamp, continued):
+                return await graph.ainvoke(None, call.config, **durable(kwargs))
+        async with _aplanned(call, input, options, first) as (prepared, _):
+            result = prepared.stored
+            for step in prepared.invocations:
+                if await _adue(call, step):
+                    value, mark = await _abegun(call, step)
+                    with marking(call.stamp, mark):
+                        result = await graph.ainvoke(value, step.config, **prepared.kwargs)
+            return result
 
 
 def stream(
@@ -196,16 +223,24 @@ def stream(
     ``"values"``, else nothing. No node runs and nothing is written.
     """
     options = _Options(auto_resume, reanswer, replay_turns, on_busy, lock_timeout, kwargs)
-    with _planned(graph, input, config, options) as (call, prepared, work):
-        if not work:
-            with marking(call.stamp, _IDLE):
-                yield from graph.stream(None, call.config, **prepared.kwargs)
+    call = _call(graph, config, replay_turns)
+    first = _locks_first(call, input)
+    with _held(call, first, options):
+        continued = _continuing(call, input) if first else None
+        if continued is not None:
+            with marking(call.stamp, continued):
+                yield from graph.stream(None, call.config, **durable(kwargs))
             return
-        for step in prepared.invocations:
-            if _due(call, step):
-                value, mark = _begun(call, step)
-                with marking(call.stamp, mark):
-                    yield from graph.stream(value, step.config, **prepared.kwargs)
+        with _planned(call, input, options, first) as (prepared, work):
+            if not work:
+                with marking(call.stamp, _IDLE):
+                    yield from graph.stream(None, call.config, **prepared.kwargs)
+                return
+            for step in prepared.invocations:
+                if _due(call, step):
+                    value, mark = _begun(call, step)
+                    with marking(call.stamp, mark):
+                        yield from graph.stream(value, step.config, **prepared.kwargs)
 
 
 async def astream(
@@ -222,18 +257,27 @@ async def astream(
 ) -> AsyncIterator[Any]:
     """Async twin of ``stream``."""
     options = _Options(auto_resume, reanswer, replay_turns, on_busy, lock_timeout, kwargs)
-    async with _aplanned(graph, input, config, options) as (call, prepared, work):
-        if not work:
-            idle = graph.astream(None, call.config, **prepared.kwargs)
-            async for chunk in _amarked(call.stamp, _IDLE, idle):
+    call = _call(graph, config, replay_turns)
+    first = _locks_first(call, input)
+    async with _aheld(call, first, options):
+        continued = await _acontinuing(call, input) if first else None
+        if continued is not None:
+            chunks = graph.astream(None, call.config, **durable(kwargs))
+            async for chunk in _amarked(call.stamp, continued, chunks):
                 yield chunk
             return
-        for step in prepared.invocations:
-            if await _adue(call, step):
-                value, mark = await _abegun(call, step)
-                chunks = graph.astream(value, step.config, **prepared.kwargs)
-                async for chunk in _amarked(call.stamp, mark, chunks):
+        async with _aplanned(call, input, options, first) as (prepared, work):
+            if not work:
+                idle = graph.astream(None, call.config, **prepared.kwargs)
+                async for chunk in _amarked(call.stamp, _IDLE, idle):
                     yield chunk
+                return
+            for step in prepared.invocations:
+                if await _adue(call, step):
+                    value, mark = await _abegun(call, step)
+                    chunks = graph.astream(value, step.config, **prepared.kwargs)
+                    async for chunk in _amarked(call.stamp, mark, chunks):
+                        yield chunk
 
 
 async def _amarked(stamp: Stamp, mark: str, chunks: AsyncIterator[Any]) -> AsyncIterator[Any]:
@@ -272,45 +316,64 @@ class _Options(NamedTuple):
 
 @contextmanager
 def _planned(
-    graph: Pregel[Any, Any, Any, Any], input: Any, config: RunnableConfig, options: _Options
-) -> Iterator[tuple[_Call, _Prepared, bool]]:
-    """The call and what to invoke for it, and whether there is work: then under the
-    thread's lock, planned again there if the thread moved meanwhile (``_settled``).
+    call: _Call, input: Any, options: _Options, locked: bool
+) -> Iterator[tuple[_Prepared, bool]]:
+    """What to invoke for the call, and whether there is work: then under the thread's
+    lock, taken here unless the caller holds it (``locked``: a resume takes it before
+    reading, ``_locks_first``), planned again if the thread moved meanwhile
+    (``_settled``).
 
-    With no work, the thread's stored output is what ``_Prepared.stored`` holds, and the
-    lock is held only by a resume, which takes it before reading (``_locks_first``).
+    With no work, the thread's stored output is what ``_Prepared.stored`` holds.
     """
-    call = _call(graph, config, options.replay_turns)
-    first = _locks_first(call, input)
-    with _held(call, first, options):
-        newest = None if first else _newest(call)  # a resume names no checkpoint
-        read = _read(call)
-        prepared = options.prepare(call, read, input)
-        if not prepared.invocations and prepared.carry is None:
-            yield call, prepared, False
-            return
-        with _held(call, not first, options):
-            settled = _settled(call, newest, read[1], prepared, first, input, options)
-            yield call, settled, True
+    newest = None if locked else _newest(call)  # a resume names no checkpoint
+    read = _read(call)
+    prepared = options.prepare(call, read, input)
+    if not prepared.invocations and prepared.carry is None:
+        yield prepared, False
+        return
+    with _held(call, not locked, options):
+        yield _settled(call, newest, read[1], prepared, locked, input, options), True
 
 
 @asynccontextmanager
 async def _aplanned(
-    graph: Pregel[Any, Any, Any, Any], input: Any, config: RunnableConfig, options: _Options
-) -> AsyncIterator[tuple[_Call, _Prepared, bool]]:
+    call: _Call, input: Any, options: _Options, locked: bool
+) -> AsyncIterator[tuple[_Prepared, bool]]:
     """Async twin of ``_planned``."""
-    call = _call(graph, config, options.replay_turns)
-    first = _locks_first(call, input)
-    async with _aheld(call, first, options):
-        newest = None if first else await _anewest(call)  # a resume names no checkpoint
-        read = await _aread(call)
-        prepared = options.prepare(call, read, input)
-        if not prepared.invocations and prepared.carry is None:
-            yield call, prepared, False
-            return
-        async with _aheld(call, not first, options):
-            settled = await _asettled(call, newest, read[1], prepared, first, input, options)
-            yield call, settled, True
+    newest = None if locked else await _anewest(call)  # a resume names no checkpoint
+    read = await _aread(call)
+    prepared = options.prepare(call, read, input)
+    if not prepared.invocations and prepared.carry is None:
+        yield prepared, False
+        return
+    async with _aheld(call, not locked, options):
+        yield await _asettled(call, newest, read[1], prepared, locked, input, options), True
+
+
+def _continuing(call: _Call, input: Any) -> str | None:
+    """For a resume (input None) of a head that ``run`` verified and that waits on
+    nodes, the run mark to continue it with (``_continued``): nothing to plan, so the
+    head is read once and the graph invoked at once. None for any other call or head,
+    which is then planned (and its head read again).
+    """
+    if input is not None:
+        return None
+    mark = _continued(call, _head(call))
+    if mark is not None:
+        call.graph.neograph_ext_save(call.saver)
+        logger.info("thread %r: %s", call.thread_id, PlanKind.CONTINUE)
+    return mark
+
+
+async def _acontinuing(call: _Call, input: Any) -> str | None:
+    """Async twin of ``_continuing``."""
+    if input is not None:
+        return None
+    mark = _continued(call, await _ahead(call))
+    if mark is not None:
+        await call.graph.neograph_ext_asave(call.saver)
+        logger.info("thread %r: %s", call.thread_id, PlanKind.CONTINUE)
+    return mark
 
 
 def _locks_first(call: _Call, input: Any) -> bool:

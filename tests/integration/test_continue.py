@@ -1,0 +1,172 @@
+"""A resume of a head that ``run`` verified continues it without planning.
+
+``_continued`` decides from the head alone; for every head it accepts, it must invoke
+exactly what planning would (``_read`` then ``_prepare``), and it must decline every
+other head, which is then planned as before.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import interrupt
+
+import neograph_ext as ne
+import neograph_ext._run as run_module
+from neograph_ext import PlanKind
+from neograph_ext._invocations import _continued, _Invocation, _prepare, durable
+from neograph_ext._keep import KEEP_KEY
+from neograph_ext._read import _call, _head, _read
+from tests.integration.pipelines import Crash, State, linear, model, node
+
+V1 = model(score=(int, ...))
+V2 = model(score=(float, ...))
+
+
+def _asking(runs: Counter[str]) -> StateGraph[Any, Any, Any, Any]:
+    """``a -> ask -> b``; ``ask`` waits on an ``interrupt()``."""
+
+    def ask(state: State) -> dict[str, Any]:
+        runs["ask"] += 1
+        return {"log": [f"ask:{interrupt('ok?')}"]}
+
+    builder = StateGraph(State)
+    builder.add_node("a", node("a", runs))
+    builder.add_node("ask", ask)
+    builder.add_node("b", node("b", runs))
+    builder.add_edge(START, "a")
+    builder.add_edge("a", "ask")
+    builder.add_edge("ask", "b")
+    builder.add_edge("b", END)
+    return builder
+
+
+def _crashed(saver: BaseCheckpointSaver[Any], config: RunnableConfig) -> Any:
+    graph = ne.compile(linear(Counter(), {"c": V1}, crash="d"), checkpointer=saver)
+    with pytest.raises(Crash):
+        ne.run(graph, {"log": []}, config)
+    return ne.compile(linear(Counter(), {"c": V1}), checkpointer=saver)
+
+
+def _complete(saver: BaseCheckpointSaver[Any], config: RunnableConfig) -> Any:
+    graph = ne.compile(linear(Counter(), {"c": V1}), checkpointer=saver)
+    ne.run(graph, {"log": []}, config)
+    return graph
+
+
+def _paused(saver: BaseCheckpointSaver[Any], config: RunnableConfig) -> Any:
+    graph = ne.compile(_asking(Counter()), checkpointer=saver)
+    assert "__interrupt__" in ne.run(graph, {"log": []}, config)
+    return graph
+
+
+def _breakpoint(saver: BaseCheckpointSaver[Any], config: RunnableConfig) -> Any:
+    graph = ne.compile(linear(Counter()), checkpointer=saver, interrupt_before=["c"])
+    ne.run(graph, {"log": []}, config)
+    return graph
+
+
+def _plain_call(saver: BaseCheckpointSaver[Any], config: RunnableConfig) -> Any:
+    graph = ne.compile(linear(Counter(), crash="d"), checkpointer=saver)
+    with pytest.raises(Crash):
+        graph.invoke({"log": []}, config)  # a plain call: nothing was verified
+    return ne.compile(linear(Counter()), checkpointer=saver)
+
+
+def _changed(saver: BaseCheckpointSaver[Any], config: RunnableConfig) -> Any:
+    _crashed(saver, config)
+    return ne.compile(linear(Counter(), {"c": V2}), checkpointer=saver)
+
+
+Writer = Callable[[BaseCheckpointSaver[Any], RunnableConfig], Any]
+THREADS: dict[str, tuple[Writer, PlanKind, bool]] = {
+    "crashed": (_crashed, PlanKind.CONTINUE, True),
+    "paused by interrupt()": (_paused, PlanKind.CONTINUE, True),
+    "at a static breakpoint": (_breakpoint, PlanKind.CONTINUE, True),
+    "complete": (_complete, PlanKind.UP_TO_DATE, False),
+    "written by a plain call": (_plain_call, PlanKind.CONTINUE, False),  # lineage read
+    "of other types": (_changed, PlanKind.REWIND, False),
+}
+
+
+@pytest.mark.parametrize("shape", list(THREADS))
+def test_a_head_is_continued_exactly_as_planning_would_or_declined(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig, shape: str
+) -> None:
+    write, kind, continues = THREADS[shape]
+    call = _call(write(saver, config), config)
+    mark = _continued(call, _head(call))
+    plan, head = _read(call)
+    assert plan.kind is kind and (mark is not None) is continues
+    if mark is not None:
+        prepared = _prepare(call, plan, head, None, True, {}, False)
+        assert prepared.invocations == (_Invocation(None, call.config, mark),)
+        assert prepared.kwargs == durable({})
+
+
+def test_a_keeping_fork_missing_writes_is_declined(config: RunnableConfig) -> None:
+    saver = InMemorySaver()
+    call = _call(_crashed(saver, config), config)
+    head = _head(call)
+    assert head is not None and _continued(call, head) is not None
+    fork = {**head.metadata, "source": "fork", KEEP_KEY: len(head.pending_writes or ()) + 1}
+    assert _continued(call, CheckpointTuple(**{**head._asdict(), "metadata": fork})) is None
+
+
+def _unplanned(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Record every plan the drivers make."""
+    planned: list[str] = []
+    read, aread = run_module._read, run_module._aread
+
+    def counting(call: Any, **kwargs: Any) -> Any:
+        planned.append(call.thread_id)
+        return read(call, **kwargs)
+
+    async def acounting(call: Any, **kwargs: Any) -> Any:
+        planned.append(call.thread_id)
+        return await aread(call, **kwargs)
+
+    monkeypatch.setattr(run_module, "_read", counting)
+    monkeypatch.setattr(run_module, "_aread", acounting)
+    return planned
+
+
+async def test_every_driver_continues_a_verified_head_without_planning(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    saver = InMemorySaver()
+    planned = _unplanned(monkeypatch)
+    threads = [{"configurable": {"thread_id": str(uuid.uuid4())}} for _ in range(4)]
+    for config in threads:
+        _crashed(saver, config)
+    planned.clear()
+    runs: Counter[str] = Counter()
+    graph = ne.compile(linear(runs, {"c": V1}), checkpointer=saver)
+    done = {"log": list("abcd")}
+    assert ne.run(graph, None, threads[0]) == done
+    assert await ne.arun(graph, None, threads[1]) == done
+    assert list(ne.stream(graph, None, threads[2], stream_mode="values"))[-1] == done
+    assert [c async for c in ne.astream(graph, None, threads[3], stream_mode="values")][-1] == done
+    assert runs == Counter({"d": 4}) and planned == []
+    for config in threads:  # and each wrote a head verified again: up to date
+        assert ne.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
+
+
+def test_a_declined_head_is_planned(
+    monkeypatch: pytest.MonkeyPatch, config: RunnableConfig
+) -> None:
+    saver = InMemorySaver()
+    runs: Counter[str] = Counter()
+    _changed(saver, config)
+    planned = _unplanned(monkeypatch)
+    graph = ne.compile(linear(runs, {"c": V2}), checkpointer=saver)
+    assert ne.run(graph, None, config) == {"log": list("abcd")}
+    assert runs == Counter("cd") and planned == [config["configurable"]["thread_id"]]
