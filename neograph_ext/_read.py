@@ -54,6 +54,7 @@ __all__ = [
     "_ahead",
     "_anewest",
     "_aread",
+    "_aread_from",
     "_by",
     "_call",
     "_followed",
@@ -62,6 +63,7 @@ __all__ = [
     "_named",
     "_newest",
     "_read",
+    "_read_from",
     "_with_checkpoint",
 ]
 
@@ -126,15 +128,44 @@ def _with_checkpoint(config: RunnableConfig, checkpoint_id: str | None) -> Runna
 
 
 def _read(call: _Call, *, full: bool = False) -> tuple[ResumePlan, CheckpointTuple | None]:
-    with reading(call.thread_id):
-        if full and _named(call) is None:
+    if full and _named(call) is None:
+        with reading(call.thread_id):
             listing = call.saver.list(_thread(call.config))
             try:
                 with contextlib.suppress(NotNewestFirst):
                     return _listed(call, iter(listing))
             finally:
                 _close(listing)  # left part-read when not newest first, or on an error
-        head = _found(call, resumable(call.saver.get_tuple(call.config), call.thread_id))
+    return _read_from(call, _head(call), full=full)
+
+
+async def _aread(call: _Call, *, full: bool = False) -> tuple[ResumePlan, CheckpointTuple | None]:
+    if full and _named(call) is None:
+        with reading(call.thread_id):
+            tuples = [tup async for tup in call.saver.alist(_thread(call.config))]
+            with contextlib.suppress(NotNewestFirst):  # read whole: nothing is left open
+                return await _alisted(call, tuples)
+    return await _aread_from(call, await _ahead(call), full=full)
+
+
+def _head(call: _Call) -> CheckpointTuple | None:
+    """The checkpoint a call starts from: the one its config names, else the thread's
+    newest; checked resumable."""
+    with reading(call.thread_id):
+        return _found(call, resumable(call.saver.get_tuple(call.config), call.thread_id))
+
+
+async def _ahead(call: _Call) -> CheckpointTuple | None:
+    """Async twin of ``_head``."""
+    with reading(call.thread_id):
+        return _found(call, resumable(await call.saver.aget_tuple(call.config), call.thread_id))
+
+
+def _read_from(
+    call: _Call, head: CheckpointTuple | None, *, full: bool = False
+) -> tuple[ResumePlan, CheckpointTuple | None]:
+    """``_read`` once its head is read (``_head``)."""
+    with reading(call.thread_id):
         head = _restarted(call, head)
         plan = None if full else _from_head(call, head)
         if plan is None:
@@ -142,31 +173,17 @@ def _read(call: _Call, *, full: bool = False) -> tuple[ResumePlan, CheckpointTup
     return plan, head
 
 
-async def _aread(call: _Call, *, full: bool = False) -> tuple[ResumePlan, CheckpointTuple | None]:
+async def _aread_from(
+    call: _Call, head: CheckpointTuple | None, *, full: bool = False
+) -> tuple[ResumePlan, CheckpointTuple | None]:
+    """Async twin of ``_read_from``."""
     with reading(call.thread_id):
-        if full and _named(call) is None:
-            tuples = [tup async for tup in call.saver.alist(_thread(call.config))]
-            with contextlib.suppress(NotNewestFirst):  # read whole: nothing is left open
-                return await _alisted(call, tuples)
-        head = _found(call, resumable(await call.saver.aget_tuple(call.config), call.thread_id))
         head = await _arestarted(call, head)
         plan = None if full else _from_head(call, head)
         if plan is None:
             tuples = [tup async for tup in call.saver.alist(_thread(call.config))]
             plan = await _afrom_history(call, head, tuples)
     return plan, head
-
-
-def _head(call: _Call) -> CheckpointTuple | None:
-    """The head a resume continues: the thread's newest checkpoint, checked resumable."""
-    with reading(call.thread_id):
-        return resumable(call.saver.get_tuple(call.config), call.thread_id)
-
-
-async def _ahead(call: _Call) -> CheckpointTuple | None:
-    """Async twin of ``_head``."""
-    with reading(call.thread_id):
-        return resumable(await call.saver.aget_tuple(call.config), call.thread_id)
 
 
 def _listed(

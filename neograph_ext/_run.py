@@ -52,6 +52,7 @@ from neograph_ext._read import (
     _ahead,
     _anewest,
     _aread,
+    _aread_from,
     _by,
     _Call,
     _call,
@@ -61,6 +62,7 @@ from neograph_ext._read import (
     _named,
     _newest,
     _read,
+    _read_from,
     _with_checkpoint,
 )
 from neograph_ext._stamp import Stamp, encode_run, input_digest
@@ -159,11 +161,12 @@ def run(
     call = _call(graph, config, replay_turns)
     first = _locks_first(call, input)
     with _held(call, first, options):
-        continued = _continuing(call, input) if first else None
+        head = _head(call) if first else None
+        continued = _continuing(call, input, head)
         if continued is not None:
             with marking(call.stamp, continued):
                 return graph.invoke(None, call.config, **durable(kwargs))
-        with _planned(call, input, options, first) as (prepared, _):
+        with _planned(call, input, options, first, head) as (prepared, _):
             result = prepared.stored
             for step in prepared.invocations:
                 if _due(call, step):
@@ -190,11 +193,12 @@ async def arun(
     call = _call(graph, config, replay_turns)
     first = _locks_first(call, input)
     async with _aheld(call, first, options):
-        continued = await _acontinuing(call, input) if first else None
+        head = await _ahead(call) if first else None
+        continued = await _acontinuing(call, input, head)
         if continued is not None:
             with marking(call.stamp, continued):
                 return await graph.ainvoke(None, call.config, **durable(kwargs))
-        async with _aplanned(call, input, options, first) as (prepared, _):
+        async with _aplanned(call, input, options, first, head) as (prepared, _):
             result = prepared.stored
             for step in prepared.invocations:
                 if await _adue(call, step):
@@ -226,12 +230,13 @@ def stream(
     call = _call(graph, config, replay_turns)
     first = _locks_first(call, input)
     with _held(call, first, options):
-        continued = _continuing(call, input) if first else None
+        head = _head(call) if first else None
+        continued = _continuing(call, input, head)
         if continued is not None:
             with marking(call.stamp, continued):
                 yield from graph.stream(None, call.config, **durable(kwargs))
             return
-        with _planned(call, input, options, first) as (prepared, work):
+        with _planned(call, input, options, first, head) as (prepared, work):
             if not work:
                 with marking(call.stamp, _IDLE):
                     yield from graph.stream(None, call.config, **prepared.kwargs)
@@ -260,13 +265,14 @@ async def astream(
     call = _call(graph, config, replay_turns)
     first = _locks_first(call, input)
     async with _aheld(call, first, options):
-        continued = await _acontinuing(call, input) if first else None
+        head = await _ahead(call) if first else None
+        continued = await _acontinuing(call, input, head)
         if continued is not None:
             chunks = graph.astream(None, call.config, **durable(kwargs))
             async for chunk in _amarked(call.stamp, continued, chunks):
                 yield chunk
             return
-        async with _aplanned(call, input, options, first) as (prepared, work):
+        async with _aplanned(call, input, options, first, head) as (prepared, work):
             if not work:
                 idle = graph.astream(None, call.config, **prepared.kwargs)
                 async for chunk in _amarked(call.stamp, _IDLE, idle):
@@ -316,17 +322,17 @@ class _Options(NamedTuple):
 
 @contextmanager
 def _planned(
-    call: _Call, input: Any, options: _Options, locked: bool
+    call: _Call, input: Any, options: _Options, locked: bool, head: CheckpointTuple | None
 ) -> Iterator[tuple[_Prepared, bool]]:
     """What to invoke for the call, and whether there is work: then under the thread's
-    lock, taken here unless the caller holds it (``locked``: a resume takes it before
-    reading, ``_locks_first``), planned again if the thread moved meanwhile
-    (``_settled``).
+    lock, taken here unless the caller holds it (``locked``: a resume takes it, then
+    reads its ``head``, before planning: ``_locks_first``), planned again if the thread
+    moved meanwhile (``_settled``).
 
     With no work, the thread's stored output is what ``_Prepared.stored`` holds.
     """
     newest = None if locked else _newest(call)  # a resume names no checkpoint
-    read = _read(call)
+    read = _read_from(call, head) if locked else _read(call)
     prepared = options.prepare(call, read, input)
     if not prepared.invocations and prepared.carry is None:
         yield prepared, False
@@ -337,11 +343,11 @@ def _planned(
 
 @asynccontextmanager
 async def _aplanned(
-    call: _Call, input: Any, options: _Options, locked: bool
+    call: _Call, input: Any, options: _Options, locked: bool, head: CheckpointTuple | None
 ) -> AsyncIterator[tuple[_Prepared, bool]]:
     """Async twin of ``_planned``."""
     newest = None if locked else await _anewest(call)  # a resume names no checkpoint
-    read = await _aread(call)
+    read = await _aread_from(call, head) if locked else await _aread(call)
     prepared = options.prepare(call, read, input)
     if not prepared.invocations and prepared.carry is None:
         yield prepared, False
@@ -350,26 +356,22 @@ async def _aplanned(
         yield await _asettled(call, newest, read[1], prepared, locked, input, options), True
 
 
-def _continuing(call: _Call, input: Any) -> str | None:
+def _continuing(call: _Call, input: Any, head: CheckpointTuple | None) -> str | None:
     """For a resume (input None) of a head that ``run`` verified and that waits on
-    nodes, the run mark to continue it with (``_continued``): nothing to plan, so the
-    head is read once and the graph invoked at once. None for any other call or head,
-    which is then planned (and its head read again).
+    nodes, the run mark to continue it with (``_continued``), once the stamp's
+    description is stored: nothing to plan. None for any other call or head, which is
+    then planned.
     """
-    if input is not None:
-        return None
-    mark = _continued(call, _head(call))
+    mark = _continued(call, head) if input is None else None
     if mark is not None:
         call.graph.neograph_ext_save(call.saver)
         logger.info("thread %r: %s", call.thread_id, PlanKind.CONTINUE)
     return mark
 
 
-async def _acontinuing(call: _Call, input: Any) -> str | None:
+async def _acontinuing(call: _Call, input: Any, head: CheckpointTuple | None) -> str | None:
     """Async twin of ``_continuing``."""
-    if input is not None:
-        return None
-    mark = _continued(call, await _ahead(call))
+    mark = _continued(call, head) if input is None else None
     if mark is not None:
         await call.graph.neograph_ext_asave(call.saver)
         logger.info("thread %r: %s", call.thread_id, PlanKind.CONTINUE)

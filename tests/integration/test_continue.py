@@ -122,20 +122,24 @@ def test_a_keeping_fork_missing_writes_is_declined(config: RunnableConfig) -> No
 
 
 def _unplanned(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Record every plan the drivers make."""
+    """Record every plan the drivers make, from a head they read or reading it."""
     planned: list[str] = []
-    read, aread = run_module._read, run_module._aread
+    for name in ("_read", "_read_from"):
+        real = getattr(run_module, name)
 
-    def counting(call: Any, **kwargs: Any) -> Any:
-        planned.append(call.thread_id)
-        return read(call, **kwargs)
+        def counting(call: Any, *args: Any, real: Any = real, **kwargs: Any) -> Any:
+            planned.append(call.thread_id)
+            return real(call, *args, **kwargs)
 
-    async def acounting(call: Any, **kwargs: Any) -> Any:
-        planned.append(call.thread_id)
-        return await aread(call, **kwargs)
+        monkeypatch.setattr(run_module, name, counting)
+    for name in ("_aread", "_aread_from"):
+        areal = getattr(run_module, name)
 
-    monkeypatch.setattr(run_module, "_read", counting)
-    monkeypatch.setattr(run_module, "_aread", acounting)
+        async def acounting(call: Any, *args: Any, areal: Any = areal, **kwargs: Any) -> Any:
+            planned.append(call.thread_id)
+            return await areal(call, *args, **kwargs)
+
+        monkeypatch.setattr(run_module, name, acounting)
     return planned
 
 
@@ -170,3 +174,19 @@ def test_a_declined_head_is_planned(
     graph = ne.compile(linear(runs, {"c": V2}), checkpointer=saver)
     assert ne.run(graph, None, config) == {"log": list("abcd")}
     assert runs == Counter("cd") and planned == [config["configurable"]["thread_id"]]
+
+
+def test_a_declined_resume_plans_from_the_head_it_read(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    graph = _complete(saver, config)
+    reads: list[RunnableConfig] = []
+    real = saver.get_tuple
+
+    def counting(cfg: RunnableConfig) -> Any:
+        reads.append(cfg)
+        return real(cfg)
+
+    monkeypatch.setattr(saver, "get_tuple", counting)
+    assert ne.run(graph, None, config) == {"log": list("abcd")}
+    assert len(reads) == 1
