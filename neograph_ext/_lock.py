@@ -238,18 +238,13 @@ def _connection(saver: BaseCheckpointSaver[Any]) -> Any:
             ("langgraph.checkpoint.sqlite.aio", "AsyncSqliteSaver"),
             ("langgraph.checkpoint.postgres.base", "BasePostgresSaver"),
         )
-        known = _KNOWN[kind] = any(_subclass(kind, module, name) for module, name in savers)
+        known = _KNOWN[kind] = any(_is(saver, module, name) for module, name in savers)
     return getattr(saver, "conn", None) if known else None
 
 
 _KNOWN: dict[type, bool] = {}
 """Per saver class, whether this module knows it. A class exists only once its bases'
 modules are imported, so the answer never changes."""
-
-
-def _subclass(kind: type, module: str, name: str) -> bool:
-    cls = getattr(sys.modules.get(module), name, None)
-    return isinstance(cls, type) and issubclass(kind, cls)
 
 
 def _is(obj: object, module: str, name: str) -> bool:
