@@ -331,7 +331,7 @@ def _planned(
 
     With no work, the thread's stored output is what ``_Prepared.stored`` holds.
     """
-    newest = None if locked else _newest(call)  # a resume names no checkpoint
+    newest = _newest(call)
     read = _read_from(call, head) if locked else _read(call)
     prepared = options.prepare(call, read, input)
     if not prepared.invocations and prepared.carry is None:
@@ -346,7 +346,7 @@ async def _aplanned(
     call: _Call, input: Any, options: _Options, locked: bool, head: CheckpointTuple | None
 ) -> AsyncIterator[tuple[_Prepared, bool]]:
     """Async twin of ``_planned``."""
-    newest = None if locked else await _anewest(call)  # a resume names no checkpoint
+    newest = await _anewest(call)
     read = await _aread_from(call, head) if locked else await _aread(call)
     prepared = options.prepare(call, read, input)
     if not prepared.invocations and prepared.carry is None:
@@ -422,8 +422,6 @@ def _settled(
     that carries values first writes the fork that carries them, then plans again from
     it.
     """
-    if planned_locked and prepared.carry is None:
-        return prepared
     locked = _followed(call, newest)
     if locked is not call or (
         not planned_locked and _moved(head, call.saver.get_tuple(call.config))
@@ -447,8 +445,6 @@ async def _asettled(
     options: _Options,
 ) -> _Prepared:
     """Async twin of ``_settled``."""
-    if planned_locked and prepared.carry is None:
-        return prepared
     locked = await _afollowed(call, newest)
     if locked is not call or (
         not planned_locked and _moved(head, await call.saver.aget_tuple(call.config))

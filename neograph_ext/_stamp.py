@@ -286,8 +286,8 @@ def _ref(raw: str) -> StampRef | None:
 
 @functools.lru_cache(maxsize=64)
 def _run_mark(raw: str, stamp_id: str) -> RunMark:
-    """Cached: a thread's checkpoints repeat the same few marks, and every resume reads
-    its head's twice (to plan, then to mark what it writes)."""
+    """Cached: a thread's checkpoints repeat the same few marks, and a planned resume
+    reads its head's twice (to plan, then to mark what it writes)."""
     mark = _MARK.fullmatch(raw)
     if mark is None or mark.group(1) != stamp_id[:_MARK_ID]:
         return _NO_MARK
