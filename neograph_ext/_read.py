@@ -133,7 +133,7 @@ def _read(call: _Call, *, full: bool = False) -> tuple[ResumePlan, CheckpointTup
             listing = call.saver.list(_thread(call.config))
             try:
                 with contextlib.suppress(NotNewestFirst):
-                    return _listed(call, iter(listing))
+                    return _listed(call, listing)
             finally:
                 _close(listing)  # left part-read when not newest first, or on an error
     return _read_from(call, _head(call), full=full)
@@ -169,7 +169,11 @@ def _read_from(
         head = _restarted(call, head)
         plan = None if full else _from_head(call, head)
         if plan is None:
-            plan = _from_history(call, head, call.saver.list(_thread(call.config)))
+            listing = call.saver.list(_thread(call.config))
+            try:
+                plan = _from_history(call, head, listing)
+            finally:
+                _close(listing)  # left part-read by an error: the saver would stay locked
     return plan, head
 
 
@@ -187,13 +191,22 @@ async def _aread_from(
 
 
 def _listed(
-    call: _Call, tuples: Iterator[CheckpointTuple]
+    call: _Call, listing: Iterable[CheckpointTuple]
 ) -> tuple[ResumePlan, CheckpointTuple | None]:
     """The whole-lineage read of a thread's newest checkpoint in one listing: savers list
     newest first, so the head is the first tuple listed, no read of its own (checked
-    by ``lineage``, which raises ``NotNewestFirst`` otherwise)."""
+    by ``lineage``, which raises ``NotNewestFirst`` otherwise).
+
+    No other saver call is made while the listing is open: LangGraph's sync savers hold
+    their (non-reentrant) lock until a listing ends, so a ``get_tuple`` made meanwhile
+    would wait forever. A head planned from elsewhere (``_restarted``) closes it first.
+    """
+    tuples = iter(listing)
     newest = resumable(next(tuples, None), call.thread_id)
-    head = _restarted(call, newest)
+    if incomplete(newest) is not None:
+        _close(listing)
+        return _read_from(call, newest, full=True)
+    head = newest
     listed = itertools.chain([newest], tuples) if newest is not None else ()
     return _from_history(call, head, listed, newest), head
 
