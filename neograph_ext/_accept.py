@@ -6,6 +6,9 @@ Rules:
   verified, holding the head's values, pending writes and interrupts unchanged
   (``_migrate.carry`` with nothing to carry). Nothing is deleted or overwritten.
 - The next plan starts at that checkpoint: what changed before it counts as handled.
+- A head verified against the current stamp already is current: nothing is written, so
+  a retried or racing ``accept`` writes no second fork. A fork a kill left without its
+  copied writes is not current: the head it forked is accepted again.
 """
 
 from __future__ import annotations
@@ -15,13 +18,16 @@ from dataclasses import replace
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.pregel import Pregel
 
 from neograph_ext._errors import GraphError
+from neograph_ext._fork import address
 from neograph_ext._lock import athread_lock, thread_lock
 from neograph_ext._migrate import Carrying, acarry, carry
-from neograph_ext._plan import PlanKind, ResumePlan
-from neograph_ext._read import _aread, _call, _read
+from neograph_ext._plan import PlanKind, ResumePlan, verified
+from neograph_ext._read import _aread, _Call, _call, _read
+from neograph_ext._stamp import read_marks
 
 __all__ = ["aaccept", "accept"]
 
@@ -49,9 +55,18 @@ def accept(graph: Pregel[Any, Any, Any, Any], config: RunnableConfig) -> Runnabl
     """
     call = _call(graph, config)
     with thread_lock(call.saver, call.thread_id):
-        decision = _accepted(_read(call, full=True)[0])
+        decision, head = _read(call, full=True)
+        current = _current(call, decision, head)
+        if current is not None:
+            return current
         written = carry(
-            call.graph, call.saver, call.config, decision, Carrying(), call.stamp, "accept"
+            call.graph,
+            call.saver,
+            call.config,
+            _accepted(decision),
+            Carrying(),
+            call.stamp,
+            "accept",
         )
     return _logged(decision, written)
 
@@ -60,11 +75,35 @@ async def aaccept(graph: Pregel[Any, Any, Any, Any], config: RunnableConfig) -> 
     """Async twin of ``accept``."""
     call = _call(graph, config)
     async with athread_lock(call.saver, call.thread_id):
-        decision = _accepted((await _aread(call, full=True))[0])
+        decision, head = await _aread(call, full=True)
+        current = _current(call, decision, head)
+        if current is not None:
+            return current
         written = await acarry(
-            call.graph, call.saver, call.config, decision, Carrying(), call.stamp, "accept"
+            call.graph,
+            call.saver,
+            call.config,
+            _accepted(decision),
+            Carrying(),
+            call.stamp,
+            "accept",
         )
     return _logged(decision, written)
+
+
+def _current(
+    call: _Call, decision: ResumePlan, head: CheckpointTuple | None
+) -> RunnableConfig | None:
+    """The head's config when the head is current already (``run`` or an ``accept``
+    verified it against the current stamp): nothing to accept, and nothing is written,
+    so a retried or racing ``accept`` adds no fork."""
+    if decision.kind is PlanKind.FRESH or head is None:
+        return None
+    stamp, mark = read_marks(head.metadata)
+    if not verified(stamp, mark.verified, call.stamp):
+        return None
+    logger.info("thread %r: its head is current already; nothing to accept", call.thread_id)
+    return address(head)
 
 
 def _accepted(decision: ResumePlan) -> ResumePlan:

@@ -9,10 +9,12 @@ Rules:
   to their tasks instead of running them.
 - A task kept is one that finished: it left writes, none of them an error or an
   interrupt.
-- The fork records how many tasks it keeps (``KEEP_KEY``). A fork holding the writes of
-  fewer tasks was left by a process killed between the fork and its writes: the next
-  run plans from T again (``incomplete``) and forks anew; the bare fork stays in the
-  history, like every abandoned branch.
+- The fork records how many tasks it keeps (``KEEP_KEY``; so does a fork carrying a
+  head's pending writes, ``_migrate``). A fork holding the writes of fewer tasks was left
+  by a process killed between the fork and its writes: the next run plans from T again
+  (``incomplete``) and forks anew; the bare fork stays in the history, like every
+  abandoned branch. The writes of no task are saved first, so a fork that holds every
+  kept task's writes holds them all.
 - Pure parts (``forked``, ``kept_writes``, ``incomplete``) do no I/O; ``keep`` and
   ``akeep`` differ by ``await`` alone.
 
@@ -43,12 +45,12 @@ from neograph_ext._errors import GraphError
 from neograph_ext._fork import Fork, Writes, address, aput_fork, forked_checkpoint, put_fork
 from neograph_ext._stamp import RUN_KEY, STAMP_KEY, Stamp, stamp_ref
 
-__all__ = ["KEEP_KEY", "akeep", "forked", "incomplete", "keep", "kept_writes"]
+__all__ = ["KEEP_KEY", "NULL_TASK", "akeep", "forked", "incomplete", "keep", "kept_writes"]
 
 KEEP_KEY = "neograph_ext_keep"
 """Fork metadata: how many tasks' writes the fork was made to hold."""
 
-_NULL_TASK = "00000000-0000-0000-0000-000000000000"
+NULL_TASK = "00000000-0000-0000-0000-000000000000"
 """LangGraph's task id for writes that belong to no task (a ``Command``'s update)."""
 _UNFINISHED = frozenset({"__error__", "__interrupt__"})
 """A task that wrote one of these did not finish: it runs again."""
@@ -79,7 +81,7 @@ def kept_writes(
     grouped: dict[TaskKey | None, list[tuple[str, Any]]] = defaultdict(list)
     unfinished: set[TaskKey] = set()
     for task_id, channel, value in writes:
-        if task_id == _NULL_TASK:
+        if task_id == NULL_TASK:
             if channel not in _NOT_CARRIED:
                 grouped[None].append((channel, value))
             continue
@@ -123,7 +125,7 @@ def incomplete(head: CheckpointTuple | None) -> RunnableConfig | None:
     expected = head.metadata.get(KEEP_KEY)
     if head.metadata.get("source") != "fork" or not isinstance(expected, int):
         return None
-    held = {task for task, _, _ in head.pending_writes or () if task != _NULL_TASK}
+    held = {task for task, _, _ in head.pending_writes or () if task != NULL_TASK}
     return head.parent_config if len(held) < expected else None
 
 
@@ -178,11 +180,12 @@ def _fork(
 def _by_old_id(
     old: Sequence[PregelTask], carried: Mapping[TaskKey | None, list[tuple[str, Any]]]
 ) -> Writes:
-    """The carried writes under the target's task ids, those of no task last."""
+    """The carried writes under the target's task ids, those of no task first: a fork
+    holding every kept task's writes (``incomplete``) then holds all of them."""
     ids = {(task.name, tuple(task.path)): task.id for task in old}
     found = tuple((ids[key], tuple(writes)) for key, writes in carried.items() if key is not None)
     if None in carried:
-        found += ((_NULL_TASK, tuple(carried[None])),)
+        found = ((NULL_TASK, tuple(carried[None])), *found)
     return found
 
 

@@ -11,8 +11,9 @@ Rules:
 - Carrying writes exactly one checkpoint through the saver's public API (``_fork``): a
   fork of the base checkpoint (the head, or a rewind's target) under the current stamp,
   holding the converted values at new channel versions. On the head, its pending writes
-  are copied too, so its next nodes and pending interrupts stay. Nothing is deleted or
-  overwritten.
+  are copied too, so its next nodes and pending interrupts stay; the fork records how
+  many tasks' writes it holds (``_keep.KEEP_KEY``), so one left without them by a kill
+  is planned from its base again. Nothing is deleted or overwritten.
 - A migration that raises, or returns what does not validate, is a
   ``CheckpointSchemaError`` naming the migration and the channel; nothing is written.
 """
@@ -32,6 +33,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from neograph_ext._errors import CheckpointSchemaError, GraphError
 from neograph_ext._fork import Fork, address, aput_fork, forked_checkpoint, put_fork
+from neograph_ext._keep import KEEP_KEY, NULL_TASK
 from neograph_ext._plan import Carry, PlanKind, ResumePlan
 from neograph_ext._stamp import (
     RUN_KEY,
@@ -257,12 +259,17 @@ def fork(
     grouped: dict[str, list[tuple[str, Any]]] = {}
     for task_id, channel, value in base.pending_writes or () if keep_writes else ():
         grouped.setdefault(task_id, []).append((channel, value))
+    # What the fork owes: a fork holding fewer tasks' writes was left by a killed
+    # process, and is planned from its base again (``_keep.incomplete``). The writes of
+    # no task go first, so a fork holding every task's writes holds all of them.
+    metadata[KEEP_KEY] = len(grouped.keys() - {NULL_TASK})
+    writes = sorted(grouped.items(), key=lambda item: item[0] != NULL_TASK)
     return Fork(
         address(base),
         checkpoint,
         typing.cast("CheckpointMetadata", metadata),
         versions,
-        tuple((task, tuple(writes)) for task, writes in grouped.items()),
+        tuple((task, tuple(found)) for task, found in writes),
     )
 
 

@@ -15,6 +15,7 @@ import multiprocessing
 import os
 import signal
 import sqlite3
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
@@ -45,6 +46,8 @@ class Outcome:
     result: Any = None
     error: str = ""
     seconds: float = 0.0
+    writes: tuple[str, ...] = ()
+    """For a ``--path`` worker: the saver writes it made, in order."""
 
 
 @dataclass
@@ -69,6 +72,7 @@ class Worker:
             data.get("result"),
             data.get("error", "") + data.get("traceback", ""),
             data.get("seconds", 0.0),
+            tuple(data.get("writes", ())),
         )
 
     def kill(self) -> None:
@@ -95,6 +99,8 @@ def spawn(
     delay: float = 0.0,
     on_busy: str = "wait",
     lock_timeout: float = 60.0,
+    path: str | None = None,
+    kill_before: int | None = None,
 ) -> Worker:
     """Start one worker process (arguments as in ``worker.main``)."""
     out = log.parent / f"outcome-{os.getpid()}-{next(_counter)}.json"
@@ -106,6 +112,8 @@ def spawn(
         ("--signal-dir", signal_dir),
         ("--ready", ready),
         ("--go", go),
+        ("--path", path),
+        ("--kill-before", kill_before),
     ):
         if value is not None:
             argv += [flag, str(value)]
@@ -117,6 +125,26 @@ def spawn(
 def run_worker(db: str, thread: str, log: Path, **options: Any) -> Outcome:
     """Start a worker and wait for it."""
     return spawn(db, thread, log, **options).wait()
+
+
+def in_time(call: Callable[[], Any], timeout: float = 20.0) -> Any:
+    """``call()`` in a daemon thread; fails if it does not return within ``timeout``
+    seconds (a hung call fails its test instead of stalling the suite)."""
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = call()
+        except BaseException as exc:  # re-raised below, in the test's thread
+            box["error"] = exc
+
+    runner = threading.Thread(target=target, daemon=True)
+    runner.start()
+    runner.join(timeout)
+    assert not runner.is_alive(), f"the call hung for {timeout} s"
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
 
 
 def wait_for(path: Path, *, alive: Worker | None = None, timeout: float = 60.0) -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -22,34 +21,13 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 import neograph_ext as ne
+from tests.reliability import harness as h
 from tests.reliability import worker
-
-TIMEOUT = 20.0
-"""Seconds a call may take before it counts as hung (each takes milliseconds)."""
 
 
 class _Killed(Exception):
     """Stands in for a SIGKILL in the saver's first ``put_writes``: the keeping fork
     is stored, the kept writes are not (a kill itself is in test_owed.py)."""
-
-
-def _in_time(call: Callable[[], Any]) -> Any:
-    """``call()`` in a daemon thread; fails if it does not return within ``TIMEOUT``."""
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["value"] = call()
-        except BaseException as exc:  # reported below
-            box["error"] = exc
-
-    runner = threading.Thread(target=target, daemon=True)
-    runner.start()
-    runner.join(TIMEOUT)
-    assert not runner.is_alive(), f"the call hung for {TIMEOUT} s"
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
 
 
 def _graph(saver: BaseCheckpointSaver[Any], log: Path, code: str | None = None) -> Any:
@@ -95,10 +73,10 @@ def test_plan_accept_and_run_return_after_a_fork_left_without_its_kept_writes(
     with pytest.raises(_Killed):
         ne.run(graph, dict(worker.INPUT), config)
 
-    assert _in_time(lambda: ne.plan(graph, config)).kind is not ne.PlanKind.UP_TO_DATE
-    _in_time(lambda: ne.accept(graph, config))
-    _in_time(lambda: ne.run(graph, dict(worker.INPUT), config))
-    assert _in_time(lambda: ne.plan(graph, config)).kind is ne.PlanKind.UP_TO_DATE
+    assert h.in_time(lambda: ne.plan(graph, config)).kind is not ne.PlanKind.UP_TO_DATE
+    h.in_time(lambda: ne.accept(graph, config))
+    h.in_time(lambda: ne.run(graph, dict(worker.INPUT), config))
+    assert h.in_time(lambda: ne.plan(graph, config)).kind is ne.PlanKind.UP_TO_DATE
 
 
 @pytest.mark.parametrize("kind", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -124,4 +102,4 @@ def test_async_twins_return_after_a_fork_left_without_its_kept_writes(
             await ne.arun(graph, dict(worker.INPUT), config)
             return (await ne.aplan(graph, config)).kind
 
-    assert _in_time(lambda: asyncio.run(scenario())) is ne.PlanKind.UP_TO_DATE
+    assert h.in_time(lambda: asyncio.run(scenario())) is ne.PlanKind.UP_TO_DATE

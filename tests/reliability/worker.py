@@ -25,6 +25,10 @@ Options:
     --on-busy wait|raise   passed to ``run``
     --lock-timeout SECONDS passed to ``run`` as ``lock_timeout``
     --out FILE             write the outcome as JSON (else print it)
+    --path NAME            instead of ``run``: the call of ``paths.PATHS[NAME]``; the
+                           outcome lists the saver writes it made
+    --kill-before N        SIGKILL this process right before the saver's Nth write
+                           (``put`` or ``put_writes``, counted together from 1)
 
 Exit status: 0 done, 3 ``ThreadBusyError``, 4 ``CheckpointSchemaError``, 1 other.
 """
@@ -36,6 +40,7 @@ import contextlib
 import json
 import operator
 import os
+import signal
 import sqlite3
 import sys
 import time
@@ -120,8 +125,11 @@ def build(
     crash_at: str | None = None,
     delay: float = 0.0,
     names: Sequence[str] = NODES,
+    state: type = State,
+    crash_when: Callable[[], None] | None = None,
 ) -> StateGraph[Any, Any, Any, Any]:
-    """The six-node graph; ``crash_at`` raises in that node (an in-process crash)."""
+    """The six-node graph; ``crash_at`` raises in that node (an in-process crash), once
+    ``crash_when()`` returns, if given."""
 
     def make(name: str) -> Callable[[State], dict[str, Any]]:
         def node(state: State) -> dict[str, Any]:
@@ -131,6 +139,8 @@ def build(
                 (signal_dir / name).touch()
                 time.sleep(600)  # until the parent kills this process
             if name == crash_at:
+                if crash_when is not None:
+                    crash_when()
                 raise RuntimeError(f"crash in {name}")
             if delay:
                 time.sleep(delay)
@@ -139,7 +149,7 @@ def build(
         node.__name__ = f"node_{name}"
         return node
 
-    builder = StateGraph(State)
+    builder = StateGraph(state)
     for name in names:
         builder.add_node(name, make(name))
     builder.add_edge(START, "a")
@@ -195,6 +205,24 @@ def _block_writes(saver: BaseCheckpointSaver[Any], signal_dir: Path) -> None:
     saver.put_writes = put_writes  # type: ignore[method-assign]
 
 
+def _kill_before(saver: BaseCheckpointSaver[Any], nth: int | None) -> list[str]:
+    """Count the saver's writes (``put`` and ``put_writes``, in the order made); SIGKILL
+    this process right before the ``nth`` (from 1), if given. Returns the running
+    record of the writes made, by method name."""
+    made: list[str] = []
+    for name in ("put", "put_writes"):
+        original = getattr(saver, name)
+
+        def counted(*args: Any, _name: str = name, _original: Any = original) -> Any:
+            if nth is not None and len(made) + 1 == nth:
+                os.kill(os.getpid(), signal.SIGKILL)
+            made.append(_name)
+            return _original(*args)
+
+        setattr(saver, name, counted)
+    return made
+
+
 def _wait_for(path: Path, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while not path.exists():
@@ -218,7 +246,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--on-busy", default="wait", choices=("wait", "raise"))
     parser.add_argument("--lock-timeout", type=float, default=60.0)
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--path")
+    parser.add_argument("--kill-before", type=int)
     args = parser.parse_args(argv)
+    if args.path:
+        return _write_path(args)
 
     code = parse_code(args.code)
     builder = build(
@@ -250,14 +282,37 @@ def main(argv: Sequence[str] | None = None) -> int:
         status, outcome = EXIT_SCHEMA, {"status": "schema", "error": str(exc)}
     except Exception as exc:  # the parent reports it
         outcome = {"status": "error", "error": repr(exc), "traceback": traceback.format_exc()}
+    _report(args.out, outcome)
+    return status
+
+
+def _write_path(args: argparse.Namespace) -> int:
+    """``--path NAME``: make that call of ``paths.PATHS`` on the thread, counting its
+    writes, killed before the ``--kill-before``-th if given."""
+    from tests.reliability.paths import PATHS
+
+    status, outcome = EXIT_ERROR, {}
+    try:
+        with open_saver(args.db) as saver:
+            made = _kill_before(saver, args.kill_before)
+            result = PATHS[args.path].call(
+                saver, args.log, {"configurable": {"thread_id": args.thread}}
+            )
+            status, outcome = EXIT_OK, {"status": "ok", "result": result, "writes": made}
+    except Exception as exc:  # the parent reports it
+        outcome = {"status": "error", "error": repr(exc), "traceback": traceback.format_exc()}
+    _report(args.out, outcome)
+    return status
+
+
+def _report(out: Path | None, outcome: Mapping[str, Any]) -> None:
     text = json.dumps(outcome, default=repr)
-    if args.out:
-        tmp = args.out.with_suffix(".tmp")
+    if out:
+        tmp = out.with_suffix(".tmp")
         tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, args.out)  # the parent never reads half a result
+        os.replace(tmp, out)  # the parent never reads half a result
     else:
         print(text)
-    return status
 
 
 def entry(argv: Sequence[str]) -> None:

@@ -1,0 +1,234 @@
+"""The write paths of 0.2, each as a setup and a call that a worker process makes.
+
+A path is what one call of neograph-ext writes when a deploy lands on a thread:
+
+- ``keep``: a rewind that keeps the finished work of the changed node's sibling (a
+  fork, the kept writes on it, then the re-run);
+- ``accept``: ``accept`` on a crashed head (a fork holding the head's pending writes),
+  then ``run``;
+- ``migrate``: a changed channel whose stored value a migration converts (a fork
+  carrying it), then the rest of the run;
+- ``replay``: a changed value of turn 0 of a six-turn chat, ``replay_turns=True``;
+- ``reask``: an answer sent to a question whose upstream content changed: the
+  question is asked again (the answer is set aside).
+
+``setup`` runs in the test process, unkilled; ``call`` runs in a worker, which may be
+killed at any write (``worker --kill-before``) and is then started again, unchanged.
+Every node appends its name to the log first, so the log says what ran.
+"""
+
+from __future__ import annotations
+
+import operator
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, TypedDict
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import Command, interrupt
+
+import neograph_ext as ne
+from tests.reliability import worker
+
+TURNS = 6
+"""Turns of the chat replayed by ``replay``."""
+
+
+def final(graph: Any, config: RunnableConfig) -> dict[str, Any]:
+    """The thread's state as a call leaves it: values, next nodes, pending questions."""
+    state = graph.get_state(config)
+    return {
+        "values": dict(state.values),
+        "next": sorted(state.next),
+        "asks": [i.value for i in state.interrupts],
+    }
+
+
+# --- keep, accept, migrate: the six-node graph of the reliability suite -------------
+
+
+class StateV2(TypedDict, total=False):
+    """The reliability graph's state after a deploy: channel ``c`` holds bytes."""
+
+    log: Annotated[list[str], operator.add]
+    seed: str
+    a: str
+    b: str
+    c: bytes
+    d: str
+    e: str
+    f: str
+
+
+def _six(saver: BaseCheckpointSaver[Any], log: Path, code: str | None = None, **kw: Any) -> Any:
+    parsed = worker.parse_code(code)
+    return worker.compiled(saver, worker.build(log, parsed, **kw), parsed)
+
+
+def _crashed_in(
+    saver: BaseCheckpointSaver[Any],
+    log: Path,
+    config: RunnableConfig,
+    node: str,
+    siblings: frozenset[str] = frozenset(),
+) -> None:
+    """The thread after a run that failed in ``node``, once its parallel ``siblings``
+    had their writes stored (else they may be lost with it, or not)."""
+
+    def stored() -> None:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            head = saver.get_tuple(config)
+            if siblings <= {channel for _, channel, _ in head.pending_writes or ()}:
+                return
+            time.sleep(0.005)
+        raise AssertionError(f"the writes of {siblings} were never stored")
+
+    try:
+        ne.run(_six(saver, log, crash_at=node, crash_when=stored), dict(worker.INPUT), config)
+    except RuntimeError:
+        return
+    raise AssertionError(f"the run did not fail in {node}")
+
+
+def _keep_setup(saver: BaseCheckpointSaver[Any], log: Path, config: RunnableConfig) -> None:
+    ne.run(_six(saver, log), dict(worker.INPUT), config)
+
+
+def _keep_call(saver: BaseCheckpointSaver[Any], log: Path, config: RunnableConfig) -> Any:
+    graph = _six(saver, log, "c=float")
+    ne.run(graph, dict(worker.INPUT), config)
+    return final(graph, config)
+
+
+def _accept_setup(saver: BaseCheckpointSaver[Any], log: Path, config: RunnableConfig) -> None:
+    _crashed_in(saver, log, config, "c", frozenset("d"))
+
+
+def _accept_call(saver: BaseCheckpointSaver[Any], log: Path, config: RunnableConfig) -> Any:
+    # d's type changed: without the accepted head, d would run again.
+    graph = _six(saver, log, "d=float")
+    ne.accept(graph, config)
+    ne.run(graph, dict(worker.INPUT), config)
+    return final(graph, config)
+
+
+def _migrate_setup(saver: BaseCheckpointSaver[Any], log: Path, config: RunnableConfig) -> None:
+    _crashed_in(saver, log, config, "e")
+
+
+def _migrating(saver: BaseCheckpointSaver[Any], log: Path) -> Any:
+    parsed = worker.parse_code(None)
+    return ne.compile(
+        worker.build(log, parsed, state=StateV2),
+        checkpointer=saver,
+        output_types={n: worker.TYPES[t] for n, t in parsed.items()},
+        migrations={"c": lambda old: str(old).encode()},
+    )
+
+
+def _migrate_call(saver: BaseCheckpointSaver[Any], log: Path, config: RunnableConfig) -> Any:
+    graph = _migrating(saver, log)
+    ne.run(graph, dict(worker.INPUT), config)
+    return final(graph, config)
+
+
+# --- replay: a chat whose first turn's value changed ---------------------------------
+
+
+class Chat(TypedDict, total=False):
+    said: Annotated[list[str], operator.add]
+    profile: str
+
+
+def _chat(saver: BaseCheckpointSaver[Any], log: Path, version: str = "v1") -> Any:
+    def extract(state: Chat) -> dict[str, Any]:
+        worker.record(log, "extract")
+        return {"profile": f"profile-{version}"}
+
+    def reply(state: Chat) -> dict[str, Any]:
+        worker.record(log, "reply")
+        return {"said": [f"re: {state['said'][-1]} ({state['profile']})"]}
+
+    builder = StateGraph(Chat)
+    builder.add_node("extract", extract)
+    builder.add_node("reply", reply)
+    builder.add_conditional_edges(
+        START, lambda s: "reply" if s.get("profile") else "extract", ["extract", "reply"]
+    )
+    builder.add_edge("extract", "reply")
+    builder.add_edge("reply", END)
+    return ne.compile(builder, checkpointer=saver, versions={"extract": version})
+
+
+def _replay_setup(saver: BaseCheckpointSaver[Any], log: Path, config: RunnableConfig) -> None:
+    graph = _chat(saver, log)
+    for turn in range(TURNS):
+        ne.run(graph, {"said": [f"q{turn}"]}, config)
+
+
+def _replay_call(saver: BaseCheckpointSaver[Any], log: Path, config: RunnableConfig) -> Any:
+    graph = _chat(saver, log, "v2")
+    ne.run(graph, None, config, replay_turns=True)
+    return final(graph, config)
+
+
+# --- reask: an approval whose draft changed ------------------------------------------
+
+
+class Approval(TypedDict, total=False):
+    topic: str
+    draft: str
+    answer: str
+    sent: str
+
+
+def _approval(saver: BaseCheckpointSaver[Any], log: Path, version: str = "v1") -> Any:
+    def draft(state: Approval) -> dict[str, Any]:
+        worker.record(log, "draft")
+        return {"draft": f"draft-{version} of {state['topic']}"}
+
+    def ask(state: Approval) -> dict[str, Any]:
+        worker.record(log, "ask")
+        return {"answer": interrupt(f"send {state['draft']}?")}
+
+    def send(state: Approval) -> dict[str, Any]:
+        worker.record(log, "send")
+        return {"sent": f"{state['draft']}: {state['answer']}"}
+
+    builder = StateGraph(Approval).add_sequence([draft, ask, send])
+    builder.add_edge(START, "draft")
+    return ne.compile(builder, checkpointer=saver, versions={"draft": version})
+
+
+def _reask_setup(saver: BaseCheckpointSaver[Any], log: Path, config: RunnableConfig) -> None:
+    ne.run(_approval(saver, log), {"topic": "release"}, config)
+
+
+def _reask_call(saver: BaseCheckpointSaver[Any], log: Path, config: RunnableConfig) -> Any:
+    graph = _approval(saver, log, "v2")
+    ne.run(graph, Command(resume="yes"), config)
+    return final(graph, config)
+
+
+@dataclass(frozen=True)
+class WritePath:
+    """One write path: how a thread is prepared, and the call that writes."""
+
+    setup: Callable[[BaseCheckpointSaver[Any], Path, RunnableConfig], None]
+    call: Callable[[BaseCheckpointSaver[Any], Path, RunnableConfig], Any]
+    graph: Callable[[BaseCheckpointSaver[Any], Path], Any]
+    """The graph of the deployed code, to plan the thread with."""
+
+
+PATHS: Mapping[str, WritePath] = {
+    "keep": WritePath(_keep_setup, _keep_call, lambda s, log: _six(s, log, "c=float")),
+    "accept": WritePath(_accept_setup, _accept_call, lambda s, log: _six(s, log, "d=float")),
+    "migrate": WritePath(_migrate_setup, _migrate_call, _migrating),
+    "replay": WritePath(_replay_setup, _replay_call, lambda s, log: _chat(s, log, "v2")),
+    "reask": WritePath(_reask_setup, _reask_call, lambda s, log: _approval(s, log, "v2")),
+}
