@@ -30,7 +30,7 @@ from neograph_ext._head import _interrupted, _next, _output, _paused, _stored_in
 from neograph_ext._keep import incomplete
 from neograph_ext._plan import PlanKind, ResumePlan, verified
 from neograph_ext._read import _Call, _with_checkpoint
-from neograph_ext._stamp import encode_run, input_digest, read_marks
+from neograph_ext._stamp import ASK_AGAIN, encode_run, input_digest, read_marks
 
 __all__ = [
     "_Invocation",
@@ -109,7 +109,8 @@ def _prepare(
     stored_input = _stored_input(head)
     answer = isinstance(input, Command)
     given = None if input is None or answer else input_digest(input)
-    here = encode_run(call.stamp, decision.kind, stored_input)
+    asking = _asking(call, head)
+    here = encode_run(call.stamp, ASK_AGAIN if asking else decision.kind, stored_input)
     complete = head is not None and not decision.next_nodes and not _interrupted(head)
     # A complete thread given another input starts a new turn; the same input (or an
     # input whose digest is unknown) asks for the stored result. So does an input
@@ -118,13 +119,17 @@ def _prepare(
     if head is None:
         steps: tuple[_Invocation, ...] = (_turn(call, decision, input, given),)
     elif decision.kind is PlanKind.REWIND:
+        paused = _paused(call.graph, head)
+        # Until the question asked again is stored, the checkpoints say so: an answer a
+        # retry sends meanwhile was given to the old question (``_asking``).
+        asked = encode_run(call.stamp, ASK_AGAIN, stored_input) if paused and not reanswer else here
         rewind = _with_checkpoint(call.config, decision.checkpoint_id)
-        steps = (_Invocation(None, rewind, here),)
+        steps = (_Invocation(None, rewind, asked),)
         if decision.kept_tasks:
             # Resumed without a checkpoint_id: the fork is the newest checkpoint, and
             # LangGraph hands the writes saved on it back to the kept tasks.
             after = _with_checkpoint(call.config, None)
-            steps = (_Invocation(None, after, here, keep=(rewind, decision.kept_tasks)),)
+            steps = (_Invocation(None, after, asked, keep=(rewind, decision.kept_tasks)),)
         steps += tuple(
             _Invocation(
                 _Replay(_with_checkpoint(call.config, cp)),
@@ -134,7 +139,6 @@ def _prepare(
             )
             for cp in decision.replayed
         )
-        paused = _paused(call.graph, head)
         if reanswer and (answer or paused):
             after = _with_checkpoint(call.config, None)
             steps += (_Invocation(input, after, here, _When.INTERRUPTED),)
@@ -157,6 +161,14 @@ def _prepare(
                 "thread %r is incomplete: resuming it; the input given is ignored",
                 decision.thread_id,
             )
+        if answer and asking and not reanswer:
+            logger.warning(
+                "thread %r: the question asked again after a change was not stored yet: "
+                "it is asked now, and the answer given, sent to the old question, is set "
+                "aside (run(..., reanswer=True) would apply it)",
+                decision.thread_id,
+            )
+            answer = False
         steps = (_Invocation(input if answer else None, call.config, here),)
     stored = _output(call.graph, head) if complete and not steps else None
     return _Prepared(steps, stored, durable(kwargs))
@@ -170,6 +182,14 @@ def _turn(
     return _Invocation(input, _with_checkpoint(call.config, None), mark, when)
 
 
+def _asking(call: _Call, head: CheckpointTuple | None) -> bool:
+    """Whether ``head`` was written by a run asking a question again that is not
+    stored yet (a process killed before it was): the question is still owed."""
+    if head is None or _paused(call.graph, head):
+        return False
+    return read_marks(head.metadata)[1].decision == ASK_AGAIN
+
+
 def _continued(call: _Call, head: CheckpointTuple | None) -> str | None:
     """The run mark that continues ``head`` when it needs no plan: ``run`` verified it
     against the current stamp (``_plan.verified``), it waits on nodes, and it is no
@@ -181,7 +201,8 @@ def _continued(call: _Call, head: CheckpointTuple | None) -> str | None:
     stamp, mark = read_marks(head.metadata)
     if not verified(stamp, mark.verified, call.stamp) or not _next(call.graph, head):
         return None
-    return encode_run(call.stamp, PlanKind.CONTINUE, mark.input)
+    asking = mark.decision == ASK_AGAIN and not _paused(call.graph, head)
+    return encode_run(call.stamp, ASK_AGAIN if asking else PlanKind.CONTINUE, mark.input)
 
 
 def durable(kwargs: Mapping[str, Any]) -> dict[str, Any]:

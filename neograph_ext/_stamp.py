@@ -43,6 +43,7 @@ from neograph_ext._fingerprint import Signature, UnresolvedTypeError, digest, si
 from neograph_ext._langgraph import prebuilt_output, tool_schemas
 
 __all__ = [
+    "ASK_AGAIN",
     "LEGACY_INPUT_KEY",
     "LEGACY_VERIFIED_KEY",
     "MAX_METADATA_BYTES",
@@ -187,6 +188,13 @@ class RunMark:
     """The stamp id against which the whole lineage was checked, if it was."""
     input: str | None = None
     """Digest (``_INPUT_DIGITS`` hex) of the input the run started with, if known."""
+    decision: str | None = None
+    """The decision the mark was written under (``ASK_AGAIN``: a question is owed)."""
+
+
+ASK_AGAIN = "ask_again"
+"""The decision of a run that rewinds to ask a question again: until the question is
+stored, an answer sent to the thread was given to the old one, and is set aside."""
 
 
 def stamp_ref(stamp: Stamp) -> str:
@@ -292,7 +300,7 @@ def _run_mark(raw: str, stamp_id: str) -> RunMark:
     if mark is None or mark.group(1) != stamp_id[:_MARK_ID]:
         return _NO_MARK
     checked = mark.group(2) not in ("unverified", PLAIN_CALL)
-    return RunMark(stamp_id if checked else None, mark.group(3))
+    return RunMark(stamp_id if checked else None, mark.group(3), mark.group(2))
 
 
 @functools.lru_cache(maxsize=16)
