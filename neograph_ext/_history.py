@@ -40,6 +40,7 @@ __all__ = [
     "NotNewestFirst",
     "Record",
     "lineage",
+    "owed_turns",
     "reading",
     "references",
     "resolved",
@@ -488,3 +489,33 @@ def _newer(version: object, seen: object) -> bool:
     if seen is None or type(version) is not type(seen):
         return True
     return bool(version > seen)  # type: ignore[operator]
+
+
+def owed_turns(tuples: Sequence[CheckpointTuple], head_id: str, source_id: str) -> tuple[str, ...]:
+    """The input checkpoints of ``source_id``'s later turns that a replay of them has
+    not started yet on ``head_id``'s branch, oldest first.
+
+    A replay (``run(..., replay_turns=True)``) forks ``source_id``'s lineage, then feeds
+    its later turns their inputs again, one invocation each; every checkpoint it writes
+    names ``source_id`` (``RunMark.replaying``). The turns replayed are the source's
+    ``input`` checkpoints after the fork; each one replayed wrote an ``input``
+    checkpoint on the new branch. What is left is owed.
+
+    Args:
+        tuples: Every root-namespace checkpoint of the thread.
+        head_id: The head of the replaying branch.
+        source_id: The head whose turns are replayed.
+    """
+    try:
+        old = lineage(tuples, source_id)
+        new = lineage(tuples, head_id)
+    except KeyError:  # the source is gone: nothing can be owed from it
+        return ()
+    common = 0
+    for before, after in zip(old, new, strict=False):
+        if before.checkpoint_id != after.checkpoint_id:
+            break
+        common += 1
+    turns = [r.checkpoint_id for r in old[common:] if r.source == "input"]
+    started = sum(1 for r in new[common:] if r.source == "input")
+    return tuple(turns[started:])

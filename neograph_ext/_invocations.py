@@ -58,6 +58,9 @@ class _Replay:
 
     config: RunnableConfig
     """Names that turn's ``input`` checkpoint, whose ``__start__`` value is the input."""
+    source: str | None = None
+    """The head whose turns are replayed, named in every checkpoint the replay writes
+    (``RunMark.replaying``) so that a retry after a kill replays the turns still owed."""
 
 
 class _Invocation(NamedTuple):
@@ -110,7 +113,10 @@ def _prepare(
     answer = isinstance(input, Command)
     given = None if input is None or answer else input_digest(input)
     asking = _asking(call, head)
-    here = encode_run(call.stamp, ASK_AGAIN if asking else decision.kind, stored_input)
+    # A replay names the head whose turns it replays: the plan's head, or for a replay
+    # cut short, the one its checkpoints name (``_read._owed``).
+    source = _source(call, decision, head)
+    here = encode_run(call.stamp, ASK_AGAIN if asking else decision.kind, stored_input, source)
     complete = head is not None and not decision.next_nodes and not _interrupted(head)
     # A complete thread given another input starts a new turn; the same input (or an
     # input whose digest is unknown) asks for the stored result. So does an input
@@ -130,15 +136,7 @@ def _prepare(
             # LangGraph hands the writes saved on it back to the kept tasks.
             after = _with_checkpoint(call.config, None)
             steps = (_Invocation(None, after, asked, keep=(rewind, decision.kept_tasks)),)
-        steps += tuple(
-            _Invocation(
-                _Replay(_with_checkpoint(call.config, cp)),
-                _with_checkpoint(call.config, None),
-                "",
-                _When.COMPLETE,
-            )
-            for cp in decision.replayed
-        )
+        steps += _replays(call, decision, source)
         if reanswer and (answer or paused):
             after = _with_checkpoint(call.config, None)
             steps += (_Invocation(input, after, here, _When.INTERRUPTED),)
@@ -150,6 +148,12 @@ def _prepare(
                 "; the answer given was set aside" if answer else "",
             )
         elif new_turn:
+            steps += (_turn(call, decision, input, given, _When.COMPLETE),)
+    elif decision.replayed:
+        # A replay cut short by a kill: finish the head's turn, then the turns owed.
+        steps = () if complete else (_Invocation(None, call.config, here),)
+        steps += _replays(call, decision, source)
+        if new_turn:
             steps += (_turn(call, decision, input, given, _When.COMPLETE),)
     elif new_turn:
         steps = (_turn(call, decision, input, given),)
@@ -172,6 +176,27 @@ def _prepare(
         steps = (_Invocation(input if answer else None, call.config, here),)
     stored = _output(call.graph, head) if complete and not steps else None
     return _Prepared(steps, stored, durable(kwargs))
+
+
+def _source(call: _Call, decision: ResumePlan, head: CheckpointTuple | None) -> str | None:
+    if not decision.replayed:
+        return None
+    if decision.kind is PlanKind.REWIND or head is None:
+        return decision.head_id
+    return read_marks(head.metadata)[1].replaying
+
+
+def _replays(call: _Call, decision: ResumePlan, source: str | None) -> tuple[_Invocation, ...]:
+    """One invocation per turn to replay, each due once the thread is complete."""
+    return tuple(
+        _Invocation(
+            _Replay(_with_checkpoint(call.config, cp), source),
+            _with_checkpoint(call.config, None),
+            "",
+            _When.COMPLETE,
+        )
+        for cp in decision.replayed
+    )
 
 
 def _turn(
@@ -201,6 +226,8 @@ def _continued(call: _Call, head: CheckpointTuple | None) -> str | None:
     stamp, mark = read_marks(head.metadata)
     if not verified(stamp, mark.verified, call.stamp) or not _next(call.graph, head):
         return None
+    if mark.replaying is not None:
+        return None  # a replay cut short: the turns it owes are planned (``_read._owed``)
     asking = mark.decision == ASK_AGAIN and not _paused(call.graph, head)
     return encode_run(call.stamp, ASK_AGAIN if asking else PlanKind.CONTINUE, mark.input)
 

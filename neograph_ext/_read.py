@@ -30,6 +30,7 @@ from neograph_ext._history import (
     NotNewestFirst,
     Record,
     lineage,
+    owed_turns,
     reading,
     references,
     resolved,
@@ -174,6 +175,7 @@ def _read_from(
                 plan = _from_history(call, head, listing)
             finally:
                 _close(listing)  # left part-read by an error: the saver would stay locked
+        plan = _owing(call, head, plan)
     return plan, head
 
 
@@ -187,6 +189,9 @@ async def _aread_from(
         if plan is None:
             tuples = [tup async for tup in call.saver.alist(_thread(call.config))]
             plan = await _afrom_history(call, head, tuples)
+        if _replaying(call, head, plan) is not None:
+            tuples = [tup async for tup in call.saver.alist(_thread(call.config))]
+            plan = _owed(call, head, plan, tuples)
     return plan, head
 
 
@@ -208,7 +213,9 @@ def _listed(
         return _read_from(call, newest, full=True)
     head = newest
     listed = itertools.chain([newest], tuples) if newest is not None else ()
-    return _from_history(call, head, listed, newest), head
+    plan = _from_history(call, head, listed, newest)
+    _close(listing)  # read whole by now; another listing may follow
+    return _owing(call, head, plan), head
 
 
 def _close(listing: Iterable[CheckpointTuple]) -> None:
@@ -225,7 +232,52 @@ async def _alisted(
     """Async twin of ``_listed``."""
     newest = resumable(tuples[0] if tuples else None, call.thread_id)
     head = await _arestarted(call, newest)
-    return await _afrom_history(call, head, tuples, newest), head
+    plan = await _afrom_history(call, head, tuples, newest)
+    return _owed(call, head, plan, tuples), head
+
+
+def _replaying(call: _Call, head: CheckpointTuple | None, plan: ResumePlan) -> str | None:
+    """The head whose turns the run that wrote ``head`` was replaying, when ``plan``
+    resumes ``head`` itself (a rewind planned anew replaces what a replay owed)."""
+    if head is None or plan.kind not in (PlanKind.CONTINUE, PlanKind.UP_TO_DATE):
+        return None
+    if _paused(call.graph, head):
+        return None  # a replay stops at the first question: nothing more is owed
+    stamp, mark = read_marks(head.metadata)
+    return mark.replaying if verified(stamp, mark.verified, call.stamp) else None
+
+
+def _owing(call: _Call, head: CheckpointTuple | None, plan: ResumePlan) -> ResumePlan:
+    """``plan``, with the turns a replay killed part-way still owes (``_owed``)."""
+    if _replaying(call, head, plan) is None:
+        return plan
+    listing = call.saver.list(_thread(call.config))
+    try:
+        tuples = list(listing)
+    finally:
+        _close(listing)
+    return _owed(call, head, plan, tuples)
+
+
+def _owed(
+    call: _Call, head: CheckpointTuple | None, plan: ResumePlan, tuples: list[CheckpointTuple]
+) -> ResumePlan:
+    """``plan`` resuming a head a replay wrote, with the later turns it has not
+    started yet (``_history.owed_turns``): they are replayed after the head."""
+    source = _replaying(call, head, plan)
+    if head is None or source is None:
+        return plan
+    owed = owed_turns(tuples, head.checkpoint["id"], source)
+    if not owed:
+        return plan
+    logger.warning(
+        "thread %r: a replay of the turns of checkpoint %s was cut short; %d turn(s) "
+        "still owed are replayed",
+        call.thread_id,
+        source,
+        len(owed),
+    )
+    return replace(plan, kind=PlanKind.CONTINUE, replayed=owed)
 
 
 def _restarted(call: _Call, head: CheckpointTuple | None) -> CheckpointTuple | None:
@@ -286,7 +338,7 @@ def _from_head(call: _Call, head: CheckpointTuple | None) -> ResumePlan | None:
     if head is None:
         return _decided((), call, None)
     stamp, mark = read_marks(head.metadata)  # a mapping: ``resumable`` checked it
-    if not verified(stamp, mark.verified, call.stamp):
+    if not verified(stamp, mark.verified, call.stamp) or mark.replaying is not None:
         return None
     plan = at_verified_head(head.checkpoint["id"], _next(call.graph, head), call.thread_id)
     return _logged(call.thread_id, plan)

@@ -549,7 +549,7 @@ def _replayed(call: _Call, replay: _Replay, stored: CheckpointTuple | None) -> t
         call.thread_id,
         stored.checkpoint["id"],
     )
-    return value, encode_run(call.stamp, PlanKind.REWIND, input_digest(value))
+    return value, encode_run(call.stamp, PlanKind.REWIND, input_digest(value), replay.source)
 
 
 def _carried(call: _Call, written: RunnableConfig) -> _Call:

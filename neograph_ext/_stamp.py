@@ -74,8 +74,9 @@ STAMP_KEY = "neograph_ext"
 """Checkpoint metadata key holding the stamp (SQLite filters need ``[a-zA-Z0-9_.-]``)."""
 
 RUN_KEY = "neograph_ext_run"
-"""Metadata written by ``run()``: ``<stamp id, 16 hex>.<decision>.<input digest>``; a
-plain call of the graph writes ``PLAIN_CALL`` as decision."""
+"""Metadata written by ``run()``: ``<stamp id, 16 hex>.<decision>.<input digest>``, and
+``.<checkpoint id>`` while turns of that head are replayed; a plain call of the graph
+writes ``PLAIN_CALL`` as decision."""
 
 PLAIN_CALL = "invoke"
 """The decision of a run mark written by a plain call: nothing was checked."""
@@ -96,9 +97,10 @@ REF_FORMAT: Final = 2
 """Version of what ``STAMP_KEY`` holds when it is a reference (0.1.0 held a description)."""
 
 _REF = re.compile(rf"{REF_FORMAT}:([0-9a-f]{{64}})")
-_MARK = re.compile(r"([0-9a-f]{16})\.([a-z_]{1,20})\.([0-9a-f]{32})?")
+_MARK = re.compile(r"([0-9a-f]{16})\.([a-z_]{1,20})\.([0-9a-f]{32})?(?:\.([0-9a-f-]{36}))?")
 _REF_CHARS = len(f"{REF_FORMAT}:") + 64
-_MARK_CHARS = 16 + 1 + 20 + 1 + 32
+_MARK_CHARS = 16 + 1 + 20 + 1 + 32 + 1 + 36
+_CHECKPOINT_ID = re.compile(r"[0-9a-f-]{36}")
 """The longest run mark ``_MARK`` matches: longer strings are not parsed (nor cached)."""
 _MARK_ID = 16
 """Hex digits of the stamp id a run mark is bound to."""
@@ -190,6 +192,9 @@ class RunMark:
     """Digest (``_INPUT_DIGITS`` hex) of the input the run started with, if known."""
     decision: str | None = None
     """The decision the mark was written under (``ASK_AGAIN``: a question is owed)."""
+    replaying: str | None = None
+    """The checkpoint id of the head whose later turns the run replays (``replay_turns``):
+    the turns it has not started yet are owed."""
 
 
 ASK_AGAIN = "ask_again"
@@ -202,15 +207,22 @@ def stamp_ref(stamp: Stamp) -> str:
     return f"{REF_FORMAT}:{stamp.id}"
 
 
-def encode_run(stamp: Stamp, decision: str, given_input: str | None) -> str:
+def encode_run(
+    stamp: Stamp, decision: str, given_input: str | None, replaying: str | None = None
+) -> str:
     """The run mark ``run()`` writes under ``RUN_KEY``.
 
     Args:
         stamp: The stamp of the graph being run; the mark is bound to it.
         decision: The plan's kind; ``unverified`` means the lineage was not checked.
         given_input: The input's digest (``input_digest``), if the run started one.
+        replaying: The id of the head whose later turns are being replayed, if any (an
+            id of another shape than LangGraph's is not recorded).
     """
-    return f"{stamp.id[:_MARK_ID]}.{decision}.{(given_input or '')[:_INPUT_DIGITS]}"
+    mark = f"{stamp.id[:_MARK_ID]}.{decision}.{(given_input or '')[:_INPUT_DIGITS]}"
+    if replaying is not None and _CHECKPOINT_ID.fullmatch(replaying):
+        mark += f".{replaying}"
+    return mark
 
 
 def read_stamp(raw: object) -> Stamp | StampRef | Unreadable | None:
@@ -300,7 +312,7 @@ def _run_mark(raw: str, stamp_id: str) -> RunMark:
     if mark is None or mark.group(1) != stamp_id[:_MARK_ID]:
         return _NO_MARK
     checked = mark.group(2) not in ("unverified", PLAIN_CALL)
-    return RunMark(stamp_id if checked else None, mark.group(3), mark.group(2))
+    return RunMark(stamp_id if checked else None, mark.group(3), mark.group(2), mark.group(4))
 
 
 @functools.lru_cache(maxsize=16)

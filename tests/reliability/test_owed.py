@@ -42,7 +42,7 @@ def _planned(db: str, name: str, thread: str, log: Path) -> ne.PlanKind:
         return h.in_time(lambda: ne.plan(graph, _config(thread))).kind
 
 
-@pytest.mark.parametrize("name", ["accept", "keep", "migrate", "reask"])
+@pytest.mark.parametrize("name", ["accept", "keep", "migrate", "reask", "replay"])
 def test_a_kill_before_any_write_of_the_path_is_finished_by_the_retry(
     db: str, name: str, tmp_path: Path
 ) -> None:

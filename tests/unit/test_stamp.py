@@ -157,3 +157,28 @@ def test_a_reference_and_a_run_mark_fit_the_metadata_budget() -> None:
         ).verified
         is None
     )
+
+
+def test_a_replaying_run_mark_names_its_source_and_fits_the_budget() -> None:
+    from neograph_ext._stamp import (
+        ASK_AGAIN,
+        MAX_METADATA_BYTES,
+        RUN_KEY,
+        encode_run,
+        input_digest,
+        read_run,
+        stamp_ref,
+    )
+
+    current = build_stamp(linear(Counter()))
+    source = "1f1ed77b-4a22-6364-8002-0891fb12109f"
+    longest = encode_run(current, "x" * 20, input_digest("hi"), source)
+    metadata = {STAMP_KEY: stamp_ref(current), RUN_KEY: longest}
+    assert len(json.dumps(metadata).encode()) <= MAX_METADATA_BYTES
+    ref = read_stamp(metadata[STAMP_KEY])
+    mark = read_run({**metadata, RUN_KEY: encode_run(current, ASK_AGAIN, None, source)}, ref)
+    assert (mark.replaying, mark.decision, mark.verified) == (source, ASK_AGAIN, current.id)
+    # An id of another shape is not recorded: the mark stays one the reader accepts.
+    assert read_run(
+        {**metadata, RUN_KEY: encode_run(current, "rewind", None, "x/../y")}, ref
+    ) == read_run({**metadata, RUN_KEY: encode_run(current, "rewind", None)}, ref)
