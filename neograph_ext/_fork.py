@@ -9,6 +9,9 @@ Rules:
   the base's tasks by node name and path (a ``Send``'s position), both read through
   LangGraph's public ``get_state(...).tasks`` (``task_ids``). Writes of an id no task of
   the base has (LangGraph's null task, a ``Command``'s update) keep their id.
+- The writes are saved before the fork (its task ids are read from a scratch copy of
+  it): the fork appears with every write it owes, so a kill between any two of these
+  writes leaves the thread as it was. Savers key writes by checkpoint id alone.
 - ``forked_checkpoint``, ``address`` and ``task_ids`` do no I/O; ``put_fork`` and
   ``aput_fork`` differ by ``await`` alone. Used by ``_keep`` (a rewind keeping finished
   tasks) and ``_migrate`` (carrying values on, and ``accept``).
@@ -40,6 +43,7 @@ from langgraph.checkpoint.base import (
     copy_checkpoint,
 )
 from langgraph.checkpoint.base.id import uuid6
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.pregel import Pregel
 from langgraph.types import PregelTask
 
@@ -106,7 +110,7 @@ def put_fork(
     fork: Fork,
     old: Iterable[PregelTask],
 ) -> RunnableConfig:
-    """Write the fork, then its writes under its own task ids.
+    """Write the fork's writes under its own task ids, then the fork.
 
     Args:
         graph: The graph, whose ``get_state`` names the fork's tasks.
@@ -118,12 +122,10 @@ def put_fork(
     Returns:
         The config of the checkpoint written.
     """
-    written = saver.put(fork.parent, fork.checkpoint, fork.metadata, fork.versions)
-    if fork.writes:
-        ids = task_ids(old, graph.get_state(written).tasks)
-        for task_id, writes in fork.writes:
-            saver.put_writes(written, writes, ids.get(task_id, task_id))
-    return written
+    at = _at(fork)
+    for task_id, writes in _refiled(graph, saver, fork, old):
+        saver.put_writes(at, writes, task_id)
+    return saver.put(fork.parent, fork.checkpoint, fork.metadata, fork.versions)
 
 
 async def aput_fork(
@@ -133,9 +135,36 @@ async def aput_fork(
     old: Iterable[PregelTask],
 ) -> RunnableConfig:
     """Async twin of ``put_fork``."""
-    written = await saver.aput(fork.parent, fork.checkpoint, fork.metadata, fork.versions)
-    if fork.writes:
-        ids = task_ids(old, (await graph.aget_state(written)).tasks)
-        for task_id, writes in fork.writes:
-            await saver.aput_writes(written, writes, ids.get(task_id, task_id))
-    return written
+    at = _at(fork)
+    for task_id, writes in _refiled(graph, saver, fork, old):
+        await saver.aput_writes(at, writes, task_id)
+    return await saver.aput(fork.parent, fork.checkpoint, fork.metadata, fork.versions)
+
+
+def _at(fork: Fork) -> RunnableConfig:
+    """Where the fork's writes go: the fork's own address, before the fork is stored."""
+    configurable = fork.parent["configurable"]
+    return {"configurable": {**configurable, "checkpoint_id": fork.checkpoint["id"]}}
+
+
+def _refiled(
+    graph: Pregel[Any, Any, Any, Any],
+    saver: BaseCheckpointSaver[Any],
+    fork: Fork,
+    old: Iterable[PregelTask],
+) -> Writes:
+    """The fork's writes under the fork's own task ids, known before it is stored.
+
+    Its tasks are named by ``get_state`` of the fork held in a scratch in-memory saver
+    (the thread's serializer, nothing shared): the writes are then saved before the
+    fork, which appears with all of them at once. A kill before the fork is stored
+    leaves writes no checkpoint names, and the thread as it was.
+    """
+    if not fork.writes:
+        return ()
+    scratch = InMemorySaver(serde=saver.serde)
+    versions = fork.checkpoint["channel_versions"]
+    held = scratch.put(fork.parent, fork.checkpoint, fork.metadata, versions)
+    tasks = graph.copy(update={"checkpointer": scratch}).get_state(held).tasks
+    ids = task_ids(old, tasks)
+    return tuple((ids.get(task_id, task_id), writes) for task_id, writes in fork.writes)

@@ -90,6 +90,9 @@ class Record(NamedTuple):
     it, read from the task ids of the parent's pending writes; None when they could not
     be matched to nodes, or when at most one node ran (then every node of ``ran``
     counts as a writer)."""
+    pending_wrote: frozenset[str] | None = None
+    """State channels the finished tasks of ``pending_tasks`` wrote (only read for the
+    head); None when unknown: then any channel may hold their values."""
 
 
 def lineage(
@@ -199,6 +202,7 @@ def _with_stamp(r: Record, stamp: Stamp) -> Record:
         r.pending_tasks,
         r.next_nodes,
         r.writers,
+        r.pending_wrote,
     )
 
 
@@ -401,6 +405,7 @@ class _Walk:
                 # Deriving task ids is most of a record's cost, and attribution only picks
                 # among the nodes of a step: a step of one node wrote everything itself.
                 _writers(tup, parent, parent_step) if len(ran) > 1 else None,
+                frozenset(c for _, c, _ in writes if c not in _SPECIAL_WRITES) if writes else _NONE,
             ),
         )
 

@@ -378,8 +378,12 @@ def _pending_changes(head: Record, current: Stamp) -> tuple[NodeChange, ...]:
         return ()
     if head.stamp.id == current.id:
         return ()
-    old = head.stamp.channels if isinstance(head.stamp, Stamp) else {}
-    channels = frozenset(old) | frozenset(current.channels)
+    # Only a channel those tasks wrote can hold a value of a changed type: a change
+    # elsewhere is not theirs (a sibling that crashed wrote nothing, and runs anyway).
+    channels = head.pending_wrote
+    if channels is None:
+        old = head.stamp.channels if isinstance(head.stamp, Stamp) else {}
+        channels = frozenset(old) | frozenset(current.channels)
     return step_changes(_user_nodes(head.next_nodes), channels, head.stamp, current)
 
 

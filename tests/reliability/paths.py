@@ -69,7 +69,7 @@ def _six(saver: BaseCheckpointSaver[Any], log: Path, code: str | None = None, **
     return worker.compiled(saver, worker.build(log, parsed, **kw), parsed)
 
 
-def _crashed_in(
+def crashed_in(
     saver: BaseCheckpointSaver[Any],
     log: Path,
     config: RunnableConfig,
@@ -99,14 +99,21 @@ def _keep_setup(saver: BaseCheckpointSaver[Any], log: Path, config: RunnableConf
     ne.run(_six(saver, log), dict(worker.INPUT), config)
 
 
+def retyped(saver: BaseCheckpointSaver[Any], log: Path) -> Any:
+    """The deployed code of ``keep``: channel ``c`` holds bytes (``StateV2``); ``d``,
+    ``c``'s parallel sibling, is unchanged, and its finished work is kept."""
+    parsed = worker.parse_code(None)
+    return worker.compiled(saver, worker.build(log, parsed, state=StateV2), parsed)
+
+
 def _keep_call(saver: BaseCheckpointSaver[Any], log: Path, config: RunnableConfig) -> Any:
-    graph = _six(saver, log, "c=float")
+    graph = retyped(saver, log)
     ne.run(graph, dict(worker.INPUT), config)
     return final(graph, config)
 
 
 def _accept_setup(saver: BaseCheckpointSaver[Any], log: Path, config: RunnableConfig) -> None:
-    _crashed_in(saver, log, config, "c", frozenset("d"))
+    crashed_in(saver, log, config, "c", frozenset("d"))
 
 
 def _accept_call(saver: BaseCheckpointSaver[Any], log: Path, config: RunnableConfig) -> Any:
@@ -118,7 +125,7 @@ def _accept_call(saver: BaseCheckpointSaver[Any], log: Path, config: RunnableCon
 
 
 def _migrate_setup(saver: BaseCheckpointSaver[Any], log: Path, config: RunnableConfig) -> None:
-    _crashed_in(saver, log, config, "e")
+    crashed_in(saver, log, config, "e")
 
 
 def _migrating(saver: BaseCheckpointSaver[Any], log: Path) -> Any:
@@ -226,7 +233,7 @@ class WritePath:
 
 
 PATHS: Mapping[str, WritePath] = {
-    "keep": WritePath(_keep_setup, _keep_call, lambda s, log: _six(s, log, "c=float")),
+    "keep": WritePath(_keep_setup, _keep_call, retyped),
     "accept": WritePath(_accept_setup, _accept_call, lambda s, log: _six(s, log, "d=float")),
     "migrate": WritePath(_migrate_setup, _migrate_call, _migrating),
     "replay": WritePath(_replay_setup, _replay_call, lambda s, log: _chat(s, log, "v2")),

@@ -83,17 +83,17 @@ def test_killed_during_a_rewind_the_next_run_converges(
     assert h.plan_kind(db, thread, V2) is ne.PlanKind.UP_TO_DATE
 
 
-def test_killed_between_the_fork_and_the_kept_writes_no_kept_node_runs(
+def test_killed_while_saving_the_kept_writes_no_kept_node_runs(
     db: str, thread: str, log: Path, tmp_path: Path
 ) -> None:
     first = h.run_worker(db, thread, log)
     assert first.status == "ok", first.error
     kept = h.checkpoint_ids(db, thread)
 
-    # The rewind keeps d, c's unchanged sibling: it forks, then dies before saving d's
-    # writes on the fork.
+    # The rewind keeps d, c's unchanged sibling: it dies saving d's writes, which go
+    # before the fork that holds them, so no fork is stored yet.
     h.kill_at(db, thread, log, WRITES, tmp_path / "signals", code=V2)
-    assert h.sources(db, thread)["fork"] == 1
+    assert h.sources(db, thread)["fork"] == 0
     before = h.counts(log)
     assert sum(before.values()) == len(NODES), "the killed rewind ran a node"
 
@@ -102,5 +102,6 @@ def test_killed_between_the_fork_and_the_kept_writes_no_kept_node_runs(
     assert resumed.status == "ok", resumed.error
     assert resumed.result == h.reference(V2)
     assert h.since(log, before) == Counter("cef")
+    assert h.sources(db, thread)["fork"] == 1
     assert kept <= h.checkpoint_ids(db, thread), "checkpoints were lost"
     assert h.plan_kind(db, thread, V2) is ne.PlanKind.UP_TO_DATE

@@ -22,7 +22,7 @@ import pytest
 import neograph_ext as ne
 from tests.reliability import harness as h
 from tests.reliability import worker
-from tests.reliability.paths import PATHS
+from tests.reliability.paths import PATHS, crashed_in, retyped
 
 
 def _config(thread: str) -> dict[str, Any]:
@@ -77,3 +77,17 @@ def test_a_kill_before_any_write_of_the_path_is_finished_by_the_retry(
         if (kind := _planned(db, name, thread, log)) is not planned:
             failures.append(f"{where}: plan says {kind}, not {planned}")
     assert not failures, "\n".join(failures)
+
+
+def test_a_deploy_on_a_thread_that_crashed_after_the_sibling_finished_keeps_it(
+    db: str, thread: str, log: Path
+) -> None:
+    # c crashed, d finished: a deploy that retypes c's channel leaves d's work valid.
+    with worker.open_saver(db) as saver:
+        crashed_in(saver, log, _config(thread), "c", frozenset("d"))
+        before = h.counts(log)
+        graph = retyped(saver, log)
+        plan = ne.plan(graph, _config(thread))
+        assert "d" not in plan.rerun, plan
+        ne.run(graph, dict(worker.INPUT), _config(thread))
+    assert h.since(log, before) == Counter("cef")

@@ -18,7 +18,7 @@ Options:
     --code NODE=TYPE,...   output types (int, float, str, bytes); default all ``str``
     --block-at NODE        that node touches ``SIGNAL_DIR/NODE`` and sleeps until killed;
                            ``put_writes``: the saver's first ``put_writes`` call does
-                           (in a rewind that keeps work: right after its fork)
+                           (in a rewind that keeps work: before its fork is stored)
     --signal-dir DIR       where ``--block-at`` signals
     --ready FILE / --go FILE   touch FILE when ready, then wait for the go file: races
     --delay SECONDS        each node sleeps this long, so racing runs overlap
