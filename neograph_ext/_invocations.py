@@ -25,7 +25,7 @@ from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.pregel import Pregel
 from langgraph.types import Command
 
-from neograph_ext._errors import CheckpointSchemaError
+from neograph_ext._errors import CheckpointSchemaError, GraphError
 from neograph_ext._head import _interrupted, _next, _output, _paused, _stored_input
 from neograph_ext._keep import incomplete
 from neograph_ext._plan import PlanKind, ResumePlan, verified
@@ -123,6 +123,13 @@ def _prepare(
     # given to a thread whose own input was never recorded, as plain LangGraph would.
     new_turn = complete and given is not None and stored_input != given
     if head is None:
+        if answer and input.resume is not None:
+            raise GraphError(
+                f"thread {decision.thread_id!r} has no checkpoint: a Command(resume=...) "
+                "answers a question the thread waits on (plain LangGraph would run the "
+                "whole graph on an empty input); check the thread_id, or start the thread "
+                "with its input"
+            )
         steps: tuple[_Invocation, ...] = (_turn(call, decision, input, given),)
     elif decision.kind is PlanKind.REWIND:
         paused = _paused(call.graph, head)

@@ -47,7 +47,7 @@ from neograph_ext._plan import (
     verified,
 )
 from neograph_ext._stamp import Stamp, read_marks
-from neograph_ext._stamp_store import aload, load
+from neograph_ext._stamp_store import aload, is_store_thread, load, reserved
 
 __all__ = [
     "_Call",
@@ -100,6 +100,8 @@ def _call(
     thread_id = (config.get("configurable") or {}).get("thread_id")
     if thread_id is None:
         raise GraphError('config names no thread: pass {"configurable": {"thread_id": "..."}}')
+    if is_store_thread(thread_id):
+        raise GraphError(reserved(thread_id))
     stamp = graph.neograph_ext_stamp
     return _Call(graph, config, stamp, _saver(graph), str(thread_id), replay_turns)
 

@@ -7,7 +7,9 @@ Rules:
   ``put`` / ``get_tuple``, so every ``BaseCheckpointSaver`` keeps it, including one
   injected at run time.
 - Writing is idempotent (same thread, same checkpoint id, same content), so racing
-  writers and repeated compiles are harmless.
+  writers and repeated compiles are harmless. Reading names the checkpoint id too, so a
+  graph's own checkpoints written on such a thread never hide it; ``run``, ``plan``,
+  ``accept`` and their twins refuse a reserved thread id (``reserved``).
 - A description read back is parsed like any stored stamp and must carry the id it
   is filed under; one that is missing or wrong is reported missing, and planning
   then counts what it covers as changed, never as unchanged.
@@ -30,7 +32,7 @@ from langgraph.checkpoint.base import (
 
 from neograph_ext._stamp import Stamp, read_description
 
-__all__ = ["THREAD_PREFIX", "aload", "asave", "is_store_thread", "load", "save"]
+__all__ = ["THREAD_PREFIX", "aload", "asave", "is_store_thread", "load", "reserved", "save"]
 
 THREAD_PREFIX = "neograph-ext-stamp:"
 """Thread id of a description: this prefix and the stamp id. Not a graph's thread."""
@@ -43,6 +45,14 @@ _CHANNEL = "description"
 def is_store_thread(thread_id: object) -> bool:
     """Whether a thread id names a stored description rather than a graph's thread."""
     return isinstance(thread_id, str) and thread_id.startswith(THREAD_PREFIX)
+
+
+def reserved(thread_id: str) -> str:
+    """The message refusing a graph call on a description's thread."""
+    return (
+        f"thread id {thread_id!r} is reserved: neograph-ext stores a stamp description "
+        f"under every thread id starting with {THREAD_PREFIX!r}; use another thread_id"
+    )
 
 
 def save(saver: BaseCheckpointSaver[Any], stamp: Stamp) -> None:
@@ -76,7 +86,15 @@ async def aload(saver: BaseCheckpointSaver[Any], ids: Iterable[str]) -> dict[str
 
 
 def _config(stamp_id: str) -> RunnableConfig:
-    return {"configurable": {"thread_id": THREAD_PREFIX + stamp_id, "checkpoint_ns": ""}}
+    # By checkpoint id: a plain graph call on the thread (which only ``run`` and its
+    # twins refuse) writes newer checkpoints there, and must not hide the description.
+    return {
+        "configurable": {
+            "thread_id": THREAD_PREFIX + stamp_id,
+            "checkpoint_ns": "",
+            "checkpoint_id": _CHECKPOINT_ID,
+        }
+    }
 
 
 def _write(

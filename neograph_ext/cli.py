@@ -50,7 +50,7 @@ from neograph_ext._cli_db import CliError, one_line, open_database
 from neograph_ext._graph import StampedGraph
 from neograph_ext._history import Record, lineage, references, resolved
 from neograph_ext._stamp import Stamp, StampRef, Unreadable
-from neograph_ext._stamp_store import is_store_thread, load
+from neograph_ext._stamp_store import is_store_thread, load, reserved
 
 __all__ = ["app", "main"]
 
@@ -114,6 +114,8 @@ def history_command(
         target = _load(graph) if graph else None
         with open_database(db) as saver:
             current = None if target is None else _stamp(_attach(target, saver, graph), graph)
+            if is_store_thread(thread):
+                raise CliError(reserved(thread))
             with _reading(f"thread {thread!r}"):
                 scope = {"thread_id": thread, "checkpoint_ns": ""}
                 tuples = list(saver.list({"configurable": scope}))
