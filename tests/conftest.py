@@ -8,6 +8,8 @@ Rules:
   say why. `make test` starts a throwaway server and sets it.
 - Every PostgreSQL test shares one database, so a test must use its own
   thread ids: the `config` fixture gives a new one each time.
+- Tests marked `storm` (minutes of random kills) are deselected unless `-m` names
+  them: `pytest -m storm tests/reliability`.
 """
 
 from __future__ import annotations
@@ -50,7 +52,13 @@ def _require_pg_dsn() -> str:
     return dsn
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if "storm" not in (config.getoption("markexpr", "") or ""):
+        # Minutes of random kills: run on purpose (`-m storm`), never as part of a suite.
+        storms = [item for item in items if item.get_closest_marker("storm")]
+        if storms:
+            config.hook.pytest_deselected(items=storms)
+            items[:] = [item for item in items if not item.get_closest_marker("storm")]
     for item in items:
         params = getattr(item, "callspec", None)
         uses_pg = "pg_dsn" in getattr(item, "fixturenames", ()) or (

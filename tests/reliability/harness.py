@@ -101,6 +101,7 @@ def spawn(
     lock_timeout: float = 60.0,
     path: str | None = None,
     kill_before: int | None = None,
+    kill_after: int | None = None,
 ) -> Worker:
     """Start one worker process (arguments as in ``worker.main``)."""
     out = log.parent / f"outcome-{os.getpid()}-{next(_counter)}.json"
@@ -114,6 +115,7 @@ def spawn(
         ("--go", go),
         ("--path", path),
         ("--kill-before", kill_before),
+        ("--kill-after", kill_after),
     ):
         if value is not None:
             argv += [flag, str(value)]

@@ -29,6 +29,7 @@ Options:
                            outcome lists the saver writes it made
     --kill-before N        SIGKILL this process right before the saver's Nth write
                            (``put`` or ``put_writes``, counted together from 1)
+    --kill-after N         ... or right after it
 
 Exit status: 0 done, 3 ``ThreadBusyError``, 4 ``CheckpointSchemaError``, 1 other.
 """
@@ -205,19 +206,22 @@ def _block_writes(saver: BaseCheckpointSaver[Any], signal_dir: Path) -> None:
     saver.put_writes = put_writes  # type: ignore[method-assign]
 
 
-def _kill_before(saver: BaseCheckpointSaver[Any], nth: int | None) -> list[str]:
+def _killing(saver: BaseCheckpointSaver[Any], before: int | None, after: int | None) -> list[str]:
     """Count the saver's writes (``put`` and ``put_writes``, in the order made); SIGKILL
-    this process right before the ``nth`` (from 1), if given. Returns the running
-    record of the writes made, by method name."""
+    this process right before the ``before``-th or right after the ``after``-th (from
+    1), if given. Returns the running record of the writes made, by method name."""
     made: list[str] = []
     for name in ("put", "put_writes"):
         original = getattr(saver, name)
 
         def counted(*args: Any, _name: str = name, _original: Any = original) -> Any:
-            if nth is not None and len(made) + 1 == nth:
+            if len(made) + 1 == before:
                 os.kill(os.getpid(), signal.SIGKILL)
             made.append(_name)
-            return _original(*args)
+            result = _original(*args)
+            if len(made) == after:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return result
 
         setattr(saver, name, counted)
     return made
@@ -248,6 +252,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path)
     parser.add_argument("--path")
     parser.add_argument("--kill-before", type=int)
+    parser.add_argument("--kill-after", type=int)
     args = parser.parse_args(argv)
     if args.path:
         return _write_path(args)
@@ -288,17 +293,22 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _write_path(args: argparse.Namespace) -> int:
     """``--path NAME``: make that call of ``paths.PATHS`` on the thread, counting its
-    writes, killed before the ``--kill-before``-th if given."""
+    writes, killed before the ``--kill-before``-th or after the ``--kill-after``-th."""
     from tests.reliability.paths import PATHS
 
     status, outcome = EXIT_ERROR, {}
     try:
         with open_saver(args.db) as saver:
-            made = _kill_before(saver, args.kill_before)
+            made = _killing(saver, args.kill_before, args.kill_after)
+            if args.ready:
+                args.ready.touch()
+            started = time.monotonic()
             result = PATHS[args.path].call(
                 saver, args.log, {"configurable": {"thread_id": args.thread}}
             )
+            seconds = time.monotonic() - started
             status, outcome = EXIT_OK, {"status": "ok", "result": result, "writes": made}
+            outcome["seconds"] = seconds
     except Exception as exc:  # the parent reports it
         outcome = {"status": "error", "error": repr(exc), "traceback": traceback.format_exc()}
     _report(args.out, outcome)
