@@ -5,7 +5,8 @@ A path is what one call of neograph-ext writes when a deploy lands on a thread:
 - ``keep``: a rewind that keeps the finished work of the changed node's sibling (a
   fork, the kept writes on it, then the re-run);
 - ``accept``: ``accept`` on a crashed head (a fork holding the head's pending writes),
-  then ``run``;
+  then ``run``; ``accept_asked``: the same on a head waiting on a question (the fork
+  holds its interrupt), then the answer;
 - ``migrate``: a changed channel whose stored value a migration converts (a fork
   carrying it), then the rest of the run;
 - ``replay``: a changed value of turn 0 of a six-turn chat, ``replay_turns=True``;
@@ -222,6 +223,14 @@ def _reask_call(saver: BaseCheckpointSaver[Any], log: Path, config: RunnableConf
     return final(graph, config)
 
 
+def _accept_asked_call(saver: BaseCheckpointSaver[Any], log: Path, config: RunnableConfig) -> Any:
+    # The question stays pending on the accepted head, and is answered there.
+    graph = _approval(saver, log, "v2")
+    ne.accept(graph, config)
+    ne.run(graph, Command(resume="yes"), config)
+    return final(graph, config)
+
+
 @dataclass(frozen=True)
 class WritePath:
     """One write path: how a thread is prepared, and the call that writes."""
@@ -238,4 +247,7 @@ PATHS: Mapping[str, WritePath] = {
     "migrate": WritePath(_migrate_setup, _migrate_call, _migrating),
     "replay": WritePath(_replay_setup, _replay_call, lambda s, log: _chat(s, log, "v2")),
     "reask": WritePath(_reask_setup, _reask_call, lambda s, log: _approval(s, log, "v2")),
+    "accept_asked": WritePath(
+        _reask_setup, _accept_asked_call, lambda s, log: _approval(s, log, "v2")
+    ),
 }
