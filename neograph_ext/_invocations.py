@@ -26,7 +26,7 @@ from langgraph.pregel import Pregel
 from langgraph.types import Command
 
 from neograph_ext._errors import CheckpointSchemaError
-from neograph_ext._head import _interrupted, _next, _output, _paused, _stored_input
+from neograph_ext._head import _interrupted, _next, _paused, _stored_input
 from neograph_ext._keep import incomplete
 from neograph_ext._plan import PlanKind, ResumePlan, verified
 from neograph_ext._read import _Call, _with_checkpoint
@@ -74,10 +74,9 @@ class _Invocation(NamedTuple):
 
 
 class _Prepared(NamedTuple):
-    """What a call invokes, and what it returns when it invokes nothing."""
+    """What a call invokes; invoking nothing, it replays the thread (``_run._idle``)."""
 
     invocations: tuple[_Invocation, ...]
-    stored: Any
     kwargs: dict[str, Any]
     carry: ResumePlan | None = None
     """A plan whose values are carried (``_migrate``) before planning the invocations."""
@@ -105,7 +104,7 @@ def _prepare(
         ways = "run with auto_resume=True to convert them, or start a new thread_id"
         raise CheckpointSchemaError(_message(decision, ways + _carrying(decision)), decision)
     if decision.migrated:
-        return _Prepared((), None, {}, carry=decision)
+        return _Prepared((), {}, carry=decision)
     stored_input = _stored_input(head)
     answer = isinstance(input, Command)
     given = None if input is None or answer else input_digest(input)
@@ -158,8 +157,7 @@ def _prepare(
                 decision.thread_id,
             )
         steps = (_Invocation(input if answer else None, call.config, here),)
-    stored = _output(call.graph, head) if complete and not steps else None
-    return _Prepared(steps, stored, durable(kwargs))
+    return _Prepared(steps, durable(kwargs))
 
 
 def _turn(
