@@ -98,12 +98,18 @@ class StampedGraph(CompiledStateGraph[Any, Any, Any, Any]):
         yield from self.neograph_ext_plain_stream(input, config, kwargs)
 
     def neograph_ext_plain_stream(
-        self, input: Any, config: RunnableConfig | None, kwargs: Mapping[str, Any]
+        self,
+        input: Any,
+        config: RunnableConfig | None,
+        kwargs: Mapping[str, Any],
+        saver: BaseCheckpointSaver[Any] | None = None,
     ) -> Iterator[Any]:
         """LangGraph's ``stream``, stamped, never planned: what a plain call does when
-        the graph does not resume, or when its plan leaves LangGraph nothing to change."""
+        the graph does not resume, or when its plan leaves LangGraph nothing to change
+        (then ``saver``: where to store the description afterwards, as a plain call
+        does, although the call carries a run mark)."""
         stamped = self._stamped(input, config)
-        saver = self._unsaved()
+        saver = saver or self._unsaved()
         if saver is None:
             yield from super().stream(input, stamped, **kwargs)
             return
@@ -121,19 +127,24 @@ class StampedGraph(CompiledStateGraph[Any, Any, Any, Any]):
         if self._resumes(config):
             from neograph_ext._run import aserved  # here, not above: _run imports this module
 
-            async for chunk in aserved(self, input, config or {}, kwargs):
-                yield chunk
+            async with aclosing(aserved(self, input, config or {}, kwargs)) as served_chunks:
+                async for chunk in served_chunks:
+                    yield chunk
             return
         async with aclosing(self.neograph_ext_plain_astream(input, config, kwargs)) as plain:
             async for chunk in plain:
                 yield chunk
 
     async def neograph_ext_plain_astream(
-        self, input: Any, config: RunnableConfig | None, kwargs: Mapping[str, Any]
+        self,
+        input: Any,
+        config: RunnableConfig | None,
+        kwargs: Mapping[str, Any],
+        saver: BaseCheckpointSaver[Any] | None = None,
     ) -> AsyncGenerator[Any, None]:
         """Async twin of ``neograph_ext_plain_stream``."""
         stamped = self._stamped(input, config)
-        saver = self._unsaved()
+        saver = saver or self._unsaved()
         # aclosing: a consumer that stops early must close LangGraph's stream at once,
         # which cancels its running tasks, as it would without this wrapper.
         inner = cast("AsyncGenerator[Any, None]", super().astream(input, stamped, **kwargs))

@@ -524,7 +524,8 @@ def served(
     a continue, an up-to-date or unverified thread, from the newest checkpoint or from a
     ``checkpoint_id``), the call is LangGraph's own, with the caller's input, config and
     keywords as given, so on unchanged code the option is invisible; its checkpoints
-    carry a run mark that says the lineage was checked, so the next call needs no plan.
+    carry a run mark that says the lineage was checked, so the next call needs no plan,
+    and the stamp's description is stored afterwards, as by any plain call.
     Otherwise (a rewind, a migrate, a strict error) it is ``stream``, whose invocations
     keep the caller's keywords, ``durability`` included.
     """
@@ -536,14 +537,13 @@ def served(
     if decision is not None and decision.kind not in _PLAIN_KINDS:
         yield from stream(graph, input, config, auto_resume=auto_resume, **kwargs)
         return
-    graph.neograph_ext_save(call.saver)
     with marking(call.stamp, _plain_mark(call, decision, head, input)):
-        yield from graph.neograph_ext_plain_stream(input, config, kwargs)
+        yield from graph.neograph_ext_plain_stream(input, config, kwargs, call.saver)
 
 
 async def aserved(
     graph: StampedGraph, input: Any, config: RunnableConfig, kwargs: Mapping[str, Any]
-) -> AsyncIterator[Any]:
+) -> AsyncGenerator[Any, None]:
     """Async twin of ``served``."""
     call = _call(graph, config)
     auto_resume = bool(graph.neograph_ext_auto_resume)
@@ -553,9 +553,8 @@ async def aserved(
     if decision is not None and decision.kind not in _PLAIN_KINDS:
         chunks = astream(graph, input, config, auto_resume=auto_resume, **kwargs)
     else:
-        await graph.neograph_ext_asave(call.saver)
         mark = _plain_mark(call, decision, head, input)
-        plain = graph.neograph_ext_plain_astream(input, config, kwargs)
+        plain = graph.neograph_ext_plain_astream(input, config, kwargs, call.saver)
         chunks = _amarked(call.stamp, mark, plain)
     async with aclosing(cast("AsyncGenerator[Any, None]", chunks)) as served_chunks:
         async for chunk in served_chunks:
