@@ -9,9 +9,16 @@ Rules:
   the base's tasks by node name and path (a ``Send``'s position), both read through
   LangGraph's public ``get_state(...).tasks`` (``task_ids``). Writes of an id no task of
   the base has (LangGraph's null task, a ``Command``'s update) keep their id.
-- ``forked_checkpoint``, ``address`` and ``task_ids`` do no I/O; ``put_fork`` and
-  ``aput_fork`` differ by ``await`` alone. Used by ``_keep`` (a rewind keeping finished
-  tasks) and ``_migrate`` (carrying values on, and ``accept``).
+- A fork holds exactly its base's values: each ``DeltaChannel`` the base holds or its
+  pending writes touch gets a snapshot of its value at the base (read through
+  ``get_state``), as LangGraph's own loop snapshots the first checkpoint of a branch.
+  Without one, the fork's value would be rebuilt by replaying the base's pending
+  writes, which belong to the branch the fork replaces (or, when they are copied onto
+  the fork, would then be applied twice).
+- ``forked_checkpoint``, ``address``, ``task_ids`` and ``snapshotted`` do no I/O;
+  ``put_fork`` and ``aput_fork`` differ by ``await`` alone. Used by ``_keep`` (a
+  rewind keeping finished tasks) and ``_migrate`` (carrying values on, and
+  ``accept``).
 
 What this relies on in LangGraph, checked on langgraph 1.2.24 (checkpoint 4.3.2);
 ``tests/unit/test_keep.py``, ``tests/integration/test_keep.py`` and
@@ -26,8 +33,8 @@ What this relies on in LangGraph, checked on langgraph 1.2.24 (checkpoint 4.3.2)
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -43,7 +50,17 @@ from langgraph.checkpoint.base.id import uuid6
 from langgraph.pregel import Pregel
 from langgraph.types import PregelTask
 
-__all__ = ["Fork", "address", "aput_fork", "forked_checkpoint", "put_fork", "task_ids"]
+from neograph_ext._langgraph import COUNTERS_KEY, delta_channels, delta_snapshot, writes_path
+
+__all__ = [
+    "Fork",
+    "address",
+    "aput_fork",
+    "forked_checkpoint",
+    "put_fork",
+    "snapshotted",
+    "task_ids",
+]
 
 Writes = tuple[tuple[str, tuple[tuple[str, Any], ...]], ...]
 """Pending writes per task id, in order: ``(task id, ((channel, value), ...))``."""
@@ -100,6 +117,58 @@ def task_ids(old: Iterable[PregelTask], new: Iterable[PregelTask]) -> dict[str, 
     }
 
 
+def snapshotted(
+    fork: Fork,
+    base: CheckpointTuple,
+    values: Mapping[str, Any],
+    channels: Mapping[str, Any],
+    next_version: Callable[[Any, None], Any],
+) -> Fork:
+    """``fork`` with a snapshot of each of ``channels`` (the graph's DeltaChannels) that
+    the base holds or its pending writes touch, unless the fork carries a value of its
+    own for it.
+
+    Args:
+        fork: The fork to write.
+        base: The checkpoint it forks.
+        values: The base's values as LangGraph rebuilds them (``get_state(...).values``).
+        channels: The graph's DeltaChannels by name (``_langgraph.delta_channels``).
+        next_version: The saver's ``get_next_version``: ``put`` stores a value only
+            for a channel whose version moved.
+    """
+    touched = {channel for _, channel, _ in base.pending_writes or ()}
+    versions = fork.checkpoint["channel_versions"]
+    wanted = [
+        name
+        for name in channels
+        if (name in versions or name in touched) and name not in fork.versions
+    ]
+    if not wanted:
+        return fork
+    checkpoint = copy_checkpoint(fork.checkpoint)
+    new_versions = dict(fork.versions)
+    # Above every version of the checkpoint, as LangGraph's own loop bumps a channel.
+    version = next_version(max(versions.values(), default=None), None)
+    for name in wanted:
+        # A channel the base's own writes touch first has no value at the base yet.
+        value = values[name] if name in values else channels[name].from_checkpoint(None).get()
+        checkpoint["channel_values"][name] = delta_snapshot(value)
+        checkpoint["channel_versions"][name] = version
+        new_versions[name] = version
+    metadata: dict[str, Any] = dict(fork.metadata)
+    stale: Mapping[str, Any] = metadata.get(COUNTERS_KEY) or {}
+    counters = {k: v for k, v in stale.items() if k not in wanted}
+    metadata.pop(COUNTERS_KEY, None)
+    if counters:
+        metadata[COUNTERS_KEY] = counters
+    return replace(
+        fork,
+        checkpoint=checkpoint,
+        metadata=metadata,  # type: ignore[arg-type]
+        versions=new_versions,
+    )
+
+
 def put_fork(
     graph: Pregel[Any, Any, Any, Any],
     saver: BaseCheckpointSaver[Any],
@@ -113,16 +182,26 @@ def put_fork(
         saver: The thread's saver.
         fork: What to write.
         old: The base's tasks (``get_state(fork.parent).tasks``), read by the caller
-            before anything is written: if the state cannot be read, nothing is.
+            before anything is written: if the state cannot be read, nothing is (so
+            are the base's DeltaChannel values, for ``snapshotted``).
 
     Returns:
         The config of the checkpoint written.
     """
+    channels = delta_channels(graph)
+    base = saver.get_tuple(fork.parent) if channels else None
+    if base is not None:
+        values = graph.get_state(fork.parent).values
+        fork = snapshotted(fork, base, values, channels, saver.get_next_version)
     written = saver.put(fork.parent, fork.checkpoint, fork.metadata, fork.versions)
     if fork.writes:
-        ids = task_ids(old, graph.get_state(written).tasks)
+        new = graph.get_state(written).tasks
+        ids, paths = task_ids(old, new), {task.id: task.path for task in new}
         for task_id, writes in fork.writes:
-            saver.put_writes(written, writes, ids.get(task_id, task_id))
+            now = ids.get(task_id, task_id)
+            saver.put_writes(
+                written, writes, now, **writes_path(saver.put_writes, paths.get(now, ()))
+            )
     return written
 
 
@@ -133,9 +212,18 @@ async def aput_fork(
     old: Iterable[PregelTask],
 ) -> RunnableConfig:
     """Async twin of ``put_fork``."""
+    channels = delta_channels(graph)
+    base = await saver.aget_tuple(fork.parent) if channels else None
+    if base is not None:
+        values = (await graph.aget_state(fork.parent)).values
+        fork = snapshotted(fork, base, values, channels, saver.get_next_version)
     written = await saver.aput(fork.parent, fork.checkpoint, fork.metadata, fork.versions)
     if fork.writes:
-        ids = task_ids(old, (await graph.aget_state(written)).tasks)
+        new = (await graph.aget_state(written)).tasks
+        ids, paths = task_ids(old, new), {task.id: task.path for task in new}
         for task_id, writes in fork.writes:
-            await saver.aput_writes(written, writes, ids.get(task_id, task_id))
+            now = ids.get(task_id, task_id)
+            await saver.aput_writes(
+                written, writes, now, **writes_path(saver.aput_writes, paths.get(now, ()))
+            )
     return written
