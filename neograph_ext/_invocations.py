@@ -28,6 +28,7 @@ from langgraph.types import Command
 from neograph_ext._errors import CheckpointSchemaError
 from neograph_ext._head import _interrupted, _next, _paused, _stored_input
 from neograph_ext._keep import incomplete
+from neograph_ext._langgraph import unsaved_subgraph
 from neograph_ext._plan import PlanKind, ResumePlan, verified
 from neograph_ext._read import _Call, _with_checkpoint
 from neograph_ext._stamp import encode_run, input_digest, read_marks
@@ -157,7 +158,7 @@ def _prepare(
                 decision.thread_id,
             )
         steps = (_Invocation(input if answer else None, call.config, here),)
-    return _Prepared(steps, durable(kwargs))
+    return _Prepared(steps, durable(kwargs, call.graph))
 
 
 def _turn(
@@ -182,8 +183,12 @@ def _continued(call: _Call, head: CheckpointTuple | None) -> str | None:
     return encode_run(call.stamp, PlanKind.CONTINUE, mark.input)
 
 
-def durable(kwargs: Mapping[str, Any]) -> dict[str, Any]:
-    """``invoke``'s keywords as ``run`` passes them: ``durability="sync"`` unless given."""
+def durable(kwargs: Mapping[str, Any], graph: Pregel[Any, Any, Any, Any]) -> dict[str, Any]:
+    """``invoke``'s keywords as ``run`` passes them: ``durability="sync"`` unless given,
+    or unless a subgraph cannot write under it (``unsaved_subgraph``): then LangGraph's
+    default."""
+    if "durability" in kwargs or unsaved_subgraph(graph):
+        return dict(kwargs)
     return {"durability": "sync", **kwargs}
 
 

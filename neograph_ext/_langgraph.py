@@ -36,6 +36,7 @@ __all__ = [
     "prebuilt_output",
     "task_writers",
     "tool_schemas",
+    "unsaved_subgraph",
     "writes_path",
 ]
 
@@ -244,3 +245,42 @@ def _task_path(part: object) -> str:
     if isinstance(part, tuple | list):
         return f"~{', '.join(_task_path(x) for x in part)}"
     return f"{part:010d}" if isinstance(part, int) else str(part)
+
+
+def unsaved_subgraph(graph: Pregel[Any, Any, Any, Any]) -> bool:
+    """Whether a node of ``graph``, at any depth, runs a graph compiled with
+    ``checkpointer=False``, found as LangGraph finds subgraphs (``find_subgraph_pregel``:
+    the node's runnable, its steps, and the nonlocals of its function).
+
+    LangGraph 1.2.24 passes the root's ``durability`` to every subgraph, and such a
+    subgraph fails under ``"sync"`` (``AttributeError: '...PregelLoop' object has no
+    attribute '_put_checkpoint_fut'``), so ``run`` may default to ``"sync"`` only
+    without one.
+    """
+    from langchain_core.runnables import RunnableLambda, RunnableSequence
+    from langchain_core.runnables.utils import get_function_nonlocals
+    from langgraph._internal._runnable import RunnableCallable, RunnableSeq
+
+    seen: set[int] = set()
+    candidates: list[object] = [node.bound for node in graph.nodes.values()]
+    while candidates:
+        found = candidates.pop()
+        if id(found) in seen:
+            continue
+        seen.add(id(found))
+        if isinstance(found, Pregel):
+            if found.checkpointer is False:
+                return True
+            if found is not graph:
+                candidates.extend(node.bound for node in found.nodes.values())
+        elif isinstance(found, RunnableSequence | RunnableSeq):
+            candidates.extend(found.steps)
+        elif isinstance(found, RunnableLambda):
+            candidates.extend(found.deps)
+        elif isinstance(found, RunnableCallable):
+            func = found.func if found.func is not None else found.afunc
+            if func is not None:
+                candidates.extend(
+                    getattr(nl, "__self__", nl) for nl in get_function_nonlocals(func)
+                )
+    return False

@@ -167,7 +167,7 @@ def run(
         continued = _continuing(call, input, head)
         if continued is not None:
             with marking(call.stamp, continued):
-                return graph.invoke(None, call.config, **durable(kwargs))
+                return graph.invoke(None, call.config, **durable(kwargs, graph))
         with _planned(call, input, options, first, head) as (prepared, work):
             if not prepared.invocations:
                 with marking(call.stamp, _IDLE):
@@ -202,7 +202,7 @@ async def arun(
         continued = await _acontinuing(call, input, head)
         if continued is not None:
             with marking(call.stamp, continued):
-                return await graph.ainvoke(None, call.config, **durable(kwargs))
+                return await graph.ainvoke(None, call.config, **durable(kwargs, graph))
         async with _aplanned(call, input, options, first, head) as (prepared, work):
             if not prepared.invocations:
                 with marking(call.stamp, _IDLE):
@@ -242,7 +242,7 @@ def stream(
         continued = _continuing(call, input, head)
         if continued is not None:
             with marking(call.stamp, continued):
-                yield from graph.stream(None, call.config, **durable(kwargs))
+                yield from graph.stream(None, call.config, **durable(kwargs, graph))
             return
         with _planned(call, input, options, first, head) as (prepared, work):
             if not prepared.invocations:
@@ -276,7 +276,7 @@ async def astream(
         head = await _ahead(call) if first else None
         continued = await _acontinuing(call, input, head)
         if continued is not None:
-            chunks = graph.astream(None, call.config, **durable(kwargs))
+            chunks = graph.astream(None, call.config, **durable(kwargs, graph))
             async for chunk in _amarked(call.stamp, continued, chunks):
                 yield chunk
             return
