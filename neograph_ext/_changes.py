@@ -182,6 +182,17 @@ def _keyed_lines(
     return tuple(lines)
 
 
+def storage_kind_changes(old: Stamp, new: Stamp) -> tuple[str, ...]:
+    """The channels of ``old`` that changed only their LangGraph channel class in ``new``
+    (``_storage_kind_only``), sorted: not changes, but a plan says what LangGraph does."""
+    return tuple(
+        channel
+        for channel in sorted(old.channels.keys() & new.channels.keys())
+        if old.channels[channel] != new.channels[channel]
+        and _storage_kind_only(old, old.channels[channel], new, new.channels[channel])
+    )
+
+
 def _storage_kind_only(old: Stamp, before: str | None, new: Stamp, after: str | None) -> bool:
     """Whether a channel changed only its LangGraph channel class (``without_storage_kind``),
     which LangGraph reads across: a plain reducer channel and a ``DeltaChannel``."""

@@ -131,7 +131,9 @@ def test_a_channel_that_only_changed_its_langgraph_channel_class_is_no_change(
     ne.run(ne.compile(fan(STATES[before], Counter()), checkpointer=saver), {"log": []}, config)
     runs: Counter[str] = Counter()
     graph = ne.compile(fan(STATES[after], runs), checkpointer=saver)
-    assert ne.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
+    plan = ne.plan(graph, config)
+    assert plan.kind is ne.PlanKind.UP_TO_DATE
+    assert [n for n in plan.notes if n.startswith("channel `log`: only the LangGraph")]
     assert ne.run(graph, {"log": []}, config) == {"log": LOG}
     assert ne.run(graph, {"log": ["new"]}, config) == {"log": [*LOG, "new", *LOG]}
     assert runs == Counter("abcd")

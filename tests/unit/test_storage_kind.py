@@ -15,7 +15,7 @@ from typing import Annotated, Any, TypedDict
 from langgraph.channels.delta import DeltaChannel
 from langgraph.graph import START, StateGraph
 
-from neograph_ext._changes import ChangeReason, step_changes
+from neograph_ext._changes import ChangeReason, step_changes, storage_kind_changes
 from neograph_ext._fingerprint import signature, without_storage_kind
 from neograph_ext._stamp import Stamp, build_stamp
 
@@ -51,6 +51,7 @@ def test_the_channel_class_alone_is_not_a_change_either_way() -> None:
     assert _stamp(Plain).channels != _stamp(Delta).channels  # stored stamps stay as they were
     assert _changes(Plain, Delta) == ()
     assert _changes(Delta, Plain) == ()
+    assert storage_kind_changes(_stamp(Plain), _stamp(Delta)) == ("log",)
 
 
 def test_a_changed_value_type_beside_it_still_is() -> None:
@@ -59,6 +60,7 @@ def test_a_changed_value_type_beside_it_still_is() -> None:
         assert [(c.node, c.reason, c.channel) for c in changes] == [
             ("a", ChangeReason.CHANNEL, "log")
         ]
+        assert storage_kind_changes(_stamp(old), _stamp(new)) == ()
 
 
 def test_only_langgraph_channel_classes_are_dropped() -> None:
