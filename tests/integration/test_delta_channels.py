@@ -138,3 +138,22 @@ def test_a_channel_that_only_changed_its_langgraph_channel_class_is_no_change(
     assert ne.run(graph, {"log": ["new"]}, config) == {"log": [*LOG, "new", *LOG]}
     assert runs == Counter("abcd")
     assert _read_back(STATES[after], saver, tmp_path, config) == {"log": [*LOG, "new", *LOG]}
+
+
+@pytest.mark.parametrize("changed, reran", [("a", "abcd"), ("d", "d")])
+def test_a_rewind_through_langgraphs_time_travel_holds_a_fresh_runs_values(
+    state: type,
+    saver: BaseCheckpointSaver[Any],
+    config: RunnableConfig,
+    tmp_path: Path,
+    changed: str,
+    reran: str,
+) -> None:
+    """Nothing kept: the rewind is LangGraph's own fork of the target, whose pending
+    writes (the old branch's) must not reach the new branch."""
+    ne.run(ne.compile(fan(state, Counter()), checkpointer=saver), {"log": []}, config)
+    runs: Counter[str] = Counter()
+    graph = ne.compile(fan(state, runs), checkpointer=saver, versions={changed: "2"})
+    assert ne.run(graph, {"log": []}, config) == {"log": LOG}
+    assert runs == Counter(reran)
+    assert _read_back(state, saver, tmp_path, config) == {"log": LOG}
