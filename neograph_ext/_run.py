@@ -170,8 +170,11 @@ def run(
                 return graph.invoke(None, call.config, **durable(kwargs, graph))
         with _planned(call, input, options, first, head) as (prepared, work):
             if not prepared.invocations:
+                idle = _idle(call, work)
+                if _named(call._replace(config=idle)) is not None:
+                    return _output(graph, graph.get_state(idle).values)
                 with marking(call.stamp, _IDLE):
-                    return graph.invoke(None, _idle(call, work), **prepared.kwargs)
+                    return graph.invoke(None, idle, **prepared.kwargs)
             result = None
             for step in prepared.invocations:
                 if _due(call, step):
@@ -205,8 +208,11 @@ async def arun(
                 return await graph.ainvoke(None, call.config, **durable(kwargs, graph))
         async with _aplanned(call, input, options, first, head) as (prepared, work):
             if not prepared.invocations:
+                idle = _idle(call, work)
+                if _named(call._replace(config=idle)) is not None:
+                    return _output(graph, (await graph.aget_state(idle)).values)
                 with marking(call.stamp, _IDLE):
-                    return await graph.ainvoke(None, _idle(call, work), **prepared.kwargs)
+                    return await graph.ainvoke(None, idle, **prepared.kwargs)
             result = None
             for step in prepared.invocations:
                 if await _adue(call, step):
@@ -297,8 +303,21 @@ async def astream(
 def _idle(call: _Call, carried: bool) -> RunnableConfig:
     """Where to resume a thread with nothing left to do, so that LangGraph itself rebuilds
     what it returns or streams (every channel kind, ``DeltaChannel`` included): the
-    call's checkpoint, or the thread's newest once values were carried onto a fork."""
+    call's checkpoint, or the thread's newest once values were carried onto a fork.
+
+    Resuming the newest checkpoint of a complete thread writes nothing; resuming one
+    named by ``checkpoint_id`` is time travel, which writes a fork: ``run`` then reads
+    the named checkpoint's state instead (``_output``)."""
     return _with_checkpoint(call.config, None) if carried else call.config
+
+
+def _output(graph: Pregel[Any, Any, Any, Any], values: Any) -> Any:
+    """What ``invoke`` returns for a complete checkpoint whose state LangGraph rebuilt
+    (``get_state(...).values``): its output channels."""
+    channels = graph.output_channels
+    if isinstance(channels, str):
+        return values.get(channels)
+    return {key: values[key] for key in channels if key in values}
 
 
 async def _amarked(stamp: Stamp, mark: str, chunks: AsyncIterator[Any]) -> AsyncIterator[Any]:

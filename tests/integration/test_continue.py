@@ -109,7 +109,7 @@ def test_a_head_is_continued_exactly_as_planning_would_or_declined(
     if mark is not None:
         prepared = _prepare(call, plan, head, None, True, {}, False)
         assert prepared.invocations == (_Invocation(None, call.config, mark),)
-        assert prepared.kwargs == durable({})
+        assert prepared.kwargs == durable({}, call.graph) == {"durability": "sync"}
 
 
 def test_a_keeping_fork_missing_writes_is_declined(config: RunnableConfig) -> None:

@@ -157,3 +157,23 @@ def test_a_rewind_through_langgraphs_time_travel_holds_a_fresh_runs_values(
     assert ne.run(graph, {"log": []}, config) == {"log": LOG}
     assert runs == Counter(reran)
     assert _read_back(state, saver, tmp_path, config) == {"log": LOG}
+
+
+def test_a_named_complete_checkpoint_returns_its_state_and_writes_nothing(
+    state: type, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    """Resuming a named checkpoint would be time travel, which writes a fork."""
+    runs: Counter[str] = Counter()
+    graph = ne.compile(fan(state, runs), checkpointer=saver)
+    ne.run(graph, {"log": []}, config)
+    newest = saver.get_tuple(config)
+    assert newest is not None
+    named: RunnableConfig = {
+        "configurable": {**config["configurable"], **newest.config["configurable"]}
+    }
+    checkpoints = len(list(saver.list(config)))
+    runs.clear()
+    assert ne.run(graph, {"log": []}, named) == {"log": LOG}
+    assert len(list(saver.list(config))) == checkpoints
+    assert ne.run(graph, {"log": []}, config) == {"log": LOG}
+    assert runs == Counter()
