@@ -7,10 +7,15 @@ installed at import, before any test module imports LangGraph's graphs.
 ``neograph_ext.compile`` itself calls ``builder.compile(...)``, which is the patched
 method again: a context variable marks that inner call so it reaches LangGraph's
 original ``compile`` instead of recursing.
+
+With ``NEOGRAPH_EXT_COMPAT_AUTO_RESUME=true`` (the auto-resume pass) every routed
+compile also passes ``auto_resume=True``, so every plain root call plans first, as a
+LangGraph server deployment of the docs does.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Generator
 from contextvars import ContextVar
 from typing import Any
@@ -20,11 +25,13 @@ from langgraph.graph.state import StateGraph
 
 import neograph_ext
 
-__all__ = ["ROUTED_PROPERTY", "original_compile"]
+__all__ = ["AUTO_RESUME_ENV", "ROUTED_PROPERTY", "original_compile"]
 
 original_compile = StateGraph.compile
 _inside: ContextVar[bool] = ContextVar("neograph_ext_compat_inside", default=False)
 ROUTED_PROPERTY = "neograph_ext_routed_compiles"
+AUTO_RESUME_ENV = "NEOGRAPH_EXT_COMPAT_AUTO_RESUME"
+_AUTO_RESUME = {"auto_resume": True} if os.environ.get(AUTO_RESUME_ENV) == "true" else {}
 
 
 class _Routed:
@@ -41,7 +48,7 @@ def _routed_compile(
     _Routed.calls += 1
     token = _inside.set(True)
     try:
-        return neograph_ext.compile(self, checkpointer=checkpointer, **kwargs)
+        return neograph_ext.compile(self, checkpointer=checkpointer, **_AUTO_RESUME, **kwargs)
     finally:
         _inside.reset(token)
 

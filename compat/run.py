@@ -2,18 +2,22 @@
 
 Drop-in fidelity means a graph compiled by neograph-ext behaves exactly like one
 compiled by LangGraph. LangGraph's sdist ships its ``tests/``; this script fetches
-the sdist of the installed version, runs those tests twice (memory and SQLite
-savers: ``NO_DOCKER=true`` keeps PostgreSQL, Redis and the dev server out), the
-second time with every ``StateGraph.compile`` routed through ``neograph_ext.compile``
-(``route_compile.py``), and compares the outcomes test by test.
+the sdist of the installed version and runs those tests three times from that one
+checkout (memory and SQLite savers: ``NO_DOCKER=true`` keeps PostgreSQL, Redis and
+the dev server out): plainly (``baseline``), with every ``StateGraph.compile`` routed
+through ``neograph_ext.compile`` (``wrapped``, ``route_compile.py``), and routed with
+``auto_resume=True`` (``auto_resume``: every plain root call plans first, as a server
+deployment does). Each routed pass is compared with the baseline test by test.
 
-A test that passes plainly and fails wrapped is a behavioural difference, unless
-``metadata_only.txt`` lists it and its failure is still an ``==`` whose operands
-are equal without neograph-ext's metadata keys (``record_outcomes.py`` recognises
-those). The exit status is 1 on any behavioural difference, any metadata-only
-difference not listed, and any stale list entry (a listed test that no longer
-differs). ``--write-list`` rewrites the list from this run's metadata-only
-differences and never lists anything else.
+A test that passes plainly and fails in a routed pass is a behavioural difference,
+unless ``metadata_only.txt`` lists it and its failure is still an ``==`` whose
+operands are equal without neograph-ext's metadata keys (``record_outcomes.py``
+recognises those). In the auto-resume pass, a behavioural difference is also excused
+when ``auto_resume_exceptions.txt`` lists it with its reason: a deliberate, documented
+choice. The exit status is 1 on any unexcused behavioural difference, any
+metadata-only difference not listed, and any stale list entry (a listed test that no
+longer differs). ``--write-list`` rewrites the metadata-only list from the wrapped
+pass's metadata-only differences and never lists anything else.
 
 Only the sdist's ``tests/`` is unpacked, so the installed ``langgraph`` (the one
 neograph-ext runs against) is what the tests import.
@@ -42,6 +46,10 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 CACHE = ROOT / ".compat"
 LIST_FILE = HERE / "metadata_only.txt"
+EXCEPTIONS_FILE = HERE / "auto_resume_exceptions.txt"
+# Kept in step with route_compile.AUTO_RESUME_ENV (a plugin, not importable here).
+AUTO_RESUME_ENV = "NEOGRAPH_EXT_COMPAT_AUTO_RESUME"
+ROUTED_PASSES = ("wrapped", "auto_resume")
 CI_SELECTION_FILE = HERE / "ci_selection.txt"
 # Kept in step with record_outcomes.METADATA_ONLY_MARK (a plugin, not importable here).
 METADATA_ONLY_MARK = "NEOGRAPH_EXT_METADATA_ONLY"
@@ -54,7 +62,8 @@ class Pass:
     """One run of the suite."""
 
     name: str
-    """``baseline`` (LangGraph's compile) or ``wrapped`` (neograph_ext.compile)."""
+    """``baseline`` (LangGraph's compile), ``wrapped`` (neograph_ext.compile) or
+    ``auto_resume`` (neograph_ext.compile with ``auto_resume=True``)."""
     results: dict[str, dict[str, Any]]
     """Node id -> ``{"outcome", "text", "seconds"}`` as record_outcomes.py writes it."""
     seconds: float
@@ -99,7 +108,7 @@ def _run_pass(name: str, tree: Path, targets: Sequence[str], workers: int, label
     record = CACHE / "results" / f"{label}-{name}.json"
     record.unlink(missing_ok=True)
     plugins = ["-p", "record_outcomes"]
-    if name == "wrapped":
+    if name in ROUTED_PASSES:
         plugins += ["-p", "route_compile"]
     command = [
         sys.executable, "-m", "pytest",
@@ -118,6 +127,7 @@ def _run_pass(name: str, tree: Path, targets: Sequence[str], workers: int, label
     env = {
         **os.environ,
         "NO_DOCKER": "true",
+        AUTO_RESUME_ENV: "true" if name == "auto_resume" else "",
         "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")])),
     }
     log = CACHE / "results" / f"{label}-{name}.log"
@@ -132,10 +142,10 @@ def _run_pass(name: str, tree: Path, targets: Sequence[str], workers: int, label
     return Pass(name, json.loads(record.read_text()), seconds)
 
 
-def _read_list() -> dict[str, str]:
-    """The checked-in list: node id -> reason."""
+def _read_list(path: Path = LIST_FILE) -> dict[str, str]:
+    """A checked-in list: node id -> reason."""
     entries: dict[str, str] = {}
-    for line in LIST_FILE.read_text().splitlines() if LIST_FILE.exists() else []:
+    for line in path.read_text().splitlines() if path.exists() else []:
         if line.strip() and not line.lstrip().startswith("#"):
             nodeid, _, reason = line.partition("  # ")
             entries[nodeid.strip()] = reason.strip()
@@ -205,42 +215,46 @@ def _write_list(
     print(f"[compat] wrote {len(entries)} entries to {LIST_FILE.relative_to(ROOT)}")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run both passes, print the summary; 0 when the wrapped graphs behave the same."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--selection", choices=("full", "ci"), default="full",
-        help="the whole suite, or the fixed subset in ci_selection.txt",
-    )  # fmt: skip
-    parser.add_argument("--workers", type=int, default=2, help="pytest-xdist workers (1: none)")
-    parser.add_argument(
-        "--write-list", action="store_true",
-        help="rewrite metadata_only.txt from this run's metadata-only differences",
-    )  # fmt: skip
-    parser.add_argument("pytest_targets", nargs="*", help="override the selection's test ids")
-    args = parser.parse_args(argv)
+@dataclass(frozen=True)
+class Comparison:
+    """One routed pass against the baseline."""
 
-    tree = _langgraph_tests()
-    targets = args.pytest_targets or (_ci_selection() if args.selection == "ci" else ["tests"])
-    label = args.selection if not args.pytest_targets else "custom"
-    baseline = _run_pass("baseline", tree, targets, args.workers, label)
-    wrapped = _run_pass("wrapped", tree, targets, args.workers, label)
+    routed: Pass
+    behavioural: dict[str, str]
+    """Node id -> failure text: passes plainly, fails routed, not metadata-only."""
+    excused: dict[str, str]
+    """Behavioural differences the pass's exceptions list names (node id -> reason)."""
+    metadata_only: dict[str, str]
+    """Node id -> the reason a list entry gives it."""
+    unlisted: list[str]
+    """Metadata-only differences ``metadata_only.txt`` does not list."""
+    stale: list[str]
+    """List entries (of either list) that no longer differ."""
+    gained: list[str]
+    """Tests that fail plainly and pass routed."""
 
-    routed = sum(entry.get("routed", 0) for entry in wrapped.results.values())
-    if not routed:
-        message = "[compat] the wrapped pass routed no compile through neograph_ext.compile"
-        if not args.pytest_targets:
-            sys.exit(message)
-        print(message + " (these tests compile no StateGraph)")
+    @property
+    def failed(self) -> bool:
+        return bool(self.behavioural or self.unlisted or self.stale)
 
-    listed = _read_list()
-    ran = set(baseline.results) | set(wrapped.results)
+
+def _compare(
+    baseline: Pass,
+    routed: Pass,
+    listed: dict[str, str],
+    exceptions: dict[str, str],
+    whole: bool,
+) -> Comparison:
+    """``routed`` judged against ``baseline``; ``whole``: the run covered the whole suite,
+    so an entry for a test that no longer exists is stale too."""
+    ran = set(baseline.results) | set(routed.results)
     behavioural: dict[str, str] = {}
+    excused: dict[str, str] = {}
     metadata_only: dict[str, str] = {}
     unlisted: list[str] = []
     for nodeid, before in sorted(baseline.results.items()):
-        module = wrapped.results.get(nodeid.split("::")[0], {"text": "not run"})
-        after = wrapped.results.get(nodeid, {"outcome": "missing", "text": module["text"]})
+        module = routed.results.get(nodeid.split("::")[0], {"text": "not run"})
+        after = routed.results.get(nodeid, {"outcome": "missing", "text": module["text"]})
         if before["outcome"] not in PASSED or after["outcome"] in PASSED:
             continue
         if _is_metadata_only(after["text"]):
@@ -248,60 +262,127 @@ def main(argv: Sequence[str] | None = None) -> int:
             metadata_only[nodeid] = f"`==` at {location}: {_stamp_where(after['text'])}"
             if nodeid not in listed:
                 unlisted.append(nodeid)
+        elif nodeid in exceptions:
+            excused[nodeid] = exceptions[nodeid]
         else:
             behavioural[nodeid] = after["text"] or after["outcome"]
+    differing = metadata_only.keys() | behavioural.keys() | excused.keys()
+    # The wrapped pass owns the metadata-only list (--write-list writes it from there);
+    # the auto-resume pass owns its exceptions.
+    owned = exceptions if routed.name == "auto_resume" else listed
     stale = sorted(
-        nodeid
-        for nodeid in listed
-        if nodeid not in metadata_only
-        and nodeid not in behavioural
-        and (nodeid in ran or (args.selection == "full" and not args.pytest_targets))
+        nodeid for nodeid in owned if nodeid not in differing and (nodeid in ran or whole)
     )
     gained = sorted(
         nodeid
-        for nodeid, after in wrapped.results.items()
+        for nodeid, after in routed.results.items()
         if after["outcome"] in PASSED and baseline.results.get(nodeid, {}).get("outcome") in FAILED
     )
+    return Comparison(routed, behavioural, excused, metadata_only, unlisted, stale, gained)
 
-    details = CACHE / "results" / f"{label}-differences.txt"
+
+def _report(comparison: Comparison, label: str) -> None:
+    routed = comparison.routed
+    count = sum(entry.get("routed", 0) for entry in routed.results.values())
+    passed = sum(1 for e in routed.results.values() if e["outcome"] in PASSED)
+    print(
+        f"  {routed.name:<11}: {passed} pass  ({_tally(routed.results)})  {routed.seconds:.0f} s"
+        f"  ({count} compiles routed through neograph_ext.compile)"
+    )
+    behavioural = comparison.behavioural
+    print(f"    behavioural differences  : {len(behavioural)}")
+    if routed.name == "auto_resume":
+        excused = len(comparison.excused)
+        print(f"    listed exceptions        : {excused} ({EXCEPTIONS_FILE.name})")
+    print(
+        f"    metadata-only differences: {len(comparison.metadata_only)}"
+        f" ({len(comparison.unlisted)} not listed)"
+    )
+    print(f"    stale list entries       : {len(comparison.stale)}")
+    if comparison.gained:
+        print(
+            f"    fail plainly, pass routed: {len(comparison.gained)}"
+            f" (look: {comparison.gained[0]} ...)"
+        )
+    causes = Counter(_cause(nodeid, text) for nodeid, text in behavioural.items())
+    for cause, n in causes.most_common(8):
+        print(f"      {n:4d} x {cause}")
+    for nodeid in list(behavioural)[:8]:
+        print(f"    BEHAVIOURAL {nodeid}")
+    for nodeid in comparison.unlisted[:5]:
+        print(f"    UNLISTED    {nodeid}")
+    for nodeid in comparison.stale[:5]:
+        print(f"    STALE       {nodeid}")
+    details = CACHE / "results" / f"{label}-{routed.name}-differences.txt"
     with details.open("w") as out:
-        for kind, group in (("BEHAVIOURAL", behavioural), ("METADATA-ONLY", metadata_only)):
+        for kind, group in (
+            ("BEHAVIOURAL", behavioural),
+            ("EXCUSED", comparison.excused),
+            ("METADATA-ONLY", comparison.metadata_only),
+        ):
             for nodeid in group:
-                text = wrapped.results.get(nodeid, {}).get("text", "")
+                text = routed.results.get(nodeid, {}).get("text", "")
                 out.write(f"===== {kind} {nodeid}\n{text}\n\n")
+    print(f"    failure texts: {details.relative_to(ROOT)}")
 
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the passes, print the summary; 0 when the routed graphs behave the same."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--selection", choices=("full", "ci"), default="full",
+        help="the whole suite, or the fixed subset in ci_selection.txt",
+    )  # fmt: skip
+    parser.add_argument("--workers", type=int, default=2, help="pytest-xdist workers (1: none)")
+    parser.add_argument(
+        "--passes", nargs="+", choices=ROUTED_PASSES, default=list(ROUTED_PASSES),
+        help="the routed passes to run after the baseline (default: both)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--write-list", action="store_true",
+        help="rewrite metadata_only.txt from the wrapped pass's metadata-only differences",
+    )  # fmt: skip
+    parser.add_argument("pytest_targets", nargs="*", help="override the selection's test ids")
+    args = parser.parse_args(argv)
+    if args.write_list and "wrapped" not in args.passes:
+        parser.error("--write-list needs the wrapped pass")
+
+    tree = _langgraph_tests()
+    targets = args.pytest_targets or (_ci_selection() if args.selection == "ci" else ["tests"])
+    label = args.selection if not args.pytest_targets else "custom"
+    started = time.monotonic()
+    baseline = _run_pass("baseline", tree, targets, args.workers, label)
+    routed = [_run_pass(name, tree, targets, args.workers, label) for name in args.passes]
+
+    for one in routed:
+        if not any(entry.get("routed", 0) for entry in one.results.values()):
+            message = f"[compat] the {one.name} pass routed no compile through neograph_ext.compile"
+            if not args.pytest_targets:
+                sys.exit(message)
+            print(message + " (these tests compile no StateGraph)")
+
+    listed = _read_list()
+    exceptions = _read_list(EXCEPTIONS_FILE)
+    whole = args.selection == "full" and not args.pytest_targets
+    comparisons = [_compare(baseline, one, listed, exceptions, whole) for one in routed]
+
+    ran = set(baseline.results).union(*(one.results for one in routed))
     passed = sum(1 for e in baseline.results.values() if e["outcome"] in PASSED)
     print()
     print(
         f"neograph-ext compat: langgraph {importlib.metadata.version('langgraph')} tests, "
         f"selection {label} ({len(ran)} tests, memory + SQLite savers)"
     )
-    print(f"  baseline : {passed} pass  ({_tally(baseline.results)})  {baseline.seconds:.0f} s")
-    passed_wrapped = sum(1 for e in wrapped.results.values() if e["outcome"] in PASSED)
-    print(
-        f"  wrapped  : {passed_wrapped} pass  ({_tally(wrapped.results)})  {wrapped.seconds:.0f} s"
-        f"  ({routed} compiles routed through neograph_ext.compile)"
-    )
-    print(f"  behavioural differences : {len(behavioural)}")
-    print(f"  metadata-only differences: {len(metadata_only)} ({len(unlisted)} not listed)")
-    print(f"  stale list entries       : {len(stale)}")
-    if gained:
-        print(f"  fail plainly, pass wrapped: {len(gained)} (look: {gained[0]} ...)")
-    causes = Counter(_cause(nodeid, text) for nodeid, text in behavioural.items())
-    for cause, count in causes.most_common(8):
-        print(f"    {count:4d} x {cause}")
-    for nodeid in list(behavioural)[:8]:
-        print(f"  BEHAVIOURAL {nodeid}")
-    for nodeid in unlisted[:5]:
-        print(f"  UNLISTED    {nodeid}")
-    for nodeid in stale[:5]:
-        print(f"  STALE       {nodeid}")
-    print(f"  failure texts: {details.relative_to(ROOT)}")
+    print(f"  baseline   : {passed} pass  ({_tally(baseline.results)})  {baseline.seconds:.0f} s")
+    for comparison in comparisons:
+        _report(comparison, label)
+    print(f"  all passes : {time.monotonic() - started:.0f} s")
 
     if args.write_list:
-        _write_list(metadata_only, behavioural, ran, listed)
-        return 1 if behavioural else 0
-    return 1 if behavioural or unlisted or stale else 0
+        wrapped = next(c for c in comparisons if c.routed.name == "wrapped")
+        _write_list(wrapped.metadata_only, wrapped.behavioural, ran, listed)
+        return 1 if any(c.behavioural for c in comparisons) else 0
+    return 1 if any(c.failed for c in comparisons) else 0
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from neograph_ext._fingerprint import diff
+from neograph_ext._fingerprint import diff, without_storage_kind
 from neograph_ext._stamp import NodeStamp, Stamp, StampRef
 
 __all__ = ["STORED", "ChangeReason", "NodeChange", "step_changes", "subgraph_lines"]
@@ -89,7 +89,7 @@ def step_changes(
         found += _node_changes(node, old, new, renames or {})
     for channel in sorted(wrote):
         before, after = old.channels.get(channel), new.channels.get(channel)
-        if before == after:
+        if before == after or _storage_kind_only(old, before, new, after):
             continue
         lines = _sig_diff(old, before, new, after)
         # The change belongs to the tasks that wrote the channel, not to their siblings.
@@ -180,6 +180,27 @@ def _keyed_lines(
                 f"    {line}" for line in _sig_diff(old, before.get(key), new, after.get(key))
             ]
     return tuple(lines)
+
+
+def storage_kind_changes(old: Stamp, new: Stamp) -> tuple[str, ...]:
+    """The channels of ``old`` that changed only their LangGraph channel class in ``new``
+    (``_storage_kind_only``), sorted: not changes, but a plan says what LangGraph does."""
+    return tuple(
+        channel
+        for channel in sorted(old.channels.keys() & new.channels.keys())
+        if old.channels[channel] != new.channels[channel]
+        and _storage_kind_only(old, old.channels[channel], new, new.channels[channel])
+    )
+
+
+def _storage_kind_only(old: Stamp, before: str | None, new: Stamp, after: str | None) -> bool:
+    """Whether a channel changed only its LangGraph channel class (``without_storage_kind``),
+    which LangGraph reads across: a plain reducer channel and a ``DeltaChannel``."""
+    old_sig = old.sigs.get(before) if before else None
+    new_sig = new.sigs.get(after) if after else None
+    if old_sig is None or new_sig is None:
+        return False
+    return without_storage_kind(old_sig) == without_storage_kind(new_sig)
 
 
 def _sig_diff(old: Stamp, before: str | None, new: Stamp, after: str | None) -> tuple[str, ...]:

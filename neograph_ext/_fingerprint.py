@@ -65,6 +65,7 @@ __all__ = [
     "digest",
     "fingerprint_type",
     "signature",
+    "without_storage_kind",
 ]
 
 FORMAT_VERSION: Final = 1
@@ -142,6 +143,29 @@ def signature(tp: object) -> Signature:
     builder = _Builder()
     root = builder.expr(tp)
     return {"root": root, "defs": dict(sorted(builder.defs.items()))}
+
+
+_STORAGE_KINDS: Final = "langgraph.channels."
+"""Where LangGraph's channel classes live: ``Annotated[list, DeltaChannel(extend)]`` names
+how a state key is stored and merged, not the type of its value."""
+
+
+def without_storage_kind(sig: Signature) -> Signature:
+    """``sig`` without the LangGraph channel class an ``Annotated`` type names at its top.
+
+    A channel's signature names its channel class (``DeltaChannel``) as an unknown
+    ``Annotated`` extra. Changing that class is not a type change where LangGraph reads
+    the old storage itself (a plain reducer becoming a ``DeltaChannel`` and back), so
+    comparing two channel signatures without it says whether the value's type changed.
+    """
+    root = sig.get("root")
+    if not (isinstance(root, list) and root[:1] == ["Annotated"] and len(root) == 3):
+        return sig
+    constraints = dict(root[2])
+    others = [o for o in constraints.pop("other", []) if not str(o).startswith(_STORAGE_KINDS)]
+    if others:
+        constraints["other"] = others
+    return {**sig, "root": ["Annotated", root[1], constraints] if constraints else root[1]}
 
 
 def digest(sig: Signature) -> str:

@@ -9,12 +9,19 @@ Rules:
   the base's tasks by node name and path (a ``Send``'s position), both read through
   LangGraph's public ``get_state(...).tasks`` (``task_ids``). Writes of an id no task of
   the base has (LangGraph's null task, a ``Command``'s update) keep their id.
+- A fork holds exactly its base's values: each ``DeltaChannel`` the base holds or its
+  pending writes touch gets a snapshot of its value at the base (read through
+  ``get_state``), as LangGraph's own loop snapshots the first checkpoint of a branch.
+  Without one, the fork's value would be rebuilt by replaying the base's pending
+  writes, which belong to the branch the fork replaces (or, when they are copied onto
+  the fork, would then be applied twice).
 - The writes are saved before the fork (its task ids are read from a scratch copy of
   it): the fork appears with every write it owes, so a kill between any two of these
   writes leaves the thread as it was. Savers key writes by checkpoint id alone.
-- ``forked_checkpoint``, ``address`` and ``task_ids`` do no I/O; ``put_fork`` and
-  ``aput_fork`` differ by ``await`` alone. Used by ``_keep`` (a rewind keeping finished
-  tasks) and ``_migrate`` (carrying values on, and ``accept``).
+- ``forked_checkpoint``, ``address``, ``task_ids`` and ``snapshotted`` do no I/O;
+  ``put_fork`` and ``aput_fork`` differ by ``await`` alone. Used by ``_keep`` (a
+  rewind keeping finished tasks) and ``_migrate`` (carrying values on, and
+  ``accept``).
 
 What this relies on in LangGraph, checked on langgraph 1.2.24 (checkpoint 4.3.2);
 ``tests/unit/test_keep.py``, ``tests/integration/test_keep.py`` and
@@ -29,8 +36,8 @@ What this relies on in LangGraph, checked on langgraph 1.2.24 (checkpoint 4.3.2)
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -47,7 +54,17 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.pregel import Pregel
 from langgraph.types import PregelTask
 
-__all__ = ["Fork", "address", "aput_fork", "forked_checkpoint", "put_fork", "task_ids"]
+from neograph_ext._langgraph import COUNTERS_KEY, delta_channels, delta_snapshot, writes_path
+
+__all__ = [
+    "Fork",
+    "address",
+    "aput_fork",
+    "forked_checkpoint",
+    "put_fork",
+    "snapshotted",
+    "task_ids",
+]
 
 Writes = tuple[tuple[str, tuple[tuple[str, Any], ...]], ...]
 """Pending writes per task id, in order: ``(task id, ((channel, value), ...))``."""
@@ -104,6 +121,58 @@ def task_ids(old: Iterable[PregelTask], new: Iterable[PregelTask]) -> dict[str, 
     }
 
 
+def snapshotted(
+    fork: Fork,
+    base: CheckpointTuple,
+    values: Mapping[str, Any],
+    channels: Mapping[str, Any],
+    next_version: Callable[[Any, None], Any],
+) -> Fork:
+    """``fork`` with a snapshot of each of ``channels`` (the graph's DeltaChannels) that
+    the base holds or its pending writes touch, unless the fork carries a value of its
+    own for it.
+
+    Args:
+        fork: The fork to write.
+        base: The checkpoint it forks.
+        values: The base's values as LangGraph rebuilds them (``get_state(...).values``).
+        channels: The graph's DeltaChannels by name (``_langgraph.delta_channels``).
+        next_version: The saver's ``get_next_version``: ``put`` stores a value only
+            for a channel whose version moved.
+    """
+    touched = {channel for _, channel, _ in base.pending_writes or ()}
+    versions = fork.checkpoint["channel_versions"]
+    wanted = [
+        name
+        for name in channels
+        if (name in versions or name in touched) and name not in fork.versions
+    ]
+    if not wanted:
+        return fork
+    checkpoint = copy_checkpoint(fork.checkpoint)
+    new_versions = dict(fork.versions)
+    # Above every version of the checkpoint, as LangGraph's own loop bumps a channel.
+    version = next_version(max(versions.values(), default=None), None)
+    for name in wanted:
+        # A channel the base's own writes touch first has no value at the base yet.
+        value = values[name] if name in values else channels[name].from_checkpoint(None).get()
+        checkpoint["channel_values"][name] = delta_snapshot(value)
+        checkpoint["channel_versions"][name] = version
+        new_versions[name] = version
+    metadata: dict[str, Any] = dict(fork.metadata)
+    stale: Mapping[str, Any] = metadata.get(COUNTERS_KEY) or {}
+    counters = {k: v for k, v in stale.items() if k not in wanted}
+    metadata.pop(COUNTERS_KEY, None)
+    if counters:
+        metadata[COUNTERS_KEY] = counters
+    return replace(
+        fork,
+        checkpoint=checkpoint,
+        metadata=metadata,  # type: ignore[arg-type]
+        versions=new_versions,
+    )
+
+
 def put_fork(
     graph: Pregel[Any, Any, Any, Any],
     saver: BaseCheckpointSaver[Any],
@@ -117,14 +186,20 @@ def put_fork(
         saver: The thread's saver.
         fork: What to write.
         old: The base's tasks (``get_state(fork.parent).tasks``), read by the caller
-            before anything is written: if the state cannot be read, nothing is.
+            before anything is written: if the state cannot be read, nothing is (so
+            are the base's DeltaChannel values, for ``snapshotted``).
 
     Returns:
         The config of the checkpoint written.
     """
+    channels = delta_channels(graph)
+    base = saver.get_tuple(fork.parent) if channels else None
+    if base is not None:
+        values = graph.get_state(fork.parent).values
+        fork = snapshotted(fork, base, values, channels, saver.get_next_version)
     at = _at(fork)
-    for task_id, writes in _refiled(graph, saver, fork, old):
-        saver.put_writes(at, writes, task_id)
+    for task_id, writes, path in _refiled(graph, saver, fork, old):
+        saver.put_writes(at, writes, task_id, **writes_path(saver.put_writes, path))
     return saver.put(fork.parent, fork.checkpoint, fork.metadata, fork.versions)
 
 
@@ -135,9 +210,14 @@ async def aput_fork(
     old: Iterable[PregelTask],
 ) -> RunnableConfig:
     """Async twin of ``put_fork``."""
+    channels = delta_channels(graph)
+    base = await saver.aget_tuple(fork.parent) if channels else None
+    if base is not None:
+        values = (await graph.aget_state(fork.parent)).values
+        fork = snapshotted(fork, base, values, channels, saver.get_next_version)
     at = _at(fork)
-    for task_id, writes in _refiled(graph, saver, fork, old):
-        await saver.aput_writes(at, writes, task_id)
+    for task_id, writes, path in _refiled(graph, saver, fork, old):
+        await saver.aput_writes(at, writes, task_id, **writes_path(saver.aput_writes, path))
     return await saver.aput(fork.parent, fork.checkpoint, fork.metadata, fork.versions)
 
 
@@ -152,8 +232,9 @@ def _refiled(
     saver: BaseCheckpointSaver[Any],
     fork: Fork,
     old: Iterable[PregelTask],
-) -> Writes:
-    """The fork's writes under the fork's own task ids, known before it is stored.
+) -> tuple[tuple[str, tuple[tuple[str, Any], ...], Sequence[Any]], ...]:
+    """The fork's writes under the fork's own task ids, with each task's path, known
+    before the fork is stored.
 
     Its tasks are named by ``get_state`` of the fork held in a scratch in-memory saver
     (the thread's serializer, nothing shared): the writes are then saved before the
@@ -166,5 +247,9 @@ def _refiled(
     versions = fork.checkpoint["channel_versions"]
     held = scratch.put(fork.parent, fork.checkpoint, fork.metadata, versions)
     tasks = graph.copy(update={"checkpointer": scratch}).get_state(held).tasks
-    ids = task_ids(old, tasks)
-    return tuple((ids.get(task_id, task_id), writes) for task_id, writes in fork.writes)
+    ids, paths = task_ids(old, tasks), {task.id: task.path for task in tasks}
+    refiled = []
+    for task_id, writes in fork.writes:
+        now = ids.get(task_id, task_id)
+        refiled.append((now, writes, paths.get(now, ())))
+    return tuple(refiled)

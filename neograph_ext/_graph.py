@@ -95,8 +95,21 @@ class StampedGraph(CompiledStateGraph[Any, Any, Any, Any]):
 
             yield from served(self, input, config or {}, kwargs)
             return
+        yield from self.neograph_ext_plain_stream(input, config, kwargs)
+
+    def neograph_ext_plain_stream(
+        self,
+        input: Any,
+        config: RunnableConfig | None,
+        kwargs: Mapping[str, Any],
+        saver: BaseCheckpointSaver[Any] | None = None,
+    ) -> Iterator[Any]:
+        """LangGraph's ``stream``, stamped, never planned: what a plain call does when
+        the graph does not resume, or when its plan leaves LangGraph nothing to change
+        (then ``saver``: where to store the description afterwards, as a plain call
+        does, although the call carries a run mark)."""
         stamped = self._stamped(input, config)
-        saver = self._unsaved()
+        saver = saver or self._unsaved()
         if saver is None:
             yield from super().stream(input, stamped, **kwargs)
             return
@@ -114,11 +127,24 @@ class StampedGraph(CompiledStateGraph[Any, Any, Any, Any]):
         if self._resumes(config):
             from neograph_ext._run import aserved  # here, not above: _run imports this module
 
-            async for chunk in aserved(self, input, config or {}, kwargs):
-                yield chunk
+            async with aclosing(aserved(self, input, config or {}, kwargs)) as served_chunks:
+                async for chunk in served_chunks:
+                    yield chunk
             return
+        async with aclosing(self.neograph_ext_plain_astream(input, config, kwargs)) as plain:
+            async for chunk in plain:
+                yield chunk
+
+    async def neograph_ext_plain_astream(
+        self,
+        input: Any,
+        config: RunnableConfig | None,
+        kwargs: Mapping[str, Any],
+        saver: BaseCheckpointSaver[Any] | None = None,
+    ) -> AsyncGenerator[Any, None]:
+        """Async twin of ``neograph_ext_plain_stream``."""
         stamped = self._stamped(input, config)
-        saver = self._unsaved()
+        saver = saver or self._unsaved()
         # aclosing: a consumer that stops early must close LangGraph's stream at once,
         # which cancels its running tasks, as it would without this wrapper.
         inner = cast("AsyncGenerator[Any, None]", super().astream(input, stamped, **kwargs))
@@ -254,8 +280,10 @@ def compile(
         auto_resume: ``None`` (default): plain calls behave as LangGraph's, stamped
             only; resume through ``run``. ``True``: every plain root call (``invoke``,
             ``stream``, ``ainvoke``, ``astream``, ``astream_events``; so every run a
-            LangGraph server makes) plans and rewinds as ``run`` does, with
-            ``durability="sync"`` forced. ``False``: the same, strict: a change raises
+            LangGraph server makes) plans first: a change is rewound or migrated as
+            ``run`` does; unchanged, the call is LangGraph's own, with the caller's
+            input and keywords (``durability`` included) as given. ``False``: the
+            same, strict: a change raises
             ``CheckpointSchemaError`` before any node runs.
         keep_compatible: True, or the types and channel names it covers: when such a
             channel's type changed and its live stored value still validates under the

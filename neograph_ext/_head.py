@@ -18,7 +18,7 @@ from langgraph.pregel import Pregel
 from neograph_ext._history import waiting
 from neograph_ext._stamp import read_marks
 
-__all__ = ["_interrupted", "_next", "_output", "_paused", "_stored_input"]
+__all__ = ["_interrupted", "_next", "_paused", "_stored_input"]
 
 
 def _next(graph: Pregel[Any, Any, Any, Any], head: CheckpointTuple) -> frozenset[str]:
@@ -62,14 +62,3 @@ def _paused(graph: Pregel[Any, Any, Any, Any], head: CheckpointTuple) -> bool:
     before = graph.interrupt_before_nodes
     waits = _next(graph, head)
     return bool(waits) and (before == "*" or bool(waits & set(before)))
-
-
-def _output(graph: Pregel[Any, Any, Any, Any], head: CheckpointTuple | None) -> Any:
-    """What ``invoke`` returns for a finished thread, read from the raw head."""
-    if head is None:
-        return None
-    values = head.checkpoint.get("channel_values", {})
-    channels = graph.output_channels
-    if isinstance(channels, str):
-        return values.get(channels)
-    return {key: values[key] for key in channels if key in values}

@@ -26,8 +26,9 @@ from langgraph.pregel import Pregel
 from langgraph.types import Command
 
 from neograph_ext._errors import CheckpointSchemaError, GraphError
-from neograph_ext._head import _interrupted, _next, _output, _paused, _stored_input
+from neograph_ext._head import _interrupted, _next, _paused, _stored_input
 from neograph_ext._keep import incomplete
+from neograph_ext._langgraph import unsaved_subgraph
 from neograph_ext._plan import PlanKind, ResumePlan, verified
 from neograph_ext._read import _Call, _with_checkpoint
 from neograph_ext._stamp import ASK_AGAIN, encode_run, input_digest, read_marks
@@ -77,10 +78,9 @@ class _Invocation(NamedTuple):
 
 
 class _Prepared(NamedTuple):
-    """What a call invokes, and what it returns when it invokes nothing."""
+    """What a call invokes; invoking nothing, it replays the thread (``_run._idle``)."""
 
     invocations: tuple[_Invocation, ...]
-    stored: Any
     kwargs: dict[str, Any]
     carry: ResumePlan | None = None
     """A plan whose values are carried (``_migrate``) before planning the invocations."""
@@ -108,7 +108,7 @@ def _prepare(
         ways = "run with auto_resume=True to convert them, or start a new thread_id"
         raise CheckpointSchemaError(_message(decision, ways + _carrying(decision)), decision)
     if decision.migrated:
-        return _Prepared((), None, {}, carry=decision)
+        return _Prepared((), {}, carry=decision)
     stored_input = _stored_input(head)
     answer = isinstance(input, Command)
     given = None if input is None or answer else input_digest(input)
@@ -181,8 +181,7 @@ def _prepare(
             )
             answer = False
         steps = (_Invocation(input if answer else None, call.config, here),)
-    stored = _output(call.graph, head) if complete and not steps else None
-    return _Prepared(steps, stored, durable(kwargs))
+    return _Prepared(steps, durable(kwargs, call.graph))
 
 
 def _source(call: _Call, decision: ResumePlan, head: CheckpointTuple | None) -> str | None:
@@ -239,8 +238,12 @@ def _continued(call: _Call, head: CheckpointTuple | None) -> str | None:
     return encode_run(call.stamp, ASK_AGAIN if asking else PlanKind.CONTINUE, mark.input)
 
 
-def durable(kwargs: Mapping[str, Any]) -> dict[str, Any]:
-    """``invoke``'s keywords as ``run`` passes them: ``durability="sync"`` unless given."""
+def durable(kwargs: Mapping[str, Any], graph: Pregel[Any, Any, Any, Any]) -> dict[str, Any]:
+    """``invoke``'s keywords as ``run`` passes them: ``durability="sync"`` unless given,
+    or unless a subgraph cannot write under it (``unsaved_subgraph``): then LangGraph's
+    default."""
+    if "durability" in kwargs or unsaved_subgraph(graph):
+        return dict(kwargs)
     return {"durability": "sync", **kwargs}
 
 

@@ -27,12 +27,17 @@ from xxhash import xxh3_128_hexdigest
 
 __all__ = [
     "COMPILE_OPTIONS",
+    "COUNTERS_KEY",
     "STORED_IS_AVAILABLE",
     "compile_options",
+    "delta_channels",
+    "delta_snapshot",
     "fold_cache_keys",
     "prebuilt_output",
     "task_writers",
     "tool_schemas",
+    "unsaved_subgraph",
+    "writes_path",
 ]
 
 COMPILE_OPTIONS: Mapping[str, str] = {
@@ -51,6 +56,9 @@ keeps it. A keyword missing here is carried by a same-named attribute, if any.""
 STORED_IS_AVAILABLE: frozenset[type] = frozenset({LastValue, EphemeralValue})
 """Channel types (exactly these) whose value is available whenever a checkpoint stores
 one: LangGraph stores only available values, and these hold nothing else."""
+
+COUNTERS_KEY = "counters_since_delta_snapshot"
+"""Checkpoint metadata: per DeltaChannel, updates and steps since its last snapshot."""
 
 _PULL = "__pregel_pull"
 _PUSH = "__pregel_push"
@@ -192,3 +200,87 @@ def prebuilt_output(runnable: object) -> object | None:
         schema: object = response_format[1]  # (system prompt, schema)
         return schema
     return response_format
+
+
+def delta_channels(graph: Pregel[Any, Any, Any, Any]) -> dict[str, Any]:
+    """The graph's ``DeltaChannel`` channels by name; none before langgraph 1.2.
+
+    A ``DeltaChannel`` (beta) stores no value in ``channel_values`` except a
+    ``_DeltaSnapshot`` every ``snapshot_frequency`` updates; a checkpoint's value is
+    rebuilt from the nearest snapshot on its parent chain plus the pending writes of
+    every ancestor from its parent up (``get_delta_channel_history``), so a checkpoint
+    written as a child of a base with pending writes replays them.
+    """
+    try:
+        from langgraph.channels.delta import DeltaChannel
+    except ImportError:  # langgraph < 1.2
+        return {}
+    return {name: ch for name, ch in graph.channels.items() if isinstance(ch, DeltaChannel)}
+
+
+def delta_snapshot(value: object) -> object:
+    """What LangGraph stores in ``channel_values`` for a DeltaChannel snapshot: the
+    ancestor walk of every later checkpoint stops there (``create_checkpoint``)."""
+    from langgraph.checkpoint.serde.types import _DeltaSnapshot
+
+    return _DeltaSnapshot(value)
+
+
+def writes_path(put_writes: Callable[..., Any], path: Sequence[Any]) -> dict[str, str]:
+    """The keywords that file writes under a task's path: ``{"task_path": ...}`` for a
+    saver whose ``put_writes`` (or ``aput_writes``) takes one, else none.
+
+    A saver sorts a checkpoint's writes by ``(task_path, task_id, idx)``, the order the
+    loop applies a superstep's tasks in, and writes saved without a path sort first: a
+    DeltaChannel rebuilt from them would hold a kept task's write before those of the
+    tasks that ran before it (``writes_sort_key``). Written as LangGraph's loop does
+    (``task_path_str``, ``put_writes_accepts_task_path``).
+    """
+    if inspect.signature(put_writes).parameters.get("task_path") is None:
+        return {}
+    return {"task_path": _task_path(tuple(path))}
+
+
+def _task_path(part: object) -> str:
+    if isinstance(part, tuple | list):
+        return f"~{', '.join(_task_path(x) for x in part)}"
+    return f"{part:010d}" if isinstance(part, int) else str(part)
+
+
+def unsaved_subgraph(graph: Pregel[Any, Any, Any, Any]) -> bool:
+    """Whether a node of ``graph``, at any depth, runs a graph compiled with
+    ``checkpointer=False``, found as LangGraph finds subgraphs (``find_subgraph_pregel``:
+    the node's runnable, its steps, and the nonlocals of its function).
+
+    LangGraph 1.2.24 passes the root's ``durability`` to every subgraph, and such a
+    subgraph fails under ``"sync"`` (``AttributeError: '...PregelLoop' object has no
+    attribute '_put_checkpoint_fut'``), so ``run`` may default to ``"sync"`` only
+    without one.
+    """
+    from langchain_core.runnables import RunnableLambda, RunnableSequence
+    from langchain_core.runnables.utils import get_function_nonlocals
+    from langgraph._internal._runnable import RunnableCallable, RunnableSeq
+
+    seen: set[int] = set()
+    candidates: list[object] = [node.bound for node in graph.nodes.values()]
+    while candidates:
+        found = candidates.pop()
+        if id(found) in seen:
+            continue
+        seen.add(id(found))
+        if isinstance(found, Pregel):
+            if found.checkpointer is False:
+                return True
+            if found is not graph:
+                candidates.extend(node.bound for node in found.nodes.values())
+        elif isinstance(found, RunnableSequence | RunnableSeq):
+            candidates.extend(found.steps)
+        elif isinstance(found, RunnableLambda):
+            candidates.extend(found.deps)
+        elif isinstance(found, RunnableCallable):
+            func = found.func if found.func is not None else found.afunc
+            if func is not None:
+                candidates.extend(
+                    getattr(nl, "__self__", nl) for nl in get_function_nonlocals(func)
+                )
+    return False

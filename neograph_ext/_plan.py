@@ -30,7 +30,13 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import partial
 
-from neograph_ext._changes import ChangeReason, NodeChange, step_changes, subgraph_lines
+from neograph_ext._changes import (
+    ChangeReason,
+    NodeChange,
+    step_changes,
+    storage_kind_changes,
+    subgraph_lines,
+)
 from neograph_ext._history import Record
 from neograph_ext._stamp import Stamp, StampRef, Unreadable
 
@@ -264,7 +270,23 @@ def decide(
         return _with_carried(replace(base, kind=PlanKind.MIGRATE), carried)
     if notes:
         return replace(base, kind=PlanKind.UNVERIFIED, notes=tuple(notes))
-    return base
+    return _storage_kinds_noted(base, records[start:], current)
+
+
+def _storage_kinds_noted(base: ResumePlan, records: Sequence[Record], current: Stamp) -> ResumePlan:
+    """``base``, noting each channel whose LangGraph channel class alone changed since
+    ``records`` were written: LangGraph reads its stored values, so it is no change."""
+    older = {r.stamp.id: r.stamp for r in records if isinstance(r.stamp, Stamp)}
+    older.pop(current.id, None)
+    channels = sorted({ch for old in older.values() for ch in storage_kind_changes(old, current)})
+    if not channels:
+        return base
+    note = (
+        f"channel{'s' if len(channels) > 1 else ''} {', '.join(f'`{c}`' for c in channels)}: "
+        "only the LangGraph channel class changed (a plain reducer channel and a "
+        "DeltaChannel); LangGraph reads the stored values as they are, so nothing re-runs"
+    )
+    return replace(base, notes=(*base.notes, note))
 
 
 def _last_writers(records: Sequence[Record]) -> dict[str, int]:

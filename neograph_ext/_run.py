@@ -33,6 +33,8 @@ from langgraph.types import Command
 
 from neograph_ext._errors import GraphError
 from neograph_ext._graph import StampedGraph, marking
+from neograph_ext._head import _stored_input
+from neograph_ext._history import reading, resumable
 from neograph_ext._invocations import (
     _continued,
     _holds,
@@ -165,9 +167,15 @@ def run(
         continued = _continuing(call, input, head)
         if continued is not None:
             with marking(call.stamp, continued):
-                return graph.invoke(None, call.config, **durable(kwargs))
-        with _planned(call, input, options, first, head) as (prepared, _):
-            result = prepared.stored
+                return graph.invoke(None, call.config, **durable(kwargs, graph))
+        with _planned(call, input, options, first, head) as (prepared, work):
+            if not prepared.invocations:
+                idle = _idle(call, work)
+                if _named(call._replace(config=idle)) is not None:
+                    return _output(graph, graph.get_state(idle).values)
+                with marking(call.stamp, _IDLE):
+                    return graph.invoke(None, idle, **prepared.kwargs)
+            result = None
             for step in prepared.invocations:
                 if _due(call, step):
                     value, mark = _begun(call, step)
@@ -197,9 +205,15 @@ async def arun(
         continued = await _acontinuing(call, input, head)
         if continued is not None:
             with marking(call.stamp, continued):
-                return await graph.ainvoke(None, call.config, **durable(kwargs))
-        async with _aplanned(call, input, options, first, head) as (prepared, _):
-            result = prepared.stored
+                return await graph.ainvoke(None, call.config, **durable(kwargs, graph))
+        async with _aplanned(call, input, options, first, head) as (prepared, work):
+            if not prepared.invocations:
+                idle = _idle(call, work)
+                if _named(call._replace(config=idle)) is not None:
+                    return _output(graph, (await graph.aget_state(idle)).values)
+                with marking(call.stamp, _IDLE):
+                    return await graph.ainvoke(None, idle, **prepared.kwargs)
+            result = None
             for step in prepared.invocations:
                 if await _adue(call, step):
                     value, mark = await _abegun(call, step)
@@ -234,12 +248,12 @@ def stream(
         continued = _continuing(call, input, head)
         if continued is not None:
             with marking(call.stamp, continued):
-                yield from graph.stream(None, call.config, **durable(kwargs))
+                yield from graph.stream(None, call.config, **durable(kwargs, graph))
             return
         with _planned(call, input, options, first, head) as (prepared, work):
-            if not work:
+            if not prepared.invocations:
                 with marking(call.stamp, _IDLE):
-                    yield from graph.stream(None, call.config, **prepared.kwargs)
+                    yield from graph.stream(None, _idle(call, work), **prepared.kwargs)
                 return
             for step in prepared.invocations:
                 if _due(call, step):
@@ -268,13 +282,13 @@ async def astream(
         head = await _ahead(call) if first else None
         continued = await _acontinuing(call, input, head)
         if continued is not None:
-            chunks = graph.astream(None, call.config, **durable(kwargs))
+            chunks = graph.astream(None, call.config, **durable(kwargs, graph))
             async for chunk in _amarked(call.stamp, continued, chunks):
                 yield chunk
             return
         async with _aplanned(call, input, options, first, head) as (prepared, work):
-            if not work:
-                idle = graph.astream(None, call.config, **prepared.kwargs)
+            if not prepared.invocations:
+                idle = graph.astream(None, _idle(call, work), **prepared.kwargs)
                 async for chunk in _amarked(call.stamp, _IDLE, idle):
                     yield chunk
                 return
@@ -284,6 +298,26 @@ async def astream(
                     chunks = graph.astream(value, step.config, **prepared.kwargs)
                     async for chunk in _amarked(call.stamp, mark, chunks):
                         yield chunk
+
+
+def _idle(call: _Call, carried: bool) -> RunnableConfig:
+    """Where to resume a thread with nothing left to do, so that LangGraph itself rebuilds
+    what it returns or streams (every channel kind, ``DeltaChannel`` included): the
+    call's checkpoint, or the thread's newest once values were carried onto a fork.
+
+    Resuming the newest checkpoint of a complete thread writes nothing; resuming one
+    named by ``checkpoint_id`` is time travel, which writes a fork: ``run`` then reads
+    the named checkpoint's state instead (``_output``)."""
+    return _with_checkpoint(call.config, None) if carried else call.config
+
+
+def _output(graph: Pregel[Any, Any, Any, Any], values: Any) -> Any:
+    """What ``invoke`` returns for a complete checkpoint whose state LangGraph rebuilt
+    (``get_state(...).values``): its output channels."""
+    channels = graph.output_channels
+    if isinstance(channels, str):
+        return values.get(channels)
+    return {key: values[key] for key in channels if key in values}
 
 
 async def _amarked(stamp: Stamp, mark: str, chunks: AsyncIterator[Any]) -> AsyncIterator[Any]:
@@ -329,7 +363,7 @@ def _planned(
     reads its ``head``, before planning: ``_locks_first``), planned again if the thread
     moved meanwhile (``_settled``).
 
-    With no work, the thread's stored output is what ``_Prepared.stored`` holds.
+    With nothing to invoke, the caller replays the thread (``_idle``).
     """
     newest = _newest(call)
     read = _read_from(call, head) if locked else _read(call)
@@ -494,32 +528,66 @@ async def _abegun(call: _Call, step: _Invocation) -> tuple[Any, str]:
     return value, mark
 
 
+_PLAIN_KINDS = frozenset(
+    {PlanKind.FRESH, PlanKind.CONTINUE, PlanKind.UP_TO_DATE, PlanKind.UNVERIFIED}
+)
+"""Plans that leave LangGraph nothing to change: a served call of one is LangGraph's."""
+
+
 def served(
     graph: StampedGraph, input: Any, config: RunnableConfig, kwargs: Mapping[str, Any]
 ) -> Iterator[Any]:
-    """A plain ``stream`` call on a graph compiled with ``auto_resume``: ``stream`` with
-    the graph's mode and ``durability="sync"`` forced, since a server passes ``"async"``,
-    which was seen to lose every loop checkpoint of a killed process."""
-    return stream(
-        graph,
-        input,
-        config,
-        auto_resume=bool(graph.neograph_ext_auto_resume),
-        **{**kwargs, "durability": "sync"},
-    )
+    """A plain ``stream`` call on a graph compiled with ``auto_resume``.
+
+    Planned as ``run`` plans it. When nothing changed (``_PLAIN_KINDS``: a new thread,
+    a continue, an up-to-date or unverified thread, from the newest checkpoint or from a
+    ``checkpoint_id``), the call is LangGraph's own, with the caller's input, config and
+    keywords as given, so on unchanged code the option is invisible; its checkpoints
+    carry a run mark that says the lineage was checked, so the next call needs no plan,
+    and the stamp's description is stored afterwards, as by any plain call.
+    Otherwise (a rewind, a migrate, a strict error) it is ``stream``, whose invocations
+    keep the caller's keywords, ``durability`` included.
+    """
+    call = _call(graph, config)
+    auto_resume = bool(graph.neograph_ext_auto_resume)
+    with reading(call.thread_id):
+        head = resumable(call.saver.get_tuple(config), call.thread_id)
+    decision = _read_from(call, head)[0] if head is not None else None
+    if decision is not None and decision.kind not in _PLAIN_KINDS:
+        yield from stream(graph, input, config, auto_resume=auto_resume, **kwargs)
+        return
+    with marking(call.stamp, _plain_mark(call, decision, head, input)):
+        yield from graph.neograph_ext_plain_stream(input, config, kwargs, call.saver)
 
 
-def aserved(
+async def aserved(
     graph: StampedGraph, input: Any, config: RunnableConfig, kwargs: Mapping[str, Any]
-) -> AsyncIterator[Any]:
+) -> AsyncGenerator[Any, None]:
     """Async twin of ``served``."""
-    return astream(
-        graph,
-        input,
-        config,
-        auto_resume=bool(graph.neograph_ext_auto_resume),
-        **{**kwargs, "durability": "sync"},
-    )
+    call = _call(graph, config)
+    auto_resume = bool(graph.neograph_ext_auto_resume)
+    with reading(call.thread_id):
+        head = resumable(await call.saver.aget_tuple(config), call.thread_id)
+    decision = (await _aread_from(call, head))[0] if head is not None else None
+    if decision is not None and decision.kind not in _PLAIN_KINDS:
+        chunks = astream(graph, input, config, auto_resume=auto_resume, **kwargs)
+    else:
+        mark = _plain_mark(call, decision, head, input)
+        plain = graph.neograph_ext_plain_astream(input, config, kwargs, call.saver)
+        chunks = _amarked(call.stamp, mark, plain)
+    async with aclosing(cast("AsyncGenerator[Any, None]", chunks)) as served_chunks:
+        async for chunk in served_chunks:
+            yield chunk
+
+
+def _plain_mark(
+    call: _Call, decision: ResumePlan | None, head: CheckpointTuple | None, input: Any
+) -> str:
+    """The run mark of a served call LangGraph runs as given: the plan's kind (so an
+    unverified thread stays unverified) and the input its turn started with."""
+    kind = decision.kind if decision is not None else PlanKind.FRESH
+    given = None if input is None or isinstance(input, Command) else input_digest(input)
+    return encode_run(call.stamp, kind, given if given is not None else _stored_input(head))
 
 
 def _fed(call: _Call, step: _Invocation) -> tuple[Any, str]:

@@ -41,9 +41,23 @@ def test_invoke_rewinds_and_then_returns_the_stored_result(
     assert runs == Counter("cd")
     runs.clear()
     assert graph.invoke(None, config) == DONE
-    assert graph.invoke({"log": []}, config) == DONE  # the same input: the stored result
     assert runs == Counter()
     assert ne.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
+
+
+def test_an_input_on_a_complete_thread_is_a_new_turn_as_in_langgraph(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    """A plain call is LangGraph's when nothing changed: a chat turn that repeats the last
+    message is answered again (``run`` returns the stored result instead)."""
+    runs: Counter[str] = Counter()
+    graph = ne.compile(linear(runs), checkpointer=saver, auto_resume=True)
+    assert graph.invoke({"log": []}, config) == DONE
+    assert graph.invoke({"log": []}, config) == {"log": list("abcdabcd")}
+    assert runs == Counter("abcdabcd")
+    runs.clear()
+    assert ne.run(graph, {"log": []}, config) == {"log": list("abcdabcd")}
+    assert runs == Counter()
 
 
 def test_without_auto_resume_plain_calls_stay_plain(
@@ -131,16 +145,31 @@ def test_a_strict_graph_raises_before_any_node_runs(
     assert runs == Counter("cd")
 
 
-def test_durability_sync_is_forced_whatever_the_caller_asks(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+@pytest.mark.parametrize("durability", ["exit", "async", "sync"])
+def test_an_explicit_durability_is_honoured(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig, durability: str
 ) -> None:
-    """A server passes ``durability="async"``; a killed worker then loses loop checkpoints."""
+    """As many checkpoints as LangGraph writes with the caller's ``durability``, on a new
+    thread and on a rewind."""
     thread = config["configurable"]["thread_id"]
     plain: RunnableConfig = {"configurable": {"thread_id": f"{thread}-plain"}}
-    linear(Counter()).compile(checkpointer=saver).invoke({"log": []}, plain, durability="sync")
-    graph = ne.compile(linear(Counter()), checkpointer=saver, auto_resume=True)
-    graph.invoke({"log": []}, config, durability="exit")
+    runs: Counter[str] = Counter()
+    linear(runs).compile(checkpointer=saver).invoke({"log": []}, plain, durability=durability)
+    graph = ne.compile(linear(runs), checkpointer=saver, auto_resume=True)
+    graph.invoke({"log": []}, config, durability=durability)
     assert len(list(saver.list(config))) == len(list(saver.list(plain)))
+    assert runs == Counter("abcdabcd")
+
+    rewound: RunnableConfig = {"configurable": {"thread_id": f"{thread}-rewound"}}
+    _crashed(saver, rewound)
+    before = len(list(saver.list(rewound)))
+    runs.clear()
+    changed = ne.compile(linear(runs, {"c": V2}), checkpointer=saver, auto_resume=True)
+    assert changed.invoke(None, rewound, durability=durability) == DONE
+    assert runs == Counter("cd")
+    # A fork of the step before `c`, then `c` and `d`: one checkpoint per step, or the
+    # last one alone with "exit".
+    assert len(list(saver.list(rewound))) - before == (1 if durability == "exit" else 3)
 
 
 def test_run_on_an_auto_resuming_graph_plans_once(

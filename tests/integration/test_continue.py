@@ -109,7 +109,7 @@ def test_a_head_is_continued_exactly_as_planning_would_or_declined(
     if mark is not None:
         prepared = _prepare(call, plan, head, None, True, {}, False)
         assert prepared.invocations == (_Invocation(None, call.config, mark),)
-        assert prepared.kwargs == durable({})
+        assert prepared.kwargs == durable({}, call.graph) == {"durability": "sync"}
 
 
 def test_a_keeping_fork_missing_writes_is_declined(config: RunnableConfig) -> None:
@@ -189,4 +189,6 @@ def test_a_declined_resume_plans_from_the_head_it_read(
 
     monkeypatch.setattr(saver, "get_tuple", counting)
     assert ne.run(graph, None, config) == {"log": list("abcd")}
-    assert len(reads) == 1
+    # One read to plan; the other is LangGraph's, rebuilding the stored result.
+    assert len(reads) == 2
+    assert "checkpoint_id" not in reads[0]["configurable"]

@@ -82,6 +82,7 @@ def test_public_names() -> None:
         "digest",
         "fingerprint_type",
         "signature",
+        "without_storage_kind",
     ]
 
 

@@ -12,6 +12,7 @@ import pytest
 from langchain_core.tools import StructuredTool
 from langgraph.cache.memory import InMemoryCache
 from langgraph.channels.base import BaseChannel
+from langgraph.channels.delta import DeltaChannel
 from langgraph.channels.named_barrier_value import NamedBarrierValue
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
@@ -22,12 +23,16 @@ from pydantic import BaseModel
 
 from neograph_ext._history import waiting
 from neograph_ext._langgraph import (
+    COUNTERS_KEY,
     STORED_IS_AVAILABLE,
     compile_options,
+    delta_channels,
+    delta_snapshot,
     fold_cache_keys,
     prebuilt_output,
     task_writers,
     tool_schemas,
+    writes_path,
 )
 from tests.integration.apps import FakeChat
 from tests.integration.pipelines import linear
@@ -173,3 +178,41 @@ def test_a_barrier_stores_values_that_are_not_yet_available() -> None:
     assert "join" not in waiting(checkpoint, triggers, graph.channels)
     checkpoint["channel_values"] = {barrier: {"a", "b"}}
     assert "join" in waiting(checkpoint, triggers, graph.channels)
+
+
+def test_task_paths_are_filed_as_the_loop_files_them() -> None:
+    from langgraph.checkpoint.sqlite import SqliteSaver
+    from langgraph.pregel._algo import task_path_str
+    from langgraph.pregel._checkpoint import put_writes_accepts_task_path
+
+    for path in (("__pregel_pull", "b"), ("__pregel_push", 2), ("__pregel_push", ("x", 1), 3)):
+        assert writes_path(InMemorySaver().put_writes, path) == {"task_path": task_path_str(path)}
+    assert put_writes_accepts_task_path(SqliteSaver.put_writes)
+    assert writes_path(lambda config, writes, task_id: None, ("__pregel_pull", "b")) == {}
+
+
+def _extend(state: list[Any], writes: Any) -> list[Any]:
+    return [*state, *(item for write in writes for item in write)]
+
+
+class Deltas(TypedDict, total=False):
+    log: Annotated[list[str], DeltaChannel(_extend, snapshot_frequency=2)]
+    plain: Annotated[list[str], operator.add]
+
+
+def test_delta_channels_store_snapshots_and_counters_as_known() -> None:
+    builder = StateGraph(Deltas)
+    builder.add_node("a", lambda s: {"log": ["a"], "plain": ["a"]})
+    builder.add_node("b", lambda s: {"log": ["b"], "plain": ["b"]})
+    builder.add_edge(START, "a")
+    builder.add_edge("a", "b")
+    saver = InMemorySaver()
+    graph = builder.compile(checkpointer=saver)
+    assert set(delta_channels(graph)) == {"log"}
+    config: Any = {"configurable": {"thread_id": "t"}}
+    graph.invoke({"log": [], "plain": []}, config)
+    stored = [tup.checkpoint["channel_values"].get("log") for tup in saver.list(config)]
+    snapshots = [value for value in stored if value is not None]
+    assert snapshots and all(type(v) is type(delta_snapshot([])) for v in snapshots)
+    counted = [tup.metadata.get(COUNTERS_KEY) for tup in saver.list(config)]
+    assert any(isinstance(c, dict) and "log" in c for c in counted)
