@@ -44,6 +44,7 @@ from langgraph.types import Command
 from neograph_ext._errors import GraphError
 from neograph_ext._langgraph import compile_options, fold_cache_keys
 from neograph_ext._migrate import Carrying, Migration, carrying
+from neograph_ext._revive import Revival, allowed_pairs, declared, report, revival, verifying
 from neograph_ext._stamp import (
     PLAIN_CALL,
     RUN_KEY,
@@ -85,6 +86,8 @@ class StampedGraph(CompiledStateGraph[Any, Any, Any, Any]):
     """Per saver, the stamp descriptions already found in it, in this process."""
     neograph_ext_carrying: ClassVar[Carrying] = Carrying()
     """Which stored values may be kept or migrated instead of re-running their nodes."""
+    neograph_ext_revival: ClassVar[Revival] = Revival()
+    """The declared types, and which of them cannot read back from a checkpoint."""
 
     def stream(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
@@ -233,6 +236,7 @@ def compile(
     auto_resume: bool | None = None,
     keep_compatible: bool | Iterable[type | str] = False,
     migrations: Mapping[type | str, Migration] | None = None,
+    verify_writes: bool = False,
     **compile_kwargs: Any,
 ) -> StampedGraph:
     """Compile a StateGraph whose checkpoints carry the fingerprints of its types.
@@ -263,6 +267,12 @@ def compile(
         migrations: Per type or channel name, a function from the stored value (a
             model instance or a plain dict) to a value of the new type, applied to the
             live stored value instead of re-running its node.
+        verify_writes: For development and CI: every value a node writes to a state key
+            is round-tripped through the checkpointer's serializer as it is saved, and a
+            step whose writes would not read back as written fails at once with
+            ``WriteReadbackError``. The graph then holds a shallow clone of the
+            checkpointer (as LangGraph's strict-msgpack allowlist does); a checkpointer
+            injected at run time is not verified.
         **compile_kwargs: Every other keyword of ``StateGraph.compile``.
 
     Returns:
@@ -274,7 +284,9 @@ def compile(
     Raises:
         ValueError: ``output_types``, ``versions`` or ``renames`` names an unknown node,
             or ``keep_compatible`` or ``migrations`` an unknown channel or type.
-        GraphError: ``builder`` is a graph of LangGraph's functional API (``@entrypoint``).
+        GraphError: ``builder`` is a graph of LangGraph's functional API (``@entrypoint``);
+            or, with ``auto_resume=False``, a declared type's values cannot read back
+            from a checkpoint as themselves (without it, that is logged as a warning).
     """
     options: dict[str, Any] = {}
     config: RunnableConfig = {}
@@ -294,6 +306,12 @@ def compile(
     stamp = build_stamp(builder, output_types, versions, renames)
     carried = carrying(channel_types(builder), keep_compatible, migrations)
     graph = builder.compile(**options)
+    channels, coerced, outputs = declared(builder, output_types)
+    allowed = allowed_pairs(graph.checkpointer, getattr(graph, "_serde_allowlist", None))
+    revived = revival(channels, coerced, outputs, allowed)
+    report(revived, graph.name, strict=auto_resume is False)
+    if verify_writes and isinstance(graph.checkpointer, BaseCheckpointSaver):
+        graph.checkpointer = verifying(graph.checkpointer, frozenset(channels))
     fold_cache_keys(graph, cache_salts(stamp))
     # In place, not with_config(): a copy would lose what compile() set afterwards.
     graph.config = {
@@ -313,6 +331,7 @@ def compile(
             "neograph_ext_stamp": stamp,
             "neograph_ext_auto_resume": auto_resume,
             "neograph_ext_carrying": carried,
+            "neograph_ext_revival": revived,
             "_neograph_ext_saved": weakref.WeakSet(),
             "_neograph_ext_described": weakref.WeakKeyDictionary(),
         },

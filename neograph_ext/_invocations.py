@@ -30,6 +30,7 @@ from neograph_ext._head import _interrupted, _next, _output, _paused, _stored_in
 from neograph_ext._keep import incomplete
 from neograph_ext._plan import PlanKind, ResumePlan, verified
 from neograph_ext._read import _Call, _with_checkpoint
+from neograph_ext._revive import head_misread
 from neograph_ext._stamp import encode_run, input_digest, read_marks
 
 __all__ = [
@@ -173,13 +174,16 @@ def _turn(
 def _continued(call: _Call, head: CheckpointTuple | None) -> str | None:
     """The run mark that continues ``head`` when it needs no plan: ``run`` verified it
     against the current stamp (``_plan.verified``), it waits on nodes, and it is no
-    keeping fork missing writes. ``_prepare`` then invokes input ``None`` on the call's
+    keeping fork missing writes, and its stored values read back as declared (else the
+    plan rewinds their writers). ``_prepare`` then invokes input ``None`` on the call's
     config under this mark, whatever the options; None for any other head.
     """
     if head is None or incomplete(head) is not None:
         return None
     stamp, mark = read_marks(head.metadata)
     if not verified(stamp, mark.verified, call.stamp) or not _next(call.graph, head):
+        return None
+    if head_misread(call.graph.neograph_ext_revival, head, waits=True):
         return None
     return encode_run(call.stamp, PlanKind.CONTINUE, mark.input)
 

@@ -25,12 +25,18 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import partial
 
-from neograph_ext._changes import ChangeReason, NodeChange, step_changes, subgraph_lines
+from neograph_ext._changes import (
+    STORED,
+    ChangeReason,
+    NodeChange,
+    step_changes,
+    subgraph_lines,
+)
 from neograph_ext._history import Record
 from neograph_ext._stamp import Stamp, StampRef, Unreadable
 
@@ -154,6 +160,7 @@ def decide(
     carry: Carry | None = None,
     *,
     replay_turns: bool = False,
+    misread: Mapping[str, str] | None = None,
 ) -> ResumePlan:
     """Plan the resume of a thread.
 
@@ -169,6 +176,9 @@ def decide(
         carry: Which changed channels may keep their stored values; none by default.
         replay_turns: Rewind into an earlier turn and replay the later turns' inputs,
             rather than blocking.
+        misread: Per live channel of the head whose stored value does not read back as
+            its declared type, the reason (``_revive.misread``): its last writer counts
+            as changed, as if the channel's type had.
 
     Returns:
         The plan; ``blocker`` is set when it must not be carried out silently.
@@ -229,6 +239,8 @@ def decide(
         found = _alive(changes, live) if index < turn else changes
         if found:
             found_in.append((index, found, live))
+    if misread:
+        found_in = _with_misread(found_in, records, writers, misread)
     base = plan_with(
         candidates=frozenset(
             c.channel for _, found, live in found_in if live for c in found if c.channel in live
@@ -265,6 +277,32 @@ def decide(
     if notes:
         return replace(base, kind=PlanKind.UNVERIFIED, notes=tuple(notes))
     return base
+
+
+def _with_misread(
+    found_in: list[tuple[int, tuple[NodeChange, ...], frozenset[str]]],
+    records: Sequence[Record],
+    writers: Mapping[str, int],
+    misread: Mapping[str, str],
+) -> list[tuple[int, tuple[NodeChange, ...], frozenset[str]]]:
+    """``found_in`` with a change for each misread channel, on the record that last
+    wrote it, whatever that record's stamp: a value that reads back as something else is
+    stale though no type changed. A value no record of the lineage wrote (a run's
+    input) has no writer to re-run and is left to the node that reads it."""
+    steps = {index: (list(found), live) for index, found, live in found_in}
+    for channel, why in sorted(misread.items()):
+        index = writers.get(channel)
+        if index is None:
+            continue
+        record = records[index]
+        blamed = sorted(node for ch, node in record.writers or () if ch == channel)
+        live = frozenset(ch for ch in record.wrote if writers.get(ch) == index)
+        found, _ = steps.setdefault(index, ([], live))
+        found += [
+            NodeChange(node, ChangeReason.STORED_VALUE, None, None, (why,), channel=channel)
+            for node in blamed or sorted(_user_nodes(record.ran)) or [STORED]
+        ]
+    return [(index, tuple(found), live) for index, (found, live) in sorted(steps.items())]
 
 
 def _last_writers(records: Sequence[Record]) -> dict[str, int]:
@@ -311,8 +349,9 @@ def _carried(found: tuple[NodeChange, ...], live: frozenset[str], carry: Carry) 
 
     Only type changes qualify: a changed version, edge or subgraph asks for a re-run.
     """
-    channels = frozenset(c.channel for c in found if c.reason is ChangeReason.CHANNEL)
-    typed = all(c.reason in (ChangeReason.CHANNEL, ChangeReason.OUTPUT_TYPE) for c in found)
+    valued = (ChangeReason.CHANNEL, ChangeReason.STORED_VALUE)
+    channels = frozenset(c.channel for c in found if c.reason in valued)
+    typed = all(c.reason in (*valued, ChangeReason.OUTPUT_TYPE) for c in found)
     handled = carry.migrated | carry.compatible
     return bool(channels) and typed and all(c in live and c in handled for c in channels)
 
