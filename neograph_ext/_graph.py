@@ -270,9 +270,8 @@ def compile(
         verify_writes: For development and CI: every value a node writes to a state key
             is round-tripped through the checkpointer's serializer as it is saved, and a
             step whose writes would not read back as written fails at once with
-            ``WriteReadbackError``. The graph then holds a shallow clone of the
-            checkpointer (as LangGraph's strict-msgpack allowlist does); a checkpointer
-            injected at run time is not verified.
+            ``WriteReadbackError``, before they are saved. A value not of the type its
+            node declares for that key is logged, once per node.
         **compile_kwargs: Every other keyword of ``StateGraph.compile``.
 
     Returns:
@@ -310,8 +309,8 @@ def compile(
     allowed = allowed_pairs(graph.checkpointer, getattr(graph, "_serde_allowlist", None))
     revived = revival(channels, coerced, outputs, allowed)
     report(revived, graph.name, strict=auto_resume is False)
-    if verify_writes and isinstance(graph.checkpointer, BaseCheckpointSaver):
-        graph.checkpointer = verifying(graph.checkpointer, frozenset(channels))
+    if verify_writes:
+        verifying(graph, frozenset(channels), outputs)
     fold_cache_keys(graph, cache_salts(stamp))
     # In place, not with_config(): a copy would lose what compile() set afterwards.
     graph.config = {

@@ -21,13 +21,16 @@ Rules:
   against the channels' declared types (``misread``): a pure walk of values already
   read, never of the history. A value that reads back as declared (a TypedDict value is
   a dict; a pydantic state schema coerces on read) is never reported.
-- ``compile(verify_writes=True)`` round-trips every write through the saver's own
-  serializer as it is saved (``verifying``), and fails the step on a difference.
+- ``compile(verify_writes=True)`` round-trips every value a node writes through its
+  checkpointer's own serializer inside the node's task (``verifying``): a difference
+  fails the step at once, before its writes are saved. (A check in the saver's
+  ``put_writes`` would come too late: LangGraph saves writes in the background while
+  the next step runs.) ``RunnableCallable`` is LangGraph's own untraced runnable, so a
+  verified graph's traces stay as they were.
 """
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import enum
 import importlib
@@ -38,12 +41,14 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, NotRequired, Required, get_args, get_origin
 
-from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
+from langgraph._internal._runnable import RunnableCallable
+from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.checkpoint.serde import _msgpack
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.graph import StateGraph
+from langgraph.pregel import Pregel
+from langgraph.types import Command
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from typing_extensions import is_typeddict
 
@@ -201,12 +206,11 @@ def revived_classes(tp: object) -> Iterator[type]:
         origin = get_origin(current)
         if origin is Literal:
             continue
+        if origin is Annotated:
+            stack.append(get_args(current)[0])  # the rest is metadata
+            continue
         if origin is not None or isinstance(current, types.UnionType):
-            stack.extend(
-                a for a in get_args(current) if not isinstance(a, str | int | float | bool)
-            )
-            if origin is Annotated:
-                del stack[len(stack) - len(get_args(current)) + 1 :]
+            stack.extend(get_args(current))
             continue
         supertype = getattr(current, "__supertype__", None)
         if supertype is not None:
@@ -283,10 +287,16 @@ def revival(
         outputs: Each node's declared output type, where it declares one.
         allowed: What the graph's serializer lets through.
     """
-    declared = [(f"channel `{ch}`", tp) for ch, tp in channel_types.items()]
-    declared += [(f"node `{node}` output", tp) for node, tp in _updates(outputs)]
+    # A pydantic state schema validates its channels' values into their types on read.
+    declared = [(f"channel `{ch}`", tp) for ch, tp in channel_types.items() if ch not in coerced]
+    declared += [(f"node `{node}` output", tp) for node, tp in _updates(outputs, coerced)]
     found = findings(declared, allowed)
     bad = {f.type_name for f in found}
+    channel_types = dict(channel_types)
+    for _, key, tp in _fields(outputs):
+        if channel_types.get(key, tp) in (Any, object):
+            # An untyped channel holds what its writer declares: that is what must revive.
+            channel_types[key] = tp
     unrevivable = frozenset(
         ch
         for ch, tp in channel_types.items()
@@ -295,13 +305,16 @@ def revival(
     return Revival(dict(channel_types), coerced, found, unrevivable)
 
 
-def _updates(outputs: Mapping[str, object]) -> Iterator[tuple[str, object]]:
+def _updates(
+    outputs: Mapping[str, object], coerced: frozenset[str]
+) -> Iterator[tuple[str, object]]:
     """What a node's declared output puts into channels: the fields of a model,
     dataclass or TypedDict it returns (LangGraph stores each field in its channel, never
-    the returned object), else the type itself (``output_types`` naming a value's type)."""
+    the returned object) but those of coerced channels, else the type itself
+    (``output_types`` naming a value's type)."""
     for node, tp in outputs.items():
         if isinstance(tp, type) and (is_typeddict(tp) or _by_path(tp)):
-            yield from ((node, field) for name, _, field in _fields({node: tp}) if name == node)
+            yield from ((node, f) for _, key, f in _fields({node: tp}) if key not in coerced)
         else:
             yield node, tp
 
@@ -426,68 +439,101 @@ def _first(misses: Iterator[tuple[str, str] | None]) -> tuple[str, str] | None:
 
 
 def _name(tp: object) -> str:
+    if tp is type(None):
+        return "None"
     return tp.__name__ if isinstance(tp, type) else str(tp)
 
 
 def verifying(
-    saver: BaseCheckpointSaver[Any], channels: frozenset[str]
-) -> BaseCheckpointSaver[Any]:
-    """A shallow clone of ``saver`` (as LangGraph's own ``with_allowlist`` makes) whose
-    ``put_writes`` first round-trips every write to a state channel through the saver's
-    serializer, raising ``WriteReadbackError`` on the first that would read back as
-    something else; nothing of that write is saved."""
-    clone = copy.copy(saver)
-    plain = type(saver)
-    clone.__class__ = type(
-        plain.__name__,
-        (_Verifying, plain),
-        {"__module__": plain.__module__, "_neograph_ext_channels": channels},
-    )
-    return clone
+    graph: Pregel[Any, Any, Any, Any],
+    channels: frozenset[str],
+    outputs: Mapping[str, object],
+) -> None:
+    """Make every node of ``graph`` check what it returns before its writes are taken.
+
+    Each value a node writes to a state channel is round-tripped through the serializer
+    of the graph's checkpointer (the one it runs with, so also one injected at run time):
+    the first that would read back as something else raises ``WriteReadbackError`` in
+    the node's task, so the step fails at once and none of that task's writes is saved.
+    A value not of the type its node declares for that key (``outputs``) is logged, once
+    per node of this compiled graph.
+    """
+    declared = {(node, key): tp for node, key, tp in _fields(outputs)}
+    logged: set[str] = set()
+    for name, node in graph.nodes.items():
+        if name.startswith("__"):
+            continue
+        check = _Check(graph, name, channels, declared, logged)
+        node.writers.insert(0, RunnableCallable(check, name="verify_writes", trace=False))
+        for cached in ("flat_writers", "node"):  # built from ``writers``: build them again
+            vars(node).pop(cached, None)
 
 
-class _Verifying(BaseCheckpointSaver[Any]):
-    """Mixed in before a saver's own class by ``verifying``."""
+@dataclass(frozen=True)
+class _Check:
+    """What ``verifying`` runs on a node's output; returns it unchanged."""
 
-    _neograph_ext_channels: frozenset[str] = frozenset()
+    graph: Pregel[Any, Any, Any, Any]
+    node: str
+    channels: frozenset[str]
+    declared: Mapping[tuple[str, str], object]
+    logged: set[str]
 
-    def put_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str = "",
-    ) -> None:
-        self._neograph_ext_verify(config, writes)
-        super().put_writes(config, writes, task_id, task_path)
-
-    async def aput_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str = "",
-    ) -> None:
-        self._neograph_ext_verify(config, writes)
-        await super().aput_writes(config, writes, task_id, task_path)
-
-    def _neograph_ext_verify(
-        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]]
-    ) -> None:
-        for channel, value in writes:
-            if channel not in self._neograph_ext_channels:
+    def __call__(self, output: Any) -> Any:
+        serde = getattr(self.graph.checkpointer, "serde", None)
+        for channel, value in _written(output):
+            if channel not in self.channels:
                 continue
-            back = self.serde.loads_typed(self.serde.dumps_typed(value))
-            diff = _difference(value, back)
+            self._compare(channel, value)
+            if serde is None:
+                continue
+            diff = _difference(value, serde.loads_typed(serde.dumps_typed(value)))
             if diff is not None:
-                node = ((config.get("metadata") or {}).get("langgraph_node")) or "?"
                 raise WriteReadbackError(
-                    f"node `{node}` wrote channel `{channel}` a value that does not read back "
-                    f"from the checkpoint as written: {diff}. A resume would hand the next "
-                    "node that instead. Define the class at the top level of an importable "
-                    "module (and, under LANGGRAPH_STRICT_MSGPACK, declare it in the state "
+                    f"node `{self.node}` wrote to channel `{channel}` a value that does not "
+                    f"read back from the checkpoint as written: {diff}; the step failed "
+                    "before its writes were saved. A resume would hand the next node that "
+                    "instead. Fix: define the class at the top level of an importable "
+                    "module (under LANGGRAPH_STRICT_MSGPACK, also declare it in the state "
                     "schema), or write plain data"
                 )
+        return output
+
+    def _compare(self, channel: str, value: object) -> None:
+        tp = self.declared.get((self.node, channel))
+        if tp is None or self.node in self.logged:
+            return
+        miss = _mismatch(tp, value)
+        if miss is not None:
+            self.logged.add(self.node)
+            logger.warning(
+                "node `%s` declares `%s` for `%s` but wrote a `%s`: the fingerprint stamped "
+                "for it describes the declared type, not what is stored; fix the annotation "
+                "(or output_types) or the value (logged once per node)",
+                self.node,
+                miss[0],
+                channel,
+                miss[1],
+            )
+
+
+def _written(output: Any) -> Iterator[tuple[str, Any]]:
+    """The ``(channel, value)`` updates a node's output makes, as LangGraph reads them: a
+    mapping's items, a model's or dataclass's fields, a ``Command``'s update, a list of
+    those."""
+    if isinstance(output, Command):
+        output = output.update
+    if isinstance(output, list | tuple) and not isinstance(output, str):
+        for item in output:
+            if isinstance(item, Mapping | BaseModel | Command):
+                yield from _written(item)
+        return
+    if isinstance(output, Mapping):
+        yield from ((k, v) for k, v in output.items() if isinstance(k, str))
+    elif isinstance(output, BaseModel):
+        yield from ((k, getattr(output, k)) for k in output.model_fields_set)
+    elif dataclasses.is_dataclass(output) and not isinstance(output, type):
+        yield from ((f.name, getattr(output, f.name)) for f in dataclasses.fields(output))
 
 
 def _difference(written: object, back: object, depth: int = 0) -> str | None:
@@ -548,12 +594,7 @@ def declared(
         if isinstance(schema, type) and issubclass(schema, BaseModel)
         for key in schema.model_fields
     )
-    channels = channel_types(builder)
-    for _, key, tp in _fields(outputs):
-        if channels.get(key, tp) in (Any, object):
-            # An untyped channel holds what its writer declares: that is what must revive.
-            channels[key] = tp
-    return channels, coerced, outputs
+    return channel_types(builder), coerced, outputs
 
 
 def head_misread(checked: Revival, head: CheckpointTuple | None, waits: bool) -> dict[str, str]:
