@@ -282,6 +282,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"  wrapped  : {passed_wrapped} pass  ({_tally(wrapped.results)})  {wrapped.seconds:.0f} s"
         f"  ({routed} compiles routed through neograph_ext.compile)"
     )
+    warned = [entry["readback"] for entry in wrapped.results.values() if entry.get("readback")]
+    why = Counter(reason for reasons in warned for reason in reasons)
+    print(
+        f"  read-back warnings       : {len(warned)} tests compile a type whose values cannot "
+        f"read back ({', '.join(f'{n} {r}' for r, n in why.most_common()) or 'none'})"
+    )
     print(f"  behavioural differences : {len(behavioural)}")
     print(f"  metadata-only differences: {len(metadata_only)} ({len(unlisted)} not listed)")
     print(f"  stale list entries       : {len(stale)}")

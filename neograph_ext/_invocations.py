@@ -25,6 +25,7 @@ from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.pregel import Pregel
 from langgraph.types import Command
 
+from neograph_ext._changes import ChangeReason
 from neograph_ext._errors import CheckpointSchemaError
 from neograph_ext._head import _interrupted, _next, _output, _paused, _stored_input
 from neograph_ext._keep import incomplete
@@ -212,8 +213,10 @@ def _carrying(decision: ResumePlan) -> str:
 def _message(decision: ResumePlan, ways: str) -> str:
     changed = "\n".join(change.describe() for change in decision.changes)
     nodes = ", ".join(sorted(decision.invalidated_nodes)) or "none"
+    why = "were written by code that differs from the current graph (types, versions or edges)"
+    if all(change.reason is ChangeReason.STORED_VALUE for change in decision.changes):
+        why = "hold values that do not read back as their declared types"
     return (
-        f"thread {decision.thread_id!r}: checkpoints were written by code that differs "
-        f"from the current graph (types, versions or edges). Invalidated nodes: {nodes}.\n"
+        f"thread {decision.thread_id!r}: checkpoints {why}. Invalidated nodes: {nodes}.\n"
         f"{changed}\nTo proceed: {ways}."
     )
