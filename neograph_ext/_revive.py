@@ -33,11 +33,12 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import importlib
 import logging
 import types
 import typing
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, NotRequired, Required, get_args, get_origin
 
@@ -383,6 +384,41 @@ def _mismatch(tp: object, value: object) -> tuple[str, str] | None:
     """``(declared, found)`` type names where ``value`` is not of the declared ``tp``,
     judged only where the serializer could have changed it: classes it revives by path,
     and the containers and TypedDicts that hold them. Anything else passes."""
+    if not isinstance(value, _HOLDERS) and not dataclasses.is_dataclass(value):
+        # Then only its class matters: judged once per type and class (a thread's
+        # thousands of messages are few classes).
+        try:
+            return _leaf(tp, type(value))  # type: ignore[arg-type]
+        except TypeError:  # an unhashable annotation
+            pass
+    return _judged(tp, value)
+
+
+@functools.lru_cache(maxsize=1024)
+def _leaf(tp: object, cls: type) -> tuple[str, str] | None:
+    """``_judged`` of a value of class ``cls`` that holds no other values."""
+    origin = get_origin(tp)
+    if origin is Annotated or origin in (Required, NotRequired):
+        return _leaf(get_args(tp)[0], cls)
+    if origin is typing.Union or isinstance(tp, types.UnionType):
+        if any(_leaf(member, cls) is None for member in get_args(tp)):
+            return None
+        return (" | ".join(_name(m) for m in get_args(tp)), cls.__name__)
+    if tp is type(None) or tp is None:
+        return None if cls is type(None) else ("None", cls.__name__)
+    supertype = getattr(tp, "__supertype__", None)
+    if supertype is not None:
+        return _leaf(supertype, cls)
+    if origin is not None or not isinstance(tp, type):
+        return None
+    if is_typeddict(tp):
+        return (tp.__name__, cls.__name__)
+    if _by_path(tp) and not issubclass(cls, tp) and not _same_class(cls, tp):
+        return (tp.__name__, cls.__name__)
+    return None
+
+
+def _judged(tp: object, value: object) -> tuple[str, str] | None:
     origin = get_origin(tp)
     if origin is Annotated or origin in (Required, NotRequired):
         return _mismatch(get_args(tp)[0], value)
@@ -425,13 +461,34 @@ def _items_mismatch(origin: object, args: tuple[Any, ...], value: object) -> tup
         return None
     if issubclass(origin, Mapping):
         if isinstance(value, Mapping) and len(args) == 2:
-            return _first(_mismatch(args[1], item) for item in value.values())
+            return _each(args[1], value.values())
         return None
     if not isinstance(value, list | tuple | set | frozenset):
         return None
     if issubclass(origin, tuple) and args[-1:] != (...,):
         return _first(_mismatch(a, item) for a, item in zip(args, value, strict=False))
-    return _first(_mismatch(args[0], item) for item in value)
+    return _each(args[0], value)
+
+
+def _each(tp: object, items: Iterable[object]) -> tuple[str, str] | None:
+    """The first item of ``items`` not of ``tp``; an item holding no other values is
+    judged once per class (a list of a thousand messages holds a few classes)."""
+    leaves: dict[type, tuple[str, str] | None] = {}
+    for item in items:
+        cls = type(item)
+        if cls in leaves:
+            miss = leaves[cls]
+        else:
+            miss = _mismatch(tp, item)
+            if not issubclass(cls, _HOLDERS) and not dataclasses.is_dataclass(cls):
+                leaves[cls] = miss
+        if miss is not None:
+            return miss
+    return None
+
+
+_HOLDERS = (Mapping, list, tuple, set, frozenset)
+"""Values that hold other values: judged item by item, never by their class alone."""
 
 
 def _first(misses: Iterator[tuple[str, str] | None]) -> tuple[str, str] | None:
