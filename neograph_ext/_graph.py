@@ -44,7 +44,7 @@ from langgraph.types import Command
 from neograph_ext._errors import GraphError
 from neograph_ext._langgraph import compile_options, fold_cache_keys
 from neograph_ext._migrate import Carrying, Migration, carrying
-from neograph_ext._revive import Revival, allowed_pairs, declared, report, revival, verifying
+from neograph_ext._revive import Revival, allowed_pairs, declared, report, revival
 from neograph_ext._stamp import (
     PLAIN_CALL,
     RUN_KEY,
@@ -57,6 +57,7 @@ from neograph_ext._stamp import (
     stamp_ref,
 )
 from neograph_ext._stamp_store import asave, save
+from neograph_ext._verify_writes import verifying
 
 __all__ = ["StampedGraph", "cache_salts", "compile", "marking"]
 

@@ -21,12 +21,8 @@ Rules:
   against the channels' declared types (``misread``): a pure walk of values already
   read, never of the history. A value that reads back as declared (a TypedDict value is
   a dict; a pydantic state schema coerces on read) is never reported.
-- ``compile(verify_writes=True)`` round-trips every value a node writes through its
-  checkpointer's own serializer inside the node's task (``verifying``): a difference
-  fails the step at once, before its writes are saved. (A check in the saver's
-  ``put_writes`` would come too late: LangGraph saves writes in the background while
-  the next step runs.) ``RunnableCallable`` is LangGraph's own untraced runnable, so a
-  verified graph's traces stay as they were.
+- ``compile(verify_writes=True)`` round-trips every value a node writes as it is
+  written (``_verify_writes``).
 """
 
 from __future__ import annotations
@@ -42,18 +38,15 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, NotRequired, Required, get_args, get_origin
 
-from langgraph._internal._runnable import RunnableCallable
 from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.checkpoint.serde import _msgpack
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.graph import StateGraph
-from langgraph.pregel import Pregel
-from langgraph.types import Command
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from typing_extensions import is_typeddict
 
-from neograph_ext._errors import GraphError, WriteReadbackError
+from neograph_ext._errors import GraphError
 from neograph_ext._langgraph import prebuilt_output
 from neograph_ext._stamp import _is_state_schema, _return_type, channel_types
 
@@ -68,7 +61,6 @@ __all__ = [
     "report",
     "revival",
     "revived_classes",
-    "verifying",
     "why_not",
 ]
 
@@ -499,139 +491,6 @@ def _name(tp: object) -> str:
     if tp is type(None):
         return "None"
     return tp.__name__ if isinstance(tp, type) else str(tp)
-
-
-def verifying(
-    graph: Pregel[Any, Any, Any, Any],
-    channels: frozenset[str],
-    outputs: Mapping[str, object],
-) -> None:
-    """Make every node of ``graph`` check what it returns before its writes are taken.
-
-    Each value a node writes to a state channel is round-tripped through the serializer
-    of the graph's checkpointer (the one it runs with, so also one injected at run time):
-    the first that would read back as something else raises ``WriteReadbackError`` in
-    the node's task, so the step fails at once and none of that task's writes is saved.
-    A value not of the type its node declares for that key (``outputs``) is logged, once
-    per node of this compiled graph.
-    """
-    declared = {(node, key): tp for node, key, tp in _fields(outputs)}
-    logged: set[str] = set()
-    for name, node in graph.nodes.items():
-        if name.startswith("__"):
-            continue
-        check = _Check(graph, name, channels, declared, logged)
-        node.writers.insert(0, RunnableCallable(check, name="verify_writes", trace=False))
-        for cached in ("flat_writers", "node"):  # built from ``writers``: build them again
-            vars(node).pop(cached, None)
-
-
-@dataclass(frozen=True)
-class _Check:
-    """What ``verifying`` runs on a node's output; returns it unchanged."""
-
-    graph: Pregel[Any, Any, Any, Any]
-    node: str
-    channels: frozenset[str]
-    declared: Mapping[tuple[str, str], object]
-    logged: set[str]
-
-    def __call__(self, output: Any) -> Any:
-        serde = getattr(self.graph.checkpointer, "serde", None)
-        for channel, value in _written(output):
-            if channel not in self.channels:
-                continue
-            self._compare(channel, value)
-            if serde is None:
-                continue
-            diff = _difference(value, serde.loads_typed(serde.dumps_typed(value)))
-            if diff is not None:
-                raise WriteReadbackError(
-                    f"node `{self.node}` wrote to channel `{channel}` a value that does not "
-                    f"read back from the checkpoint as written: {diff}; the step failed "
-                    "before its writes were saved. A resume would hand the next node that "
-                    "instead. Fix: define the class at the top level of an importable "
-                    "module (under LANGGRAPH_STRICT_MSGPACK, also declare it in the state "
-                    "schema), or write plain data"
-                )
-        return output
-
-    def _compare(self, channel: str, value: object) -> None:
-        tp = self.declared.get((self.node, channel))
-        if tp is None or self.node in self.logged:
-            return
-        miss = _mismatch(tp, value)
-        if miss is not None:
-            self.logged.add(self.node)
-            logger.warning(
-                "node `%s` declares `%s` for `%s` but wrote a `%s`: the fingerprint stamped "
-                "for it describes the declared type, not what is stored; fix the annotation "
-                "(or output_types) or the value (logged once per node)",
-                self.node,
-                miss[0],
-                channel,
-                miss[1],
-            )
-
-
-def _written(output: Any) -> Iterator[tuple[str, Any]]:
-    """The ``(channel, value)`` updates a node's output makes, as LangGraph reads them: a
-    mapping's items, a model's or dataclass's fields, a ``Command``'s update, a list of
-    those."""
-    if isinstance(output, Command):
-        output = output.update
-    if isinstance(output, list | tuple) and not isinstance(output, str):
-        for item in output:
-            if isinstance(item, Mapping | BaseModel | Command):
-                yield from _written(item)
-        return
-    if isinstance(output, Mapping):
-        yield from ((k, v) for k, v in output.items() if isinstance(k, str))
-    elif isinstance(output, BaseModel):
-        yield from ((k, getattr(output, k)) for k in output.model_fields_set)
-    elif dataclasses.is_dataclass(output) and not isinstance(output, type):
-        yield from ((f.name, getattr(output, f.name)) for f in dataclasses.fields(output))
-
-
-def _difference(written: object, back: object, depth: int = 0) -> str | None:
-    """How ``back`` differs from ``written``: a class revived as another (``Draft`` came
-    back as ``dict``), or a value that changed; None when it reads back as written.
-
-    msgpack has one sequence type, so a tuple that reads back as a list of the same items
-    counts as read back.
-    """
-    if isinstance(written, tuple) and not hasattr(written, "_fields") and isinstance(back, list):
-        back = tuple(back)
-    if type(written) is not type(back):
-        return f"{type(written).__name__} came back as {type(back).__name__}"
-    if depth > 50:
-        return None
-    if isinstance(written, Mapping) and isinstance(back, Mapping):
-        for key, item in written.items():
-            if key not in back:
-                return f"key {key!r} came back missing"
-            found = _difference(item, back[key], depth + 1)
-            if found is not None:
-                return found
-        return None
-    if isinstance(written, list | tuple) and isinstance(back, list | tuple):
-        for item, other in zip(written, back, strict=False):
-            found = _difference(item, other, depth + 1)
-            if found is not None:
-                return found
-        return None
-    if isinstance(written, BaseModel) and isinstance(back, BaseModel):
-        for key in type(written).model_fields:
-            found = _difference(getattr(written, key, None), getattr(back, key, None), depth + 1)
-            if found is not None:
-                return found
-        return None
-    if type(written).__eq__ is object.__eq__:
-        return None  # identity equality: a revived copy is never equal, nor wrong
-    try:
-        return None if written == back else f"{type(written).__name__} came back changed"
-    except Exception:
-        return None
 
 
 def declared(

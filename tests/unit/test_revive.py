@@ -17,13 +17,13 @@ from pydantic import BaseModel
 
 from neograph_ext._revive import (
     Revival,
-    _difference,
     findings,
     misread,
     revival,
     revived_classes,
     why_not,
 )
+from neograph_ext._verify_writes import _difference
 
 
 class Draft(BaseModel):
