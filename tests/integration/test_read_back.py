@@ -189,6 +189,44 @@ def test_verify_writes_logs_a_value_other_than_the_declared_type_once(
     ]
 
 
+class Report(BaseModel):
+    class Part(BaseModel):  # the serializer looks it up as `<module>.Part`: not found
+        text: str
+
+    parts: list[Part] = []
+
+
+class Parts(TypedDict, total=False):
+    part: Report.Part
+    out: str
+
+
+def test_a_nested_class_is_found_at_compile_time_and_rewound_on_resume(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig, caplog: pytest.LogCaptureFixture
+) -> None:
+    runs: Counter[str] = Counter()
+
+    def write(state: Parts) -> dict[str, Any]:
+        runs["write"] += 1
+        return {"part": Report.Part(text="hello")}
+
+    def publish(state: Parts) -> dict[str, Any]:
+        runs["publish"] += 1
+        if runs["publish"] == 1:
+            raise Crash("publish")
+        return {"out": type(state["part"]).__name__}
+
+    builder = StateGraph(Parts).add_sequence([write, publish]).add_edge(START, "write")
+    with caplog.at_level("WARNING", logger="neograph_ext"):
+        graph = ne.compile(builder, checkpointer=saver)
+    [warning] = [r.getMessage() for r in caplog.records if "will not read back" in r.getMessage()]
+    assert "Report.Part" in warning and f"`{__name__}.Part` does not import it" in warning
+    with pytest.raises(Crash):
+        ne.run(graph, {}, config)
+    assert ne.run(graph, None, config)["out"] == "Part"
+    assert runs == Counter({"write": 2, "publish": 2})
+
+
 class Loose(TypedDict, total=False):
     draft: Any
 
