@@ -8,6 +8,8 @@ Rules:
   is the rewind target. Of the target's superstep, the tasks of nodes not invalidated
   that finished on the old branch are kept (``kept_tasks``); the rest of that
   superstep and all after it run again.
+- A live stored value of the head that does not read back as its channel's declared
+  type (``misread``) changes the record that last wrote it, whatever its stamp.
 - Checkpoints without a trustworthy stamp never count as changed (``unverified``).
 - A stamp whose description cannot be found (a reference left unresolved) counts
   as changed for every node it covers: a rewind that may not be minimal, never a
