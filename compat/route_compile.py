@@ -15,29 +15,49 @@ LangGraph server deployment of the docs does.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Generator
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from langgraph.graph.state import StateGraph
 
 import neograph_ext
 
-__all__ = ["AUTO_RESUME_ENV", "ROUTED_PROPERTY", "original_compile"]
+__all__ = ["AUTO_RESUME_ENV", "READBACK_PROPERTY", "ROUTED_PROPERTY", "original_compile"]
 
 original_compile = StateGraph.compile
 _inside: ContextVar[bool] = ContextVar("neograph_ext_compat_inside", default=False)
 ROUTED_PROPERTY = "neograph_ext_routed_compiles"
 AUTO_RESUME_ENV = "NEOGRAPH_EXT_COMPAT_AUTO_RESUME"
 _AUTO_RESUME = {"auto_resume": True} if os.environ.get(AUTO_RESUME_ENV) == "true" else {}
+READBACK_PROPERTY = "neograph_ext_readback_warnings"
 
 
 class _Routed:
     """Compiles routed since the last test report: proof that the patch took."""
 
     calls = 0
+
+
+class _ReadBack(logging.Handler):
+    """The reasons of compile()'s read-back warnings since the last test report, so the
+    comparison can say how many of LangGraph's tests trigger one, and why."""
+
+    reasons: ClassVar[list[str]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        text = record.getMessage()
+        if "will not read back" not in text:
+            return
+        for reason in ("local class", "`__main__`", "allowlist", "does not import"):
+            if reason in text:
+                self.reasons.append(reason.strip("`"))
+
+
+logging.getLogger("neograph_ext").addHandler(_ReadBack(logging.WARNING))
 
 
 def _routed_compile(
@@ -65,5 +85,7 @@ def pytest_runtest_makereport(
     # recorder adds them up.
     report = yield
     report.user_properties.append((ROUTED_PROPERTY, _Routed.calls))
+    report.user_properties.append((READBACK_PROPERTY, list(_ReadBack.reasons)))
     _Routed.calls = 0
+    _ReadBack.reasons.clear()
     return report

@@ -289,6 +289,12 @@ def _report(comparison: Comparison, label: str) -> None:
         f"  {routed.name:<11}: {passed} pass  ({_tally(routed.results)})  {routed.seconds:.0f} s"
         f"  ({count} compiles routed through neograph_ext.compile)"
     )
+    warned = [entry["readback"] for entry in routed.results.values() if entry.get("readback")]
+    why = Counter(reason for reasons in warned for reason in reasons)
+    print(
+        f"    read-back warnings       : {len(warned)} tests compile a type whose values cannot "
+        f"read back ({', '.join(f'{n} {r}' for r, n in why.most_common()) or 'none'})"
+    )
     behavioural = comparison.behavioural
     print(f"    behavioural differences  : {len(behavioural)}")
     if routed.name == "auto_resume":

@@ -5,6 +5,8 @@ and its module, and only its fields change. The demo runs every deploy in one pr
 so each version gets a Python name of its own here (``SummaryV1``, ``SummaryV2``) and
 then takes the real name back: a fingerprint covers a class's import path, so after
 ``_deployed_as`` the fields are the only difference neograph-ext sees, as after a deploy.
+The real name is bound here too (to the newest version), so the checkpoint serializer
+imports ``demo_models.Summary`` as it would after a deploy.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ __all__ = ["Facts", "ReviewV1", "ReviewV3", "SummaryV1", "SummaryV2", "sample"]
 def _deployed_as(name: str, *versions: type[BaseModel]) -> None:
     for cls in versions:
         cls.__name__ = cls.__qualname__ = name
+    globals()[name] = versions[-1]
 
 
 class Facts(BaseModel):

@@ -14,6 +14,7 @@ from neograph_ext._errors import (
     NeographExtError,
     ThreadBusyError,
     UnreadableCheckpointError,
+    WriteReadbackError,
 )
 from neograph_ext._fingerprint import fingerprint_type
 from neograph_ext._graph import compile
@@ -30,6 +31,7 @@ __all__ = [
     "ResumePlan",
     "ThreadBusyError",
     "UnreadableCheckpointError",
+    "WriteReadbackError",
     "aaccept",
     "accept",
     "aplan",

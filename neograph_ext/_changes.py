@@ -39,6 +39,9 @@ class ChangeReason(StrEnum):
     REMOVED = "removed"
     UNKNOWN = "unknown"
     """The types it ran under are not known: their stored description is missing."""
+    STORED_VALUE = "stored value"
+    """A value it wrote does not read back from the checkpoint as its channel's declared
+    type (``_revive.misread``), though no type changed."""
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,8 @@ class NodeChange:
         """One line naming the node and the reason, then the diff lines, indented."""
         if self.reason is ChangeReason.UNKNOWN:
             head = f"node `{self.node}`: ran under types that are not known here"
+        elif self.reason is ChangeReason.STORED_VALUE:
+            return "\n".join(f"node `{self.node}`: {line}" for line in self.diff)
         else:
             what = f"channel `{self.channel}` type" if self.channel else str(self.reason)
             head = f"node `{self.node}`: {what} changed"

@@ -11,8 +11,12 @@ Every error derives from one root so callers can catch the library as a whole::
     │                           one to resume from has metadata LangGraph cannot resume from
     ├── UnresolvedTypeError     (also a TypeError) a forward reference cannot be resolved;
     │                           compile() catches it and leaves that type unfingerprinted
+    ├── WriteReadbackError      (also a ValueError) with ``compile(verify_writes=True)``: a
+    │                           node wrote a value that would not read back as written
     └── GraphError              the graph given cannot be used (not compiled by neograph-ext,
-                                no checkpointer, no thread_id, or a reference that cannot be loaded)
+                                no checkpointer, no thread_id, a reference that cannot be
+                                loaded, or, in strict mode, a declared type whose values
+                                cannot read back from a checkpoint)
 
 Third-party errors are translated at the boundary with ``raise ... from exc``.
 """
@@ -30,6 +34,7 @@ __all__ = [
     "NeographExtError",
     "ThreadBusyError",
     "UnreadableCheckpointError",
+    "WriteReadbackError",
 ]
 
 
@@ -74,4 +79,14 @@ class UnreadableCheckpointError(NeographExtError):
     what the decoder accepts), or the checkpoint to resume from has metadata LangGraph
     cannot resume from (not a mapping with an integer ``step``). Raised before any node
     runs and before anything is written; the message names the thread and the way out.
+    """
+
+
+class WriteReadbackError(NeographExtError, ValueError):
+    """A node wrote a value that would not read back from the checkpoint as written.
+
+    Raised only by graphs compiled with ``verify_writes=True``, as the step's writes are
+    saved and before they are: the step fails, naming the node, the channel and the type,
+    instead of a later resume handing the next node something else (a plain ``dict``
+    where a model was written).
     """

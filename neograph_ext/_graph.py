@@ -44,6 +44,7 @@ from langgraph.types import Command
 from neograph_ext._errors import GraphError
 from neograph_ext._langgraph import compile_options, fold_cache_keys
 from neograph_ext._migrate import Carrying, Migration, carrying
+from neograph_ext._revive import Revival, allowed_pairs, declared, report, revival
 from neograph_ext._stamp import (
     PLAIN_CALL,
     RUN_KEY,
@@ -56,6 +57,7 @@ from neograph_ext._stamp import (
     stamp_ref,
 )
 from neograph_ext._stamp_store import asave, save
+from neograph_ext._verify_writes import verifying
 
 __all__ = ["StampedGraph", "cache_salts", "compile", "marking"]
 
@@ -85,6 +87,8 @@ class StampedGraph(CompiledStateGraph[Any, Any, Any, Any]):
     """Per saver, the stamp descriptions already found in it, in this process."""
     neograph_ext_carrying: ClassVar[Carrying] = Carrying()
     """Which stored values may be kept or migrated instead of re-running their nodes."""
+    neograph_ext_revival: ClassVar[Revival] = Revival()
+    """The declared types, and which of them cannot read back from a checkpoint."""
 
     def stream(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
@@ -259,6 +263,7 @@ def compile(
     auto_resume: bool | None = None,
     keep_compatible: bool | Iterable[type | str] = False,
     migrations: Mapping[type | str, Migration] | None = None,
+    verify_writes: bool = False,
     **compile_kwargs: Any,
 ) -> StampedGraph:
     """Compile a StateGraph whose checkpoints carry the fingerprints of its types.
@@ -291,6 +296,11 @@ def compile(
         migrations: Per type or channel name, a function from the stored value (a
             model instance or a plain dict) to a value of the new type, applied to the
             live stored value instead of re-running its node.
+        verify_writes: For development and CI: every value a node writes to a state key
+            is round-tripped through the checkpointer's serializer as it is saved, and a
+            step whose writes would not read back as written fails at once with
+            ``WriteReadbackError``, before they are saved. A value not of the type its
+            node declares for that key is logged, once per node.
         **compile_kwargs: Every other keyword of ``StateGraph.compile``.
 
     Returns:
@@ -302,7 +312,9 @@ def compile(
     Raises:
         ValueError: ``output_types``, ``versions`` or ``renames`` names an unknown node,
             or ``keep_compatible`` or ``migrations`` an unknown channel or type.
-        GraphError: ``builder`` is a graph of LangGraph's functional API (``@entrypoint``).
+        GraphError: ``builder`` is a graph of LangGraph's functional API (``@entrypoint``);
+            or, with ``auto_resume=False``, a declared type's values cannot read back
+            from a checkpoint as themselves (without it, that is logged as a warning).
     """
     options: dict[str, Any] = {}
     config: RunnableConfig = {}
@@ -322,6 +334,12 @@ def compile(
     stamp = build_stamp(builder, output_types, versions, renames)
     carried = carrying(channel_types(builder), keep_compatible, migrations)
     graph = builder.compile(**options)
+    channels, coerced, outputs = declared(builder, output_types)
+    allowed = allowed_pairs(graph.checkpointer, getattr(graph, "_serde_allowlist", None))
+    revived = revival(channels, coerced, outputs, allowed)
+    report(revived, graph.name, strict=auto_resume is False)
+    if verify_writes:
+        verifying(graph, frozenset(channels), outputs)
     fold_cache_keys(graph, cache_salts(stamp))
     # In place, not with_config(): a copy would lose what compile() set afterwards.
     graph.config = {
@@ -341,6 +359,7 @@ def compile(
             "neograph_ext_stamp": stamp,
             "neograph_ext_auto_resume": auto_resume,
             "neograph_ext_carrying": carried,
+            "neograph_ext_revival": revived,
             "_neograph_ext_saved": weakref.WeakSet(),
             "_neograph_ext_described": weakref.WeakKeyDictionary(),
         },

@@ -25,12 +25,14 @@ from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.pregel import Pregel
 from langgraph.types import Command
 
+from neograph_ext._changes import ChangeReason
 from neograph_ext._errors import CheckpointSchemaError, GraphError
 from neograph_ext._head import _interrupted, _next, _paused, _stored_input
 from neograph_ext._keep import incomplete
 from neograph_ext._langgraph import unsaved_subgraph
 from neograph_ext._plan import PlanKind, ResumePlan, verified
 from neograph_ext._read import _Call, _with_checkpoint
+from neograph_ext._revive import head_misread
 from neograph_ext._stamp import ASK_AGAIN, encode_run, input_digest, read_marks
 
 __all__ = [
@@ -224,7 +226,8 @@ def _asking(call: _Call, head: CheckpointTuple | None) -> bool:
 def _continued(call: _Call, head: CheckpointTuple | None) -> str | None:
     """The run mark that continues ``head`` when it needs no plan: ``run`` verified it
     against the current stamp (``_plan.verified``), it waits on nodes, and it is no
-    keeping fork missing writes. ``_prepare`` then invokes input ``None`` on the call's
+    keeping fork missing writes, and its stored values read back as declared (else the
+    plan rewinds their writers). ``_prepare`` then invokes input ``None`` on the call's
     config under this mark, whatever the options; None for any other head.
     """
     if head is None or incomplete(head) is not None:
@@ -234,6 +237,8 @@ def _continued(call: _Call, head: CheckpointTuple | None) -> str | None:
         return None
     if mark.replaying is not None:
         return None  # a replay cut short: the turns it owes are planned (``_read._owed``)
+    if head_misread(call.graph.neograph_ext_revival, head, waits=True):
+        return None
     asking = mark.decision == ASK_AGAIN and not _paused(call.graph, head)
     return encode_run(call.stamp, ASK_AGAIN if asking else PlanKind.CONTINUE, mark.input)
 
@@ -266,8 +271,10 @@ def _carrying(decision: ResumePlan) -> str:
 def _message(decision: ResumePlan, ways: str) -> str:
     changed = "\n".join(change.describe() for change in decision.changes)
     nodes = ", ".join(sorted(decision.invalidated_nodes)) or "none"
+    why = "were written by code that differs from the current graph (types, versions or edges)"
+    if all(change.reason is ChangeReason.STORED_VALUE for change in decision.changes):
+        why = "hold values that do not read back as their declared types"
     return (
-        f"thread {decision.thread_id!r}: checkpoints were written by code that differs "
-        f"from the current graph (types, versions or edges). Invalidated nodes: {nodes}.\n"
+        f"thread {decision.thread_id!r}: checkpoints {why}. Invalidated nodes: {nodes}.\n"
         f"{changed}\nTo proceed: {ways}."
     )

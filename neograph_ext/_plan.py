@@ -8,6 +8,8 @@ Rules:
   is the rewind target. Of the target's superstep, the tasks of nodes not invalidated
   that finished on the old branch are kept (``kept_tasks``); the rest of that
   superstep and all after it run again.
+- A live stored value of the head that does not read back as its channel's declared
+  type (``misread``) changes the record that last wrote it, whatever its stamp.
 - Checkpoints without a trustworthy stamp never count as changed (``unverified``).
 - A stamp whose description cannot be found (a reference left unresolved) counts
   as changed for every node it covers: a rewind that may not be minimal, never a
@@ -25,12 +27,13 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import partial
 
 from neograph_ext._changes import (
+    STORED,
     ChangeReason,
     NodeChange,
     step_changes,
@@ -160,6 +163,7 @@ def decide(
     carry: Carry | None = None,
     *,
     replay_turns: bool = False,
+    misread: Mapping[str, str] | None = None,
 ) -> ResumePlan:
     """Plan the resume of a thread.
 
@@ -175,6 +179,9 @@ def decide(
         carry: Which changed channels may keep their stored values; none by default.
         replay_turns: Rewind into an earlier turn and replay the later turns' inputs,
             rather than blocking.
+        misread: Per live channel of the head whose stored value does not read back as
+            its declared type, the reason (``_revive.misread``): its last writer counts
+            as changed, as if the channel's type had.
 
     Returns:
         The plan; ``blocker`` is set when it must not be carried out silently.
@@ -235,6 +242,8 @@ def decide(
         found = _alive(changes, live) if index < turn else changes
         if found:
             found_in.append((index, found, live))
+    if misread:
+        found_in = _with_misread(found_in, records, writers, misread)
     base = plan_with(
         candidates=frozenset(
             c.channel for _, found, live in found_in if live for c in found if c.channel in live
@@ -289,6 +298,32 @@ def _storage_kinds_noted(base: ResumePlan, records: Sequence[Record], current: S
     return replace(base, notes=(*base.notes, note))
 
 
+def _with_misread(
+    found_in: list[tuple[int, tuple[NodeChange, ...], frozenset[str]]],
+    records: Sequence[Record],
+    writers: Mapping[str, int],
+    misread: Mapping[str, str],
+) -> list[tuple[int, tuple[NodeChange, ...], frozenset[str]]]:
+    """``found_in`` with a change for each misread channel, on the record that last
+    wrote it, whatever that record's stamp: a value that reads back as something else is
+    stale though no type changed. A value no record of the lineage wrote (a run's
+    input) has no writer to re-run and is left to the node that reads it."""
+    steps = {index: (list(found), live) for index, found, live in found_in}
+    for channel, why in sorted(misread.items()):
+        index = writers.get(channel)
+        if index is None:
+            continue
+        record = records[index]
+        blamed = sorted(node for ch, node in record.writers or () if ch == channel)
+        live = frozenset(ch for ch in record.wrote if writers.get(ch) == index)
+        found, _ = steps.setdefault(index, ([], live))
+        found += [
+            NodeChange(node, ChangeReason.STORED_VALUE, None, None, (why,), channel=channel)
+            for node in blamed or sorted(_user_nodes(record.ran)) or [STORED]
+        ]
+    return [(index, tuple(found), live) for index, (found, live) in sorted(steps.items())]
+
+
 def _last_writers(records: Sequence[Record]) -> dict[str, int]:
     """Per channel, the index of the last record that wrote it: whose value is live."""
     # Records share their sets of names: find each set's last index, then its channels'.
@@ -333,8 +368,9 @@ def _carried(found: tuple[NodeChange, ...], live: frozenset[str], carry: Carry) 
 
     Only type changes qualify: a changed version, edge or subgraph asks for a re-run.
     """
-    channels = frozenset(c.channel for c in found if c.reason is ChangeReason.CHANNEL)
-    typed = all(c.reason in (ChangeReason.CHANNEL, ChangeReason.OUTPUT_TYPE) for c in found)
+    valued = (ChangeReason.CHANNEL, ChangeReason.STORED_VALUE)
+    channels = frozenset(c.channel for c in found if c.reason in valued)
+    typed = all(c.reason in (*valued, ChangeReason.OUTPUT_TYPE) for c in found)
     handled = carry.migrated | carry.compatible
     return bool(channels) and typed and all(c in live and c in handled for c in channels)
 

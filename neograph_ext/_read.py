@@ -46,6 +46,7 @@ from neograph_ext._plan import (
     decide,
     verified,
 )
+from neograph_ext._revive import head_misread
 from neograph_ext._stamp import Stamp, read_marks
 from neograph_ext._stamp_store import aload, is_store_thread, load, reserved
 
@@ -334,15 +335,18 @@ def _from_head(call: _Call, head: CheckpointTuple | None) -> ResumePlan | None:
     """The plan when the head alone decides it; None when the history must be read.
 
     It does for a new thread, and for a head ``run`` verified against the current
-    stamp: that run checked the head's whole lineage. The most frequent resume then
-    reads two metadata keys, not a lineage.
+    stamp whose stored values read back as declared: that run checked the head's whole
+    lineage. The most frequent resume then reads two metadata keys, not a lineage.
     """
     if head is None:
         return _decided((), call, None)
     stamp, mark = read_marks(head.metadata)  # a mapping: ``resumable`` checked it
     if not verified(stamp, mark.verified, call.stamp) or mark.replaying is not None:
         return None
-    plan = at_verified_head(head.checkpoint["id"], _next(call.graph, head), call.thread_id)
+    waits = _next(call.graph, head)
+    if head_misread(call.graph.neograph_ext_revival, head, bool(waits)):
+        return None
+    plan = at_verified_head(head.checkpoint["id"], waits, call.thread_id)
     return _logged(call.thread_id, plan)
 
 
@@ -390,12 +394,18 @@ def _lineage(
 def _decided(records: tuple[Record, ...], call: _Call, head: CheckpointTuple | None) -> ResumePlan:
     thread_id = call.thread_id
     replay = call.replay_turns
-    decision = decide(records, call.stamp, thread_id, replay_turns=replay)
+    revival = call.graph.neograph_ext_revival
+    misread = head_misread(revival, head, bool(records and records[-1].next_nodes))
+    decision = decide(records, call.stamp, thread_id, replay_turns=replay, misread=misread)
     options = _by(call)[0]
     if decision.candidates and head is not None and (options.keep or options.migrations):
         values = head.checkpoint.get("channel_values", {})
-        carry = carry_for(options, decision.candidates, values)
-        decision = decide(records, call.stamp, thread_id, carry, replay_turns=replay)
+        # A converted value of a type that cannot be revived would not read back either.
+        candidates = decision.candidates - (revival.unrevivable & misread.keys())
+        carry = carry_for(options, candidates, values)
+        decision = decide(
+            records, call.stamp, thread_id, carry, replay_turns=replay, misread=misread
+        )
     if decision.kind is PlanKind.REWIND and head is not None and _paused(call.graph, head):
         decision = replace(decision, notes=(*decision.notes, ASKED_AGAIN))
     return _logged(thread_id, decision)

@@ -177,14 +177,18 @@ def check_command(
             plans = [_plan(compiled, name, None) for name in todo]
     unverified = PlanKind.UNVERIFIED if strict_unverified else None
     failing = [p for p in plans if p.blocker or p.kind in (PlanKind.REWIND, unverified)]
+    # As in strict mode: a declared type whose values cannot read back fails the check.
+    found = compiled.neograph_ext_revival.findings if isinstance(compiled, StampedGraph) else ()
+    unreadable = [f.describe() for f in found]
     if as_json:
-        ok, failed = not failing, [p.thread_id for p in failing]
-        typer.echo(
-            _json({"ok": ok, "failing": failed, "plans": [dataclasses.asdict(p) for p in plans]})
-        )
+        ok, failed = not failing and not unreadable, [p.thread_id for p in failing]
+        report = {"ok": ok, "failing": failed, "plans": [dataclasses.asdict(p) for p in plans]}
+        typer.echo(_json({**report, "types": unreadable}))
     else:
         _print_check(plans, failing, strict_unverified)
-    if failing:
+        for line in unreadable:
+            _console().print(_text(f"failed: {line}"), style="red", soft_wrap=True)
+    if failing or unreadable:
         raise typer.Exit(1)
 
 

@@ -60,6 +60,22 @@ v2 = pipeline(ReviewV2)
 other = pipeline(ReviewV1, names="wxyz")
 """A different graph altogether: no node in common with ``v1``."""
 
+
+def _with_local_model() -> StateGraph[Any, Any, Any, Any]:
+    class Draft(BaseModel):  # a local class: its values cannot read back from a checkpoint
+        text: str
+
+    drafting = TypedDict("Drafting", {"draft": Draft}, total=False)  # type: ignore[misc]  # noqa: UP013
+
+    def write(state: Any) -> dict[str, Any]:
+        return {"draft": Draft(text="hello")}
+
+    return StateGraph(drafting).add_node(write).add_edge(START, "write")
+
+
+local_model = _with_local_model()
+"""A graph whose ``draft`` key is typed with a local class."""
+
 compiled_v2 = neograph_ext.compile(v2, checkpointer=None)
 """``v2`` compiled by neograph-ext: the CLI attaches the database's saver to it."""
 

@@ -165,6 +165,18 @@ def test_unverified_threads_pass_unless_strict(db: Database) -> None:
     assert "│ t1" not in strict.stdout
 
 
+def test_check_fails_on_a_type_whose_values_cannot_read_back(db: Database) -> None:
+    graph = "tests.cli.cli_graphs:local_model"
+
+    result = cli("check", graph, "--db", db.url)
+    as_json = cli("check", graph, "--db", db.url, "--json")
+
+    assert result.exit_code == 1, result.output
+    assert "failed: values of" in result.stdout and "local class" in result.stdout
+    assert as_json.exit_code == 1 and json.loads(as_json.stdout)["ok"] is False
+    assert "_with_local_model.<locals>.Draft" in json.loads(as_json.stdout)["types"][0]
+
+
 def test_check_an_empty_database(db: Database) -> None:
     result = cli("check", V2, "--db", db.url)
 

@@ -10,12 +10,15 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.types import interrupt
+from pydantic import ConfigDict
 
-from tests.integration.pipelines import model
+from tests.integration.pipelines import deployed, model
 
 ProfileV1 = model("Profile", who=(str, ...))
 ProfileV2 = model("Profile", who=(str, ...), tone=(str, "plain"))  # additive, compatible
-ProfileV3 = model("Profile", full_name=(str, ...))  # renamed field: needs a migration
+# Renamed field: needs a migration. Extra fields allowed: a stored ProfileV1 value revives
+# through this class (the one deployed) by model_construct, which keeps `who` only so.
+ProfileV3 = model("Profile", __config__=ConfigDict(extra="allow"), full_name=(str, ...))
 SummaryV1 = model("Summary", text=(str, ...))
 SummaryV2 = model("Summary", text=(str, ...), turns=(int, 0))
 
@@ -27,6 +30,7 @@ def chat(
 
     ``reply`` asks the user first (LangGraph's ``interrupt``) when the message is ``ask``.
     """
+    deployed(profile, summary)
     # Functional syntax: the channel types are this call's arguments.
     state = TypedDict(  # type: ignore[name-match]  # noqa: UP013
         "Chat",

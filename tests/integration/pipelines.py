@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import operator
+import sys
+import types
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from itertools import pairwise
@@ -19,6 +21,15 @@ class State(TypedDict, total=False):
 
     log: Annotated[list[str], operator.add]
     value: int
+
+
+def deployed(*models: type[BaseModel]) -> None:
+    """Bind ``models`` in their module, as the code a deploy runs: a stored value of that
+    name then revives as the class bound, as it would in an application (where only one
+    version of a class exists per process)."""
+    module = sys.modules.setdefault(MODULE, types.ModuleType(MODULE))
+    for made in models:
+        setattr(module, made.__name__, made)
 
 
 def model(name: str = "Analysis", **fields: Any) -> type[BaseModel]:

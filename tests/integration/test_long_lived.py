@@ -12,7 +12,7 @@ from langgraph.types import Command
 
 import neograph_ext as ne
 from tests.integration.chat import ProfileV2, ProfileV3, SummaryV2, chat, say
-from tests.integration.pipelines import model
+from tests.integration.pipelines import deployed, model
 
 
 def _two_turns(saver: BaseCheckpointSaver[Any], config: RunnableConfig) -> None:
@@ -32,8 +32,7 @@ def _name(value: Any) -> str:
 
 
 def _data(value: Any) -> dict[str, Any]:
-    """A stored model as data: the test models' module cannot be imported, so the
-    serializer revives them as dicts."""
+    """A stored model as data, whether it revived as a model or as a dict."""
     return value if isinstance(value, dict) else dict(value.model_dump())
 
 
@@ -214,6 +213,7 @@ DraftV2 = model("Draft", text=(str, ...), tone=(str, "plain"))
 
 def _approval(runs: Counter[str], draft_type: Any, *, ask: bool = True) -> Any:
     """``draft -> review -> send``; ``review`` asks with ``interrupt()`` when ``ask``."""
+    deployed(draft_type)
     from typing import TypedDict
 
     from langgraph.graph import END, START, StateGraph

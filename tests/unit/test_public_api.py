@@ -16,6 +16,7 @@ EXPECTED = [
     "ResumePlan",
     "ThreadBusyError",
     "UnreadableCheckpointError",
+    "WriteReadbackError",
     "aaccept",
     "accept",
     "aplan",
@@ -50,5 +51,6 @@ def test_errors_share_one_root() -> None:
         "GraphError",
         "ThreadBusyError",
         "UnreadableCheckpointError",
+        "WriteReadbackError",
     ):
         assert issubclass(getattr(neograph_ext, name), neograph_ext.NeographExtError)

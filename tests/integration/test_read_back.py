@@ -1,0 +1,321 @@
+"""Values that do not read back from a checkpoint as they were written, though no type
+changed: found at compile time, on resume, and (opt-in) as they are written.
+
+A local class cannot be imported even by the process that wrote it, so its tests run in
+one process on every saver; a class of ``__main__`` and strict msgpack need a writer
+and a resumer in processes of their own (``readback_app``).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any, TypedDict
+
+import pytest
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import START, StateGraph
+from pydantic import BaseModel, create_model
+
+import neograph_ext as ne
+
+APP = Path(__file__).with_name("readback_app.py")
+ROOT = APP.parents[2]
+
+
+class Crash(RuntimeError):
+    """``publish`` failing, as a process dying mid-run."""
+
+
+class Kept(BaseModel):
+    """An importable model: it reads back as itself."""
+
+    text: str
+
+
+def make(
+    saver: BaseCheckpointSaver[Any],
+    runs: Counter[str],
+    *,
+    crash: bool = False,
+    local: bool = True,
+    pydantic_state: bool = False,
+    **options: Any,
+) -> Any:
+    """``write -> publish``, the model ``write`` stores defined inside this factory (as
+    factories and tests do) unless ``local`` is False."""
+
+    class Draft(BaseModel):
+        text: str
+
+    model = Draft if local else Kept
+
+    # Functional syntax: the channel types are this call's.
+    S = TypedDict("S", {"draft": model, "out": str}, total=False)  # type: ignore[misc]  # noqa: UP013
+    P = create_model("P", draft=(model | None, None), out=(str | None, None))
+
+    def write(state: Any) -> dict[str, Any]:
+        runs["write"] += 1
+        return {"draft": model(text="hello")}
+
+    def publish(state: Any) -> dict[str, Any]:
+        runs["publish"] += 1
+        if crash:
+            raise Crash("publish")
+        draft = state.draft if isinstance(state, BaseModel) else state["draft"]
+        return {"out": f"{type(draft).__name__}:{getattr(draft, 'text', None)}"}
+
+    builder = StateGraph(P if pydantic_state else S)
+    builder.add_sequence([write, publish]).add_edge(START, "write")
+    return ne.compile(builder, checkpointer=saver, **options)
+
+
+def crashed(saver: BaseCheckpointSaver[Any], config: RunnableConfig, **options: Any) -> None:
+    with pytest.raises(Crash):
+        ne.run(make(saver, Counter(), crash=True, **options), {}, config)
+
+
+def test_a_local_class_is_rewound_to_its_writer_on_resume(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    crashed(saver, config)
+    runs: Counter[str] = Counter()
+    graph = make(saver, runs)
+    plan = ne.plan(graph, config)
+    assert plan.kind is ne.PlanKind.REWIND and plan.invalidated_nodes == {"write"}
+    assert "node `write`: stored value of `draft` does not read back as `Draft`: got `dict`" in (
+        str(plan)
+    )
+    result = ne.run(graph, None, config)
+    assert result["out"] == "Draft:hello"  # without the check: 'dict:None'
+    assert runs == Counter({"write": 1, "publish": 1})
+    assert ne.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
+
+
+async def test_async_a_local_class_is_rewound_to_its_writer(
+    async_saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    with pytest.raises(Crash):
+        await ne.arun(make(async_saver, Counter(), crash=True), {}, config)
+    runs: Counter[str] = Counter()
+    result = await ne.arun(make(async_saver, runs), None, config)
+    assert result["out"] == "Draft:hello" and runs == Counter({"write": 1, "publish": 1})
+
+
+def test_strict_mode_raises_naming_the_value(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    crashed(saver, config)
+    runs: Counter[str] = Counter()
+    with pytest.raises(ne.CheckpointSchemaError) as caught:
+        ne.run(make(saver, runs), None, config, auto_resume=False)
+    assert caught.value.invalidated_nodes == {"write"}
+    assert "stored value of `draft` does not read back as `Draft`: got `dict`" in str(caught.value)
+    assert runs == Counter()
+
+
+def test_compile_warns_once_per_type_and_strict_compile_raises(
+    saver: BaseCheckpointSaver[Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level("WARNING", logger="neograph_ext"):
+        make(saver, Counter())
+    warned = [r.getMessage() for r in caplog.records if "will not read back" in r.getMessage()]
+    assert len(warned) == 1
+    assert "make.<locals>.Draft" in warned[0] and "channel `draft`" in warned[0]
+    assert "local class" in warned[0] and "top level of an importable module" in warned[0]
+    with pytest.raises(ne.GraphError, match="local class"):
+        make(saver, Counter(), auto_resume=False)
+
+
+def test_no_false_alarm_for_values_that_read_back(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig, caplog: pytest.LogCaptureFixture
+) -> None:
+    other: RunnableConfig = {
+        "configurable": {"thread_id": f"{config['configurable']['thread_id']}-p"}
+    }
+    with caplog.at_level("WARNING", logger="neograph_ext"):
+        crashed(saver, config, local=False)
+        crashed(saver, other, pydantic_state=True)  # a local class, coerced on read
+        for where, options in ((config, {"local": False}), (other, {"pydantic_state": True})):
+            runs: Counter[str] = Counter()
+            graph = make(saver, runs, **options)
+            assert ne.plan(graph, where).kind is ne.PlanKind.CONTINUE
+            assert ne.run(graph, None, where)["out"] in ("Kept:hello", "Draft:hello")
+            assert runs == Counter({"publish": 1})  # write was not re-run
+    assert not [r for r in caplog.records if "read back" in r.getMessage()]
+
+
+def test_verify_writes_fails_the_step_before_its_writes_are_saved(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    runs: Counter[str] = Counter()
+    graph = make(saver, runs, verify_writes=True)
+    with pytest.raises(ne.WriteReadbackError) as caught:
+        ne.run(graph, {}, config)
+    message = str(caught.value)
+    assert (
+        "node `write` wrote to channel `draft`" in message and "Draft came back as dict" in message
+    )
+    assert runs == Counter({"write": 1})  # publish never ran
+    stored = saver.get_tuple(config)
+    assert stored is not None and "draft" not in stored.checkpoint["channel_values"]
+    # An importable model passes; the saver given to compile stays the graph's own.
+    kept: Counter[str] = Counter()
+    other: RunnableConfig = {
+        "configurable": {"thread_id": f"{config['configurable']['thread_id']}-k"}
+    }
+    checked = make(saver, kept, local=False, verify_writes=True)
+    assert ne.run(checked, {}, other)["out"] == "Kept:hello"
+    assert kept == Counter({"write": 1, "publish": 1}) and checked.checkpointer is saver
+
+
+def test_verify_writes_logs_a_value_other_than_the_declared_type_once(
+    saver: BaseCheckpointSaver[Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    builder = StateGraph(Loose).add_node(_writes_a_dict).add_edge(START, "_writes_a_dict")
+    graph = ne.compile(builder, checkpointer=saver, verify_writes=True)
+    with caplog.at_level("WARNING", logger="neograph_ext"):
+        for n in range(2):
+            ne.run(graph, {}, {"configurable": {"thread_id": f"declared-{n}-{id(saver)}"}})
+    logged = [r.getMessage() for r in caplog.records if "declares" in r.getMessage()]
+    assert logged == [
+        "node `_writes_a_dict` declares `Kept` for `draft` but wrote a `dict`: the fingerprint "
+        "stamped for it describes the declared type, not what is stored; fix the annotation "
+        "(or output_types) or the value (logged once per node)"
+    ]
+
+
+class Report(BaseModel):
+    class Part(BaseModel):  # the serializer looks it up as `<module>.Part`: not found
+        text: str
+
+    parts: list[Part] = []
+
+
+class Parts(TypedDict, total=False):
+    part: Report.Part
+    out: str
+
+
+def test_a_nested_class_is_found_at_compile_time_and_rewound_on_resume(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig, caplog: pytest.LogCaptureFixture
+) -> None:
+    runs: Counter[str] = Counter()
+
+    def write(state: Parts) -> dict[str, Any]:
+        runs["write"] += 1
+        return {"part": Report.Part(text="hello")}
+
+    def publish(state: Parts) -> dict[str, Any]:
+        runs["publish"] += 1
+        if runs["publish"] == 1:
+            raise Crash("publish")
+        return {"out": type(state["part"]).__name__}
+
+    builder = StateGraph(Parts).add_sequence([write, publish]).add_edge(START, "write")
+    with caplog.at_level("WARNING", logger="neograph_ext"):
+        graph = ne.compile(builder, checkpointer=saver)
+    [warning] = [r.getMessage() for r in caplog.records if "will not read back" in r.getMessage()]
+    assert "Report.Part" in warning and f"`{__name__}.Part` does not import it" in warning
+    with pytest.raises(Crash):
+        ne.run(graph, {}, config)
+    assert ne.run(graph, None, config)["out"] == "Part"
+    assert runs == Counter({"write": 2, "publish": 2})
+
+
+class Loose(TypedDict, total=False):
+    draft: Any
+
+
+class DeclaresKept(TypedDict):
+    draft: Kept
+
+
+def _writes_a_dict(state: Loose) -> DeclaresKept:
+    return {"draft": {"text": "a dict, not a Kept"}}  # type: ignore[typeddict-item]
+
+
+# Writer and resumer in processes of their own.
+
+
+def _app(
+    role: str, spec: str, thread: str, *flags: str, script: bool = False, strict: bool = False
+) -> dict[str, Any]:
+    command = (
+        [sys.executable, str(APP)]
+        if script
+        else [
+            sys.executable,
+            "-c",
+            "from tests.integration.readback_app import main; main()",
+        ]
+    )
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)}
+    if strict:
+        env["LANGGRAPH_STRICT_MSGPACK"] = "true"
+    done = subprocess.run(
+        [*command, role, spec, thread, *flags],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return report
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def spec(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:{tmp_path / 'readback.sqlite'}"
+    return f"postgres:{request.getfixturevalue('pg_dsn')}"
+
+
+def test_strict_msgpack_an_any_channel_holding_a_model(spec: str, config: RunnableConfig) -> None:
+    thread = str(config["configurable"]["thread_id"])
+    wrote = _app("write", spec, thread, "untyped", strict=True)
+    assert wrote["runs"] == {"write": 1, "publish": 1} and "Crash" in wrote["error"]
+    [warning] = [w for w in wrote["warnings"] if "will not read back" in w]
+    assert "readback_app.Draft" in warning and "node `write` output" in warning
+    assert "allowlist" in warning and "allowed_msgpack_modules" in warning
+    strict = _app("strict", spec, thread, "untyped", strict=True)
+    assert "CheckpointSchemaError" in strict["error"] and strict["runs"] == {}
+    assert "stored value of `draft` does not read back as `Draft`: got `dict`" in strict["error"]
+    resumed = _app("resume", spec, thread, "untyped", strict=True)
+    assert resumed["out"] == "Draft:hello" and resumed["runs"] == {"write": 1, "publish": 1}
+    # The same value, without strict msgpack, reads back: no warning, no rewind.
+    plain = _app("write", spec, f"{thread}-plain", "untyped")
+    assert not [w for w in plain["warnings"] if "read back" in w]
+    again = _app("resume", spec, f"{thread}-plain", "untyped")
+    assert again["out"] == "Draft:hello" and again["runs"] == {"publish": 1}
+
+
+def test_strict_msgpack_verify_writes_fails_the_step(spec: str, config: RunnableConfig) -> None:
+    thread = str(config["configurable"]["thread_id"])
+    verified = _app("verify", spec, thread, "untyped", strict=True)
+    assert (
+        "WriteReadbackError" in verified["error"] and "Draft came back as dict" in verified["error"]
+    )
+    assert verified["runs"] == {"write": 1}
+
+
+def test_a_main_class_is_rewound_or_converted(spec: str, config: RunnableConfig) -> None:
+    thread = str(config["configurable"]["thread_id"])
+    for name in (thread, f"{thread}-keep"):
+        wrote = _app("write", spec, name, script=True)
+        assert wrote["module"] == "__main__" and "Crash" in wrote["error"]
+        [warning] = [w for w in wrote["warnings"] if "will not read back" in w]
+        assert "__main__.Draft" in warning and "`__main__`" in warning
+    # Imported by its module path, the resumer cannot revive `__main__.Draft`.
+    rewound = _app("resume", spec, thread)
+    assert rewound["out"] == "Draft:hello" and rewound["runs"] == {"write": 1, "publish": 1}
+    converted = _app("resume", spec, f"{thread}-keep", "keep")
+    assert converted["plan"].startswith("migrate")
+    assert converted["out"] == "Draft:hello" and converted["runs"] == {"publish": 1}

@@ -1,0 +1,207 @@
+"""The read-back rule (``_revive``): what LangGraph's serializer can revive as itself,
+which stored values do not read back as declared, and what a write round trip shows.
+
+The first tests pin the serializer's behaviour the rule copies: they fail loudly when
+LangGraph changes how it revives classes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from typing import Annotated, Any, NamedTuple, TypedDict
+
+from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from pydantic import BaseModel
+
+from neograph_ext._revive import (
+    Revival,
+    findings,
+    misread,
+    revival,
+    revived_classes,
+    why_not,
+)
+from neograph_ext._verify_writes import _difference
+
+
+class Draft(BaseModel):
+    text: str
+
+
+class Outer(BaseModel):
+    class Inner(BaseModel):  # the serializer looks it up as `module.Inner`
+        x: int
+
+    inner: Inner
+
+
+@dataclasses.dataclass
+class Note:
+    body: str
+    draft: Draft | None = None
+
+
+class Tone(enum.Enum):
+    PLAIN = "plain"
+
+
+class Pair(NamedTuple):
+    left: int
+    right: int
+
+
+class Row(TypedDict):
+    draft: Draft
+    n: int
+
+
+def _local() -> type[BaseModel]:
+    class Local(BaseModel):
+        text: str
+
+    return Local
+
+
+def _main() -> type[BaseModel]:
+    return type("Script", (BaseModel,), {"__module__": "__main__", "__annotations__": {"a": int}})
+
+
+def _round_trip(value: object, **serde: Any) -> object:
+    codec = JsonPlusSerializer(**serde)
+    return codec.loads_typed(codec.dumps_typed(value))
+
+
+def test_the_serializer_revives_an_importable_model_as_itself() -> None:
+    assert _round_trip(Draft(text="a")) == Draft(text="a")
+    assert type(_round_trip(Draft(text="a"))) is Draft
+
+
+def test_the_serializer_hands_back_a_dict_for_a_local_or_nested_class() -> None:
+    assert _round_trip(_local()(text="a")) == {"text": "a"}
+    assert _round_trip(Outer.Inner(x=1)) == {"x": 1}
+
+
+def test_the_serializer_hands_back_a_dict_for_a_class_off_its_allowlist() -> None:
+    assert _round_trip(Draft(text="a"), allowed_msgpack_modules=None) == {"text": "a"}
+    allowed = [(Draft.__module__, "Draft")]
+    assert type(_round_trip(Draft(text="a"), allowed_msgpack_modules=allowed)) is Draft
+
+
+def test_an_importable_class_revives() -> None:
+    for cls in (Draft, Outer, Note, Tone, Pair):
+        assert why_not(cls, True) == ()
+    assert why_not(HumanMessage, frozenset()) == ()  # on LangGraph's safe list
+
+
+def test_each_reason_is_named() -> None:
+    assert "local class" in why_not(_local(), True)[0]
+    assert "`__main__`" in why_not(_main(), True)[0]
+    assert why_not(Outer.Inner, True) == (f"`{__name__}.Inner` does not import it",)
+    off = why_not(Draft, frozenset())
+    assert len(off) == 1 and "allowlist" in off[0] and "LANGGRAPH_STRICT_MSGPACK" in off[0]
+    assert why_not(Draft, frozenset({(__name__, "Draft")})) == ()
+
+
+def test_a_class_defined_again_at_the_same_path_counts_as_itself() -> None:
+    again = type("Draft", (BaseModel,), {"__module__": __name__, "__annotations__": {"t": str}})
+    assert why_not(again, True) == ()
+
+
+def test_the_walk_finds_classes_stored_by_path_at_any_depth() -> None:
+    found = set(revived_classes(Annotated[dict[str, list[Row | None]], "meta"]))
+    assert found == {Draft}
+    assert set(revived_classes(Note)) == {Note, Draft}
+    assert set(revived_classes(Outer)) == {Outer, Outer.Inner}
+    assert set(revived_classes(tuple[Tone, Pair, int, str, Any])) == {Tone, Pair}
+    assert set(revived_classes(Row)) == {Draft}  # a TypedDict value is a plain dict
+
+
+def test_one_finding_per_class_naming_every_place() -> None:
+    local = _local()
+    found = findings(
+        [("channel `a`", local), ("channel `b`", list[local]), ("channel `c`", Draft)], True
+    )
+    assert len(found) == 1
+    assert found[0].where == ("channel `a`", "channel `b`")
+    text = found[0].describe()
+    assert "Local" in text and "local class" in text and "top level" in text
+
+
+def test_a_node_output_is_checked_by_the_keys_it_updates() -> None:
+    local = _local()
+
+    class Update(TypedDict):
+        draft: Any
+
+    class Out(BaseModel):
+        draft: local  # type: ignore[valid-type]
+
+    checked = revival({"draft": Any}, frozenset(), {"write": Out, "other": Update}, True)
+    assert [f.where for f in checked.findings] == [("node `write` output",)]
+    # A model returned as an update is never stored itself.
+    assert revival({}, frozenset(), {"write": _local()}, True).findings == ()
+
+
+def test_a_pydantic_state_channel_is_not_reported() -> None:
+    local = _local()
+    assert revival({"draft": local}, frozenset({"draft"}), {}, True).findings == ()
+
+
+def test_a_dict_where_a_model_was_declared_does_not_read_back() -> None:
+    checked = Revival({"draft": Draft, "rows": list[Draft], "n": int})
+    assert misread(checked, {"draft": {"text": "a"}, "rows": [Draft(text="b")], "n": 1}) == {
+        "draft": "stored value of `draft` does not read back as `Draft`: got `dict`"
+    }
+    assert misread(checked, {"rows": [Draft(text="b"), {"text": "c"}]}) == {
+        "rows": "stored value of `rows` does not read back as `Draft`: got `dict`"
+    }
+    assert misread(checked, {"draft": None}) == {
+        "draft": "stored value of `draft` does not read back as `Draft`: got `NoneType`"
+    }
+
+
+def test_values_that_read_back_as_declared_pass() -> None:
+    checked = Revival(
+        {
+            "draft": Draft | None,
+            "row": Row,
+            "note": Note,
+            "any": Any,
+            "text": str,
+            "pair": Pair,
+            "by_key": dict[str, Draft],
+        }
+    )
+    values = {
+        "draft": None,
+        "row": {"draft": Draft(text="a"), "n": 1},
+        "note": Note("b", Draft(text="c")),
+        "any": {"text": "a"},
+        "text": 3,  # not the serializer's doing: not judged
+        "pair": Pair(1, 2),
+        "by_key": {"k": Draft(text="d")},
+    }
+    assert misread(checked, values) == {}
+
+
+def test_a_field_of_a_revived_dataclass_is_checked() -> None:
+    checked = Revival({"note": Note})
+    assert misread(checked, {"note": Note("b", {"text": "c"})}) == {  # type: ignore[arg-type]
+        "note": "stored value of `note` does not read back as `Draft | None`: got `dict`"
+    }
+
+
+def test_a_pydantic_state_coerces_what_validates() -> None:
+    checked = Revival({"draft": Draft}, coerced=frozenset({"draft"}))
+    assert misread(checked, {"draft": {"text": "a"}}) == {}
+    assert "draft" in misread(checked, {"draft": {"other": 1}})
+
+
+def test_a_write_round_trip_names_what_came_back_otherwise() -> None:
+    local = _local()
+    assert _difference(local(text="a"), _round_trip(local(text="a"))) == "Local came back as dict"
+    value = {"rows": [Draft(text="a")], "pair": ("x", 1), "at": Tone.PLAIN}
+    assert _difference(value, _round_trip(value)) is None  # a tuple comes back as a list
+    assert _difference({"k": 1}, {"k": 2}) == "int came back changed"
