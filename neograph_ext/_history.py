@@ -89,6 +89,9 @@ class Record(NamedTuple):
     it, read from the task ids of the parent's pending writes; None when they could not
     be matched to nodes, or when at most one node ran (then every node of ``ran``
     counts as a writer)."""
+    nulled: frozenset[str] = frozenset()
+    """The channels of ``wrote`` that hold None after the step: a node cleared them
+    (what a stamp's ``clears`` names is then no value of the channel's type)."""
 
 
 def lineage(
@@ -198,6 +201,7 @@ def _with_stamp(r: Record, stamp: Stamp) -> Record:
         r.pending_tasks,
         r.next_nodes,
         r.writers,
+        r.nulled,
     )
 
 
@@ -378,6 +382,7 @@ class _Walk:
                 "format", f"metadata is a {type(tup.metadata).__name__}, not a mapping"
             )
         ran = self.ran_in(checkpoint, before)
+        wrote = self.wrote_in(checkpoint, before)
         writes = tup.pending_writes if head else None
         # ``tuple.__new__``, not ``Record(...)`` (a Python-level constructor), and
         # positional: a long thread builds thousands of records per plan.
@@ -391,7 +396,7 @@ class _Walk:
                 stamp,
                 verified,
                 ran,
-                self.wrote_in(checkpoint, before),
+                wrote,
                 step - parent_step if source != "input" else 0,
                 len({task for task, channel, _ in writes if channel not in _SPECIAL_WRITES})
                 if writes
@@ -400,8 +405,15 @@ class _Walk:
                 # Deriving task ids is most of a record's cost, and attribution only picks
                 # among the nodes of a step: a step of one node wrote everything itself.
                 _writers(tup, parent, parent_step) if len(ran) > 1 else None,
+                self.nulled_in(checkpoint, wrote),
             ),
         )
+
+    def nulled_in(self, checkpoint: Mapping[str, Any], wrote: frozenset[str]) -> frozenset[str]:
+        """The channels of ``wrote`` whose value in ``checkpoint`` is None."""
+        values: Mapping[str, Any] = checkpoint.get("channel_values", _EMPTY)
+        names = frozenset([name for name in wrote if values.get(name, _EMPTY) is None])
+        return self.shared(names) if names else _NONE
 
     def shared(self, names: frozenset[str]) -> frozenset[str]:
         return self.names.setdefault(names, names)

@@ -204,6 +204,7 @@ def decide(
     found_in: list[tuple[int, tuple[NodeChange, ...], frozenset[str]]] = []
     notes: list[str] = []
     current_id, start = current.id, _settled(records, current)
+    clears = frozenset(current.clears or ())
     for index, record in enumerate(records[start:], start):
         stamp = record.stamp
         if stamp is None or isinstance(stamp, Unreadable):
@@ -213,11 +214,13 @@ def decide(
             continue
         if stamp.id == current_id:
             continue
-        key = (stamp.id, record.ran, record.wrote, record.writers)
+        # A None the node wrote to say "nothing here" is no value of the changed type.
+        wrote = record.wrote - (record.nulled & clears) if record.nulled else record.wrote
+        key = (stamp.id, record.ran, wrote, record.writers)
         changes = memo.get(key)
         if changes is None:
             changes = memo[key] = step_changes(
-                record.ran, record.wrote, stamp, current, writers=record.writers, renames=renames
+                record.ran, wrote, stamp, current, writers=record.writers, renames=renames
             )
         if not changes:
             continue
