@@ -61,6 +61,21 @@ def test_rewind_targets_the_parent_of_the_earliest_affected_task() -> None:
     assert "score" in "\n".join(change.diff)
 
 
+def test_a_none_written_to_a_cleared_channel_is_no_value_of_its_type() -> None:
+    """create_agent's model call writes None to ``structured_response`` on every call
+    without a response: of a changed response type, only the call that wrote one counts."""
+    old = stamp()
+    retyped = {**old.channels, "log": "0" * 64}
+    new = old.model_copy(update={"id": "f" * 64, "channels": retyped})
+    records = [record(-1, stamp=old, source="input"), record(0, stamp=old)]
+    records += [record(1, "a", LOG, stamp=old, nulled=LOG), record(2, "b", LOG, stamp=old)]
+    records += [record(3, "c", LOG, stamp=old, nulled=LOG)]
+    assert decide(records, new, "t").step == 0  # the channel says nothing of None
+    cleared = decide(records, new.model_copy(update={"clears": ("log",)}), "t")
+    assert cleared.kind is PlanKind.REWIND and cleared.step == 1
+    assert cleared.invalidated_nodes == {"b"}
+
+
 def test_unstamped_and_unreadable_checkpoints_never_count_as_changed() -> None:
     garbage = Unreadable("format", "stamp is not JSON")
     for old in (None, garbage):
