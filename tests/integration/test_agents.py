@@ -94,6 +94,9 @@ async def response_model_changed(
     assert plan.kind is ne.PlanKind.REWIND and plan.invalidated_nodes == {"model"}
     assert plan.step == 3  # after the tool call: only the final model call re-runs
     assert "Weather.humidity: added (int, required)" in str(plan)
+    # ``kept`` names nodes: ``model`` re-runs, so its first call shows in the steps alone.
+    assert ne.TaskStep("model", 1, kept=True) in plan.steps
+    assert "model (step 4 of 5) re-runs" in str(plan) and "model (step 1) kept" in str(plan)
     result = await deploy.run(graph, None, config)
     assert runs == Counter({"model": 1, "after_model": 1})
     assert result["structured_response"].humidity == 1
