@@ -20,12 +20,14 @@ from langchain.agents.structured_output import ProviderStrategy, ToolStrategy
 from langchain_core.messages import HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.prebuilt import create_react_agent
 
 import neograph_ext as ne
 from tests.integration.agents import (
     Audit,
     BudgetState,
     BudgetStateV2,
+    ScriptedChat,
     agent,
     budget,
     counted_tool,
@@ -82,8 +84,9 @@ async def response_model_changed(
 ) -> None:
     runs: Counter[str] = Counter()
     tools = [counted_tool(runs, CITY)]
-    # A ToolStrategy answers by calling the tool named after the schema.
-    script = ["search", "Weather"] if strategy is ToolStrategy else ["search"]
+    # A ToolStrategy answers by calling the tool named after the schema (a bare schema
+    # becomes one: the scripted model declares no provider structured output).
+    script = ["search"] if strategy is ProviderStrategy else ["search", "Weather"]
     old = agent(runs, tools, script, middleware=[Audit], response_format=strategy(WEATHER))
     await deploy.run(deploy.compile(old), HI, config)
     assert runs == Counter({"model": 2, "after_model": 2, "search": 1})
@@ -195,8 +198,12 @@ async def test_sub_agent_tool_changed_async(
     await sub_agent_tool_changed(Deploy(async_saver, True), config)
 
 
+def _bare(schema: type) -> type:
+    return schema
+
+
 _STRATEGIES = pytest.mark.parametrize(
-    "strategy", [ToolStrategy, ProviderStrategy], ids=["tool", "provider"]
+    "strategy", [_bare, ToolStrategy, ProviderStrategy], ids=["model", "tool", "provider"]
 )
 _ARGS = pytest.mark.parametrize("args", [OPTIONAL_UNITS, WITH_UNITS], ids=["optional", "required"])
 
@@ -227,3 +234,29 @@ async def test_tool_argument_added_async(
     async_saver: BaseCheckpointSaver[Any], config: RunnableConfig, args: type[Any]
 ) -> None:
     await tool_argument_added(Deploy(async_saver, True), config, args=args)
+
+
+def test_react_agent_tool_change_behind_a_post_model_hook_reruns_the_model_call(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    runs: Counter[str] = Counter()
+
+    def hook(state: Any) -> dict[str, Any]:
+        runs["post_model_hook"] += 1
+        return {}
+
+    def react(args: type[Any], calls: list[dict[str, Any]] | None = None) -> Any:
+        chat = ScriptedChat(runs=runs, script=("search",))
+        tools = [counted_tool(runs, args, calls=calls)]
+        return create_react_agent(chat, tools, post_model_hook=hook)
+
+    ne.run(ne.compile(react(CITY), checkpointer=saver), HI, config)
+    assert runs == Counter({"model": 2, "post_model_hook": 2, "search": 1})
+    runs.clear()
+    calls: list[dict[str, Any]] = []
+    graph = ne.compile(react(WITH_UNITS, calls), checkpointer=saver)
+    plan = ne.plan(graph, config)
+    assert plan.invalidated_nodes == {"agent"} and plan.step == 0
+    ne.run(graph, None, config)
+    assert runs == Counter({"model": 2, "post_model_hook": 2, "search": 1})
+    assert calls == [{"city": "s", "units": "s"}]
