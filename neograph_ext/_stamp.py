@@ -447,10 +447,8 @@ def build_stamp(
             fields["tools"] = routed
         nodes[name] = NodeStamp(fp=_sha(fields), inner=inner, **fields)
     types = channel_types(builder)
-    response = next(
-        (s for s in map(response_schema, (n.runnable for n in builder.nodes.values())) if s),
-        None,
-    )
+    schemas = (response_schema(spec.runnable) for spec in builder.nodes.values())
+    response = next((schema for schema in schemas if schema is not None), None)
     if response is not None and RESPONSE_CHANNEL in types:
         # create_agent types it with a type variable: the schema asked for is the type.
         types[RESPONSE_CHANNEL] = response
