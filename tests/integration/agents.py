@@ -125,13 +125,13 @@ def counted_tool(
 class Audit(AgentMiddleware[Any, Any, Any]):
     """An ``after_model`` hook that only counts: its node then routes to the tools."""
 
-    def after_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
-        self.runs["after_model"] += 1
-        return None
-
     def __init__(self, runs: Counter[str]) -> None:
         super().__init__()
         self.runs = runs
+
+    def after_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        self.runs["after_model"] += 1
+        return None
 
 
 class BudgetState(AgentState[Any]):
