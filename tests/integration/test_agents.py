@@ -260,3 +260,30 @@ def test_react_agent_tool_change_behind_a_post_model_hook_reruns_the_model_call(
     ne.run(graph, None, config)
     assert runs == Counter({"model": 2, "post_model_hook": 2, "search": 1})
     assert calls == [{"city": "s", "units": "s"}]
+
+
+def test_response_model_changed_after_two_turns_reruns_the_last_final_call(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    """The earlier turn's response was replaced (cleared with None, then written again)
+    by the later one: nothing of it is live, so no earlier turn blocks the rewind."""
+    runs: Counter[str] = Counter()
+    tools = [counted_tool(runs, CITY)]
+    script = ["search", "Weather"]
+    old = ne.compile(
+        agent(runs, tools, script, middleware=[Audit], response_format=ToolStrategy(WEATHER)),
+        checkpointer=saver,
+    )
+    ne.run(old, HI, config)
+    ne.run(old, {"messages": [HumanMessage("again")]}, config)
+    assert runs == Counter({"model": 4, "after_model": 4, "search": 2})
+    runs.clear()
+    new = agent(runs, tools, script, middleware=[Audit], response_format=ToolStrategy(WEATHER_V2))
+    graph = ne.compile(new, checkpointer=saver)
+    plan = ne.plan(graph, config)
+    assert plan.kind is ne.PlanKind.REWIND and plan.blocker is None
+    assert ne.TaskStep("model", 8, kept=True) in plan.steps
+    assert ne.TaskStep("model", 11, kept=False) in plan.steps
+    result = ne.run(graph, None, config)
+    assert runs == Counter({"model": 1, "after_model": 1})
+    assert result["structured_response"].humidity == 1
