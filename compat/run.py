@@ -107,7 +107,7 @@ def _ci_selection() -> list[str]:
 def _run_pass(name: str, tree: Path, targets: Sequence[str], workers: int, label: str) -> Pass:
     record = CACHE / "results" / f"{label}-{name}.json"
     record.unlink(missing_ok=True)
-    plugins = ["-p", "record_outcomes"]
+    plugins = ["-p", "record_outcomes", "-p", "without_langchain"]
     if name in ROUTED_PASSES:
         plugins += ["-p", "route_compile"]
     command = [

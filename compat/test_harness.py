@@ -88,3 +88,11 @@ def test_routed_compile_stamps_checkpoints_and_reaches_the_original(
     assert len(runs) == 1
     assert route_compile._Routed.calls == 1  # once: the inner compile went to the original
     assert "neograph_ext" in (graph.get_state(config).metadata or {})
+
+
+def test_langgraphs_suite_sees_no_langchain_version_in_model_metadata() -> None:
+    import without_langchain  # noqa: F401  # patches at import, as `-p` loads it
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+
+    versions = FakeListChatModel(responses=["x"]).metadata["lc_versions"]  # type: ignore[index]
+    assert set(versions) == {"langchain-core"}

@@ -18,7 +18,7 @@ from neograph_ext._errors import (
 )
 from neograph_ext._fingerprint import fingerprint_type
 from neograph_ext._graph import compile
-from neograph_ext._plan import PlanKind, ResumePlan
+from neograph_ext._plan import PlanKind, ResumePlan, TaskStep
 from neograph_ext._run import aplan, arun, astream, plan, run, stream
 
 __all__ = [
@@ -29,6 +29,7 @@ __all__ = [
     "NodeChange",
     "PlanKind",
     "ResumePlan",
+    "TaskStep",
     "ThreadBusyError",
     "UnreadableCheckpointError",
     "WriteReadbackError",

@@ -169,7 +169,9 @@ def subgraph_lines(
         lines += [f"    {line}" for line in diff_lines]
     inner_before, inner_after = before.sub or {}, after.sub or {}
     for name in sorted(set(inner_before) | set(inner_after)):
-        if inner_before.get(name) != inner_after.get(name) and name not in explained:
+        # A sub-agent's digests are keyed ``agent/inner``: explained by its agent.
+        explained_by = name.split("/", 1)[0]
+        if inner_before.get(name) != inner_after.get(name) and explained_by not in explained:
             lines.append(f"{node} > {name}: changed")
     return tuple(lines)
 

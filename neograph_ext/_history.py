@@ -93,6 +93,9 @@ class Record(NamedTuple):
     pending_wrote: frozenset[str] | None = None
     """State channels the finished tasks of ``pending_tasks`` wrote (only read for the
     head); None when unknown: then any channel may hold their values."""
+    nulled: frozenset[str] = frozenset()
+    """The channels of ``wrote`` that hold None after the step: a node cleared them
+    (what a stamp's ``clears`` names is then no value of the channel's type)."""
 
 
 def lineage(
@@ -203,6 +206,7 @@ def _with_stamp(r: Record, stamp: Stamp) -> Record:
         r.next_nodes,
         r.writers,
         r.pending_wrote,
+        r.nulled,
     )
 
 
@@ -383,6 +387,7 @@ class _Walk:
                 "format", f"metadata is a {type(tup.metadata).__name__}, not a mapping"
             )
         ran = self.ran_in(checkpoint, before)
+        wrote = self.wrote_in(checkpoint, before)
         writes = tup.pending_writes if head else None
         # ``tuple.__new__``, not ``Record(...)`` (a Python-level constructor), and
         # positional: a long thread builds thousands of records per plan.
@@ -396,7 +401,7 @@ class _Walk:
                 stamp,
                 verified,
                 ran,
-                self.wrote_in(checkpoint, before),
+                wrote,
                 step - parent_step if source != "input" else 0,
                 len({task for task, channel, _ in writes if channel not in _SPECIAL_WRITES})
                 if writes
@@ -406,8 +411,15 @@ class _Walk:
                 # among the nodes of a step: a step of one node wrote everything itself.
                 _writers(tup, parent, parent_step) if len(ran) > 1 else None,
                 frozenset(c for _, c, _ in writes if c not in _SPECIAL_WRITES) if writes else _NONE,
+                self.nulled_in(checkpoint, wrote),
             ),
         )
+
+    def nulled_in(self, checkpoint: Mapping[str, Any], wrote: frozenset[str]) -> frozenset[str]:
+        """The channels of ``wrote`` whose value in ``checkpoint`` is None."""
+        values: Mapping[str, Any] = checkpoint.get("channel_values", _EMPTY)
+        names = frozenset([name for name in wrote if values.get(name, _EMPTY) is None])
+        return self.shared(names) if names else _NONE
 
     def shared(self, names: frozenset[str]) -> frozenset[str]:
         return self.names.setdefault(names, names)

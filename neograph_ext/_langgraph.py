@@ -2,8 +2,9 @@
 
 Rules:
 - Everything here was read from LangGraph's source and checked on langgraph 1.2.24
-  (checkpoint 4.3.2, prebuilt 1.1.3); ``tests/unit/test_langgraph_knowledge.py`` runs
-  each piece against the installed LangGraph and fails loudly when it changes.
+  (checkpoint 4.3.2, prebuilt 1.1.3); what agent builders build, on langchain 1.5.2 and
+  deepagents 0.7.32 (``CHECKED_ON``). ``tests/unit/test_langgraph_knowledge.py`` runs
+  each piece against the installed libraries and fails loudly when it changes.
 - Each function degrades to "not known" (``None``, an empty result), never to a guess:
   callers then fall back to the coarser public behaviour.
 """
@@ -26,19 +27,33 @@ from langgraph.types import CachePolicy, Send
 from xxhash import xxh3_128_hexdigest
 
 __all__ = [
+    "CHECKED_ON",
     "COMPILE_OPTIONS",
     "COUNTERS_KEY",
+    "RESPONSE_CHANNEL",
     "STORED_IS_AVAILABLE",
     "compile_options",
     "delta_channels",
     "delta_snapshot",
     "fold_cache_keys",
+    "makes_tool_calls",
     "prebuilt_output",
+    "response_schema",
+    "sub_agents",
     "task_writers",
+    "tool_objects",
     "tool_schemas",
     "unsaved_subgraph",
     "writes_path",
 ]
+
+CHECKED_ON: Mapping[str, str] = {
+    "langgraph": "1.2.24",
+    "langgraph-prebuilt": "1.1.3",
+    "langchain": "1.5.2",
+    "deepagents": "0.7.32",
+}
+"""The versions whose insides this module was read from and tested against."""
 
 COMPILE_OPTIONS: Mapping[str, str] = {
     "checkpointer": "checkpointer",
@@ -175,8 +190,8 @@ def tool_schemas(runnable: object) -> dict[str, object] | None:
         None for any other node. A schema is a pydantic model class, or a JSON schema
         (a mapping) for tools declared that way.
     """
-    tools = getattr(runnable, "tools_by_name", None)
-    if type(runnable).__name__ != "ToolNode" or not isinstance(tools, Mapping):
+    tools = tool_objects(runnable)
+    if tools is None:
         return None
     return {name: getattr(tool, "args_schema", None) for name, tool in tools.items()}
 
@@ -284,3 +299,77 @@ def unsaved_subgraph(graph: Pregel[Any, Any, Any, Any]) -> bool:
                     getattr(nl, "__self__", nl) for nl in get_function_nonlocals(func)
                 )
     return False
+
+
+_MODEL_CALLS = frozenset(
+    {
+        # create_agent: ``model``, wrapped by any before/after_model middleware nodes.
+        ("langchain.agents.factory", "create_agent.<locals>.model_node"),
+        # create_react_agent: ``agent``, wrapped by its pre/post_model_hook nodes.
+        ("langgraph.prebuilt.chat_agent_executor", "create_react_agent.<locals>.call_model"),
+    }
+)
+
+RESPONSE_CHANNEL = "structured_response"
+"""Where ``create_agent`` keeps the structured response. Its state schema types it with
+an unresolved type variable, and its model node writes None there on every call that
+produced no structured response (so a stale value of an earlier turn is cleared): a None
+written there is no value of the response type."""
+
+
+def makes_tool_calls(runnable: object) -> bool:
+    """Whether a node is an agent builder's model call: the node whose messages carry the
+    tool calls its ``ToolNode`` runs, even when middleware nodes between them route.
+
+    ``create_agent`` with an ``after_model`` hook routes to ``tools`` from the hook's
+    node (``Audit.after_model``); ``create_react_agent`` with a ``post_model_hook`` from
+    ``post_model_hook``. The model node itself then has no edge to the tools.
+    """
+    fn = getattr(runnable, "func", None) or getattr(runnable, "afunc", None)
+    return (getattr(fn, "__module__", None), getattr(fn, "__qualname__", None)) in _MODEL_CALLS
+
+
+def response_schema(runnable: object) -> object | None:
+    """For ``create_agent``'s model node: the schema its ``response_format`` asks for.
+
+    A bare schema is wrapped in an ``AutoStrategy``; ``ToolStrategy`` and
+    ``ProviderStrategy`` keep the schema given (a model, a union of models, a TypedDict,
+    a dataclass or a JSON schema) as ``schema``.
+
+    Returns:
+        The schema, or None for any other node and for an agent without one.
+    """
+    fn = getattr(runnable, "func", None)
+    if not inspect.isfunction(fn) or (fn.__module__, fn.__qualname__) not in _MODEL_CALLS:
+        return None
+    strategy = inspect.getclosurevars(fn).nonlocals.get("initial_response_format")
+    schema: object | None = getattr(strategy, "schema", None)
+    return schema
+
+
+def sub_agents(tool: object) -> dict[str, object] | None:
+    """For deepagents' ``task`` tool: the compiled sub-agent graphs it runs, by name.
+
+    A sub-agent runs inside the ``task`` tool call, so inside the parent's tools node:
+    what it did is stored as that node's result, never as a node of the parent.
+
+    Returns:
+        None for any other tool.
+    """
+    fn = getattr(tool, "func", None)
+    if (
+        not inspect.isfunction(fn)
+        or fn.__module__ != "deepagents.middleware.subagents"
+        or fn.__name__ != "task"
+    ):
+        return None
+    graphs = inspect.getclosurevars(fn).nonlocals.get("subagent_graphs")
+    return dict(graphs) if isinstance(graphs, Mapping) else None
+
+
+def tool_objects(runnable: object) -> dict[str, object] | None:
+    """For a prebuilt ``ToolNode``: its bound tools, by name; None for any other node."""
+    tools = getattr(runnable, "tools_by_name", None)
+    if type(runnable).__name__ != "ToolNode" or not isinstance(tools, Mapping):
+        return None
+    return dict(tools)

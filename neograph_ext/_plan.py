@@ -49,6 +49,7 @@ __all__ = [
     "Carry",
     "PlanKind",
     "ResumePlan",
+    "TaskStep",
     "at_verified_head",
     "decide",
     "verified",
@@ -76,6 +77,18 @@ class PlanKind(StrEnum):
     """Written without fingerprints: resume as LangGraph would."""
     MIGRATE = "migrate"
     """Every change is handled by keeping or migrating the stored values: nothing re-runs."""
+
+
+@dataclass(frozen=True)
+class TaskStep:
+    """One task of a planned run: a node at one step, kept or run again."""
+
+    node: str
+    """The node's name."""
+    step: int
+    """The step of the checkpoint its writes produced (on the old branch)."""
+    kept: bool
+    """Whether its result is kept; False: it runs again."""
 
 
 @dataclass(frozen=True)
@@ -118,6 +131,10 @@ class ResumePlan:
     replayed: tuple[str, ...] = ()
     """For a rewind into an earlier turn (``replay_turns``): the input checkpoints of the
     later turns, oldest first, whose inputs are fed again after the rewind."""
+    steps: tuple[TaskStep, ...] = ()
+    """For a rewind: each task of the current run, oldest first, kept or run again. Unlike
+    ``rerun`` and ``kept`` (node names), a node that ran several times (an agent's model
+    call) is named once per step: ``model`` re-runs at step 5, kept at steps 1 and 3."""
 
     def __str__(self) -> str:
         head = f"{self.kind}: thread {self.thread_id!r}"
@@ -131,6 +148,9 @@ class ResumePlan:
             lines.append(f"kept: {', '.join(sorted(self.kept))}")
         if self.kept_tasks:
             lines.append(f"kept in the rewound step: {', '.join(sorted(self.kept_tasks))}")
+        summary = self.step_summary()
+        if summary:
+            lines.append(f"steps: {summary}")
         if self.migrated:
             lines.append(f"values kept or migrated: {', '.join(sorted(self.migrated))}")
         if self.replayed:
@@ -139,6 +159,25 @@ class ResumePlan:
             lines.append(f"blocked: {self.blocker}")
         lines += [f"note: {note}" for note in self.notes]
         return "\n".join(lines)
+
+    def step_summary(self) -> str:
+        """The steps of the nodes that ran several times, re-runs first: ``model (step 5
+        of 7) re-runs; model (steps 1, 3) kept``; empty when every node ran once."""
+        counts: dict[str, int] = {}
+        for task in self.steps:
+            counts[task.node] = counts.get(task.node, 0) + 1
+        groups: dict[tuple[bool, str], list[int]] = {}
+        for task in self.steps:
+            if counts[task.node] > 1:
+                groups.setdefault((task.kept, task.node), []).append(task.step)
+        last = max((task.step for task in self.steps), default=0)
+        parts = []
+        for (kept, node), steps in sorted(groups.items(), key=lambda g: (g[0][0], g[1][0])):
+            numbers = f"step{'s' if len(steps) > 1 else ''} {', '.join(map(str, steps))}"
+            parts.append(
+                f"{node} ({numbers}) kept" if kept else f"{node} ({numbers} of {last}) re-runs"
+            )
+        return "; ".join(parts)
 
 
 @dataclass(frozen=True)
@@ -217,6 +256,7 @@ def decide(
     found_in: list[tuple[int, tuple[NodeChange, ...], frozenset[str]]] = []
     notes: list[str] = []
     current_id, start = current.id, _settled(records, current)
+    clears = frozenset(current.clears or ())
     for index, record in enumerate(records[start:], start):
         stamp = record.stamp
         if stamp is None or isinstance(stamp, Unreadable):
@@ -226,11 +266,13 @@ def decide(
             continue
         if stamp.id == current_id:
             continue
-        key = (stamp.id, record.ran, record.wrote, record.writers)
+        # A None the node wrote to say "nothing here" is no value of the changed type.
+        wrote = record.wrote - (record.nulled & clears) if record.nulled else record.wrote
+        key = (stamp.id, record.ran, wrote, record.writers)
         changes = memo.get(key)
         if changes is None:
             changes = memo[key] = step_changes(
-                record.ran, record.wrote, stamp, current, writers=record.writers, renames=renames
+                record.ran, wrote, stamp, current, writers=record.writers, renames=renames
             )
         if not changes:
             continue
@@ -491,6 +533,15 @@ def _rewind(
     rerun = (later | (step - kept_tasks) | invalidated) - removed
     target = records[index - 1] if index > 0 else None
     unknown = any(change.reason is ChangeReason.UNKNOWN for change in changes)
+    tasks = [
+        TaskStep(node, r.step, True) for r in records[turn + 1 : index] for node in sorted(r.ran)
+    ]
+    if index < len(records):
+        tasks += [TaskStep(n, records[index].step, n in kept_tasks) for n in sorted(step)]
+        tasks += [TaskStep(n, r.step, False) for r in records[index + 1 :] for n in sorted(r.ran)]
+        tasks += [TaskStep(n, head.step + 1, False) for n in sorted(_user_nodes(head.next_nodes))]
+    else:
+        tasks += [TaskStep(n, head.step + 1, n in kept_tasks) for n in sorted(step)]
     plan = replace(
         base,
         notes=base.notes + ((_MISSING,) if unknown else ()),
@@ -502,6 +553,7 @@ def _rewind(
         rerun=rerun,
         kept=(_ran_in(records[turn + 1 : index]) | kept_tasks) - rerun,
         kept_tasks=kept_tasks,
+        steps=tuple(tasks),
     )
     if (index < len(records) and records[index].span > 1) or target is None:
         return replace(

@@ -40,7 +40,15 @@ from langgraph.types import Command
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from neograph_ext._fingerprint import Signature, UnresolvedTypeError, digest, signature
-from neograph_ext._langgraph import prebuilt_output, tool_schemas
+from neograph_ext._langgraph import (
+    RESPONSE_CHANNEL,
+    makes_tool_calls,
+    prebuilt_output,
+    response_schema,
+    sub_agents,
+    tool_objects,
+    tool_schemas,
+)
 
 __all__ = [
     "ASK_AGAIN",
@@ -158,10 +166,15 @@ class Stamp(BaseModel):
     renames: dict[_Name, _Name] | None = None
     """Old node name -> new name, for a graph whose nodes were only renamed: the
     decision's input, never stored (not part of ``id``)."""
+    clears: tuple[_Name, ...] | None = None
+    """Channels a node sets to None when it has nothing to say there (``create_agent``'s
+    ``structured_response``): a None written there is no value of the channel's type, so
+    a change of that type does not count against the step. The decision's input, never
+    stored (not part of ``id``)."""
 
     def encode(self) -> str:
         """The description as JSON: what the stamp store keeps (and 0.1.0's metadata held)."""
-        return self.model_dump_json(exclude_defaults=True, exclude={"renames"})
+        return self.model_dump_json(exclude_defaults=True, exclude={"renames", "clears"})
 
 
 @dataclass(frozen=True)
@@ -406,6 +419,9 @@ def build_stamp(
 
     successors = _successors(builder)
     tools = _tool_digests(builder, remember)
+    # An agent builder's model call made the tool calls that its middleware nodes route
+    # on: the tools' schemas are its own, and no router's.
+    callers = {name for name, spec in builder.nodes.items() if makes_tool_calls(spec.runnable)}
     nodes: dict[str, NodeStamp] = {}
     for name, spec in builder.nodes.items():
         out_type = (
@@ -424,24 +440,42 @@ def build_stamp(
             except UnresolvedTypeError as exc:
                 logger.debug("node %r: output type not fingerprinted: %s", name, exc)
         inside = _subgraph_stamp(spec.runnable)
-        if inside is not None:
-            sigs.update(inside.sigs)
+        agents = _agent_stamps(spec.runnable) if inside is None else {}
+        for found in (inside, *agents.values()):
+            if found is not None:
+                sigs.update(found.sigs)
         succ = tuple(sorted(successors.get(name, ())))
+        sub, inner = _plain_sub(spec.runnable), None
+        if inside is not None:
+            sub, inner = _sub_digests(inside), _inner_digests(inside)
+        elif agents:
+            sub = {f"{a}/{k}": fp for a, st in agents.items() for k, fp in _sub_digests(st).items()}
+            inner = {
+                f"{a}/{k}": fp for a, st in agents.items() for k, fp in _inner_digests(st).items()
+            }
         fields: dict[str, Any] = {
             "out": out,
             "ver": versions.get(name),
             "succ": succ,
-            "sub": _sub_digests(inside) if inside is not None else _plain_sub(spec.runnable),
+            "sub": sub,
         }
-        routed = _routed_tools(succ, tools)
+        if callers:
+            routed = _routed_tools(("*",), tools) if name in callers else None
+        else:
+            routed = _routed_tools(succ, tools)
         if routed is not None:  # only when set: fingerprints of other nodes stay as they were
             fields["tools"] = routed
-        inner = _inner_digests(inside) if inside is not None else None
         nodes[name] = NodeStamp(fp=_sha(fields), inner=inner, **fields)
+    types = channel_types(builder)
+    schemas = (response_schema(spec.runnable) for spec in builder.nodes.values())
+    response = next((schema for schema in schemas if schema is not None), None)
+    if response is not None and RESPONSE_CHANNEL in types:
+        # create_agent types it with a type variable: the schema asked for is the type.
+        types[RESPONSE_CHANNEL] = response
     channels: dict[str, str] = {}
-    for key, tp in channel_types(builder).items():
+    for key, tp in types.items():
         try:
-            channels[key] = remember(tp)
+            channels[key] = _sha(dict(tp)) if isinstance(tp, Mapping) else remember(tp)
         except UnresolvedTypeError as exc:
             logger.debug("channel %r: type not fingerprinted: %s", key, exc)
     return Stamp(
@@ -451,7 +485,19 @@ def build_stamp(
         channels=channels,
         sigs=sigs,
         renames=renames or None,
+        clears=(RESPONSE_CHANNEL,) if response is not None else None,
     )
+
+
+def _agent_stamps(runnable: object) -> dict[str, Stamp]:
+    """For a ToolNode whose tools run sub-agents (deep agents' ``task``): their stamps."""
+    found: dict[str, Stamp] = {}
+    for tool in (tool_objects(runnable) or {}).values():
+        for agent, graph in (sub_agents(tool) or {}).items():
+            stamp = _subgraph_stamp(graph)
+            if stamp is not None:
+                found[agent] = stamp
+    return found
 
 
 def _is_state_schema(builder: StateGraph[Any, Any, Any, Any], tp: object) -> bool:

@@ -336,6 +336,8 @@ def _plan_panel(decision: ResumePlan) -> Panel:
         grid.add_row("invalidated" if index == 0 else "", _text(*change.describe().split("\n")))
     grid.add_row("re-runs", _text(", ".join(sorted(decision.rerun)) or "-"))
     grid.add_row("kept", _text(", ".join(sorted(decision.kept)) or "-"))
+    if decision.step_summary():
+        grid.add_row("steps", _text(decision.step_summary()))
     grid.add_row("next", _text(", ".join(sorted(decision.next_nodes)) or "- (run complete)"))
     if decision.blocker:
         grid.add_row("blocked", _text(decision.blocker, style="red"))

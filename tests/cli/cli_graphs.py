@@ -105,3 +105,24 @@ def hostile(score: type) -> StateGraph[Any, Any, Any, Any]:
 
 hostile_v1, hostile_v2 = hostile(int), hostile(float)
 """Before and after a deploy that changed the hostile model's ``score``."""
+
+
+def looping(review: type[BaseModel]) -> StateGraph[Any, Any, Any, Any]:
+    """``a -> b -> a -> b -> c``: ``a`` and ``b`` run twice, then ``c`` returns ``review``."""
+    builder = StateGraph(State)
+    for name in "abc":
+        builder.add_node(name, _node(name, review if name == "c" else None))
+    builder.add_edge(START, "a")
+    builder.add_edge("a", "b")
+    builder.add_conditional_edges(
+        "b", lambda state: "a" if state["log"].count("b") < 2 else "c", ["a", "c"]
+    )
+    builder.add_edge("c", END)
+    return builder
+
+
+loop_v1 = looping(ReviewV1)
+"""A loop before the deploy."""
+
+loop_v2 = looping(ReviewV2)
+"""The loop after the deploy: ``c`` now returns ``score: float``."""

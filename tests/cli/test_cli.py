@@ -49,6 +49,28 @@ def test_plan_shows_the_rewind_the_changed_node_and_its_field_diff(db: Database)
     assert "kept         a, b" in out
 
 
+def test_plan_names_the_steps_of_nodes_that_ran_several_times(db: Database) -> None:
+    db.run(cli_graphs.loop_v1, "t1")
+
+    result = cli("plan", "tests.cli.cli_graphs:loop_v2", "--db", db.url, "--thread", "t1")
+
+    assert result.exit_code == 0, result.output
+    assert "kept         a, b" in result.stdout
+    assert "steps        a (steps 1, 3) kept; b (steps 2, 4) kept" in result.stdout
+    got = json.loads(
+        cli(
+            "plan", "tests.cli.cli_graphs:loop_v2", "--db", db.url, "--thread", "t1", "--json"
+        ).stdout
+    )
+    assert [(s["node"], s["step"], s["kept"]) for s in got["steps"]] == [
+        ("a", 1, True),
+        ("b", 2, True),
+        ("a", 3, True),
+        ("b", 4, True),
+        ("c", 5, False),
+    ]
+
+
 def test_plan_json_is_the_engine_plan(db: Database) -> None:
     db.run(cli_graphs.v1, "t1")
     expected = db.plan(cli_graphs.v2, "t1")

@@ -20,6 +20,7 @@ def record(
     next_nodes: Iterable[str] = (),
     pending: int = 0,
     writers: frozenset[tuple[str, str]] | None = None,
+    nulled: Iterable[str] = (),
 ) -> Record:
     """The checkpoint after ``step``: ``cp{step + 1}``, its parent ``cp{step}``.
 
@@ -41,4 +42,5 @@ def record(
         pending_tasks=pending,
         next_nodes=frozenset(next_nodes),
         writers=writers,
+        nulled=frozenset(nulled),
     )

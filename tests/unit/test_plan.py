@@ -9,7 +9,7 @@ from langgraph.graph import START, StateGraph
 
 from neograph_ext._changes import ChangeReason
 from neograph_ext._history import Record
-from neograph_ext._plan import PlanKind, at_verified_head, decide, verified_head
+from neograph_ext._plan import PlanKind, TaskStep, at_verified_head, decide, verified_head
 from neograph_ext._stamp import Stamp, Unreadable, build_stamp
 from tests.integration.pipelines import State, linear, model
 from tests.unit.lineages import record
@@ -59,6 +59,59 @@ def test_rewind_targets_the_parent_of_the_earliest_affected_task() -> None:
     (change,) = plan.changes
     assert change.reason is ChangeReason.OUTPUT_TYPE and change.old != change.new
     assert "score" in "\n".join(change.diff)
+
+
+def test_a_none_written_to_a_cleared_channel_is_no_value_of_its_type() -> None:
+    """create_agent's model call writes None to ``structured_response`` on every call
+    without a response: of a changed response type, only the call that wrote one counts."""
+    old = stamp()
+    retyped = {**old.channels, "log": "0" * 64}
+    new = old.model_copy(update={"id": "f" * 64, "channels": retyped})
+    records = [record(-1, stamp=old, source="input"), record(0, stamp=old)]
+    records += [record(1, "a", LOG, stamp=old, nulled=LOG), record(2, "b", LOG, stamp=old)]
+    records += [record(3, "c", LOG, stamp=old, nulled=LOG)]
+    assert decide(records, new, "t").step == 0  # the channel says nothing of None
+    cleared = decide(records, new.model_copy(update={"clears": ("log",)}), "t")
+    assert cleared.kind is PlanKind.REWIND and cleared.step == 1
+    assert cleared.invalidated_nodes == {"b"}
+
+
+def test_the_plan_names_each_step_of_a_node_that_ran_several_times() -> None:
+    old = stamp()
+    new = old.model_copy(
+        update={"id": "f" * 64, "channels": {**old.channels, "log": "0" * 64}, "clears": LOG}
+    )
+    records = [record(-1, stamp=old, source="input"), record(0, stamp=old)]
+    records += [record(i + 1, n, LOG, stamp=old, nulled=LOG) for i, n in enumerate("abab")]
+    records += [record(5, "a", LOG, stamp=old)]
+    plan = decide(records, new, "t")
+    assert plan.step == 4
+    assert plan.rerun == {"a"} and plan.kept == {"b"}  # node names: a's steps 1, 3 hidden
+    assert [(t.node, t.step, t.kept) for t in plan.steps] == [
+        ("a", 1, True),
+        ("b", 2, True),
+        ("a", 3, True),
+        ("b", 4, True),
+        ("a", 5, False),
+    ]
+    summary = "a (step 5 of 5) re-runs; a (steps 1, 3) kept; b (steps 2, 4) kept"
+    assert plan.step_summary() == summary
+    assert f"steps: {summary}" in str(plan)
+
+
+def test_steps_of_a_crashed_superstep_and_of_a_plain_pipeline() -> None:
+    records = thread(stamp(c=V1))
+    plan = decide(records, stamp(c=V2), "t")
+    assert [(t.node, t.kept) for t in plan.steps] == [
+        ("a", True),
+        ("b", True),
+        ("c", False),
+        ("d", False),
+    ]
+    assert plan.step_summary() == "" and "steps:" not in str(plan)
+    crashed = thread(stamp(c=V1), ran="ab", next_nodes="c", pending=1)
+    plan = decide(crashed, stamp(c=V2), "t")
+    assert plan.steps[-1] == TaskStep("c", 3, False)
 
 
 def test_unstamped_and_unreadable_checkpoints_never_count_as_changed() -> None:

@@ -14,6 +14,7 @@ EXPECTED = [
     "NodeChange",
     "PlanKind",
     "ResumePlan",
+    "TaskStep",
     "ThreadBusyError",
     "UnreadableCheckpointError",
     "WriteReadbackError",
