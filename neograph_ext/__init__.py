@@ -20,6 +20,7 @@ from neograph_ext._fingerprint import fingerprint_type
 from neograph_ext._graph import compile
 from neograph_ext._plan import PlanKind, ResumePlan, TaskStep
 from neograph_ext._run import aplan, arun, astream, plan, run, stream
+from neograph_ext._stamp_store import is_store_thread as is_reserved_thread
 
 __all__ = [
     "ChangeReason",
@@ -40,6 +41,7 @@ __all__ = [
     "astream",
     "compile",
     "fingerprint_type",
+    "is_reserved_thread",
     "plan",
     "run",
     "stream",

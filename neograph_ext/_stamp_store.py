@@ -43,7 +43,12 @@ _CHANNEL = "description"
 
 
 def is_store_thread(thread_id: object) -> bool:
-    """Whether a thread id names a stored description rather than a graph's thread."""
+    """Whether a thread id names a stored stamp description rather than a graph's thread.
+
+    neograph-ext keeps each stamp's description in a thread of its own beside the
+    graph's threads (``neograph-ext-stamp:<id>``); every public entry point refuses
+    such an id. Skip them when listing a database's threads.
+    """
     return isinstance(thread_id, str) and thread_id.startswith(THREAD_PREFIX)
 
 

@@ -25,6 +25,7 @@ EXPECTED = [
     "astream",
     "compile",
     "fingerprint_type",
+    "is_reserved_thread",
     "plan",
     "run",
     "stream",
@@ -55,3 +56,9 @@ def test_errors_share_one_root() -> None:
         "WriteReadbackError",
     ):
         assert issubclass(getattr(neograph_ext, name), neograph_ext.NeographExtError)
+
+
+def test_reserved_threads_are_named_by_their_prefix() -> None:
+    assert neograph_ext.is_reserved_thread("neograph-ext-stamp:" + "0" * 64)
+    assert not neograph_ext.is_reserved_thread("ticket-1")
+    assert not neograph_ext.is_reserved_thread(None)
