@@ -16,7 +16,9 @@ Rules:
   output) are watched, only those keys, and not the keys of a pydantic state schema
   (validated into their types when read). A value is judged by its class alone
   (``_revive.class_mismatch``, one cached lookup); with ``verify_writes`` also by the
-  items it holds (``_revive._mismatch``, as the resume check judges stored values).
+  items it holds (``_revive._mismatch``, as the resume check judges stored values), on
+  keys that store what is written (``LastValue``): a reducer's update (a message, a
+  tuple for ``add_messages``) is not its channel's value. ``Overwrite`` is unwrapped.
 - Logged once per node of a compiled graph and its copies (``with_config``, a server's
   injected checkpointer) in a process; after that the node's writes are not looked at.
 - It never raises: a wrong annotation is the user's to fix, and the value itself is
@@ -27,10 +29,12 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from langgraph.channels.last_value import LastValue
 from langgraph.pregel import Pregel
+from langgraph.types import Overwrite
 
 from neograph_ext._langgraph import watch_updates
 from neograph_ext._revive import _fields, _mismatch, class_mismatch
@@ -55,33 +59,40 @@ def watching(
         coerced: The keys of a pydantic state schema: never judged.
         deep: Judge the items a value holds too (``verify_writes``), not only its class.
     """
-    declared: dict[str, dict[str, object]] = {}
+    declared: dict[str, dict[str, tuple[object, _Judge]]] = {}
     for node, key, tp in _fields(outputs):
         if key not in coerced:
-            declared.setdefault(node, {})[key] = tp
-    watch_updates(graph, {node: _Watch(node, keys, deep) for node, keys in declared.items()})
+            stores = type(graph.channels.get(key)) is LastValue
+            declared.setdefault(node, {})[key] = (
+                tp,
+                _mismatch if deep and stores else class_mismatch,
+            )
+    watch_updates(graph, {node: _Watch(node, keys) for node, keys in declared.items()})
+
+
+_Judge = Callable[[object, object], "tuple[str, str] | None"]
 
 
 class _Watch:
     """What one node's writer shows the updates it takes; logs the first mismatch."""
 
-    __slots__ = ("_deep", "_done", "_keys", "_lock", "_node")
+    __slots__ = ("_done", "_keys", "_lock", "_node")
 
-    def __init__(self, node: str, keys: Mapping[str, object], deep: bool) -> None:
+    def __init__(self, node: str, keys: Mapping[str, tuple[object, _Judge]]) -> None:
         self._node = node
         self._keys = keys
-        self._deep = deep
         self._done = False
         self._lock = threading.Lock()  # parallel tasks of one node (Send) log it once
 
     def __call__(self, updates: Sequence[tuple[str, Any]]) -> None:
         if self._done:
             return
-        judge = _mismatch if self._deep else class_mismatch
         for key, value in updates:
-            tp = self._keys.get(key)
+            if key not in self._keys:
+                continue
+            tp, judge = self._keys[key]
             try:
-                miss = None if tp is None else judge(tp, value)
+                miss = judge(tp, value.value if isinstance(value, Overwrite) else value)
             except Exception:  # a diagnostic must never fail the node's task
                 miss = None
             if miss is None:

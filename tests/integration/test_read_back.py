@@ -13,12 +13,15 @@ import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Annotated, Any, TypedDict
 
 import pytest
+from langchain_core.messages import AnyMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import START, StateGraph
+from langgraph.graph.message import add_messages
+from langgraph.types import Overwrite
 from pydantic import BaseModel, create_model
 
 import neograph_ext as ne
@@ -217,6 +220,27 @@ def test_verify_writes_also_judges_the_items_a_value_holds(
     ]
 
 
+def test_a_reducers_update_is_judged_by_its_class_and_overwrite_is_unwrapped(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig, caplog: pytest.LogCaptureFixture
+) -> None:
+    runs: Counter[str] = Counter()
+
+    def chat(state: Reduced) -> DeclaresReduced:
+        runs["chat"] += 1
+        # add_messages takes a tuple for a message: an update, not the channel's value.
+        return {"messages": [("user", "hi")], "draft": Overwrite(Kept(text="k"))}  # type: ignore[list-item, typeddict-item]
+
+    def wrong(state: Reduced) -> DeclaresReduced:
+        runs["wrong"] += 1
+        return {"draft": Overwrite({"text": "dict"})}  # type: ignore[typeddict-item]
+
+    builder = StateGraph(Reduced).add_sequence([chat, wrong]).add_edge(START, "chat")
+    with caplog.at_level("WARNING", logger="neograph_ext"):
+        ne.run(ne.compile(builder, checkpointer=saver, verify_writes=True), {}, config)
+    assert runs == Counter({"chat": 1, "wrong": 1})
+    assert _declared_logs(caplog) == [WRONG]
+
+
 def test_no_log_for_a_key_a_pydantic_state_validates(
     saver: BaseCheckpointSaver[Any], config: RunnableConfig, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -283,6 +307,20 @@ class DeclaresKept(TypedDict, total=False):
 class DeclaresKepts(TypedDict, total=False):
     kept: Kept
     drafts: list[Kept]
+
+
+def _latest(old: Any, new: Any) -> Any:
+    return new
+
+
+class Reduced(TypedDict, total=False):
+    messages: Annotated[list[AnyMessage], add_messages]
+    draft: Annotated[Any, _latest]
+
+
+class DeclaresReduced(TypedDict, total=False):
+    messages: list[AnyMessage]
+    draft: Kept
 
 
 class Validated(BaseModel):
