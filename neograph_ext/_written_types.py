@@ -43,6 +43,9 @@ __all__ = ["watching"]
 
 logger = logging.getLogger("neograph_ext")
 
+_Judge = Callable[[object, object], "tuple[str, str] | None"]
+"""``(declared, found)`` type names where a value is not of a type, or None."""
+
 
 def watching(
     graph: Pregel[Any, Any, Any, Any],
@@ -68,9 +71,6 @@ def watching(
                 _mismatch if deep and stores else class_mismatch,
             )
     watch_updates(graph, {node: _Watch(node, keys) for node, keys in declared.items()})
-
-
-_Judge = Callable[[object, object], "tuple[str, str] | None"]
 
 
 class _Watch:
