@@ -26,14 +26,13 @@ from langgraph.graph.state import StateGraph
 
 import neograph_ext
 
-__all__ = ["AUTO_RESUME_ENV", "READBACK_PROPERTY", "ROUTED_PROPERTY", "original_compile"]
-
 original_compile = StateGraph.compile
 _inside: ContextVar[bool] = ContextVar("neograph_ext_compat_inside", default=False)
 ROUTED_PROPERTY = "neograph_ext_routed_compiles"
 AUTO_RESUME_ENV = "NEOGRAPH_EXT_COMPAT_AUTO_RESUME"
 _AUTO_RESUME = {"auto_resume": True} if os.environ.get(AUTO_RESUME_ENV) == "true" else {}
 READBACK_PROPERTY = "neograph_ext_readback_warnings"
+WRITTEN_REASON = "written type differs from the declared one"
 
 
 class _Routed:
@@ -43,13 +42,17 @@ class _Routed:
 
 
 class _ReadBack(logging.Handler):
-    """The reasons of compile()'s read-back warnings since the last test report, so the
-    comparison can say how many of LangGraph's tests trigger one, and why."""
+    """The reasons of compile()'s read-back warnings, and of the warnings about a node
+    writing another type than it declares, since the last test report, so the
+    comparison can say how many of LangGraph's tests trigger each, and why."""
 
     reasons: ClassVar[list[str]] = []
 
     def emit(self, record: logging.LogRecord) -> None:
         text = record.getMessage()
+        if "but wrote a" in text:  # a node writing another type than it declares
+            self.reasons.append(WRITTEN_REASON)
+            return
         if "will not read back" not in text:
             return
         for reason in ("local class", "`__main__`", "allowlist", "does not import"):

@@ -53,6 +53,8 @@ ROUTED_PASSES = ("wrapped", "auto_resume")
 CI_SELECTION_FILE = HERE / "ci_selection.txt"
 # Kept in step with record_outcomes.METADATA_ONLY_MARK (a plugin, not importable here).
 METADATA_ONLY_MARK = "NEOGRAPH_EXT_METADATA_ONLY"
+# Kept in step with route_compile.WRITTEN_REASON (a plugin that patches LangGraph on import).
+WRITTEN = "written type differs from the declared one"
 PASSED = frozenset({"passed", "xfailed"})
 FAILED = frozenset({"failed", "error"})
 
@@ -289,11 +291,16 @@ def _report(comparison: Comparison, label: str) -> None:
         f"  {routed.name:<11}: {passed} pass  ({_tally(routed.results)})  {routed.seconds:.0f} s"
         f"  ({count} compiles routed through neograph_ext.compile)"
     )
-    warned = [entry["readback"] for entry in routed.results.values() if entry.get("readback")]
+    logged = [entry.get("readback", []) for entry in routed.results.values()]
+    warned = [[r for r in reasons if r != WRITTEN] for reasons in logged]
     why = Counter(reason for reasons in warned for reason in reasons)
     print(
-        f"    read-back warnings       : {len(warned)} tests compile a type whose values cannot "
-        f"read back ({', '.join(f'{n} {r}' for r, n in why.most_common()) or 'none'})"
+        f"    read-back warnings       : {sum(map(bool, warned))} tests compile a type whose "
+        f"values cannot read back ({', '.join(f'{n} {r}' for r, n in why.most_common()) or 'none'})"
+    )
+    print(
+        f"    written-type warnings    : {sum(WRITTEN in reasons for reasons in logged)} tests "
+        "run a node that writes another type than it declares"
     )
     behavioural = comparison.behavioural
     print(f"    behavioural differences  : {len(behavioural)}")

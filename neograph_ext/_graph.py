@@ -58,6 +58,7 @@ from neograph_ext._stamp import (
 )
 from neograph_ext._stamp_store import asave, save
 from neograph_ext._verify_writes import verifying
+from neograph_ext._written_types import watching
 
 __all__ = ["StampedGraph", "cache_salts", "compile", "marking"]
 
@@ -299,15 +300,17 @@ def compile(
         verify_writes: For development and CI: every value a node writes to a state key
             is round-tripped through the checkpointer's serializer as it is saved, and a
             step whose writes would not read back as written fails at once with
-            ``WriteReadbackError``, before they are saved. A value not of the type its
-            node declares for that key is logged, once per node.
+            ``WriteReadbackError``, before they are saved; a value not of the type
+            its node declares is also judged by the items it holds.
         **compile_kwargs: Every other keyword of ``StateGraph.compile``.
 
     Returns:
         LangGraph's compiled graph (a ``CompiledStateGraph``); all of its API works
         as usual, and what neograph-ext adds to any metadata is at most 256 bytes.
         Nodes with a ``cache_policy`` get cache keys that include their fingerprint,
-        so a result cached by other code is never served.
+        so a result cached by other code is never served. A node that writes a value
+        of another type than it declares for that key is logged as a warning, once per
+        node and process (its stamped fingerprint describes the declared type).
 
     Raises:
         ValueError: ``output_types``, ``versions`` or ``renames`` names an unknown node,
@@ -338,8 +341,9 @@ def compile(
     allowed = allowed_pairs(graph.checkpointer, getattr(graph, "_serde_allowlist", None))
     revived = revival(channels, coerced, outputs, allowed)
     report(revived, graph.name, strict=auto_resume is False)
+    watching(graph, outputs, coerced, deep=verify_writes)
     if verify_writes:
-        verifying(graph, frozenset(channels), outputs)
+        verifying(graph, frozenset(channels))
     fold_cache_keys(graph, cache_salts(stamp))
     # In place, not with_config(): a copy would lose what compile() set afterwards.
     graph.config = {

@@ -23,6 +23,7 @@ from langgraph.channels.last_value import LastValue
 from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.pregel import Pregel
+from langgraph.pregel._write import PASSTHROUGH, ChannelWrite, ChannelWriteTupleEntry
 from langgraph.types import CachePolicy, Send
 from xxhash import xxh3_128_hexdigest
 
@@ -44,6 +45,7 @@ __all__ = [
     "tool_objects",
     "tool_schemas",
     "unsaved_subgraph",
+    "watch_updates",
     "writes_path",
 ]
 
@@ -125,6 +127,53 @@ def _salted(key_func: Callable[..., str | bytes], salt: str) -> Callable[..., by
         return prefix + (inner.encode() if isinstance(inner, str) else inner)
 
     return key
+
+
+def watch_updates(
+    graph: Pregel[Any, Any, Any, Any],
+    watchers: Mapping[str, Callable[[Sequence[tuple[str, Any]]], None]],
+) -> None:
+    """Make each named node of ``graph`` show its watcher the state updates LangGraph
+    reads from the node's output, as its writer takes them.
+
+    ``StateGraph.compile`` gives every node one ``ChannelWrite`` whose first entry is a
+    ``ChannelWriteTupleEntry``: its mapper turns the node's output (a dict, a model, a
+    ``Command``, a list of those) into ``(channel, value)`` updates, inside the node's
+    task. That mapper is wrapped: no runnable is added, the node's writers keep their
+    number, types and names, and a watcher that raises fails the task.
+
+    Args:
+        graph: The freshly compiled graph (changed in place).
+        watchers: Per node name, called with each non-empty list of updates.
+    """
+    for name, watch in watchers.items():
+        node = graph.nodes.get(name)
+        writer = (
+            next((w for w in node.writers if isinstance(w, ChannelWrite)), None) if node else None
+        )
+        if node is None or writer is None or not writer.writes:
+            continue
+        first = writer.writes[0]
+        if not isinstance(first, ChannelWriteTupleEntry) or first.value is not PASSTHROUGH:
+            continue
+        entries = [first._replace(mapper=_watched(first.mapper, watch)), *writer.writes[1:]]
+        # Same sequence type: LangGraph concatenates consecutive writers' entries.
+        writer.writes = type(writer.writes)(entries)
+        for cached in ("flat_writers", "node"):  # built from ``writers``: build them again
+            vars(node).pop(cached, None)
+
+
+def _watched(
+    mapper: Callable[[Any], Sequence[tuple[str, Any]] | None],
+    watch: Callable[[Sequence[tuple[str, Any]]], None],
+) -> Callable[[Any], Sequence[tuple[str, Any]] | None]:
+    def updates(output: Any) -> Sequence[tuple[str, Any]] | None:
+        found = mapper(output)
+        if found:
+            watch(found)
+        return found
+
+    return updates
 
 
 def task_writers(

@@ -54,6 +54,7 @@ __all__ = [
     "Finding",
     "Revival",
     "allowed_pairs",
+    "class_mismatch",
     "declared",
     "findings",
     "head_misread",
@@ -386,9 +387,21 @@ def _mismatch(tp: object, value: object) -> tuple[str, str] | None:
     return _judged(tp, value)
 
 
+def class_mismatch(tp: object, value: object) -> tuple[str, str] | None:
+    """``(declared, found)`` type names where the class of ``value`` alone is not the
+    declared ``tp``, as ``_mismatch`` judges it but never looking at the items a value
+    holds (a ``dict`` passes for a TypedDict, a ``list`` for ``list[Draft]``): one cached
+    lookup per type and class."""
+    try:
+        return _leaf(tp, type(value))  # type: ignore[arg-type]
+    except TypeError:  # an unhashable annotation
+        return None
+
+
 @functools.lru_cache(maxsize=1024)
 def _leaf(tp: object, cls: type) -> tuple[str, str] | None:
-    """``_judged`` of a value of class ``cls`` that holds no other values."""
+    """``_judged`` of a value of class ``cls`` that holds no other values; of any value
+    judged by its class alone (``class_mismatch``): a mapping passes for a TypedDict."""
     origin = get_origin(tp)
     if origin is Annotated or origin in (Required, NotRequired):
         return _leaf(get_args(tp)[0], cls)
@@ -404,7 +417,7 @@ def _leaf(tp: object, cls: type) -> tuple[str, str] | None:
     if origin is not None or not isinstance(tp, type):
         return None
     if is_typeddict(tp):
-        return (tp.__name__, cls.__name__)
+        return None if issubclass(cls, Mapping) else (tp.__name__, cls.__name__)
     if _by_path(tp) and not issubclass(cls, tp) and not _same_class(cls, tp):
         return (tp.__name__, cls.__name__)
     return None

@@ -10,14 +10,13 @@ Rules:
   at run time; the checkpointer itself is left as it is.
 - ``RunnableCallable`` is LangGraph's own untraced runnable (``langgraph._internal``,
   checked on langgraph 1.2.24): a verified graph's traces and events stay as they were.
-- A value not of the type its node declares for that key is logged once per node of
-  the compiled graph (``_revive._mismatch`` judges it, as the resume check does).
+- A value not of the type its node declares is logged by every stamped graph
+  (``_written_types``); with this check on, the items it holds are judged too.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import logging
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -28,33 +27,22 @@ from langgraph.types import Command
 from pydantic import BaseModel
 
 from neograph_ext._errors import WriteReadbackError
-from neograph_ext._revive import _fields, _mismatch
 
 __all__ = ["verifying"]
 
-logger = logging.getLogger("neograph_ext")
 
-
-def verifying(
-    graph: Pregel[Any, Any, Any, Any],
-    channels: frozenset[str],
-    outputs: Mapping[str, object],
-) -> None:
+def verifying(graph: Pregel[Any, Any, Any, Any], channels: frozenset[str]) -> None:
     """Make every node of ``graph`` check what it returns before its writes are taken.
 
     Each value a node writes to a state channel is round-tripped through the serializer
     of the graph's checkpointer (the one it runs with, so also one injected at run time):
     the first that would read back as something else raises ``WriteReadbackError`` in
     the node's task, so the step fails at once and none of that task's writes is saved.
-    A value not of the type its node declares for that key (``outputs``) is logged, once
-    per node of this compiled graph.
     """
-    declared = {(node, key): tp for node, key, tp in _fields(outputs)}
-    logged: set[str] = set()
     for name, node in graph.nodes.items():
         if name.startswith("__"):
             continue
-        check = _Check(graph, name, channels, declared, logged)
+        check = _Check(graph, name, channels)
         node.writers.insert(0, RunnableCallable(check, name="verify_writes", trace=False))
         for cached in ("flat_writers", "node"):  # built from ``writers``: build them again
             vars(node).pop(cached, None)
@@ -67,15 +55,12 @@ class _Check:
     graph: Pregel[Any, Any, Any, Any]
     node: str
     channels: frozenset[str]
-    declared: Mapping[tuple[str, str], object]
-    logged: set[str]
 
     def __call__(self, output: Any) -> Any:
         serde = getattr(self.graph.checkpointer, "serde", None)
         for channel, value in _written(output):
             if channel not in self.channels:
                 continue
-            self._compare(channel, value)
             if serde is None:
                 continue
             diff = _difference(value, serde.loads_typed(serde.dumps_typed(value)))
@@ -89,23 +74,6 @@ class _Check:
                     "schema), or write plain data"
                 )
         return output
-
-    def _compare(self, channel: str, value: object) -> None:
-        tp = self.declared.get((self.node, channel))
-        if tp is None or self.node in self.logged:
-            return
-        miss = _mismatch(tp, value)
-        if miss is not None:
-            self.logged.add(self.node)
-            logger.warning(
-                "node `%s` declares `%s` for `%s` but wrote a `%s`: the fingerprint stamped "
-                "for it describes the declared type, not what is stored; fix the annotation "
-                "(or output_types) or the value (logged once per node)",
-                self.node,
-                miss[0],
-                channel,
-                miss[1],
-            )
 
 
 def _written(output: Any) -> Iterator[tuple[str, Any]]:

@@ -13,12 +13,15 @@ import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Annotated, Any, TypedDict
 
 import pytest
+from langchain_core.messages import AnyMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import START, StateGraph
+from langgraph.graph.message import add_messages
+from langgraph.types import Overwrite
 from pydantic import BaseModel, create_model
 
 import neograph_ext as ne
@@ -173,20 +176,84 @@ def test_verify_writes_fails_the_step_before_its_writes_are_saved(
     assert kept == Counter({"write": 1, "publish": 1}) and checked.checkpointer is saver
 
 
-def test_verify_writes_logs_a_value_other_than_the_declared_type_once(
-    saver: BaseCheckpointSaver[Any], caplog: pytest.LogCaptureFixture
+def test_a_value_other_than_the_declared_type_is_logged_once_per_node_and_process(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig, caplog: pytest.LogCaptureFixture
 ) -> None:
-    builder = StateGraph(Loose).add_node(_writes_a_dict).add_edge(START, "_writes_a_dict")
-    graph = ne.compile(builder, checkpointer=saver, verify_writes=True)
+    runs: Counter[str] = Counter()
+    graph = declaring(saver, runs)  # no verify_writes: every stamped graph checks
     with caplog.at_level("WARNING", logger="neograph_ext"):
         for n in range(2):
-            ne.run(graph, {}, {"configurable": {"thread_id": f"declared-{n}-{id(saver)}"}})
-    logged = [r.getMessage() for r in caplog.records if "declares" in r.getMessage()]
-    assert logged == [
-        "node `_writes_a_dict` declares `Kept` for `draft` but wrote a `dict`: the fingerprint "
+            ne.run(graph, {}, _thread(config, n))
+        graph.with_config(tags=["copy"]).invoke({}, _thread(config, 2))  # a copy, plain call
+    assert runs == Counter({"wrong": 3, "right": 3})
+    assert _declared_logs(caplog) == [WRONG]
+    # Only logged: the value is stored as LangGraph stores it.
+    stored = saver.get_tuple(_thread(config, 1))
+    assert stored is not None and stored.checkpoint["channel_values"]["draft"] == {"text": "dict"}
+
+
+async def test_async_a_value_other_than_the_declared_type_is_logged_once(
+    async_saver: BaseCheckpointSaver[Any], config: RunnableConfig, caplog: pytest.LogCaptureFixture
+) -> None:
+    runs: Counter[str] = Counter()
+    graph = declaring(async_saver, runs)
+    with caplog.at_level("WARNING", logger="neograph_ext"):
+        for n in range(2):
+            await ne.arun(graph, {}, _thread(config, n))
+    assert runs == Counter({"wrong": 2, "right": 2}) and _declared_logs(caplog) == [WRONG]
+
+
+def test_verify_writes_also_judges_the_items_a_value_holds(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig, caplog: pytest.LogCaptureFixture
+) -> None:
+    runs: Counter[str] = Counter()
+    graph = declaring(saver, runs, verify_writes=True)
+    with caplog.at_level("WARNING", logger="neograph_ext"):
+        for n in range(2):
+            ne.run(graph, {}, _thread(config, n))
+    assert runs == Counter({"wrong": 2, "right": 2})
+    assert _declared_logs(caplog) == [
+        WRONG,
+        "node `right` declares `Kept` for `drafts` but wrote a `dict`: the fingerprint "
         "stamped for it describes the declared type, not what is stored; fix the annotation "
-        "(or output_types) or the value (logged once per node)"
+        "(or output_types) or the value (logged once per node and process)",
     ]
+
+
+def test_a_reducers_update_is_judged_by_its_class_and_overwrite_is_unwrapped(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig, caplog: pytest.LogCaptureFixture
+) -> None:
+    runs: Counter[str] = Counter()
+
+    def chat(state: Reduced) -> DeclaresReduced:
+        runs["chat"] += 1
+        # add_messages takes a tuple for a message: an update, not the channel's value.
+        return {"messages": [("user", "hi")], "draft": Overwrite(Kept(text="k"))}  # type: ignore[list-item, typeddict-item]
+
+    def wrong(state: Reduced) -> DeclaresReduced:
+        runs["wrong"] += 1
+        return {"draft": Overwrite({"text": "dict"})}  # type: ignore[typeddict-item]
+
+    builder = StateGraph(Reduced).add_sequence([chat, wrong]).add_edge(START, "chat")
+    with caplog.at_level("WARNING", logger="neograph_ext"):
+        ne.run(ne.compile(builder, checkpointer=saver, verify_writes=True), {}, config)
+    assert runs == Counter({"chat": 1, "wrong": 1})
+    assert _declared_logs(caplog) == [WRONG]
+
+
+def test_no_log_for_a_key_a_pydantic_state_validates(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig, caplog: pytest.LogCaptureFixture
+) -> None:
+    runs: Counter[str] = Counter()
+
+    def coerced(state: Validated) -> DeclaresKept:
+        runs["coerced"] += 1
+        return {"draft": {"text": "validated into a Kept on read"}}  # type: ignore[typeddict-item]
+
+    builder = StateGraph(Validated).add_node(coerced).add_edge(START, "coerced")
+    with caplog.at_level("WARNING", logger="neograph_ext"):
+        ne.run(ne.compile(builder, checkpointer=saver), {}, config)
+    assert runs == Counter({"coerced": 1}) and _declared_logs(caplog) == []
 
 
 class Report(BaseModel):
@@ -229,14 +296,67 @@ def test_a_nested_class_is_found_at_compile_time_and_rewound_on_resume(
 
 class Loose(TypedDict, total=False):
     draft: Any
+    kept: Any
+    drafts: Any
 
 
-class DeclaresKept(TypedDict):
+class DeclaresKept(TypedDict, total=False):
     draft: Kept
 
 
-def _writes_a_dict(state: Loose) -> DeclaresKept:
-    return {"draft": {"text": "a dict, not a Kept"}}  # type: ignore[typeddict-item]
+class DeclaresKepts(TypedDict, total=False):
+    kept: Kept
+    drafts: list[Kept]
+
+
+def _latest(old: Any, new: Any) -> Any:
+    return new
+
+
+class Reduced(TypedDict, total=False):
+    messages: Annotated[list[AnyMessage], add_messages]
+    draft: Annotated[Any, _latest]
+
+
+class DeclaresReduced(TypedDict, total=False):
+    messages: list[AnyMessage]
+    draft: Kept
+
+
+class Validated(BaseModel):
+    draft: Kept | None = None
+
+
+WRONG = (
+    "node `wrong` declares `Kept` for `draft` but wrote a `dict`: the fingerprint stamped "
+    "for it describes the declared type, not what is stored; fix the annotation (or "
+    "output_types) or the value (logged once per node and process)"
+)
+
+
+def declaring(saver: BaseCheckpointSaver[Any], runs: Counter[str], **options: Any) -> Any:
+    """``wrong -> right``: ``wrong`` declares a ``Kept`` and writes a dict; ``right``
+    writes its declared ``Kept``, and dicts where it declares ``list[Kept]`` (a list,
+    the right class: only ``verify_writes`` looks at the items)."""
+
+    def wrong(state: Loose) -> DeclaresKept:
+        runs["wrong"] += 1
+        return {"draft": {"text": "dict"}}  # type: ignore[typeddict-item]
+
+    def right(state: Loose) -> DeclaresKepts:
+        runs["right"] += 1
+        return {"kept": Kept(text="k"), "drafts": [{"text": "dict"}]}  # type: ignore[list-item]
+
+    builder = StateGraph(Loose).add_sequence([wrong, right]).add_edge(START, "wrong")
+    return ne.compile(builder, checkpointer=saver, **options)
+
+
+def _thread(config: RunnableConfig, n: int) -> RunnableConfig:
+    return {"configurable": {"thread_id": f"{config['configurable']['thread_id']}-{n}"}}
+
+
+def _declared_logs(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if "but wrote a" in r.getMessage()]
 
 
 # Writer and resumer in processes of their own.

@@ -20,7 +20,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.prebuilt import ToolNode, create_react_agent
 from langgraph.store.memory import InMemoryStore
-from langgraph.types import CachePolicy, Send
+from langgraph.types import CachePolicy, Command, Send
 from pydantic import BaseModel
 
 from neograph_ext._history import waiting
@@ -39,6 +39,7 @@ from neograph_ext._langgraph import (
     task_writers,
     tool_objects,
     tool_schemas,
+    watch_updates,
     writes_path,
 )
 from neograph_ext._stamp import channel_types
@@ -130,6 +131,33 @@ def test_cache_keys_are_salted_and_keep_the_users_key() -> None:
     assert isinstance(policy, CachePolicy) and policy.ttl == 5
     assert policy.key_func({}) == b"neograph_ext:s1:k"
     assert graph.nodes["a"].cache_policy is None
+
+
+def test_a_watched_node_shows_the_updates_langgraph_takes_and_nothing_else_changes() -> None:
+    def build() -> Any:
+        builder: StateGraph[Any, Any, Any, Any] = StateGraph(Fan)
+        builder.add_node("a", lambda state: {"items": [1], "out": [1], "ignored": 0})
+        builder.add_node("b", lambda state: Command(update={"out": [2]}))
+        builder.add_node("c", lambda state: [Command(update={"out": [3]}), {"items": [3]}])
+        return builder.add_edge(START, "a").add_edge("a", "b").add_edge("b", "c").compile()
+
+    plain, graph = build(), build()
+    shape = [(name, type(w), w.get_name()) for name, n in graph.nodes.items() for w in n.writers]
+    seen: list[tuple[str, list[tuple[str, Any]]]] = []
+    watch_updates(
+        graph, {name: lambda u, name=name: seen.append((name, list(u))) for name in "abc"}
+    )
+    assert [
+        (name, type(w), w.get_name()) for name, n in graph.nodes.items() for w in n.writers
+    ] == (shape)
+    assert graph.get_graph().to_json() == plain.get_graph().to_json()  # drawing calls no watcher
+    assert seen == []
+    assert graph.invoke({}) == plain.invoke({}) == {"items": [3], "out": [1, 2, 3]}
+    assert seen == [
+        ("a", [("items", [1]), ("out", [1])]),
+        ("b", [("out", [2])]),
+        ("c", [("out", [3]), ("items", [3])]),
+    ]
 
 
 class Args(BaseModel):

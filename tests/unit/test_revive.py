@@ -17,6 +17,7 @@ from pydantic import BaseModel
 
 from neograph_ext._revive import (
     Revival,
+    class_mismatch,
     findings,
     misread,
     revival,
@@ -191,6 +192,25 @@ def test_a_field_of_a_revived_dataclass_is_checked() -> None:
     assert misread(checked, {"note": Note("b", {"text": "c"})}) == {  # type: ignore[arg-type]
         "note": "stored value of `note` does not read back as `Draft | None`: got `dict`"
     }
+
+
+def test_a_written_value_is_judged_by_its_class_alone() -> None:
+    assert class_mismatch(Draft, {"text": "a"}) == ("Draft", "dict")
+    assert class_mismatch(Draft | None, 3) == ("Draft | None", "int")
+    assert class_mismatch(Pair, (1, 2)) == ("Pair", "tuple")
+    assert class_mismatch(Note, Draft(text="a")) == ("Note", "Draft")
+    # The right class passes, whatever it holds: only verify_writes looks inside.
+    for tp, value in (
+        (Row, {"draft": {"text": "a"}}),
+        (list[Draft], [{"text": "a"}]),
+        (Note, Note("b", {"text": "c"})),  # type: ignore[arg-type]
+        (Draft | None, None),
+        (Annotated[Draft, "meta"], Draft(text="a")),
+        (Tone, Tone.PLAIN),
+        (int, "not the serializer's doing"),
+        (Any, object()),
+    ):
+        assert class_mismatch(tp, value) is None, (tp, value)
 
 
 def test_a_pydantic_state_coerces_what_validates() -> None:
