@@ -33,6 +33,7 @@ from neograph_ext._stamp import (
     Stamp,
     StampRef,
     Unreadable,
+    input_digest,
     read_marks,
 )
 
@@ -89,6 +90,10 @@ class Record(NamedTuple):
     it, read from the task ids of the parent's pending writes; None when they could not
     be matched to nodes, or when at most one node ran (then every node of ``ran``
     counts as a writer)."""
+    input: str | None = None
+    """For the input checkpoint of the lineage's latest turn: the digest
+    (``_stamp.input_digest``) of the input it holds, which LangGraph saves there
+    (``__start__``) however the turn was started; None for every other record."""
 
 
 def lineage(
@@ -198,6 +203,7 @@ def _with_stamp(r: Record, stamp: Stamp) -> Record:
         r.pending_tasks,
         r.next_nodes,
         r.writers,
+        r.input,
     )
 
 
@@ -289,6 +295,7 @@ class _Walk:
         self.names: dict[frozenset[str], frozenset[str]] = {}
         self.ran: dict[tuple[str, ...], frozenset[str]] = {}
         self.wrote: dict[tuple[str, ...], frozenset[str]] = {}
+        self.input_seen = False
 
     def marked(
         self, metadata: Mapping[str, Any]
@@ -400,8 +407,18 @@ class _Walk:
                 # Deriving task ids is most of a record's cost, and attribution only picks
                 # among the nodes of a step: a step of one node wrote everything itself.
                 _writers(tup, parent, parent_step) if len(ran) > 1 else None,
+                self.turn_input(checkpoint) if source == "input" else None,
             ),
         )
+
+    def turn_input(self, checkpoint: Mapping[str, Any]) -> str | None:
+        """The digest of the input the first input checkpoint walked holds: walking
+        newest first, that of the latest turn. Serialised once per walk."""
+        if self.input_seen:
+            return None
+        self.input_seen = True
+        value = checkpoint.get("channel_values", _EMPTY).get("__start__")
+        return input_digest(value) if value is not None else None
 
     def shared(self, names: frozenset[str]) -> frozenset[str]:
         return self.names.setdefault(names, names)

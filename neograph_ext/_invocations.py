@@ -106,14 +106,15 @@ def _prepare(
         raise CheckpointSchemaError(_message(decision, ways + _carrying(decision)), decision)
     if decision.migrated:
         return _Prepared((), None, {}, carry=decision)
-    stored_input = _stored_input(head)
+    stored_input = _stored_input(head) or decision.turn_input
     answer = isinstance(input, Command)
     given = None if input is None or answer else input_digest(input)
     here = encode_run(call.stamp, decision.kind, stored_input)
     complete = head is not None and not decision.next_nodes and not _interrupted(head)
     # A complete thread given another input starts a new turn; the same input (or an
-    # input whose digest is unknown) asks for the stored result. So does an input
-    # given to a thread whose own input was never recorded, as plain LangGraph would.
+    # input whose digest is unknown) asks for the stored result. A turn no run mark
+    # recorded (plain LangGraph started it) is known by its input checkpoint's value;
+    # without one (durability="exit"), any input starts a new turn, as graph.invoke would.
     new_turn = complete and given is not None and stored_input != given
     if head is None:
         steps: tuple[_Invocation, ...] = (_turn(call, decision, input, given),)

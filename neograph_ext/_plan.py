@@ -109,6 +109,10 @@ class ResumePlan:
     replayed: tuple[str, ...] = ()
     """For a rewind into an earlier turn (``replay_turns``): the input checkpoints of the
     later turns, oldest first, whose inputs are fed again after the rewind."""
+    turn_input: str | None = None
+    """Digest of the input the head's turn started with, as its input checkpoint holds
+    it: tells the same input given again from a new turn where no run mark recorded it
+    (a turn plain LangGraph started)."""
 
     def __str__(self) -> str:
         head = f"{self.kind}: thread {self.thread_id!r}"
@@ -187,6 +191,7 @@ def decide(
         head_id=head.checkpoint_id,
         next_nodes=head.next_nodes,
         kept=_ran_in(records[turn + 1 :]),
+        turn_input=records[turn].input,
     )
     foreign = _foreign(records, current)
     if foreign:
@@ -207,7 +212,8 @@ def decide(
     for index, record in enumerate(records[start:], start):
         stamp = record.stamp
         if stamp is None or isinstance(stamp, Unreadable):
-            if record.ran:
+            # As for changes: in an earlier turn, only a value still live can matter.
+            if record.ran and (index >= turn or any(writers.get(c) == index for c in record.wrote)):
                 why = "written without a stamp" if stamp is None else _unreadable(stamp)
                 notes.append(f"checkpoint {record.checkpoint_id}: {why}")
             continue
