@@ -12,6 +12,7 @@ from neograph_ext._errors import (
     CheckpointSchemaError,
     GraphError,
     NeographExtError,
+    StampLostError,
     ThreadBusyError,
     UnreadableCheckpointError,
 )
@@ -28,6 +29,7 @@ __all__ = [
     "NodeChange",
     "PlanKind",
     "ResumePlan",
+    "StampLostError",
     "ThreadBusyError",
     "UnreadableCheckpointError",
     "aaccept",

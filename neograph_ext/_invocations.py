@@ -91,10 +91,14 @@ def _prepare(
     auto_resume: bool,
     kwargs: Mapping[str, Any],
     reanswer: bool,
+    *,
+    strict_unverified: bool = False,
 ) -> _Prepared:
     """What to invoke for a decision; raises before anything runs when it must."""
     if decision.blocker:
         raise CheckpointSchemaError(_message(decision, decision.blocker), decision)
+    if decision.kind is PlanKind.UNVERIFIED and strict_unverified:
+        raise CheckpointSchemaError(_unverified(decision), decision)
     if decision.kind is PlanKind.REWIND and not auto_resume:
         ways = (
             "run with auto_resume=True to rewind and re-run them, keeping the upstream "
@@ -204,6 +208,18 @@ def _carrying(decision: ResumePlan) -> str:
         return ""
     channels = ", ".join(sorted(decision.migrated))
     return f" (auto_resume=True keeps or migrates the stored values of: {channels})"
+
+
+def _unverified(decision: ResumePlan) -> str:
+    notes = "\n".join(f"    {note}" for note in decision.notes)
+    return (
+        f"thread {decision.thread_id!r}: {len(decision.notes)} checkpoint(s) of it cannot "
+        "be verified (written without a stamp: by plain LangGraph, or through a saver that "
+        f"drops it), so nothing can be compared with the current graph:\n{notes}\n"
+        "To proceed: run without strict_unverified=True to resume it as LangGraph would, "
+        "neograph_ext.accept(graph, config) to record that you checked it by hand, or "
+        "start a new thread_id."
+    )
 
 
 def _message(decision: ResumePlan, ways: str) -> str:

@@ -14,6 +14,7 @@ EXPECTED = [
     "NodeChange",
     "PlanKind",
     "ResumePlan",
+    "StampLostError",
     "ThreadBusyError",
     "UnreadableCheckpointError",
     "aaccept",
@@ -48,6 +49,7 @@ def test_errors_share_one_root() -> None:
     for name in (
         "CheckpointSchemaError",
         "GraphError",
+        "StampLostError",
         "ThreadBusyError",
         "UnreadableCheckpointError",
     ):
