@@ -108,7 +108,7 @@ def _prepare(
     if decision.kind is PlanKind.MIGRATE and not auto_resume:
         ways = "run with auto_resume=True to convert them, or start a new thread_id"
         raise CheckpointSchemaError(_message(decision, ways + _carrying(decision)), decision)
-    if decision.migrated:
+    if decision.migrated or decision.carried_from:
         return _Prepared((), None, {}, carry=decision)
     stored_input = _stored_input(head) or decision.turn_input
     answer = isinstance(input, Command)
