@@ -135,7 +135,9 @@ def _read(call: _Call, *, full: bool = False) -> tuple[ResumePlan, CheckpointTup
             listing = call.saver.list(_thread(call.config))
             try:
                 with contextlib.suppress(NotNewestFirst):
-                    return _listed(call, iter(listing))
+                    planned = _listed(call, iter(listing))
+                    if planned is not None:
+                        return planned
             finally:
                 _close(listing)  # left part-read when not newest first, or on an error
     return _read_from(call, _head(call), full=full)
@@ -190,12 +192,19 @@ async def _aread_from(
 
 def _listed(
     call: _Call, tuples: Iterator[CheckpointTuple]
-) -> tuple[ResumePlan, CheckpointTuple | None]:
+) -> tuple[ResumePlan, CheckpointTuple | None] | None:
     """The whole-lineage read of a thread's newest checkpoint in one listing: savers list
     newest first, so the head is the first tuple listed, no read of its own (checked
-    by ``lineage``, which raises ``NotNewestFirst`` otherwise)."""
+    by ``lineage``, which raises ``NotNewestFirst`` otherwise).
+
+    None for a head planned from another checkpoint (``_restarted``): that one is read
+    once the listing is closed, since a sync saver (SQLite) holds its lock while it
+    lists, and a read inside the listing would wait for it forever.
+    """
     newest = resumable(next(tuples, None), call.thread_id)
-    head = _restarted(call, newest)
+    if incomplete(newest) is not None:
+        return None
+    head = newest
     listed = itertools.chain([newest], tuples) if newest is not None else ()
     return _from_history(call, head, listed, newest), head
 
