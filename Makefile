@@ -4,6 +4,8 @@
 #   make test    run LangGraph's own suite through neograph_ext.compile (make compat),
 #                then our tests next to a throwaway PostgreSQL server
 #                (make test PYTEST_ARGS='-m "not postgres" -x' for a quick run of ours alone)
+#   make test-oldest  the fast part of our tests (no PostgreSQL, no third-party savers)
+#                in .venv-oldest, with the lowest versions pyproject.toml allows (.ci/oldest.txt)
 #   make lint    ruff check, ruff format --check, mypy
 #   make format  apply ruff's fixes and formatting
 #   make bench   run bench/run.py
@@ -20,7 +22,7 @@ STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := test
-.PHONY: venv demo test lint format bench compat compat-ci compat-list clean
+.PHONY: venv demo test test-oldest lint format bench compat compat-ci compat-list clean
 
 venv: $(STAMP)
 
@@ -42,6 +44,20 @@ test: venv
 	if [ -z "$(PYTEST_ARGS)" ]; then $(MAKE) --no-print-directory compat || status=1; fi; \
 	PYTHON=$(BIN)/python bash scripts/pg.sh $(BIN)/python -m pytest $(PYTEST_ARGS) || status=1; \
 	exit $$status
+
+OLDEST := .venv-oldest
+OLDEST_STAMP := $(OLDEST)/.installed
+$(OLDEST_STAMP): pyproject.toml .ci/oldest.txt
+	$(OLDEST)/bin/python -m pip --version >/dev/null 2>&1 || $(PYTHON) -m venv --clear $(OLDEST)
+	$(OLDEST)/bin/python -m pip install --upgrade pip
+	$(OLDEST)/bin/python -m pip install -c .ci/oldest.txt -e '.[sqlite,postgres,cli]' \
+		pytest pytest-asyncio hypothesis
+	touch $@
+
+# The third-party savers' own floors are above ours (plainredis needs checkpoint 4.1).
+test-oldest: $(OLDEST_STAMP)
+	$(OLDEST)/bin/python -m pytest tests/unit tests/integration -m "not postgres" \
+		--ignore=tests/integration/test_saver_check.py -p no:cacheprovider -q
 
 # All three checks run, so one report shows every problem; any failure fails.
 lint: venv
@@ -81,4 +97,4 @@ compat-list: $(COMPAT_STAMP)
 	$(BIN)/python compat/run.py --selection full --write-list
 
 clean:
-	rm -rf $(VENV) .compat .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(OLDEST) .compat .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -5,6 +5,8 @@ Every error derives from one root so callers can catch the library as a whole::
     NeographExtError
     ├── CheckpointSchemaError   (also a ValueError) a resume would reuse checkpoints written
     │                           by other types
+    ├── StampLostError          the checkpointer does not keep the metadata LangGraph
+    │                           passes it, so the stamp would be lost from every checkpoint
     ├── ThreadBusyError         another process holds the thread's lock
     ├── UnreadableCheckpointError
     │                           the thread's stored checkpoints cannot be decoded, or the
@@ -32,6 +34,7 @@ __all__ = [
     "CheckpointSchemaError",
     "GraphError",
     "NeographExtError",
+    "StampLostError",
     "ThreadBusyError",
     "UnreadableCheckpointError",
     "WriteReadbackError",
@@ -62,6 +65,17 @@ class CheckpointSchemaError(NeographExtError, ValueError):
         super().__init__(message)
         self.plan = plan
         self.invalidated_nodes: frozenset[str] = plan.invalidated_nodes
+
+
+class StampLostError(NeographExtError):
+    """The checkpointer loses the stamp: it does not keep the config metadata LangGraph
+    passes to ``put`` in the checkpoints it stores.
+
+    Found on the first write of a stamped graph's ``run`` (or twin) to a saver, once per
+    saver class and process, before any node runs. Every thread on such a saver would
+    plan as ``unverified``, and strict mode could not catch a change. The message names
+    the saver class and the way out, ``compile(..., verify_saver=False)`` among them.
+    """
 
 
 class ThreadBusyError(NeographExtError):

@@ -57,6 +57,8 @@ from neograph_ext._stamp import (
     stamp_ref,
 )
 from neograph_ext._stamp_store import asave, save
+from neograph_ext._stamp_store import averify as acheck_saver
+from neograph_ext._stamp_store import verify as check_saver
 from neograph_ext._verify_writes import verifying
 from neograph_ext._written_types import watching
 
@@ -90,6 +92,8 @@ class StampedGraph(CompiledStateGraph[Any, Any, Any, Any]):
     """Which stored values may be kept or migrated instead of re-running their nodes."""
     neograph_ext_revival: ClassVar[Revival] = Revival()
     """The declared types, and which of them cannot read back from a checkpoint."""
+    neograph_ext_verify_saver: ClassVar[bool] = True
+    """``compile(verify_saver=...)``: whether ``run`` checks that the saver keeps the stamp."""
 
     def stream(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
@@ -121,9 +125,9 @@ class StampedGraph(CompiledStateGraph[Any, Any, Any, Any]):
         try:
             yield from super().stream(input, stamped, **kwargs)
         except Exception:
-            self.neograph_ext_save(saver)  # a crashed run is the one that gets resumed
+            self.neograph_ext_save(saver, verify=False)  # a crashed run gets resumed
             raise
-        self.neograph_ext_save(saver)
+        self.neograph_ext_save(saver, verify=False)
 
     async def astream(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
@@ -162,21 +166,37 @@ class StampedGraph(CompiledStateGraph[Any, Any, Any, Any]):
                 async for chunk in chunks:
                     yield chunk
             except Exception:
-                await self.neograph_ext_asave(saver)
+                await self.neograph_ext_asave(saver, verify=False)
                 raise
-        await self.neograph_ext_asave(saver)
+        await self.neograph_ext_asave(saver, verify=False)
 
-    def neograph_ext_save(self, saver: BaseCheckpointSaver[Any]) -> None:
-        """Store the stamp's description in ``saver``, once per saver and process."""
+    def neograph_ext_save(self, saver: BaseCheckpointSaver[Any], *, verify: bool = True) -> None:
+        """Store the stamp's description in ``saver``, once per saver and process, and
+        (``verify``, unless compiled with ``verify_saver=False``) check that the saver
+        keeps the stamp, once per saver class and process.
+
+        A plain call does not verify: it stores the description after LangGraph's own
+        writes, and a drop-in raises nothing LangGraph would not. ``run`` verifies
+        before it invokes.
+
+        Raises:
+            StampLostError: The saver drops the config metadata the stamp rides in.
+        """
         if saver not in self._neograph_ext_saved:
             save(saver, self.neograph_ext_stamp)
             self._neograph_ext_saved.add(saver)
+        if verify and self.neograph_ext_verify_saver:
+            check_saver(saver, self.neograph_ext_stamp)
 
-    async def neograph_ext_asave(self, saver: BaseCheckpointSaver[Any]) -> None:
+    async def neograph_ext_asave(
+        self, saver: BaseCheckpointSaver[Any], *, verify: bool = True
+    ) -> None:
         """Async twin of ``neograph_ext_save``."""
         if saver not in self._neograph_ext_saved:
             await asave(saver, self.neograph_ext_stamp)
             self._neograph_ext_saved.add(saver)
+        if verify and self.neograph_ext_verify_saver:
+            await acheck_saver(saver, self.neograph_ext_stamp)
 
     def neograph_ext_described(self, saver: BaseCheckpointSaver[Any]) -> dict[str, Stamp]:
         """The stamp descriptions found in ``saver`` so far, by id (filled by planning)."""
@@ -265,6 +285,7 @@ def compile(
     keep_compatible: bool | Iterable[type | str] = False,
     migrations: Mapping[type | str, Migration] | None = None,
     verify_writes: bool = False,
+    verify_saver: bool = True,
     **compile_kwargs: Any,
 ) -> StampedGraph:
     """Compile a StateGraph whose checkpoints carry the fingerprints of its types.
@@ -302,6 +323,11 @@ def compile(
             step whose writes would not read back as written fails at once with
             ``WriteReadbackError``, before they are saved; a value not of the type
             its node declares is also judged by the items it holds.
+        verify_saver: True (default): before ``run`` (or a twin, or an ``auto_resume``
+            call) first invokes the graph on a saver, it reads the stamp's stored
+            description back, once per saver class and process, and raises
+            ``StampLostError`` if the saver dropped the config metadata the stamp rides
+            in. False accepts such a saver: its threads plan as ``unverified``.
         **compile_kwargs: Every other keyword of ``StateGraph.compile``.
 
     Returns:
@@ -364,6 +390,7 @@ def compile(
             "neograph_ext_auto_resume": auto_resume,
             "neograph_ext_carrying": carried,
             "neograph_ext_revival": revived,
+            "neograph_ext_verify_saver": verify_saver,
             "_neograph_ext_saved": weakref.WeakSet(),
             "_neograph_ext_described": weakref.WeakKeyDictionary(),
         },

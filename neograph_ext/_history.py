@@ -33,6 +33,7 @@ from neograph_ext._stamp import (
     Stamp,
     StampRef,
     Unreadable,
+    input_digest,
     read_marks,
 )
 
@@ -96,6 +97,10 @@ class Record(NamedTuple):
     nulled: frozenset[str] = frozenset()
     """The channels of ``wrote`` that hold None after the step: a node cleared them
     (what a stamp's ``clears`` names is then no value of the channel's type)."""
+    input: str | None = None
+    """For the input checkpoint of the lineage's latest turn: the digest
+    (``_stamp.input_digest``) of the input it holds, which LangGraph saves there
+    (``__start__``) however the turn was started; None for every other record."""
 
 
 def lineage(
@@ -207,6 +212,7 @@ def _with_stamp(r: Record, stamp: Stamp) -> Record:
         r.writers,
         r.pending_wrote,
         r.nulled,
+        r.input,
     )
 
 
@@ -298,6 +304,7 @@ class _Walk:
         self.names: dict[frozenset[str], frozenset[str]] = {}
         self.ran: dict[tuple[str, ...], frozenset[str]] = {}
         self.wrote: dict[tuple[str, ...], frozenset[str]] = {}
+        self.input_seen = False
 
     def marked(
         self, metadata: Mapping[str, Any]
@@ -412,6 +419,7 @@ class _Walk:
                 _writers(tup, parent, parent_step) if len(ran) > 1 else None,
                 frozenset(c for _, c, _ in writes if c not in _SPECIAL_WRITES) if writes else _NONE,
                 self.nulled_in(checkpoint, wrote),
+                self.turn_input(checkpoint) if source == "input" else None,
             ),
         )
 
@@ -420,6 +428,15 @@ class _Walk:
         values: Mapping[str, Any] = checkpoint.get("channel_values", _EMPTY)
         names = frozenset([name for name in wrote if values.get(name, _EMPTY) is None])
         return self.shared(names) if names else _NONE
+
+    def turn_input(self, checkpoint: Mapping[str, Any]) -> str | None:
+        """The digest of the input the first input checkpoint walked holds: walking
+        newest first, that of the latest turn. Serialised once per walk."""
+        if self.input_seen:
+            return None
+        self.input_seen = True
+        value = checkpoint.get("channel_values", _EMPTY).get("__start__")
+        return input_digest(value) if value is not None else None
 
     def shared(self, names: frozenset[str]) -> frozenset[str]:
         return self.names.setdefault(names, names)

@@ -96,10 +96,14 @@ def _prepare(
     auto_resume: bool,
     kwargs: Mapping[str, Any],
     reanswer: bool,
+    *,
+    strict_unverified: bool = False,
 ) -> _Prepared:
     """What to invoke for a decision; raises before anything runs when it must."""
     if decision.blocker:
         raise CheckpointSchemaError(_message(decision, decision.blocker), decision)
+    if decision.kind is PlanKind.UNVERIFIED and strict_unverified:
+        raise CheckpointSchemaError(_unverified(decision), decision)
     if decision.kind is PlanKind.REWIND and not auto_resume:
         ways = (
             "run with auto_resume=True to rewind and re-run them, keeping the upstream "
@@ -109,9 +113,9 @@ def _prepare(
     if decision.kind is PlanKind.MIGRATE and not auto_resume:
         ways = "run with auto_resume=True to convert them, or start a new thread_id"
         raise CheckpointSchemaError(_message(decision, ways + _carrying(decision)), decision)
-    if decision.migrated:
+    if decision.migrated or decision.carried_from:
         return _Prepared((), {}, carry=decision)
-    stored_input = _stored_input(head)
+    stored_input = _stored_input(head) or decision.turn_input
     answer = isinstance(input, Command)
     given = None if input is None or answer else input_digest(input)
     asking = _asking(call, head)
@@ -121,8 +125,9 @@ def _prepare(
     here = encode_run(call.stamp, ASK_AGAIN if asking else decision.kind, stored_input, source)
     complete = head is not None and not decision.next_nodes and not _interrupted(head)
     # A complete thread given another input starts a new turn; the same input (or an
-    # input whose digest is unknown) asks for the stored result. So does an input
-    # given to a thread whose own input was never recorded, as plain LangGraph would.
+    # input whose digest is unknown) asks for the stored result. A turn no run mark
+    # recorded (plain LangGraph started it) is known by its input checkpoint's value;
+    # without one (durability="exit"), any input starts a new turn, as graph.invoke would.
     new_turn = complete and given is not None and stored_input != given
     if head is None:
         if answer and input.resume is not None:
@@ -266,6 +271,18 @@ def _carrying(decision: ResumePlan) -> str:
         return ""
     channels = ", ".join(sorted(decision.migrated))
     return f" (auto_resume=True keeps or migrates the stored values of: {channels})"
+
+
+def _unverified(decision: ResumePlan) -> str:
+    notes = "\n".join(f"    {note}" for note in decision.notes)
+    return (
+        f"thread {decision.thread_id!r}: {len(decision.notes)} checkpoint(s) of it cannot "
+        "be verified (written without a stamp: by plain LangGraph, or through a saver that "
+        f"drops it), so nothing can be compared with the current graph:\n{notes}\n"
+        "To proceed: run without strict_unverified=True to resume it as LangGraph would, "
+        "neograph_ext.accept(graph, config) to record that you checked it by hand, or "
+        "start a new thread_id."
+    )
 
 
 def _message(decision: ResumePlan, ways: str) -> str:

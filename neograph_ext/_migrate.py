@@ -309,7 +309,8 @@ def carry(
         CheckpointSchemaError: A migration failed; nothing was written.
     """
     base = _found(saver.get_tuple(_base_config(plan, config)), plan)
-    values = converted(options, plan, base.checkpoint["channel_values"])
+    sources = {cp: saver.get_tuple(_at(config, cp)) for cp in _sources(plan)}
+    values = _values(options, plan, base, sources)
     new = fork(saver, base, values, stamp, decision, keep_writes=plan.kind is not PlanKind.REWIND)
     # Read before anything is written: if the state cannot be read, nothing is.
     old = graph.get_state(new.parent).tasks if new.writes else ()
@@ -328,11 +329,41 @@ async def acarry(
 ) -> RunnableConfig:
     """Async twin of ``carry``."""
     base = _found(await saver.aget_tuple(_base_config(plan, config)), plan)
-    values = converted(options, plan, base.checkpoint["channel_values"])
+    sources = {cp: await saver.aget_tuple(_at(config, cp)) for cp in _sources(plan)}
+    values = _values(options, plan, base, sources)
     new = fork(saver, base, values, stamp, decision, keep_writes=plan.kind is not PlanKind.REWIND)
     old = (await graph.aget_state(new.parent)).tasks if new.writes else ()
     await asave(saver, stamp)
     return await aput_fork(graph, saver, new, old)
+
+
+def _sources(plan: ResumePlan) -> list[str]:
+    """The checkpoints holding values an earlier deploy carried on past a rewind's target."""
+    return sorted({checkpoint_id for _, checkpoint_id in plan.carried_from})
+
+
+def _at(config: RunnableConfig, checkpoint_id: str) -> RunnableConfig:
+    configurable = dict(config.get("configurable") or {})
+    configurable["checkpoint_id"] = checkpoint_id
+    return {"configurable": configurable}
+
+
+def _values(
+    options: Carrying,
+    plan: ResumePlan,
+    base: CheckpointTuple,
+    sources: Mapping[str, CheckpointTuple | None],
+) -> dict[str, Any]:
+    """The values the fork of ``base`` carries: those an earlier deploy carried on (read
+    from ``sources``) in place of the base's older ones, then the plan's conversions."""
+    stored = dict(base.checkpoint["channel_values"])
+    restored: dict[str, Any] = {}
+    for channel, checkpoint_id in plan.carried_from:
+        source = _found(sources.get(checkpoint_id), plan)
+        value = source.checkpoint["channel_values"].get(channel)
+        if value is not None:
+            restored[channel] = stored[channel] = value
+    return {**restored, **converted(options, plan, stored)}
 
 
 def _found(base: CheckpointTuple | None, plan: ResumePlan) -> CheckpointTuple:

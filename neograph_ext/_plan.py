@@ -135,6 +135,17 @@ class ResumePlan:
     """For a rewind: each task of the current run, oldest first, kept or run again. Unlike
     ``rerun`` and ``kept`` (node names), a node that ran several times (an agent's model
     call) is named once per step: ``model`` re-runs at step 5, kept at steps 1 and 3."""
+    carried_from: tuple[tuple[str, str], ...] = ()
+    """For a rewind whose target lies before forks that carried values on (kept or
+    migrated by an earlier deploy): per such channel, the checkpoint whose converted
+    value the rewind keeps instead of the target's older one, as ``(channel, id)``."""
+    order: tuple[str, ...] = field(default=(), compare=False)
+    """Nodes in the order they first ran along the lineage, then those the head waits
+    on: how ``rerun`` and ``kept`` are printed (not part of the decision)."""
+    turn_input: str | None = None
+    """Digest of the input the head's turn started with, as its input checkpoint holds
+    it: tells the same input given again from a new turn where no run mark recorded it
+    (a turn plain LangGraph started)."""
 
     def __str__(self) -> str:
         head = f"{self.kind}: thread {self.thread_id!r}"
@@ -143,11 +154,11 @@ class ResumePlan:
         lines = [head]
         lines += [change.describe() for change in self.changes]
         if self.rerun:
-            lines.append(f"re-runs: {', '.join(sorted(self.rerun))}")
+            lines.append(f"re-runs: {', '.join(self._in_order(self.rerun))}")
         if self.kept:
-            lines.append(f"kept: {', '.join(sorted(self.kept))}")
+            lines.append(f"kept: {', '.join(self._in_order(self.kept))}")
         if self.kept_tasks:
-            lines.append(f"kept in the rewound step: {', '.join(sorted(self.kept_tasks))}")
+            lines.append(f"kept in the rewound step: {', '.join(self._in_order(self.kept_tasks))}")
         summary = self.step_summary()
         if summary:
             lines.append(f"steps: {summary}")
@@ -178,6 +189,11 @@ class ResumePlan:
                 f"{node} ({numbers}) kept" if kept else f"{node} ({numbers} of {last}) re-runs"
             )
         return "; ".join(parts)
+
+    def _in_order(self, nodes: frozenset[str]) -> list[str]:
+        """``nodes`` in execution order (``order``); nodes it lacks last, by name."""
+        rank = {node: position for position, node in enumerate(self.order)}
+        return sorted(nodes, key=lambda node: (rank.get(node, len(rank)), node))
 
 
 @dataclass(frozen=True)
@@ -239,13 +255,19 @@ def decide(
         head_id=head.checkpoint_id,
         next_nodes=head.next_nodes,
         kept=_ran_in(records[turn + 1 :]),
+        turn_input=records[turn].input,
+        order=_order(records),
     )
     foreign = _foreign(records, current)
     if foreign:
         return plan_with(blocker=foreign)
     renames = _renames(records, current)
     pending = _unique(_pending_changes(head, current) + _waiting_subgraphs(head, current))
-    writers = _last_writers(records)
+    # What ``run`` verified under an earlier stamp is judged by that stamp: the thread
+    # then counts as written by that code directly, and its carrying forks as values it
+    # wrote (a chain of deploys plans as each deploy would on its own).
+    verified_at, judged = _verified_at(records, current)
+    writers = _last_writers(records, verified_at)
     # Most records of a long thread wrote nothing still live: skip building their sets.
     holders = frozenset(writers.values())
     # Along a thread the same stamp and step repeat: each combination is compared once.
@@ -258,9 +280,12 @@ def decide(
     current_id, start = current.id, _settled(records, current)
     clears = frozenset(current.clears or ())
     for index, record in enumerate(records[start:], start):
-        stamp = record.stamp
+        stamp = record.stamp if index > verified_at else judged
+        if index <= verified_at and _carrying(record):
+            continue
         if stamp is None or isinstance(stamp, Unreadable):
-            if record.ran:
+            # As for changes: in an earlier turn, only a value still live can matter.
+            if record.ran and (index >= turn or any(writers.get(c) == index for c in record.wrote)):
                 why = "written without a stamp" if stamp is None else _unreadable(stamp)
                 notes.append(f"checkpoint {record.checkpoint_id}: {why}")
             continue
@@ -313,6 +338,7 @@ def decide(
                 ),
             )
         plan = _rewind(base, records, index, turn, _unique([*rest, *pending]), replay_turns)
+        plan = _carrying_since(plan, records, index - 1, verified_at, writers)
         return _with_carried(plan, carried)
     if pending:
         plan = _rewind(base, records, len(records), turn, pending, replay_turns)
@@ -366,10 +392,74 @@ def _with_misread(
     return [(index, tuple(found), live) for index, (found, live) in sorted(steps.items())]
 
 
-def _last_writers(records: Sequence[Record]) -> dict[str, int]:
-    """Per channel, the index of the last record that wrote it: whose value is live."""
+def _order(records: Sequence[Record]) -> tuple[str, ...]:
+    """Nodes by their first run along ``records`` (a step's by name), then the nodes the
+    head waits on. Records share their sets of names: each distinct set is sorted once."""
+    found: dict[str, None] = {}
+    seen: set[int] = set()
+    for ran in [*(record.ran for record in records), _user_nodes(records[-1].next_nodes)]:
+        if ran and id(ran) not in seen:
+            seen.add(id(ran))
+            found.update(dict.fromkeys(sorted(ran)))
+    return tuple(found)
+
+
+def _verified_at(
+    records: Sequence[Record], current: Stamp
+) -> tuple[int, Stamp | StampRef | Unreadable | None]:
+    """The index of the last record ``run`` verified under its own stamp, when that is not
+    ``current`` (``_settled`` starts at one that is), and that stamp; else ``(-1, None)``."""
+    for index in range(len(records) - 1, -1, -1):
+        record = records[index]
+        stamp = record.stamp
+        if isinstance(stamp, Stamp | StampRef) and stamp.id == record.verified:
+            return (index, stamp) if stamp.id != current.id else (-1, None)
+    return -1, None
+
+
+def _carrying_since(
+    plan: ResumePlan,
+    records: Sequence[Record],
+    target: int,
+    verified_at: int,
+    writers: dict[str, int],
+) -> ResumePlan:
+    """``plan`` with ``carried_from`` set: the channels whose value at the rewind target
+    a later carrying fork replaced by a converted one, which the rewind must keep."""
+    if plan.blocker or target < 0:
+        return plan
+    found: dict[str, str] = {}
+    for index in range(target + 1, verified_at + 1):
+        record = records[index]
+        if _carrying(record):
+            for channel in record.wrote:
+                if writers.get(channel, -1) <= target:
+                    found[channel] = record.checkpoint_id
+    if not found:
+        return plan
+    return replace(plan, carried_from=tuple(sorted(found.items())))
+
+
+def _carrying(record: Record) -> bool:
+    """A fork ``run`` wrote without running a node (carrying values on, ``accept``,
+    keeping tasks): what it holds was the thread's values, converted."""
+    return record.source == "fork" and not record.ran
+
+
+def _last_writers(records: Sequence[Record], verified_at: int = -1) -> dict[str, int]:
+    """Per channel, the index of the last record that wrote it: whose value is live. A
+    carrying fork up to ``verified_at`` wrote no value of its own: the value it carries
+    stays its writer's."""
     # Records share their sets of names: find each set's last index, then its channels'.
-    last = {wrote: index for index, wrote in enumerate([record.wrote for record in records])}
+    last = {
+        wrote: index
+        for index, wrote in enumerate(
+            [
+                _NONE if index <= verified_at and _carrying(record) else record.wrote
+                for index, record in enumerate(records)
+            ]
+        )
+    }
     writers: dict[str, int] = {}
     for wrote, index in last.items():
         for channel in wrote:
@@ -465,11 +555,13 @@ def _renames(records: Sequence[Record], current: Stamp) -> dict[str, str]:
 
 
 def _unique(changes: Sequence[NodeChange]) -> tuple[NodeChange, ...]:
-    """Each node and reason once, the earliest first."""
+    """Each node and reason once, the earliest first; a stored value's change only when
+    no node's change names its channel already (its diff would be said twice)."""
     found: dict[tuple[str, ChangeReason, str | None], NodeChange] = {}
     for change in changes:
         found.setdefault((change.node, change.reason, change.channel), change)
-    return tuple(found.values())
+    named = {c.channel for c in found.values() if c.node != STORED}
+    return tuple(c for c in found.values() if c.node != STORED or c.channel not in named)
 
 
 def _pending_changes(head: Record, current: Stamp) -> tuple[NodeChange, ...]:
@@ -521,7 +613,8 @@ def _rewind(
 ) -> ResumePlan:
     """Fork from the parent of ``records[index]`` (``len(records)``: the head itself)."""
     head = records[-1]
-    invalidated = frozenset(change.node for change in changes)
+    # A stored value no node produced is no node to run: its channel's writers re-run.
+    invalidated = frozenset(change.node for change in changes if change.node != STORED)
     removed = {c.node for c in changes if c.reason is ChangeReason.REMOVED}
     # The target's own step: the tasks that produced records[index] on the old branch,
     # or, rewinding the head itself (a crashed step), the tasks it waits on.

@@ -14,6 +14,8 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
+import weakref
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any, NamedTuple
@@ -347,7 +349,7 @@ def _from_head(call: _Call, head: CheckpointTuple | None) -> ResumePlan | None:
     if head_misread(call.graph.neograph_ext_revival, head, bool(waits)):
         return None
     plan = at_verified_head(head.checkpoint["id"], waits, call.thread_id)
-    return _logged(call.thread_id, plan)
+    return _logged(call.saver, call.thread_id, plan)
 
 
 def _from_history(
@@ -408,15 +410,41 @@ def _decided(records: tuple[Record, ...], call: _Call, head: CheckpointTuple | N
         )
     if decision.kind is PlanKind.REWIND and head is not None and _paused(call.graph, head):
         decision = replace(decision, notes=(*decision.notes, ASKED_AGAIN))
-    return _logged(thread_id, decision)
+    return _logged(call.saver, thread_id, decision)
 
 
-def _logged(thread_id: str, decision: ResumePlan) -> ResumePlan:
+def _logged(saver: BaseCheckpointSaver[Any], thread_id: str, decision: ResumePlan) -> ResumePlan:
     if logger.isEnabledFor(logging.INFO):  # the arguments are built only when logged
         _log_decision(thread_id, decision)
+    if decision.kind is PlanKind.UNVERIFIED:
+        _warn_unverified(saver, thread_id, decision.notes)
+        return decision
     for note in decision.notes:
         logger.warning("thread %r: %s", thread_id, note)
     return decision
+
+
+_WARNED: weakref.WeakKeyDictionary[BaseCheckpointSaver[Any], set[str]] = weakref.WeakKeyDictionary()
+"""Per saver, the threads whose unverified checkpoints were logged in this process."""
+
+
+def _warn_unverified(
+    saver: BaseCheckpointSaver[Any], thread_id: str, notes: tuple[str, ...]
+) -> None:
+    """One warning per thread and process for checkpoints that cannot be verified: they
+    stay in the lineage for good, and every later plan finds them again."""
+    warned = _WARNED.setdefault(saver, set())
+    if thread_id in warned:
+        return
+    warned.add(thread_id)
+    reasons = Counter(note.split(": ", 1)[-1] for note in notes)
+    logger.warning(
+        "thread %r: %d checkpoint(s) cannot be verified (%s): they count as unchanged and "
+        "the thread resumes as LangGraph would; logged once per thread and process",
+        thread_id,
+        len(notes),
+        "; ".join(f"{why}: {count}" for why, count in reasons.items()),
+    )
 
 
 def _log_decision(thread_id: str, decision: ResumePlan) -> None:

@@ -122,6 +122,7 @@ def run(
     replay_turns: bool = False,
     on_busy: OnBusy = "wait",
     lock_timeout: float = 300.0,
+    strict_unverified: bool = False,
     **kwargs: Any,
 ) -> Any:
     """Run or resume a thread, rewinding past checkpoints that other types wrote.
@@ -147,6 +148,10 @@ def run(
             and PostgreSQL; other savers take none), so concurrent callers never run
             a node twice.
         lock_timeout: Seconds to wait for the thread's lock.
+        strict_unverified: True raises ``CheckpointSchemaError`` instead of resuming a
+            thread whose checkpoints cannot be verified (written without a stamp: by
+            plain LangGraph, or through a saver that drops it), as ``neograph-ext check
+            --strict-unverified`` fails it; before any node runs.
         **kwargs: Passed to ``graph.invoke``; ``durability`` defaults to ``"sync"``.
 
     Returns:
@@ -154,12 +159,17 @@ def run(
 
     Raises:
         CheckpointSchemaError: Strict mode and something changed, or a change that
-            cannot be rewound safely; raised before any node runs.
+            cannot be rewound safely, or (``strict_unverified``) checkpoints that cannot
+            be verified; raised before any node runs.
         GraphError: The graph or config cannot be used.
+        StampLostError: The saver drops the metadata the stamp rides in (checked
+            once per saver class and process, before the first invocation).
         ThreadBusyError: Another process holds the thread's lock.
         UnreadableCheckpointError: The thread's stored checkpoints cannot be decoded.
     """
-    options = _Options(auto_resume, reanswer, replay_turns, on_busy, lock_timeout, kwargs)
+    options = _Options(
+        auto_resume, reanswer, replay_turns, on_busy, lock_timeout, kwargs, strict_unverified
+    )
     call = _call(graph, config, replay_turns)
     first = _locks_first(call, input)
     with _held(call, first, options):
@@ -194,10 +204,13 @@ async def arun(
     replay_turns: bool = False,
     on_busy: OnBusy = "wait",
     lock_timeout: float = 300.0,
+    strict_unverified: bool = False,
     **kwargs: Any,
 ) -> Any:
     """Async twin of ``run``."""
-    options = _Options(auto_resume, reanswer, replay_turns, on_busy, lock_timeout, kwargs)
+    options = _Options(
+        auto_resume, reanswer, replay_turns, on_busy, lock_timeout, kwargs, strict_unverified
+    )
     call = _call(graph, config, replay_turns)
     first = _locks_first(call, input)
     async with _aheld(call, first, options):
@@ -232,6 +245,7 @@ def stream(
     replay_turns: bool = False,
     on_busy: OnBusy = "wait",
     lock_timeout: float = 300.0,
+    strict_unverified: bool = False,
     **kwargs: Any,
 ) -> Iterator[Any]:
     """Like ``run``, yielding exactly the chunks of LangGraph's ``stream``.
@@ -240,7 +254,9 @@ def stream(
     with nothing left to do: its stored state once if ``stream_mode`` includes
     ``"values"``, else nothing. No node runs and nothing is written.
     """
-    options = _Options(auto_resume, reanswer, replay_turns, on_busy, lock_timeout, kwargs)
+    options = _Options(
+        auto_resume, reanswer, replay_turns, on_busy, lock_timeout, kwargs, strict_unverified
+    )
     call = _call(graph, config, replay_turns)
     first = _locks_first(call, input)
     with _held(call, first, options):
@@ -272,10 +288,13 @@ async def astream(
     replay_turns: bool = False,
     on_busy: OnBusy = "wait",
     lock_timeout: float = 300.0,
+    strict_unverified: bool = False,
     **kwargs: Any,
 ) -> AsyncIterator[Any]:
     """Async twin of ``stream``."""
-    options = _Options(auto_resume, reanswer, replay_turns, on_busy, lock_timeout, kwargs)
+    options = _Options(
+        auto_resume, reanswer, replay_turns, on_busy, lock_timeout, kwargs, strict_unverified
+    )
     call = _call(graph, config, replay_turns)
     first = _locks_first(call, input)
     async with _aheld(call, first, options):
@@ -346,12 +365,21 @@ class _Options(NamedTuple):
     on_busy: OnBusy
     lock_timeout: float
     kwargs: Mapping[str, Any]
+    strict_unverified: bool = False
 
     def prepare(
         self, call: _Call, read: tuple[ResumePlan, CheckpointTuple | None], input: Any
     ) -> _Prepared:
         """``_prepare`` of what ``_read`` returned, under these options."""
-        return _prepare(call, *read, input, self.auto_resume, self.kwargs, self.reanswer)
+        return _prepare(
+            call,
+            *read,
+            input,
+            self.auto_resume,
+            self.kwargs,
+            self.reanswer,
+            strict_unverified=self.strict_unverified,
+        )
 
 
 @contextmanager

@@ -13,12 +13,17 @@ Rules:
 - A description read back is parsed like any stored stamp and must carry the id it
   is filed under; one that is missing or wrong is reported missing, and planning
   then counts what it covers as changed, never as unchanged.
+- A description is written as LangGraph writes a checkpoint: the stamp's reference in
+  the config's metadata, for the saver's ``put`` to merge. Read back (``verify``), it
+  tells whether the saver keeps what LangGraph passes that way, once per saver class
+  and process: a saver that loses it is a ``StampLostError``, never a silent
+  ``unverified`` thread.
 - Only this module knows the layout; sync and async twins differ by ``await`` alone.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -30,9 +35,20 @@ from langgraph.checkpoint.base import (
     empty_checkpoint,
 )
 
-from neograph_ext._stamp import Stamp, read_description
+from neograph_ext._errors import StampLostError
+from neograph_ext._stamp import STAMP_KEY, Stamp, read_description, stamp_ref
 
-__all__ = ["THREAD_PREFIX", "aload", "asave", "is_store_thread", "load", "reserved", "save"]
+__all__ = [
+    "THREAD_PREFIX",
+    "aload",
+    "asave",
+    "averify",
+    "is_store_thread",
+    "load",
+    "reserved",
+    "save",
+    "verify",
+]
 
 THREAD_PREFIX = "neograph-ext-stamp:"
 """Thread id of a description: this prefix and the stamp id. Not a graph's thread."""
@@ -40,6 +56,9 @@ THREAD_PREFIX = "neograph-ext-stamp:"
 _CHECKPOINT_ID = "00000000-0000-6000-8000-000000000000"
 """Every description is the one checkpoint of its thread, so every write is the same."""
 _CHANNEL = "description"
+
+_KEEPING: set[type[BaseCheckpointSaver[Any]]] = set()
+"""Saver classes found to keep config metadata, in this process: each is checked once."""
 
 
 def is_store_thread(thread_id: object) -> bool:
@@ -75,6 +94,49 @@ async def asave(saver: BaseCheckpointSaver[Any], stamp: Stamp) -> None:
     await saver.aput(*_write(saver, stamp))
 
 
+def verify(saver: BaseCheckpointSaver[Any], stamp: Stamp) -> None:
+    """Check, once per saver class and process, that ``saver`` kept the stamp that
+    ``save`` passed it in the config's metadata, as LangGraph passes it.
+
+    Args:
+        saver: A saver ``save`` just wrote ``stamp``'s description to.
+        stamp: The graph's stamp.
+
+    Raises:
+        StampLostError: The description read back lacks the stamp's reference.
+    """
+    if type(saver) not in _KEEPING:
+        _kept(saver, stamp, saver.get_tuple(_config(stamp.id)))
+
+
+async def averify(saver: BaseCheckpointSaver[Any], stamp: Stamp) -> None:
+    """Async twin of ``verify``."""
+    if type(saver) not in _KEEPING:
+        _kept(saver, stamp, await saver.aget_tuple(_config(stamp.id)))
+
+
+def _kept(saver: BaseCheckpointSaver[Any], stamp: Stamp, tup: CheckpointTuple | None) -> None:
+    metadata = tup.metadata if tup is not None else None
+    if isinstance(metadata, Mapping) and metadata.get(STAMP_KEY) == stamp_ref(stamp):
+        _KEEPING.add(type(saver))
+        return
+    kind = type(saver)
+    lost = (
+        "does not return the checkpoint it was just given"
+        if tup is None
+        else "drops the config metadata LangGraph passes to put() (it does not merge "
+        "config['metadata'] into the checkpoint's metadata, as LangGraph's own savers do "
+        "with get_checkpoint_metadata(config, metadata))"
+    )
+    raise StampLostError(
+        f"checkpointer {kind.__module__}.{kind.__qualname__} {lost}: neograph-ext's stamp "
+        f"(metadata key {STAMP_KEY!r}) would be lost from every checkpoint, every thread "
+        "would plan as unverified and strict mode could not catch a change. Fix the "
+        "saver's put, use another saver, or compile(..., verify_saver=False) to accept "
+        "unverified threads on it"
+    )
+
+
 def load(saver: BaseCheckpointSaver[Any], ids: Iterable[str]) -> dict[str, Stamp]:
     """The stored descriptions of ``ids``, each read once; missing ones are left out.
 
@@ -102,6 +164,12 @@ def _config(stamp_id: str) -> RunnableConfig:
     }
 
 
+def _put_config(stamp: Stamp) -> RunnableConfig:
+    """Where a description is written, with the stamp's reference where LangGraph puts it
+    for every checkpoint of a stamped graph: in the config's metadata."""
+    return {**_config(stamp.id), "metadata": {STAMP_KEY: stamp_ref(stamp)}}
+
+
 def _write(
     saver: BaseCheckpointSaver[Any], stamp: Stamp
 ) -> tuple[RunnableConfig, Checkpoint, CheckpointMetadata, dict[str, Any]]:
@@ -111,7 +179,7 @@ def _write(
     checkpoint["channel_values"] = {_CHANNEL: stamp.encode()}
     checkpoint["channel_versions"] = {_CHANNEL: version}
     metadata: CheckpointMetadata = {"source": "update", "step": -1, "parents": {}}
-    return _config(stamp.id), checkpoint, metadata, {_CHANNEL: version}
+    return _put_config(stamp), checkpoint, metadata, {_CHANNEL: version}
 
 
 def _found(tuples: dict[str, CheckpointTuple | None]) -> dict[str, Stamp]:

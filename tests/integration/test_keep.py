@@ -313,6 +313,9 @@ def test_a_fork_left_without_its_kept_writes_is_forked_again(
     assert target is not None
     checkpoint, metadata = forked(target, graph.neograph_ext_stamp, "", 1)
     saver.put(at_target, checkpoint, metadata, {})
+    # Planned from the fork's parent, read once the listing is closed: reading it inside
+    # a SqliteSaver listing waited forever for the saver's lock.
+    assert ne.plan(graph, config).checkpoint_id == plan.checkpoint_id
 
     result = ne.run(graph, None, config)
 

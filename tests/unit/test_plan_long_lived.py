@@ -92,13 +92,16 @@ def test_a_checkpoint_verified_against_the_current_stamp_settles_what_came_befor
     assert decide([*two_turns(stamp()), accepted], new, "t").kind is PlanKind.UP_TO_DATE
 
 
-def test_a_carried_value_changed_again_has_no_node_to_rerun() -> None:
+def test_a_carried_value_changed_again_plans_as_on_a_thread_the_earlier_code_wrote() -> None:
     middle = stamp(ProfileV2)
     carried = record(6, (), ("profile",), stamp=middle, source="fork", verified=middle.id)
     plan = decide([*two_turns(stamp()), carried], middle, "t")
     assert plan.kind is PlanKind.UP_TO_DATE  # nothing about profile changed
     plan = decide([*two_turns(stamp()), carried], stamp(ProfileV3), "t")
-    assert plan.blocker and "no node" in plan.blocker
+    direct = decide(two_turns(middle), stamp(ProfileV3), "t")
+    assert plan.blocker and "earlier turn" in plan.blocker and plan.blocker == direct.blocker
+    assert plan.changes == direct.changes  # judged by the types it holds now: V2 -> V3
+    assert any("Profile.tone: removed" in line for c in plan.changes for line in c.diff)
     plan = decide(
         [*two_turns(stamp()), carried], stamp(ProfileV3), "t", Carry(frozenset({"profile"}))
     )

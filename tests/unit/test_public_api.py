@@ -14,6 +14,7 @@ EXPECTED = [
     "NodeChange",
     "PlanKind",
     "ResumePlan",
+    "StampLostError",
     "TaskStep",
     "ThreadBusyError",
     "UnreadableCheckpointError",
@@ -51,6 +52,7 @@ def test_errors_share_one_root() -> None:
     for name in (
         "CheckpointSchemaError",
         "GraphError",
+        "StampLostError",
         "ThreadBusyError",
         "UnreadableCheckpointError",
         "WriteReadbackError",

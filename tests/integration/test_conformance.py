@@ -1,0 +1,215 @@
+"""One conformance matrix: every way out x every channel kind x every saver.
+
+Each cell writes a thread under the old code, changes the code, runs it again, and
+checks, re-read through a new saver instance on the same database, that the final
+``get_state(cfg).values`` equal a fresh run's under the new code (or the stored values,
+for ``migrate`` and ``accept``), and that no kept node ran.
+
+A channel kind is one ``Column`` of ``COLUMNS``: how a node's entry is written into the
+thread's history channel and read back. A new kind is one more entry.
+"""
+
+from __future__ import annotations
+
+import operator
+import sqlite3
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, TypedDict
+
+import pytest
+from langchain_core.messages import AIMessage, AnyMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.postgres import PostgresSaver
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
+from pydantic import BaseModel
+
+import neograph_ext as ne
+from neograph_ext import PlanKind
+from tests.conftest import SAVER_KINDS, _require_pg_dsn
+from tests.integration.pipelines import model
+
+V1 = model("Summary", text=(str, ...))
+OPTIONAL = model("Summary", text=(str, ...), words=(int, 0))  # validates: kept
+REQUIRED = model("Summary", text=(str, ...), lang=(str, ...))  # does not: re-run or migrate
+
+
+@dataclass(frozen=True)
+class Column:
+    """A channel kind for the history every node appends to."""
+
+    name: str
+    annotation: object
+    """The channel's annotated type (its reducer included)."""
+    entry: Callable[[str], list[Any]]
+    """What a node appends."""
+    read: Callable[[list[Any]], list[str]]
+    """The channel's value as the node names appended, in order."""
+
+
+COLUMNS = [
+    Column(
+        "reducer",
+        Annotated[list[str], operator.add],
+        lambda name: [name],
+        lambda value: list(value),
+    ),
+    Column(
+        "messages",
+        Annotated[list[AnyMessage], add_messages],
+        lambda name: [AIMessage(name)],
+        lambda value: [str(m.content) for m in value],
+    ),
+]
+
+
+def _data(value: Any) -> dict[str, Any]:
+    return dict(value.model_dump()) if isinstance(value, BaseModel) else dict(value)
+
+
+def fan(
+    column: Column, summary: type[BaseModel], runs: Counter[str]
+) -> StateGraph[Any, Any, Any, Any]:
+    """``a -> (b | c) -> d``; ``b`` writes the typed ``summary``."""
+    state = TypedDict(  # type: ignore[name-match]  # noqa: UP013
+        "Fan", {"history": column.annotation, "summary": summary}, total=False
+    )
+
+    def step(name: str) -> Callable[[Any], dict[str, Any]]:
+        def fn(state: Any) -> dict[str, Any]:
+            runs[name] += 1
+            update: dict[str, Any] = {"history": column.entry(name)}
+            if name == "b":
+                fields = {"text": "t", "lang": "fr"}
+                update["summary"] = summary(
+                    **{k: fields[k] for k in summary.model_fields if k in fields}
+                )
+            return update
+
+        fn.__name__ = name
+        return fn
+
+    builder = StateGraph(state)
+    for name in "abcd":
+        builder.add_node(name, step(name))
+    builder.add_edge(START, "a")
+    builder.add_edge("a", "b")
+    builder.add_edge("a", "c")
+    builder.add_edge(["b", "c"], "d")
+    builder.add_edge("d", END)
+    return builder
+
+
+def add_lang(old: Any) -> Any:
+    return REQUIRED(text=_data(old)["text"], lang="en")
+
+
+@dataclass(frozen=True)
+class Way:
+    """One way out of a change: the new code's types and options, and what to expect."""
+
+    new: type[BaseModel]
+    options: dict[str, Any]
+    kind: PlanKind
+    reruns: Counter[str]
+    stored: bool = False
+    """The final values are the stored ones (migrate, accept), not a fresh run's."""
+    accept: bool = False
+    plain_call: bool = False
+    """Run by a plain ``invoke`` of a graph compiled with ``auto_resume=True``."""
+
+
+WAYS = {
+    "kept siblings": Way(REQUIRED, {}, PlanKind.REWIND, Counter("bd")),
+    "version bump": Way(V1, {"versions": {"a": "v2"}}, PlanKind.REWIND, Counter("abcd")),
+    "migrate": Way(
+        REQUIRED, {"migrations": {REQUIRED: add_lang}}, PlanKind.MIGRATE, Counter(), True
+    ),
+    "keep_compatible": Way(OPTIONAL, {"keep_compatible": True}, PlanKind.MIGRATE, Counter(), True),
+    "accept": Way(REQUIRED, {}, PlanKind.REWIND, Counter(), True, accept=True),
+    "auto_resume plain call": Way(
+        REQUIRED, {"auto_resume": True}, PlanKind.REWIND, Counter("bd"), plain_call=True
+    ),
+}
+
+
+@contextmanager
+def opened(kind: str, path: Path) -> Iterator[BaseCheckpointSaver[Any]]:
+    """A saver of ``kind`` on the test's database; each call is a new instance."""
+    if kind == "sqlite":
+        conn = sqlite3.connect(path, check_same_thread=False)
+        try:
+            yield SqliteSaver(conn)
+        finally:
+            conn.close()
+    else:
+        with PostgresSaver.from_conn_string(_require_pg_dsn()) as pg:
+            pg.setup()
+            yield pg
+
+
+@pytest.mark.parametrize(
+    "kind",
+    [pytest.param(k, marks=[pytest.mark.postgres] if k == "postgres" else []) for k in SAVER_KINDS],
+)
+@pytest.mark.parametrize("column", COLUMNS, ids=[c.name for c in COLUMNS])
+@pytest.mark.parametrize("way", list(WAYS))
+def test_the_thread_ends_as_a_fresh_run_or_the_stored_values(
+    kind: str,
+    column: Column,
+    way: str,
+    tmp_path: Path,
+    config: RunnableConfig,
+) -> None:
+    w = WAYS[way]
+    memory = InMemorySaver()
+    path = tmp_path / "matrix.sqlite"
+
+    @contextmanager
+    def saver() -> Iterator[BaseCheckpointSaver[Any]]:
+        if kind == "memory":
+            yield memory
+        else:
+            with opened(kind, path) as fresh:
+                yield fresh
+
+    runs: Counter[str] = Counter()
+    with saver() as s:
+        ne.run(ne.compile(fan(column, V1, runs), checkpointer=s), {"history": []}, config)
+        stored = ne.compile(fan(column, V1, Counter()), checkpointer=s).get_state(config).values
+    runs.clear()
+    with saver() as s:
+        graph = ne.compile(fan(column, w.new, runs), checkpointer=s, **w.options)
+        assert ne.plan(graph, config).kind is w.kind
+        if w.accept:
+            ne.accept(graph, config)
+        elif w.plain_call:
+            graph.invoke({"history": []}, config)
+        else:
+            ne.run(graph, {"history": []}, config)
+        assert runs == w.reruns, "a kept node ran, or a changed one did not"
+    with saver() as s:  # read back through a new saver instance
+        graph = ne.compile(fan(column, w.new, Counter()), checkpointer=s, **w.options)
+        final = graph.get_state(config).values
+        assert ne.plan(graph, config).kind is PlanKind.UP_TO_DATE
+        fresh_config: RunnableConfig = {
+            "configurable": {"thread_id": f"{config['configurable']['thread_id']}-fresh"}
+        }
+        ne.run(graph, {"history": []}, fresh_config)
+        fresh = graph.get_state(fresh_config).values
+    expected = stored if w.stored else fresh
+    assert sorted(column.read(final["history"])) == sorted(column.read(expected["history"]))
+    assert len(column.read(final["history"])) == 4, "an entry is missing or repeated"
+    if way == "migrate":
+        assert _data(final["summary"]) == {"text": "t", "lang": "en"}
+    elif w.stored:
+        assert _data(final["summary"])["text"] == _data(stored["summary"])["text"]
+    else:
+        assert _data(final["summary"]) == _data(fresh["summary"])

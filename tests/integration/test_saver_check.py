@@ -1,0 +1,246 @@
+"""A saver that loses the stamp is found on the first write, before any node runs.
+
+LangGraph passes a stamped graph's stamp to the saver in the config's metadata; a saver
+whose ``put`` does not merge it (``langgraph-checkpoint-lmdb``, or the small saver below)
+stores every checkpoint unstamped. ``run`` reads the stamp's description back on its
+first write to a saver class and raises ``StampLostError``; ``compile(...,
+verify_saver=False)`` accepts such a saver, and ``run(..., strict_unverified=True)``
+then refuses its unverified threads. A third-party saver that keeps the metadata
+(``langgraph-checkpoint-plainredis`` on Debian's ``redis-server``) works as LangGraph's own.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import time
+from collections import Counter
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import lmdb
+import pytest
+import pytest_asyncio
+import redis
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph_checkpoint_lmdb import AsyncLMDBSaver, LMDBSaver
+from langgraph_checkpoint_plainredis import AsyncRedisSaver, RedisSaver
+
+import neograph_ext as ne
+from neograph_ext import PlanKind
+from tests.integration.pipelines import linear, model
+
+V1 = model(score=(int, ...))
+V2 = model(score=(float, ...))
+
+
+class DroppingSaver(InMemorySaver):
+    """Stores what LangGraph's loop builds, but not the config's metadata: what a saver
+    whose ``put`` never calls ``get_checkpoint_metadata(config, metadata)`` does."""
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        return super().put(
+            {"configurable": config["configurable"]}, checkpoint, metadata, new_versions
+        )
+
+
+class CountingSaver(InMemorySaver):
+    """Counts the reads of stamp descriptions: how often the check reads one back."""
+
+    reads = 0
+
+    def get_tuple(self, config: RunnableConfig) -> Any:
+        if str(config["configurable"]["thread_id"]).startswith("neograph-ext-stamp:"):
+            type(self).reads += 1
+        return super().get_tuple(config)
+
+
+def test_a_saver_that_drops_config_metadata_raises_before_any_node_runs(
+    config: RunnableConfig,
+) -> None:
+    runs: Counter[str] = Counter()
+    graph = ne.compile(linear(runs), checkpointer=DroppingSaver())
+    for strict in (True, False):
+        with pytest.raises(ne.StampLostError) as caught:
+            ne.run(graph, {"log": []}, config, auto_resume=strict)
+        assert runs == Counter(), "a node ran"
+    message = str(caught.value)
+    assert "tests.integration.test_saver_check.DroppingSaver" in message
+    assert "config metadata" in message and "verify_saver=False" in message
+
+
+async def test_the_async_twins_raise_for_a_dropping_saver(config: RunnableConfig) -> None:
+    runs: Counter[str] = Counter()
+    graph = ne.compile(linear(runs), checkpointer=DroppingSaver())
+    with pytest.raises(ne.StampLostError, match="DroppingSaver"):
+        await ne.arun(graph, {"log": []}, config)
+    with pytest.raises(ne.StampLostError, match="DroppingSaver"):
+        async for _ in ne.astream(graph, {"log": []}, config):
+            pass
+    assert runs == Counter()
+
+
+def test_the_opt_out_accepts_unverified_threads_and_strict_unverified_refuses_them(
+    config: RunnableConfig,
+) -> None:
+    saver = DroppingSaver()
+    runs: Counter[str] = Counter()
+    graph = ne.compile(linear(runs, {"c": V1}), checkpointer=saver, verify_saver=False)
+    ne.run(graph, {"log": []}, config)
+    assert runs == Counter("abcd")
+
+    changed = ne.compile(linear(runs, {"c": V2}), checkpointer=saver, verify_saver=False)
+    assert ne.plan(changed, config).kind is PlanKind.UNVERIFIED  # what the opt-out accepts
+    runs.clear()
+    with pytest.raises(ne.CheckpointSchemaError, match="cannot be verified") as caught:
+        ne.run(changed, {"log": ["again"]}, config, strict_unverified=True)
+    assert "strict_unverified" in str(caught.value) and caught.value.plan.notes
+    assert runs == Counter()
+
+
+def test_a_saver_class_is_checked_once_per_process(config: RunnableConfig) -> None:
+    graph = ne.compile(linear(Counter()), checkpointer=CountingSaver())
+    ne.run(graph, {"log": []}, config)
+    first = CountingSaver.reads
+    assert first >= 1
+    other = ne.compile(linear(Counter(), names=("x", "y")), checkpointer=CountingSaver())
+    ne.run(other, {"log": []}, config)
+    ne.run(graph, {"log": ["2"]}, config)
+    assert CountingSaver.reads == first, "a saver class already checked was read again"
+
+
+def test_plain_calls_stay_plain_on_a_dropping_saver(config: RunnableConfig) -> None:
+    runs: Counter[str] = Counter()
+    graph = ne.compile(linear(runs), checkpointer=DroppingSaver())
+    assert graph.invoke({"log": []}, config)["log"] == list("abcd")  # no error, as LangGraph
+
+
+# A real third-party saver that drops it: langgraph-checkpoint-lmdb.
+
+
+@pytest.fixture
+def lmdb_env(tmp_path: Path) -> Iterator[lmdb.Environment]:
+    env = lmdb.open(str(tmp_path / "lmdb"), max_dbs=4, map_size=2**26)
+    yield env
+    env.close()
+
+
+def test_langgraph_checkpoint_lmdb_is_found_to_drop_the_stamp(
+    lmdb_env: lmdb.Environment, config: RunnableConfig
+) -> None:
+    runs: Counter[str] = Counter()
+    graph = ne.compile(linear(runs), checkpointer=LMDBSaver(lmdb_env))
+    with pytest.raises(ne.StampLostError, match=r"langgraph_checkpoint_lmdb\.lmdb\.LMDBSaver"):
+        ne.run(graph, {"log": []}, config, auto_resume=False)
+    assert runs == Counter()
+
+
+async def test_the_async_lmdb_saver_is_found_too(
+    lmdb_env: lmdb.Environment, config: RunnableConfig
+) -> None:
+    runs: Counter[str] = Counter()
+    graph = ne.compile(linear(runs), checkpointer=AsyncLMDBSaver(lmdb_env))
+    with pytest.raises(ne.StampLostError, match="AsyncLMDBSaver"):
+        await ne.arun(graph, {"log": []}, config)
+    assert runs == Counter()
+
+
+# A real third-party saver that keeps it: langgraph-checkpoint-plainredis on redis-server.
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def redis_url(tmp_path: Path) -> Iterator[str]:
+    """A throwaway ``redis-server`` on loopback, stopped after the test."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.fail("redis-server is missing: apt-get install redis-server", pytrace=False)
+    port = _free_port()
+    server = subprocess.Popen(
+        [
+            binary,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(tmp_path),
+        ],
+        stdout=subprocess.DEVNULL,
+    )
+    url = f"redis://127.0.0.1:{port}/0"
+    try:
+        client = redis.Redis.from_url(url)
+        for _ in range(100):
+            try:
+                client.ping()
+                break
+            except redis.ConnectionError:
+                time.sleep(0.05)
+        else:
+            pytest.fail("redis-server did not start", pytrace=False)
+        client.close()
+        yield url
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def test_plainredis_keeps_the_stamp_and_rewinds_as_langgraph_savers_do(
+    redis_url: str, config: RunnableConfig
+) -> None:
+    runs: Counter[str] = Counter()
+    graph = ne.compile(linear(runs, {"c": V1}), checkpointer=RedisSaver(url=redis_url))
+    ne.run(graph, {"log": []}, config)
+    assert runs == Counter("abcd")
+
+    # Read back by a new saver instance on the same server.
+    changed = ne.compile(linear(runs, {"c": V2}), checkpointer=RedisSaver(url=redis_url))
+    runs.clear()
+    with pytest.raises(ne.CheckpointSchemaError):
+        ne.run(changed, {"log": []}, config, auto_resume=False)
+    assert runs == Counter()
+    plan = ne.plan(changed, config)
+    assert plan.kind is PlanKind.REWIND and plan.rerun == {"c", "d"}
+    assert ne.run(changed, {"log": []}, config)["log"] == list("abcd")
+    assert runs == Counter("cd")
+    assert ne.plan(changed, config).kind is PlanKind.UP_TO_DATE
+
+
+@pytest_asyncio.fixture
+async def async_redis(redis_url: str) -> AsyncIterator[AsyncRedisSaver]:
+    saver = AsyncRedisSaver(url=redis_url)
+    yield saver
+    await saver.aclose()
+
+
+async def test_async_plainredis_keeps_the_stamp(
+    async_redis: AsyncRedisSaver, config: RunnableConfig
+) -> None:
+    runs: Counter[str] = Counter()
+    graph = ne.compile(linear(runs, {"c": V1}), checkpointer=async_redis)
+    await ne.arun(graph, {"log": []}, config)
+    changed = ne.compile(linear(runs, {"c": V2}), checkpointer=async_redis)
+    runs.clear()
+    assert (await ne.aplan(changed, config)).kind is PlanKind.REWIND
+    await ne.arun(changed, {"log": []}, config)
+    assert runs == Counter("cd")
