@@ -121,7 +121,7 @@ def _prepare(
     asking = _asking(call, head)
     # A replay names the head whose turns it replays: the plan's head, or for a replay
     # cut short, the one its checkpoints name (``_read._owed``).
-    source = _source(call, decision, head)
+    source = _source(decision, head)
     here = encode_run(call.stamp, ASK_AGAIN if asking else decision.kind, stored_input, source)
     complete = head is not None and not decision.next_nodes and not _interrupted(head)
     # A complete thread given another input starts a new turn; the same input (or an
@@ -142,7 +142,8 @@ def _prepare(
         paused = _paused(call.graph, head)
         # Until the question asked again is stored, the checkpoints say so: an answer a
         # retry sends meanwhile was given to the old question (``_asking``).
-        asked = encode_run(call.stamp, ASK_AGAIN, stored_input) if paused and not reanswer else here
+        asking_again = paused and not reanswer
+        asked = encode_run(call.stamp, ASK_AGAIN, stored_input, source) if asking_again else here
         rewind = _with_checkpoint(call.config, decision.checkpoint_id)
         steps = (_Invocation(None, rewind, asked),)
         if decision.kept_tasks:
@@ -191,7 +192,8 @@ def _prepare(
     return _Prepared(steps, durable(kwargs, call.graph))
 
 
-def _source(call: _Call, decision: ResumePlan, head: CheckpointTuple | None) -> str | None:
+def _source(decision: ResumePlan, head: CheckpointTuple | None) -> str | None:
+    """The head whose later turns the call replays, if it replays any."""
     if not decision.replayed:
         return None
     if decision.kind is PlanKind.REWIND or head is None:
@@ -223,9 +225,9 @@ def _turn(
 def _asking(call: _Call, head: CheckpointTuple | None) -> bool:
     """Whether ``head`` was written by a run asking a question again that is not
     stored yet (a process killed before it was): the question is still owed."""
-    if head is None or _paused(call.graph, head):
+    if head is None or read_marks(head.metadata)[1].decision != ASK_AGAIN:
         return False
-    return read_marks(head.metadata)[1].decision == ASK_AGAIN
+    return not _paused(call.graph, head)
 
 
 def _continued(call: _Call, head: CheckpointTuple | None) -> str | None:

@@ -9,12 +9,13 @@ Rules:
   to their tasks instead of running them.
 - A task kept is one that finished: it left writes, none of them an error or an
   interrupt.
+- The writes are saved before the fork that holds them (``_fork.put_fork``): the fork
+  appears with all of them, and a process killed in between leaves T's branch as it was.
 - The fork records how many tasks it keeps (``KEEP_KEY``; so does a fork carrying a
-  head's pending writes, ``_migrate``). A fork holding the writes of fewer tasks was left
-  by a process killed between the fork and its writes: the next run plans from T again
-  (``incomplete``) and forks anew; the bare fork stays in the history, like every
-  abandoned branch. The writes of no task are saved first, so a fork that holds every
-  kept task's writes holds them all.
+  head's pending writes, ``_migrate``). Version 0.2 wrote the fork first: a fork of it
+  holding the writes of fewer tasks was left by a process killed between the fork and
+  its writes, and the next run plans from T again (``incomplete``) and forks anew; the
+  bare fork stays in the history, like every abandoned branch.
 - Pure parts (``forked``, ``kept_writes``, ``incomplete``) do no I/O; ``keep`` and
   ``akeep`` differ by ``await`` alone.
 

@@ -246,10 +246,11 @@ def _replaying(call: _Call, head: CheckpointTuple | None, plan: ResumePlan) -> s
     resumes ``head`` itself (a rewind planned anew replaces what a replay owed)."""
     if head is None or plan.kind not in (PlanKind.CONTINUE, PlanKind.UP_TO_DATE):
         return None
-    if _paused(call.graph, head):
-        return None  # a replay stops at the first question: nothing more is owed
     stamp, mark = read_marks(head.metadata)
-    return mark.replaying if verified(stamp, mark.verified, call.stamp) else None
+    if mark.replaying is None or not verified(stamp, mark.verified, call.stamp):
+        return None
+    # A replay stops at the first question: nothing more is owed then.
+    return None if _paused(call.graph, head) else mark.replaying
 
 
 def _owing(call: _Call, head: CheckpointTuple | None, plan: ResumePlan) -> ResumePlan:

@@ -102,6 +102,7 @@ def spawn(
     path: str | None = None,
     kill_before: int | None = None,
     kill_after: int | None = None,
+    asynchronous: bool = False,
 ) -> Worker:
     """Start one worker process (arguments as in ``worker.main``)."""
     out = log.parent / f"outcome-{os.getpid()}-{next(_counter)}.json"
@@ -119,6 +120,8 @@ def spawn(
     ):
         if value is not None:
             argv += [flag, str(value)]
+    if asynchronous:
+        argv.append("--async")
     process = _CTX.Process(target=worker.entry, args=(argv,), daemon=True)
     process.start()
     return Worker(process, out)

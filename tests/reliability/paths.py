@@ -9,7 +9,7 @@ A path is what one call of neograph-ext writes when a deploy lands on a thread:
   holds its interrupt), then the answer;
 - ``migrate``: a changed channel whose stored value a migration converts (a fork
   carrying it), then the rest of the run;
-- ``replay``: a changed value of turn 0 of a six-turn chat, ``replay_turns=True``;
+- ``replay``: a changed value of turn 0 of a four-turn chat, ``replay_turns=True``;
 - ``reask``: an answer sent to a question whose upstream content changed: the
   question is asked again (the answer is set aside).
 
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import operator
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
@@ -35,13 +35,21 @@ from langgraph.types import Command, interrupt
 import neograph_ext as ne
 from tests.reliability import worker
 
-TURNS = 6
+TURNS = 4
 """Turns of the chat replayed by ``replay``."""
 
 
 def final(graph: Any, config: RunnableConfig) -> dict[str, Any]:
     """The thread's state as a call leaves it: values, next nodes, pending questions."""
-    state = graph.get_state(config)
+    return _final(graph.get_state(config))
+
+
+async def afinal(graph: Any, config: RunnableConfig) -> dict[str, Any]:
+    """Async twin of ``final``."""
+    return _final(await graph.aget_state(config))
+
+
+def _final(state: Any) -> dict[str, Any]:
     return {
         "values": dict(state.values),
         "next": sorted(state.next),
@@ -111,6 +119,12 @@ def _keep_call(saver: BaseCheckpointSaver[Any], log: Path, config: RunnableConfi
     graph = retyped(saver, log)
     ne.run(graph, dict(worker.INPUT), config)
     return final(graph, config)
+
+
+async def _akeep_call(saver: BaseCheckpointSaver[Any], log: Path, config: RunnableConfig) -> Any:
+    graph = retyped(saver, log)
+    await ne.arun(graph, dict(worker.INPUT), config)
+    return await afinal(graph, config)
 
 
 def _accept_setup(saver: BaseCheckpointSaver[Any], log: Path, config: RunnableConfig) -> None:
@@ -185,6 +199,12 @@ def _replay_call(saver: BaseCheckpointSaver[Any], log: Path, config: RunnableCon
     return final(graph, config)
 
 
+async def _areplay_call(saver: BaseCheckpointSaver[Any], log: Path, config: RunnableConfig) -> Any:
+    graph = _chat(saver, log, "v2")
+    await ne.arun(graph, None, config, replay_turns=True)
+    return await afinal(graph, config)
+
+
 # --- reask: an approval whose draft changed ------------------------------------------
 
 
@@ -223,6 +243,12 @@ def _reask_call(saver: BaseCheckpointSaver[Any], log: Path, config: RunnableConf
     return final(graph, config)
 
 
+async def _areask_call(saver: BaseCheckpointSaver[Any], log: Path, config: RunnableConfig) -> Any:
+    graph = _approval(saver, log, "v2")
+    await ne.arun(graph, Command(resume="yes"), config)
+    return await afinal(graph, config)
+
+
 def _accept_asked_call(saver: BaseCheckpointSaver[Any], log: Path, config: RunnableConfig) -> Any:
     # The question stays pending on the accepted head, and is answered there.
     graph = _approval(saver, log, "v2")
@@ -239,14 +265,20 @@ class WritePath:
     call: Callable[[BaseCheckpointSaver[Any], Path, RunnableConfig], Any]
     graph: Callable[[BaseCheckpointSaver[Any], Path], Any]
     """The graph of the deployed code, to plan the thread with."""
+    acall: Callable[[BaseCheckpointSaver[Any], Path, RunnableConfig], Awaitable[Any]] | None = None
+    """The call through the async drivers, on an async saver (``worker --async``)."""
 
 
 PATHS: Mapping[str, WritePath] = {
-    "keep": WritePath(_keep_setup, _keep_call, retyped),
+    "keep": WritePath(_keep_setup, _keep_call, retyped, _akeep_call),
     "accept": WritePath(_accept_setup, _accept_call, lambda s, log: _six(s, log, "d=float")),
     "migrate": WritePath(_migrate_setup, _migrate_call, _migrating),
-    "replay": WritePath(_replay_setup, _replay_call, lambda s, log: _chat(s, log, "v2")),
-    "reask": WritePath(_reask_setup, _reask_call, lambda s, log: _approval(s, log, "v2")),
+    "replay": WritePath(
+        _replay_setup, _replay_call, lambda s, log: _chat(s, log, "v2"), _areplay_call
+    ),
+    "reask": WritePath(
+        _reask_setup, _reask_call, lambda s, log: _approval(s, log, "v2"), _areask_call
+    ),
     "accept_asked": WritePath(
         _reask_setup, _accept_asked_call, lambda s, log: _approval(s, log, "v2")
     ),

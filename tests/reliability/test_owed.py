@@ -9,7 +9,8 @@ leaves; every node an unkilled call runs ran, and no other; at most the node tha
 executing when the process died ran once more; ``plan`` returns (within a timeout) and
 says what it says after an unkilled call.
 
-The storm (``-m storm``, not run by default) kills at random moments instead.
+The keep, re-ask and replay paths are killed through the async drivers too, on async
+savers. The storm (``-m storm``, not run by default) kills at random moments instead.
 """
 
 from __future__ import annotations
@@ -57,11 +58,11 @@ class _Reference:
     planned: ne.PlanKind
 
 
-def _reference(db: str, name: str, tmp_path: Path) -> _Reference:
+def _reference(db: str, name: str, tmp_path: Path, asynchronous: bool = False) -> _Reference:
     log = tmp_path / "reference.log"
     thread = _prepared(db, name, log)
     before = h.counts(log)
-    outcome = h.run_worker(db, thread, log, path=name)
+    outcome = h.run_worker(db, thread, log, path=name, asynchronous=asynchronous)
     assert outcome.status == "ok", outcome.error
     return _Reference(outcome, h.since(log, before), _planned(db, name, thread, log))
 
@@ -72,11 +73,18 @@ def _state(db: str, name: str, thread: str, log: Path) -> Any:
 
 
 def _retried(
-    db: str, name: str, log: Path, thread: str, before: Counter[str], ref: _Reference, where: str
+    db: str,
+    name: str,
+    log: Path,
+    thread: str,
+    before: Counter[str],
+    ref: _Reference,
+    where: str,
+    asynchronous: bool = False,
 ) -> list[str]:
     """Retry the call on a thread whose first call was killed; what went wrong."""
     in_flight = worker.executions(log)[sum(before.values()) :][-1:]
-    retried = h.run_worker(db, thread, log, path=name)
+    retried = h.run_worker(db, thread, log, path=name, asynchronous=asynchronous)
     if retried.status != "ok":
         return [f"{where}: the retry failed: {retried.error}"]
     failures = []
@@ -94,8 +102,20 @@ def _retried(
 def test_a_kill_at_any_write_of_the_path_is_finished_by_the_retry(
     db: str, name: str, tmp_path: Path
 ) -> None:
-    ref = _reference(db, name, tmp_path)
+    _every_boundary(db, name, tmp_path, asynchronous=False)
+
+
+@pytest.mark.parametrize("name", sorted(n for n, path in PATHS.items() if path.acall))
+def test_a_kill_at_any_write_of_the_async_twin_is_finished_by_the_retry(
+    db: str, name: str, tmp_path: Path
+) -> None:
+    _every_boundary(db, name, tmp_path, asynchronous=True)
+
+
+def _every_boundary(db: str, name: str, tmp_path: Path, *, asynchronous: bool) -> None:
+    ref = _reference(db, name, tmp_path, asynchronous)
     writes = ref.outcome.writes
+    assert writes, "the call made no saver write: nothing would be killed"
     boundaries = [(n, None) for n in range(1, len(writes) + 1)]
     # After the last write the call is done but for returning. A question stored is a
     # question asked: the retried answer then answers it (docs/reliability.md).
@@ -106,12 +126,20 @@ def test_a_kill_at_any_write_of_the_path_is_finished_by_the_retry(
         log = tmp_path / f"kill-{before_nth}-{after_nth}.log"
         thread = _prepared(db, name, log)
         before = h.counts(log)
-        victim = h.spawn(db, thread, log, path=name, kill_before=before_nth, kill_after=after_nth)
+        victim = h.spawn(
+            db,
+            thread,
+            log,
+            path=name,
+            kill_before=before_nth,
+            kill_after=after_nth,
+            asynchronous=asynchronous,
+        )
         victim.process.join(60)
         assert victim.process.exitcode == -signal.SIGKILL, victim.wait()
         nth = before_nth or after_nth or 0
         where = f"killed {'before' if before_nth else 'after'} write {nth} ({writes[nth - 1]})"
-        failures += _retried(db, name, log, thread, before, ref, where)
+        failures += _retried(db, name, log, thread, before, ref, where, asynchronous)
     assert not failures, "\n".join(failures)
 
 

@@ -30,6 +30,7 @@ Options:
     --kill-before N        SIGKILL this process right before the saver's Nth write
                            (``put`` or ``put_writes``, counted together from 1)
     --kill-after N         ... or right after it
+    --async                with ``--path``: the path's async call, on an async saver
 
 Exit status: 0 done, 3 ``ThreadBusyError``, 4 ``CheckpointSchemaError``, 1 other.
 """
@@ -37,7 +38,9 @@ Exit status: 0 done, 3 ``ThreadBusyError``, 4 ``CheckpointSchemaError``, 1 other
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
+import inspect
 import json
 import operator
 import os
@@ -206,24 +209,47 @@ def _block_writes(saver: BaseCheckpointSaver[Any], signal_dir: Path) -> None:
     saver.put_writes = put_writes  # type: ignore[method-assign]
 
 
-def _killing(saver: BaseCheckpointSaver[Any], before: int | None, after: int | None) -> list[str]:
-    """Count the saver's writes (``put`` and ``put_writes``, in the order made); SIGKILL
-    this process right before the ``before``-th or right after the ``after``-th (from
-    1), if given. Returns the running record of the writes made, by method name."""
+def _killing(
+    saver: BaseCheckpointSaver[Any],
+    before: int | None,
+    after: int | None,
+    names: tuple[str, str] = ("put", "put_writes"),
+) -> list[str]:
+    """Count the saver's writes (``put`` and ``put_writes``, or their async twins, in
+    the order made); SIGKILL this process right before the ``before``-th or right after
+    the ``after``-th (from 1), if given. Returns the running record of the writes made,
+    by method name (``put`` or ``put_writes``)."""
     made: list[str] = []
-    for name in ("put", "put_writes"):
+
+    def begin(name: str) -> None:
+        if len(made) + 1 == before:
+            os.kill(os.getpid(), signal.SIGKILL)
+        made.append(name.removeprefix("a"))
+
+    def end() -> None:
+        if len(made) == after:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    for name in names:
         original = getattr(saver, name)
+        if inspect.iscoroutinefunction(original):
 
-        def counted(*args: Any, _name: str = name, _original: Any = original) -> Any:
-            if len(made) + 1 == before:
-                os.kill(os.getpid(), signal.SIGKILL)
-            made.append(_name)
-            result = _original(*args)
-            if len(made) == after:
-                os.kill(os.getpid(), signal.SIGKILL)
-            return result
+            async def acounted(*args: Any, _name: str = name, _original: Any = original) -> Any:
+                begin(_name)
+                result = await _original(*args)
+                end()
+                return result
 
-        setattr(saver, name, counted)
+            setattr(saver, name, acounted)
+        else:
+
+            def counted(*args: Any, _name: str = name, _original: Any = original) -> Any:
+                begin(_name)
+                result = _original(*args)
+                end()
+                return result
+
+            setattr(saver, name, counted)
     return made
 
 
@@ -253,6 +279,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--path")
     parser.add_argument("--kill-before", type=int)
     parser.add_argument("--kill-after", type=int)
+    parser.add_argument("--async", dest="asynchronous", action="store_true")
     args = parser.parse_args(argv)
     if args.path:
         return _write_path(args)
@@ -297,22 +324,49 @@ def _write_path(args: argparse.Namespace) -> int:
     from tests.reliability.paths import PATHS
 
     status, outcome = EXIT_ERROR, {}
+    config = {"configurable": {"thread_id": args.thread}}
     try:
-        with open_saver(args.db) as saver:
-            made = _killing(saver, args.kill_before, args.kill_after)
-            if args.ready:
-                args.ready.touch()
-            started = time.monotonic()
-            result = PATHS[args.path].call(
-                saver, args.log, {"configurable": {"thread_id": args.thread}}
-            )
-            seconds = time.monotonic() - started
-            status, outcome = EXIT_OK, {"status": "ok", "result": result, "writes": made}
-            outcome["seconds"] = seconds
+        started = time.monotonic()
+        if args.asynchronous:
+            result, made, started = asyncio.run(_awrite_path(args, config))
+        else:
+            with open_saver(args.db) as saver:
+                made = _killing(saver, args.kill_before, args.kill_after)
+                if args.ready:
+                    args.ready.touch()
+                started = time.monotonic()
+                result = PATHS[args.path].call(saver, args.log, config)
+        seconds = time.monotonic() - started
+        status, outcome = EXIT_OK, {"status": "ok", "result": result, "writes": made}
+        outcome["seconds"] = seconds
     except Exception as exc:  # the parent reports it
         outcome = {"status": "error", "error": repr(exc), "traceback": traceback.format_exc()}
     _report(args.out, outcome)
     return status
+
+
+async def _awrite_path(
+    args: argparse.Namespace, config: Mapping[str, Any]
+) -> tuple[Any, list[str], float]:
+    """``--path NAME --async``: the path's async call, on an async saver."""
+    from tests.reliability.paths import PATHS
+
+    if args.db.startswith(("postgresql://", "postgres://")):
+        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+
+        opened: Any = AsyncPostgresSaver.from_conn_string(args.db)
+    else:
+        from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+        opened = AsyncSqliteSaver.from_conn_string(args.db)
+    async with opened as saver:
+        made = _killing(saver, args.kill_before, args.kill_after, ("aput", "aput_writes"))
+        if args.ready:
+            args.ready.touch()
+        started = time.monotonic()
+        acall = PATHS[args.path].acall
+        assert acall is not None, f"path {args.path!r} has no async call"
+        return await acall(saver, args.log, config), made, started
 
 
 def _report(out: Path | None, outcome: Mapping[str, Any]) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 import pytest
 from langgraph.graph import START, StateGraph
@@ -220,3 +220,37 @@ def test_an_input_checkpoint_waiting_on_start_is_continued_not_finished() -> Non
         plan = decide([head._replace(pending_tasks=pending)], current, "t")
         assert plan.kind is PlanKind.CONTINUE, pending
         assert plan.changes == () and plan.rerun == frozenset()
+
+
+def _pair(c: type) -> Stamp:
+    """``b -> (c | d)``, channel ``c`` of type ``c``."""
+    state = TypedDict("S", {"b": str, "c": c, "d": str}, total=False)  # type: ignore[misc]  # noqa: UP013
+    builder = StateGraph(state)
+    for name in "bcd":
+        builder.add_node(name, lambda s: {})
+    builder.add_edge(START, "b").add_edge("b", "c").add_edge("b", "d")
+    return build_stamp(builder)
+
+
+@pytest.mark.parametrize(
+    ("pending_wrote", "kind", "invalidated"),
+    [
+        # The finished d wrote no retyped channel and c never finished: nothing stored
+        # is stale; the thread continues and c runs under the new code.
+        (frozenset("d"), PlanKind.CONTINUE, frozenset()),
+        (frozenset("c"), PlanKind.REWIND, frozenset("cd")),
+        (None, PlanKind.REWIND, frozenset("cd")),  # unknown: any channel may be theirs
+    ],
+    ids=["sibling-wrote-another-channel", "a-finished-task-wrote-it", "unknown"],
+)
+def test_a_crashed_step_blames_a_retyped_channel_on_the_tasks_that_wrote_it(
+    pending_wrote: frozenset[str] | None, kind: PlanKind, invalidated: frozenset[str]
+) -> None:
+    old, new = _pair(str), _pair(bytes)
+    records = [
+        record(-1, stamp=old, source="input", wrote=()),
+        record(0, "b", ("b",), stamp=old, next_nodes="cd", pending=1),
+    ]
+    records[-1] = records[-1]._replace(pending_wrote=pending_wrote)
+    plan = decide(records, new, "t")
+    assert (plan.kind, plan.invalidated_nodes) == (kind, invalidated), plan
