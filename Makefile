@@ -9,8 +9,9 @@
 #   make lint    ruff check, ruff format --check, mypy
 #   make format  apply ruff's fixes and formatting
 #   make bench   run bench/run.py
-#   make compat  run LangGraph's own tests plainly and through neograph_ext.compile,
-#                compare them test by test (compat/README.md); compat-ci: a subset
+#   make compat  run LangGraph's own tests plainly, through neograph_ext.compile and
+#                through it with auto_resume=True; compare them test by test
+#                (compat/README.md); compat-ci: a subset
 #                for CI; compat-list: regenerate compat/metadata_only.txt
 #   make clean   delete .venv and caches
 

@@ -6,6 +6,7 @@ that stopped routing, or started excusing real differences, fails loudly.
 
 from __future__ import annotations
 
+import importlib
 import operator
 from collections.abc import Iterator
 from types import ModuleType
@@ -96,3 +97,35 @@ def test_langgraphs_suite_sees_no_langchain_version_in_model_metadata() -> None:
 
     versions = FakeListChatModel(responses=["x"]).metadata["lc_versions"]  # type: ignore[index]
     assert set(versions) == {"langchain-core"}
+
+
+def test_the_auto_resume_pass_compiles_with_auto_resume(
+    route_compile: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = route_compile.original_compile
+    builder = StateGraph(_State)
+    builder.add_node("node", lambda state: {"items": ["x"]})
+    builder.add_edge(START, "node")
+    # Called directly: an earlier test may have put LangGraph's own compile back.
+    plain = route_compile._routed_compile(builder, InMemorySaver())
+    assert type(plain).neograph_ext_auto_resume is None
+
+    monkeypatch.setenv(route_compile.AUTO_RESUME_ENV, "true")
+    StateGraph.compile = real  # type: ignore[method-assign]
+    try:
+        module = importlib.reload(route_compile)
+        auto = module._routed_compile(builder, InMemorySaver())
+        assert type(auto).neograph_ext_auto_resume is True
+    finally:
+        monkeypatch.delenv(route_compile.AUTO_RESUME_ENV)
+        StateGraph.compile = real  # type: ignore[method-assign]
+        importlib.reload(route_compile)  # plain routing again, patched over the original
+
+
+def test_the_run_script_names_the_same_switch_and_an_explained_list() -> None:
+    import route_compile
+    import run
+
+    assert run.AUTO_RESUME_ENV == route_compile.AUTO_RESUME_ENV
+    for nodeid, reason in run._read_list(run.EXCEPTIONS_FILE).items():
+        assert nodeid.startswith("tests/") and reason, f"{nodeid}: an entry needs its reason"

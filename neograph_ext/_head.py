@@ -12,13 +12,16 @@ import weakref
 from collections.abc import Mapping
 from typing import Any
 
+from langgraph.channels.base import BaseChannel
 from langgraph.checkpoint.base import CheckpointTuple
+from langgraph.errors import EmptyChannelError
 from langgraph.pregel import Pregel
 
 from neograph_ext._history import waiting
+from neograph_ext._langgraph import delta_channels
 from neograph_ext._stamp import read_marks
 
-__all__ = ["_interrupted", "_next", "_paused", "_stored_input"]
+__all__ = ["_interrupted", "_next", "_output", "_paused", "_stored", "_stored_input"]
 
 
 def _next(graph: Pregel[Any, Any, Any, Any], head: CheckpointTuple) -> frozenset[str]:
@@ -62,3 +65,35 @@ def _paused(graph: Pregel[Any, Any, Any, Any], head: CheckpointTuple) -> bool:
     before = graph.interrupt_before_nodes
     waits = _next(graph, head)
     return bool(waits) and (before == "*" or bool(waits & set(before)))
+
+
+def _stored(graph: Pregel[Any, Any, Any, Any], head: CheckpointTuple | None) -> tuple[Any] | None:
+    """What ``invoke`` returns for a finished head, rebuilt from it as LangGraph rebuilds
+    channels from a checkpoint (each channel's ``from_checkpoint``); None when an output
+    channel is a ``DeltaChannel``, whose value lives in its ancestors' writes: then only
+    LangGraph can rebuild it (``get_state``)."""
+    if head is None:
+        return None
+    channels = graph.output_channels
+    names = [channels] if isinstance(channels, str) else list(channels)
+    if not delta_channels(graph).keys().isdisjoint(names):
+        return None
+    stored = head.checkpoint.get("channel_values", {})
+    values: dict[str, Any] = {}
+    for name in names:
+        spec = graph.channels.get(name)
+        if name in stored and isinstance(spec, BaseChannel):
+            try:
+                values[name] = spec.from_checkpoint(stored[name]).get()
+            except EmptyChannelError:
+                continue
+    return (_output(graph, values),)
+
+
+def _output(graph: Pregel[Any, Any, Any, Any], values: Mapping[str, Any]) -> Any:
+    """What ``invoke`` returns for a finished checkpoint holding ``values``: its output
+    channels."""
+    channels = graph.output_channels
+    if isinstance(channels, str):
+        return values.get(channels)
+    return {key: values[key] for key in channels if key in values}

@@ -27,7 +27,7 @@ from langgraph.types import Command
 
 from neograph_ext._changes import ChangeReason
 from neograph_ext._errors import CheckpointSchemaError, GraphError
-from neograph_ext._head import _interrupted, _next, _paused, _stored_input
+from neograph_ext._head import _interrupted, _next, _paused, _stored, _stored_input
 from neograph_ext._keep import incomplete
 from neograph_ext._langgraph import unsaved_subgraph
 from neograph_ext._plan import PlanKind, ResumePlan, verified
@@ -80,10 +80,13 @@ class _Invocation(NamedTuple):
 
 
 class _Prepared(NamedTuple):
-    """What a call invokes; invoking nothing, it replays the thread (``_run._idle``)."""
+    """What a call invokes, and what it returns when it invokes nothing."""
 
     invocations: tuple[_Invocation, ...]
     kwargs: dict[str, Any]
+    stored: tuple[Any] | None = None
+    """Invoking nothing, the result as LangGraph's channels rebuild it from the head
+    (``_head._stored``); None when only LangGraph's ``get_state`` can."""
     carry: ResumePlan | None = None
     """A plan whose values are carried (``_migrate``) before planning the invocations."""
 
@@ -189,7 +192,8 @@ def _prepare(
             )
             answer = False
         steps = (_Invocation(input if answer else None, call.config, here),)
-    return _Prepared(steps, durable(kwargs, call.graph))
+    stored = _stored(call.graph, head) if complete and not steps else None
+    return _Prepared(steps, durable(kwargs, call.graph), stored)
 
 
 def _source(decision: ResumePlan, head: CheckpointTuple | None) -> str | None:

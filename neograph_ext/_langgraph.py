@@ -14,6 +14,7 @@ from __future__ import annotations
 import binascii
 import hashlib
 import inspect
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -266,7 +267,33 @@ def prebuilt_output(runnable: object) -> object | None:
     return response_format
 
 
+_KINDS: weakref.WeakKeyDictionary[
+    Pregel[Any, Any, Any, Any], tuple[object, object, dict[str, Any], bool]
+] = weakref.WeakKeyDictionary()
+"""Per compiled graph: the channel and node mappings read, its DeltaChannels and
+``unsaved_subgraph``; asked on every resume (figure 2a), fixed once it is compiled."""
+
+
+def _kinds(graph: Pregel[Any, Any, Any, Any]) -> tuple[dict[str, Any], bool]:
+    cached = _KINDS.get(graph)
+    if cached is not None and cached[0] is graph.channels and cached[1] is graph.nodes:
+        return cached[2], cached[3]
+    found = (_delta_channels(graph), _unsaved_subgraph(graph))
+    _KINDS[graph] = (graph.channels, graph.nodes, *found)
+    return found
+
+
 def delta_channels(graph: Pregel[Any, Any, Any, Any]) -> dict[str, Any]:
+    """The graph's ``DeltaChannel`` channels by name (``_delta_channels``), cached."""
+    return _kinds(graph)[0]
+
+
+def unsaved_subgraph(graph: Pregel[Any, Any, Any, Any]) -> bool:
+    """``_unsaved_subgraph``, cached."""
+    return _kinds(graph)[1]
+
+
+def _delta_channels(graph: Pregel[Any, Any, Any, Any]) -> dict[str, Any]:
     """The graph's ``DeltaChannel`` channels by name; none before langgraph 1.2.
 
     A ``DeltaChannel`` (beta) stores no value in ``channel_values`` except a
@@ -311,7 +338,7 @@ def _task_path(part: object) -> str:
     return f"{part:010d}" if isinstance(part, int) else str(part)
 
 
-def unsaved_subgraph(graph: Pregel[Any, Any, Any, Any]) -> bool:
+def _unsaved_subgraph(graph: Pregel[Any, Any, Any, Any]) -> bool:
     """Whether a node of ``graph``, at any depth, runs a graph compiled with
     ``checkpointer=False``, found as LangGraph finds subgraphs (``find_subgraph_pregel``:
     the node's runnable, its steps, and the nonlocals of its function).

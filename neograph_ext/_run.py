@@ -33,7 +33,7 @@ from langgraph.types import Command
 
 from neograph_ext._errors import GraphError
 from neograph_ext._graph import StampedGraph, marking
-from neograph_ext._head import _stored_input
+from neograph_ext._head import _output, _stored_input
 from neograph_ext._history import reading, resumable
 from neograph_ext._invocations import (
     _continued,
@@ -180,11 +180,9 @@ def run(
                 return graph.invoke(None, call.config, **durable(kwargs, graph))
         with _planned(call, input, options, first, head) as (prepared, work):
             if not prepared.invocations:
-                idle = _idle(call, work)
-                if _named(call._replace(config=idle)) is not None:
-                    return _output(graph, graph.get_state(idle).values)
-                with marking(call.stamp, _IDLE):
-                    return graph.invoke(None, idle, **prepared.kwargs)
+                if prepared.stored is not None:
+                    return prepared.stored[0]
+                return _output(graph, graph.get_state(_idle(call, work)).values)
             result = None
             for step in prepared.invocations:
                 if _due(call, step):
@@ -221,11 +219,9 @@ async def arun(
                 return await graph.ainvoke(None, call.config, **durable(kwargs, graph))
         async with _aplanned(call, input, options, first, head) as (prepared, work):
             if not prepared.invocations:
-                idle = _idle(call, work)
-                if _named(call._replace(config=idle)) is not None:
-                    return _output(graph, (await graph.aget_state(idle)).values)
-                with marking(call.stamp, _IDLE):
-                    return await graph.ainvoke(None, idle, **prepared.kwargs)
+                if prepared.stored is not None:
+                    return prepared.stored[0]
+                return _output(graph, (await graph.aget_state(_idle(call, work))).values)
             result = None
             for step in prepared.invocations:
                 if await _adue(call, step):
@@ -320,23 +316,12 @@ async def astream(
 
 
 def _idle(call: _Call, carried: bool) -> RunnableConfig:
-    """Where to resume a thread with nothing left to do, so that LangGraph itself rebuilds
-    what it returns or streams (every channel kind, ``DeltaChannel`` included): the
-    call's checkpoint, or the thread's newest once values were carried onto a fork.
-
-    Resuming the newest checkpoint of a complete thread writes nothing; resuming one
-    named by ``checkpoint_id`` is time travel, which writes a fork: ``run`` then reads
-    the named checkpoint's state instead (``_output``)."""
+    """The checkpoint whose state a call with nothing left to do returns or streams, as
+    LangGraph rebuilds it (every channel kind, ``DeltaChannel`` included): the call's,
+    or the thread's newest once values were carried onto a fork. ``run`` reads it
+    (``get_state``: resuming a named checkpoint would be time travel, which writes a
+    fork); ``stream`` resumes it, as LangGraph streams a thread with nothing to do."""
     return _with_checkpoint(call.config, None) if carried else call.config
-
-
-def _output(graph: Pregel[Any, Any, Any, Any], values: Any) -> Any:
-    """What ``invoke`` returns for a complete checkpoint whose state LangGraph rebuilt
-    (``get_state(...).values``): its output channels."""
-    channels = graph.output_channels
-    if isinstance(channels, str):
-        return values.get(channels)
-    return {key: values[key] for key in channels if key in values}
 
 
 async def _amarked(stamp: Stamp, mark: str, chunks: AsyncIterator[Any]) -> AsyncIterator[Any]:

@@ -208,8 +208,23 @@ async def _areplayed(graph: Any, config: RunnableConfig) -> list[Any]:
     return [*turns, replayed, await graph.ainvoke(None, forked)]
 
 
+async def _aanswered(graph: Any, config: RunnableConfig) -> list[Any]:
+    asked = await graph.ainvoke({"log": []}, config, durability="exit")
+    question = [(i.value, i.response_schema) for i in asked.pop("__interrupt__")]
+    answered = await graph.ainvoke(Command(resume="yes"), config, durability="exit")
+    return [asked, question, answered]
+
+
+async def _astreamed(graph: Any, config: RunnableConfig) -> list[Any]:
+    modes = ["updates", "values"]
+    chunks = graph.astream({"log": []}, config, stream_mode=modes, durability="async")
+    return [[chunk async for chunk in chunks]]
+
+
 ASYNC_SCENARIOS: dict[str, tuple[Callable[[Counter[str]], Builder], AsyncCalls]] = {
     "unsaved subgraph": (unsaved_subgraph, _aturns),
+    "asking subgraph": (asking_subgraph, _aanswered),
+    "stream with explicit durability": (unsaved_subgraph, _astreamed),
     "parallel subgraphs replayed and forked": (parallel_subgraphs, _areplayed),
     "delta files over three turns": (filesystem, _afiles),
 }

@@ -189,6 +189,4 @@ def test_a_declined_resume_plans_from_the_head_it_read(
 
     monkeypatch.setattr(saver, "get_tuple", counting)
     assert ne.run(graph, None, config) == {"log": list("abcd")}
-    # One read to plan; the other is LangGraph's, rebuilding the stored result.
-    assert len(reads) == 2
-    assert "checkpoint_id" not in reads[0]["configurable"]
+    assert len(reads) == 1
