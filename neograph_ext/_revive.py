@@ -39,7 +39,6 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Literal, NotRequired, Required, get_args, get_origin
 
 from langgraph.checkpoint.base import CheckpointTuple
-from langgraph.checkpoint.serde import _msgpack
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.graph import StateGraph
@@ -48,6 +47,11 @@ from typing_extensions import is_typeddict
 
 from neograph_ext._errors import GraphError
 from neograph_ext._langgraph import prebuilt_output
+
+try:
+    from langgraph.checkpoint.serde import _msgpack
+except ImportError:  # langgraph-checkpoint 3: no msgpack allowlist, any importable class revives
+    _msgpack = None  # type: ignore[assignment]
 from neograph_ext._stamp import _is_state_schema, _return_type, channel_types
 
 __all__ = [
@@ -118,6 +122,8 @@ def allowed_pairs(saver: object, registered: set[tuple[str, ...]] | None) -> All
             allowlist in), or None / a flag when a saver is injected at run time.
         registered: The allowlist the compiled graph registers (``_serde_allowlist``).
     """
+    if _msgpack is None:
+        return True
     serde = getattr(saver, "serde", None)
     if isinstance(serde, EncryptedSerializer):
         serde = serde.serde
