@@ -32,7 +32,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
 import neograph_ext
-from neograph_ext import NeographExtError, PlanKind, ResumePlan
+from neograph_ext import NeographExtError, PlanKind, ResumePlan, WriteReadbackError
 from neograph_ext._head import _stored_input
 from neograph_ext._read import _WARNED, _aread, _call, _read
 from neograph_ext._stamp import input_digest
@@ -286,7 +286,8 @@ def _check_without_state(call: Call, raised: Any) -> None:
     """The checks that need no read of the thread."""
     plan, ran = call.plan, call.executions.tasks
     names = {node for _, node in ran}
-    if isinstance(raised, NeographExtError):
+    # A failed write check is raised inside the node's task, as the node's own error would be.
+    if isinstance(raised, NeographExtError) and not isinstance(raised, WriteReadbackError):
         _agree(not ran, plan, ran, "an error of neograph-ext was raised after nodes ran")
         return
     if plan is None or plan.kind is PlanKind.FRESH or call.new_turn or plan.replayed:
