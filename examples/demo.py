@@ -166,7 +166,8 @@ def main(workdir: Path) -> None:
         print("  run(..., auto_resume=False) raised CheckpointSchemaError:")
         print(indent(str(exc)))
         print(f"  invalidated_nodes: {sorted(exc.invalidated_nodes)}")
-        print(f"  auto_resume=True would re-run: {', '.join(sorted(exc.plan.rerun))}")
+        rerun = [node for node in exc.plan.order if node in exc.plan.rerun]  # execution order
+        print(f"  auto_resume=True would re-run: {', '.join(rerun)}")
     else:
         raise SystemExit("strict mode should have raised CheckpointSchemaError")
     report(ran)
