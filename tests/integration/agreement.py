@@ -32,7 +32,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
 import neograph_ext
-from neograph_ext import NeographExtError, PlanKind, ResumePlan
+from neograph_ext import NeographExtError, PlanKind, ResumePlan, WriteReadbackError
 from neograph_ext._head import _stored_input
 from neograph_ext._read import _WARNED, _aread, _call, _read
 from neograph_ext._stamp import input_digest
@@ -286,6 +286,9 @@ def _check_without_state(call: Call, raised: Any) -> None:
     """The checks that need no read of the thread."""
     plan, ran = call.plan, call.executions.tasks
     names = {node for _, node in ran}
+    if isinstance(raised, WriteReadbackError):  # a step's own failure, after its node ran
+        _agree(bool(ran), plan, ran, "a write was verified though no node ran")
+        return
     if isinstance(raised, NeographExtError):
         _agree(not ran, plan, ran, "an error of neograph-ext was raised after nodes ran")
         return
