@@ -32,7 +32,9 @@ __all__ = [
     "CHECKED_ON",
     "COMPILE_OPTIONS",
     "COUNTERS_KEY",
+    "MSGPACK_ALLOWLIST",
     "RESPONSE_CHANNEL",
+    "SAFE_MSGPACK_TYPES",
     "STORED_IS_AVAILABLE",
     "compile_options",
     "delta_channels",
@@ -41,6 +43,7 @@ __all__ = [
     "makes_tool_calls",
     "prebuilt_output",
     "response_schema",
+    "strict_msgpack",
     "sub_agents",
     "task_writers",
     "tool_objects",
@@ -77,6 +80,30 @@ one: LangGraph stores only available values, and these hold nothing else."""
 
 COUNTERS_KEY = "counters_since_delta_snapshot"
 """Checkpoint metadata: per DeltaChannel, updates and steps since its last snapshot."""
+
+try:
+    from langgraph.checkpoint.serde import _msgpack
+except ImportError:  # langgraph-checkpoint 3
+    _msgpack = None  # type: ignore[assignment]
+
+MSGPACK_ALLOWLIST: bool = _msgpack is not None
+"""Whether ``JsonPlusSerializer`` revives a class only when its ``(module, name)`` is
+allowed (``allowed_msgpack_modules``, LangGraph's safe types, the pairs ``compile``
+collects from the state schema). langgraph-checkpoint 3 has no msgpack allowlist: it
+revives every class it can import."""
+
+SAFE_MSGPACK_TYPES: frozenset[tuple[str, ...]] = (
+    _msgpack.SAFE_MSGPACK_TYPES if _msgpack is not None else frozenset()
+)
+"""The ``(module, name)`` pairs every serializer with an allowlist revives."""
+
+
+def strict_msgpack() -> bool:
+    """Whether a serializer built without an allowlist revives only allowed classes
+    (``LANGGRAPH_STRICT_MSGPACK``, read when LangGraph is imported); never without
+    ``MSGPACK_ALLOWLIST``."""
+    return _msgpack is not None and bool(_msgpack.STRICT_MSGPACK_ENABLED)
+
 
 _PULL = "__pregel_pull"
 _PUSH = "__pregel_push"

@@ -9,10 +9,11 @@ its module and plain name, in the process that reads it, and is allowed there.
 
 Rules:
 - One rule (``why_not``), the serializer's, read from ``jsonplus.py`` and
-  ``_internal/_serde.py`` of langgraph 1.2.24 (checkpoint 4.3.2): the allowlist first,
-  then the import by module and ``__name__`` (not ``__qualname__``: a nested class is
-  looked up at module level). A class of ``__main__`` is importable only in a process
-  whose main script defines it, so it counts as not revivable.
+  ``_internal/_serde.py`` of langgraph 1.2.24 (checkpoint 4.3.2): the allowlist first
+  (``MSGPACK_ALLOWLIST``: langgraph-checkpoint 3 has none), then the import by module
+  and ``__name__`` (not ``__qualname__``: a nested class is looked up at module level).
+  A class of ``__main__`` is importable only in a process whose main script defines it,
+  so it counts as not revivable.
 - At compile time every declared type (state channels, node outputs) is walked for the
   classes the serializer revives by path (``revived_classes``); each that cannot come
   back gets one warning naming it, the reason and the fix (``Finding``); strict mode
@@ -46,12 +47,12 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from typing_extensions import is_typeddict
 
 from neograph_ext._errors import GraphError
-from neograph_ext._langgraph import prebuilt_output
-
-try:
-    from langgraph.checkpoint.serde import _msgpack
-except ImportError:  # langgraph-checkpoint 3: no msgpack allowlist, any importable class revives
-    _msgpack = None  # type: ignore[assignment]
+from neograph_ext._langgraph import (
+    MSGPACK_ALLOWLIST,
+    SAFE_MSGPACK_TYPES,
+    prebuilt_output,
+    strict_msgpack,
+)
 from neograph_ext._stamp import _is_state_schema, _return_type, channel_types
 
 __all__ = [
@@ -122,7 +123,7 @@ def allowed_pairs(saver: object, registered: set[tuple[str, ...]] | None) -> All
             allowlist in), or None / a flag when a saver is injected at run time.
         registered: The allowlist the compiled graph registers (``_serde_allowlist``).
     """
-    if _msgpack is None:
+    if not MSGPACK_ALLOWLIST:
         return True
     serde = getattr(saver, "serde", None)
     if isinstance(serde, EncryptedSerializer):
@@ -130,7 +131,7 @@ def allowed_pairs(saver: object, registered: set[tuple[str, ...]] | None) -> All
     if isinstance(serde, JsonPlusSerializer):
         allowed = serde._allowed_msgpack_modules
         return True if allowed is True else frozenset(allowed or ())
-    if serde is not None or not _msgpack.STRICT_MSGPACK_ENABLED:
+    if serde is not None or not strict_msgpack():
         return True  # another serializer: not ours to judge
     return frozenset(registered or ())
 
@@ -140,7 +141,12 @@ def why_not(cls: type, allowed: Allowed) -> tuple[str, ...]:
     module, name = cls.__module__, cls.__name__
     reasons: list[str] = []
     pair = (module, name)
-    if allowed is not True and pair not in _msgpack.SAFE_MSGPACK_TYPES and pair not in allowed:
+    if (
+        MSGPACK_ALLOWLIST
+        and allowed is not True
+        and pair not in SAFE_MSGPACK_TYPES
+        and pair not in allowed
+    ):
         reasons.append(
             "it is not on the msgpack allowlist the compiled graph registers "
             "(LANGGRAPH_STRICT_MSGPACK is on)"

@@ -286,8 +286,10 @@ def _check_without_state(call: Call, raised: Any) -> None:
     """The checks that need no read of the thread."""
     plan, ran = call.plan, call.executions.tasks
     names = {node for _, node in ran}
-    # A failed write check is raised inside the node's task, as the node's own error would be.
-    if isinstance(raised, NeographExtError) and not isinstance(raised, WriteReadbackError):
+    if isinstance(raised, WriteReadbackError):  # a step's own failure, after its node ran
+        _agree(bool(ran), plan, ran, "a write was verified though no node ran")
+        return
+    if isinstance(raised, NeographExtError):
         _agree(not ran, plan, ran, "an error of neograph-ext was raised after nodes ran")
         return
     if plan is None or plan.kind is PlanKind.FRESH or call.new_turn or plan.replayed:

@@ -34,7 +34,7 @@ from pydantic import BaseModel
 import neograph_ext as ne
 from neograph_ext import PlanKind
 from tests.conftest import SAVER_KINDS, _require_pg_dsn
-from tests.integration.pipelines import model
+from tests.integration.pipelines import deployed, model
 
 V1 = model("Summary", text=(str, ...))
 OPTIONAL = model("Summary", text=(str, ...), words=(int, 0))  # validates: kept
@@ -181,10 +181,12 @@ def test_the_thread_ends_as_a_fresh_run_or_the_stored_values(
                 yield fresh
 
     runs: Counter[str] = Counter()
+    deployed(V1)  # stored values revive as the class of the code running, as in an app
     with saver() as s:
         ne.run(ne.compile(fan(column, V1, runs), checkpointer=s), {"history": []}, config)
         stored = ne.compile(fan(column, V1, Counter()), checkpointer=s).get_state(config).values
     runs.clear()
+    deployed(w.new)
     with saver() as s:
         graph = ne.compile(fan(column, w.new, runs), checkpointer=s, **w.options)
         assert ne.plan(graph, config).kind is w.kind

@@ -22,10 +22,13 @@ from pydantic import BaseModel
 
 from neograph_ext._history import waiting
 from neograph_ext._langgraph import (
+    MSGPACK_ALLOWLIST,
+    SAFE_MSGPACK_TYPES,
     STORED_IS_AVAILABLE,
     compile_options,
     fold_cache_keys,
     prebuilt_output,
+    strict_msgpack,
     task_writers,
     tool_schemas,
     watch_updates,
@@ -208,10 +211,26 @@ def test_a_barrier_stores_values_that_are_not_yet_available() -> None:
 
 def test_task_paths_are_filed_as_the_loop_files_them() -> None:
     from langgraph.checkpoint.sqlite import SqliteSaver
+    from langgraph.pregel import _checkpoint, _loop
     from langgraph.pregel._algo import task_path_str
-    from langgraph.pregel._checkpoint import put_writes_accepts_task_path
 
     for path in (("__pregel_pull", "b"), ("__pregel_push", 2), ("__pregel_push", ("x", 1), 3)):
         assert writes_path(InMemorySaver().put_writes, path) == {"task_path": task_path_str(path)}
-    assert put_writes_accepts_task_path(SqliteSaver.put_writes)
+    if hasattr(_checkpoint, "put_writes_accepts_task_path"):  # langgraph >= 1.2
+        assert _checkpoint.put_writes_accepts_task_path(SqliteSaver.put_writes)
+    else:  # langgraph 1.1: the loop reads put_writes' signature itself, as writes_path does
+        source = inspect.getsource(_loop.SyncPregelLoop)
+        assert 'signature(checkpointer.put_writes).parameters.get("task_path")' in source
+    assert writes_path(SqliteSaver.put_writes, ("__pregel_pull", "b")) != {}
     assert writes_path(lambda config, writes, task_id: None, ("__pregel_pull", "b")) == {}
+
+
+def test_the_msgpack_allowlist_is_known_to_exist_or_not() -> None:
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+    has_allowlist = "allowed_msgpack_modules" in inspect.signature(JsonPlusSerializer).parameters
+    assert MSGPACK_ALLOWLIST is has_allowlist
+    assert (
+        ("langchain_core.messages.human", "HumanMessage") in SAFE_MSGPACK_TYPES
+    ) is has_allowlist
+    assert not strict_msgpack()  # LANGGRAPH_STRICT_MSGPACK is unset in this process

@@ -12,11 +12,14 @@ import enum
 from typing import Annotated, Any, NamedTuple, TypedDict
 
 from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from pydantic import BaseModel
 
+from neograph_ext._langgraph import MSGPACK_ALLOWLIST
 from neograph_ext._revive import (
     Revival,
+    allowed_pairs,
     class_mismatch,
     findings,
     misread,
@@ -85,6 +88,10 @@ def test_the_serializer_hands_back_a_dict_for_a_local_or_nested_class() -> None:
 
 
 def test_the_serializer_hands_back_a_dict_for_a_class_off_its_allowlist() -> None:
+    if not MSGPACK_ALLOWLIST:  # langgraph-checkpoint 3: no allowlist to be off
+        assert not hasattr(JsonPlusSerializer(), "_allowed_msgpack_modules")
+        assert type(_round_trip(Draft(text="a"))) is Draft
+        return
     assert _round_trip(Draft(text="a"), allowed_msgpack_modules=None) == {"text": "a"}
     allowed = [(Draft.__module__, "Draft")]
     assert type(_round_trip(Draft(text="a"), allowed_msgpack_modules=allowed)) is Draft
@@ -100,9 +107,13 @@ def test_each_reason_is_named() -> None:
     assert "local class" in why_not(_local(), True)[0]
     assert "`__main__`" in why_not(_main(), True)[0]
     assert why_not(Outer.Inner, True) == (f"`{__name__}.Inner` does not import it",)
-    off = why_not(Draft, frozenset())
-    assert len(off) == 1 and "allowlist" in off[0] and "LANGGRAPH_STRICT_MSGPACK" in off[0]
     assert why_not(Draft, frozenset({(__name__, "Draft")})) == ()
+    off = why_not(Draft, frozenset())
+    if MSGPACK_ALLOWLIST:
+        assert len(off) == 1 and "allowlist" in off[0] and "LANGGRAPH_STRICT_MSGPACK" in off[0]
+    else:  # langgraph-checkpoint 3 revives every importable class: nothing to be off
+        assert off == ()
+        assert allowed_pairs(InMemorySaver(), set()) is True
 
 
 def test_a_class_defined_again_at_the_same_path_counts_as_itself() -> None:
