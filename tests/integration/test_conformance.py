@@ -23,6 +23,7 @@ from typing import Annotated, Any, TypedDict
 import pytest
 from langchain_core.messages import AIMessage, AnyMessage
 from langchain_core.runnables import RunnableConfig
+from langgraph.channels.delta import DeltaChannel
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.postgres import PostgresSaver
@@ -34,6 +35,7 @@ from pydantic import BaseModel
 import neograph_ext as ne
 from neograph_ext import PlanKind
 from tests.conftest import SAVER_KINDS, _require_pg_dsn
+from tests.integration.delta_support import extend
 from tests.integration.pipelines import model
 
 V1 = model("Summary", text=(str, ...))
@@ -43,7 +45,8 @@ REQUIRED = model("Summary", text=(str, ...), lang=(str, ...))  # does not: re-ru
 
 @dataclass(frozen=True)
 class Column:
-    """A channel kind for the history every node appends to."""
+    """A channel kind: the channels holding the history every node appends to and the
+    typed value ``b`` writes."""
 
     name: str
     annotation: object
@@ -52,6 +55,25 @@ class Column:
     """What a node appends."""
     read: Callable[[list[Any]], list[str]]
     """The channel's value as the node names appended, in order."""
+    typed: Callable[[type[BaseModel]], object] = lambda summary: summary
+    """The typed channel's annotated type, from the type ``b`` writes."""
+    listed: bool = False
+    """The typed value is held as a one-item list (a ``DeltaChannel``'s type must build
+    its empty value)."""
+
+
+def delta(name: str, frequency: int) -> Column:
+    """Both channels in ``DeltaChannel``s snapshotted every ``frequency`` updates."""
+    return Column(
+        name,
+        Annotated[list[str], DeltaChannel(extend, snapshot_frequency=frequency)],
+        lambda node: [node],
+        lambda value: list(value),
+        lambda summary: Annotated[
+            list[summary], DeltaChannel(extend, snapshot_frequency=frequency)
+        ],
+        listed=True,
+    )
 
 
 COLUMNS = [
@@ -67,10 +89,14 @@ COLUMNS = [
         lambda name: [AIMessage(name)],
         lambda value: [str(m.content) for m in value],
     ),
+    delta("delta far", 1000),
+    delta("delta near", 1),
 ]
 
 
 def _data(value: Any) -> dict[str, Any]:
+    if isinstance(value, list):
+        (value,) = value
     return dict(value.model_dump()) if isinstance(value, BaseModel) else dict(value)
 
 
@@ -79,7 +105,7 @@ def fan(
 ) -> StateGraph[Any, Any, Any, Any]:
     """``a -> (b | c) -> d``; ``b`` writes the typed ``summary``."""
     state = TypedDict(  # type: ignore[name-match]  # noqa: UP013
-        "Fan", {"history": column.annotation, "summary": summary}, total=False
+        "Fan", {"history": column.annotation, "summary": column.typed(summary)}, total=False
     )
 
     def step(name: str) -> Callable[[Any], dict[str, Any]]:
@@ -88,9 +114,8 @@ def fan(
             update: dict[str, Any] = {"history": column.entry(name)}
             if name == "b":
                 fields = {"text": "t", "lang": "fr"}
-                update["summary"] = summary(
-                    **{k: fields[k] for k in summary.model_fields if k in fields}
-                )
+                value = summary(**{k: fields[k] for k in summary.model_fields if k in fields})
+                update["summary"] = [value] if column.listed else value
             return update
 
         fn.__name__ = name
@@ -108,7 +133,8 @@ def fan(
 
 
 def add_lang(old: Any) -> Any:
-    return REQUIRED(text=_data(old)["text"], lang="en")
+    new = REQUIRED(text=_data(old)["text"], lang="en")
+    return [new] if isinstance(old, list) else new
 
 
 @dataclass(frozen=True)
@@ -130,7 +156,7 @@ WAYS = {
     "kept siblings": Way(REQUIRED, {}, PlanKind.REWIND, Counter("bd")),
     "version bump": Way(V1, {"versions": {"a": "v2"}}, PlanKind.REWIND, Counter("abcd")),
     "migrate": Way(
-        REQUIRED, {"migrations": {REQUIRED: add_lang}}, PlanKind.MIGRATE, Counter(), True
+        REQUIRED, {"migrations": {"summary": add_lang}}, PlanKind.MIGRATE, Counter(), True
     ),
     "keep_compatible": Way(OPTIONAL, {"keep_compatible": True}, PlanKind.MIGRATE, Counter(), True),
     "accept": Way(REQUIRED, {}, PlanKind.REWIND, Counter(), True, accept=True),
