@@ -16,7 +16,7 @@ import sqlite3
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
@@ -32,6 +32,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
+from langgraph.types import Command, Send, interrupt
 from pydantic import BaseModel
 
 import neograph_ext as ne
@@ -291,6 +292,179 @@ async def test_the_thread_ends_as_a_fresh_run_or_the_stored_values_async(
         await ne.arun(graph, {"history": []}, _fresh(config))
         fresh = (await graph.aget_state(_fresh(config))).values
     _check(column, way, stored, final, fresh)
+
+
+Step = tuple[Any, dict[str, Any]]
+"""One call of ``ne.run``: its input and keywords."""
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A graph shape with its own way out: the old code's calls, the new code's, and what
+    re-runs. ``build(column, runs, changed)`` declares the changed node's output as
+    ``REQUIRED`` (else ``V1``); every node appends to ``history``."""
+
+    build: Callable[[Column, Counter[str], bool], StateGraph[Any, Any, Any, Any]]
+    before: list[Step]
+    after: list[Step]
+    reruns: Counter[str]
+    answers: list[Step] = field(default_factory=list)
+    """What a fresh thread is answered after ``before`` (a question's answer)."""
+
+
+def _appends(
+    column: Column, runs: Counter[str], name: str, returns: object
+) -> Callable[[Any], dict[str, Any]]:
+    def fn(state: Any) -> dict[str, Any]:
+        runs[name] += 1
+        item = state.get("item") if isinstance(state, dict) else None
+        return {"history": column.entry(name if item is None else f"{name}{item}")}
+
+    fn.__name__ = name.replace("-", "_")
+    fn.__annotations__ = {"state": dict, "return": returns}
+    return fn
+
+
+def _state(column: Column) -> type:
+    return TypedDict("Shaped", {"history": column.annotation, "note": str}, total=False)  # type: ignore[operator]
+
+
+def sends(column: Column, runs: Counter[str], changed: bool) -> StateGraph[Any, Any, Any, Any]:
+    """``a`` sends ``w`` three items, then ``d``; ``w`` changed."""
+    builder = StateGraph(_state(column))
+    builder.add_node("a", _appends(column, runs, "a", V1))
+    builder.add_node("w", _appends(column, runs, "w", REQUIRED if changed else V1))
+    builder.add_node("d", _appends(column, runs, "d", V1))
+    builder.add_edge(START, "a")
+    builder.add_conditional_edges("a", lambda _: [Send("w", {"item": i}) for i in (1, 2, 3)])
+    builder.add_edge("w", "d")
+    builder.add_edge("d", END)
+    return builder
+
+
+def subgraph(column: Column, runs: Counter[str], changed: bool) -> StateGraph[Any, Any, Any, Any]:
+    """``a -> sub(inner-1 -> inner-2) -> z``; ``inner-2`` changed."""
+    inner = StateGraph(_state(column))
+    inner.add_node("inner-1", _appends(column, runs, "inner-1", V1))
+    inner.add_node("inner-2", _appends(column, runs, "inner-2", REQUIRED if changed else V1))
+    inner.add_edge(START, "inner-1")
+    inner.add_edge("inner-1", "inner-2")
+    builder = StateGraph(_state(column))
+    builder.add_node("a", _appends(column, runs, "a", V1))
+    builder.add_node("sub", ne.compile(inner))
+    builder.add_node("z", _appends(column, runs, "z", V1))
+    builder.add_edge(START, "a")
+    builder.add_edge("a", "sub")
+    builder.add_edge("sub", "z")
+    builder.add_edge("z", END)
+    return builder
+
+
+def chain(column: Column, runs: Counter[str], changed: bool) -> StateGraph[Any, Any, Any, Any]:
+    """``a -> b`` on the first turn, ``b`` alone on later ones; ``a`` changed, so the
+    first turn is the one to re-run."""
+    first = _appends(column, runs, "a", REQUIRED if changed else V1)
+
+    def a(state: Any) -> dict[str, Any]:
+        # A value no later turn writes again: the first turn's change stays live.
+        return {**first(state), "note": "a"}
+
+    a.__annotations__ = first.__annotations__
+    builder = StateGraph(_state(column))
+    builder.add_node("a", a)
+    builder.add_node("b", _appends(column, runs, "b", V1))
+    builder.add_conditional_edges(
+        START, lambda state: "a" if len(state["history"]) == 1 else "b", ["a", "b"]
+    )
+    builder.add_edge("a", "b")
+    builder.add_edge("b", END)
+    return builder
+
+
+def asking(column: Column, runs: Counter[str], changed: bool) -> StateGraph[Any, Any, Any, Any]:
+    """``a -> ask -> z``, ``ask`` waiting on an ``interrupt``; ``a`` changed."""
+
+    def ask(state: Any) -> dict[str, Any]:
+        runs["ask"] += 1
+        return {"history": column.entry(f"ask={interrupt('approve?')}")}
+
+    builder = StateGraph(_state(column))
+    builder.add_node("a", _appends(column, runs, "a", REQUIRED if changed else V1))
+    builder.add_node("ask", ask)
+    builder.add_node("z", _appends(column, runs, "z", V1))
+    builder.add_edge(START, "a")
+    builder.add_edge("a", "ask")
+    builder.add_edge("ask", "z")
+    builder.add_edge("z", END)
+    return builder
+
+
+def _turn(column: Column, text: str) -> dict[str, Any]:
+    return {"history": column.entry(text)}
+
+
+SHAPES = {
+    "send fan-out": lambda c: Shape(sends, [(_turn(c, "in"), {})], [(None, {})], Counter("wwwd")),
+    "subgraph": lambda c: Shape(
+        subgraph, [(_turn(c, "in"), {})], [(None, {})], Counter(["inner-1", "inner-2", "z"])
+    ),
+    "replay_turns": lambda c: Shape(
+        chain,
+        [(_turn(c, "in1"), {}), (_turn(c, "in2"), {})],
+        [(None, {"replay_turns": True})],
+        Counter("abb"),
+    ),
+    "re-asked interrupt": lambda c: Shape(
+        asking,
+        [(_turn(c, "in"), {})],
+        [(Command(resume="yes"), {}), (Command(resume="yes"), {})],
+        Counter(["a", "ask", "ask", "z"]),
+        [(Command(resume="yes"), {})],
+    ),
+}
+"""Per shape, from the column: the ``Shape``."""
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("column", COLUMNS, ids=[c.name for c in COLUMNS])
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_each_shape_ends_as_a_fresh_run(
+    kind: str,
+    column: Column,
+    shape: str,
+    tmp_path: Path,
+    config: RunnableConfig,
+) -> None:
+    sh = SHAPES[shape](column)
+    memory = InMemorySaver()
+    path = tmp_path / "matrix.sqlite"
+
+    @contextmanager
+    def saver() -> Iterator[BaseCheckpointSaver[Any]]:
+        if kind == "memory":
+            yield memory
+        else:
+            with opened(kind, path) as fresh:
+                yield fresh
+
+    with saver() as s:
+        graph = ne.compile(sh.build(column, Counter(), False), checkpointer=s)
+        for given, options in sh.before:
+            ne.run(graph, given, config, **options)
+    runs: Counter[str] = Counter()
+    with saver() as s:
+        graph = ne.compile(sh.build(column, runs, True), checkpointer=s)
+        for given, options in sh.after:
+            ne.run(graph, given, config, **options)
+        assert runs == sh.reruns, "a kept node ran, or a changed one did not"
+    with saver() as s:  # read back through a new saver instance
+        graph = ne.compile(sh.build(column, Counter(), True), checkpointer=s)
+        final = graph.get_state(config).values
+        assert ne.plan(graph, config).kind is PlanKind.UP_TO_DATE
+        for given, options in sh.before + sh.answers:
+            ne.run(graph, given, _fresh(config), **options)
+        fresh = graph.get_state(_fresh(config)).values
+    assert column.read(final["history"]) == column.read(fresh["history"])
 
 
 def _fresh(config: RunnableConfig) -> RunnableConfig:
