@@ -467,6 +467,48 @@ def test_each_shape_ends_as_a_fresh_run(
     assert column.read(final["history"]) == column.read(fresh["history"])
 
 
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("column", COLUMNS, ids=[c.name for c in COLUMNS])
+@pytest.mark.parametrize("shape", list(SHAPES))
+async def test_each_shape_ends_as_a_fresh_run_async(
+    kind: str,
+    column: Column,
+    shape: str,
+    tmp_path: Path,
+    config: RunnableConfig,
+) -> None:
+    sh = SHAPES[shape](column)
+    memory = InMemorySaver()
+    path = tmp_path / "matrix.sqlite"
+
+    @asynccontextmanager
+    async def saver() -> AsyncIterator[BaseCheckpointSaver[Any]]:
+        if kind == "memory":
+            yield memory
+        else:
+            async with aopened(kind, path) as fresh:
+                yield fresh
+
+    async with saver() as s:
+        graph = ne.compile(sh.build(column, Counter(), False), checkpointer=s)
+        for given, options in sh.before:
+            await ne.arun(graph, given, config, **options)
+    runs: Counter[str] = Counter()
+    async with saver() as s:
+        graph = ne.compile(sh.build(column, runs, True), checkpointer=s)
+        for given, options in sh.after:
+            await ne.arun(graph, given, config, **options)
+        assert runs == sh.reruns, "a kept node ran, or a changed one did not"
+    async with saver() as s:  # read back through a new saver instance
+        graph = ne.compile(sh.build(column, Counter(), True), checkpointer=s)
+        final = (await graph.aget_state(config)).values
+        assert (await ne.aplan(graph, config)).kind is PlanKind.UP_TO_DATE
+        for given, options in sh.before + sh.answers:
+            await ne.arun(graph, given, _fresh(config), **options)
+        fresh = (await graph.aget_state(_fresh(config))).values
+    assert column.read(final["history"]) == column.read(fresh["history"])
+
+
 def _fresh(config: RunnableConfig) -> RunnableConfig:
     """Another thread, for a fresh run under the new code."""
     return {"configurable": {"thread_id": f"{config['configurable']['thread_id']}-fresh"}}
