@@ -5,7 +5,8 @@ taken first (it executes and writes nothing), the node tasks the call executes a
 counted through LangGraph's callbacks (root namespace only: a subgraph's inner nodes
 are its parent node's execution), and they are checked against the plan:
 
-- an error of neograph-ext: nothing ran (it is raised before any node runs);
+- an error of neograph-ext: nothing ran (it is raised before any node runs), but for a
+  ``WriteReadbackError``, which fails the step of the node that wrote;
 - ``up_to_date``, or any complete thread given no new input: nothing ran;
 - ``continue``, ``unverified`` and ``migrate`` of an incomplete thread: the first step
   executed runs only nodes the plan names as waiting (``next_nodes``);
@@ -32,7 +33,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
 import neograph_ext
-from neograph_ext import NeographExtError, PlanKind, ResumePlan
+from neograph_ext import NeographExtError, PlanKind, ResumePlan, WriteReadbackError
 from neograph_ext._head import _stored_input
 from neograph_ext._read import _WARNED, _aread, _call, _read
 from neograph_ext._stamp import input_digest
@@ -287,7 +288,10 @@ def _check_without_state(call: Call, raised: Any) -> None:
     plan, ran = call.plan, call.executions.tasks
     names = {node for _, node in ran}
     if isinstance(raised, NeographExtError):
-        _agree(not ran, plan, ran, "an error of neograph-ext was raised after nodes ran")
+        # A write that would not read back fails its step once its node ran
+        # (``verify_writes``); every other error comes before any node runs.
+        if not isinstance(raised, WriteReadbackError):
+            _agree(not ran, plan, ran, "an error of neograph-ext was raised after nodes ran")
         return
     if plan is None or plan.kind is PlanKind.FRESH or call.new_turn or plan.replayed:
         return
