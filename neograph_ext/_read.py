@@ -397,18 +397,20 @@ def _lineage(
 
 def _carried_values(call: _Call, head: CheckpointTuple | None) -> Mapping[str, Any]:
     """The head's values a carry would convert (``_migrate.readable``)."""
-    if head is None:
-        return {}
-    channels = rebuilt_channels(_by(call)[0], delta_channels(call.graph))
+    options = _by(call)[0]
+    if head is None or not (options.keep or options.migrations):
+        return {}  # nothing to carry (and no read of the graph's nodes while planning)
+    channels = rebuilt_channels(options, delta_channels(call.graph))
     rebuilt = call.graph.get_state(head.config).values if channels else {}
     return readable(head.checkpoint.get("channel_values", {}), rebuilt, channels)
 
 
 async def _acarried_values(call: _Call, head: CheckpointTuple | None) -> Mapping[str, Any]:
     """Async twin of ``_carried_values``."""
-    if head is None:
-        return {}
-    channels = rebuilt_channels(_by(call)[0], delta_channels(call.graph))
+    options = _by(call)[0]
+    if head is None or not (options.keep or options.migrations):
+        return {}  # nothing to carry (and no read of the graph's nodes while planning)
+    channels = rebuilt_channels(options, delta_channels(call.graph))
     rebuilt = (await call.graph.aget_state(head.config)).values if channels else {}
     return readable(head.checkpoint.get("channel_values", {}), rebuilt, channels)
 
