@@ -24,7 +24,7 @@ import types
 import typing
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Annotated, Any, get_args, get_origin
+from typing import Annotated, Any, NamedTuple, get_args, get_origin
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointMetadata, CheckpointTuple
@@ -34,6 +34,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from neograph_ext._errors import CheckpointSchemaError, GraphError
 from neograph_ext._fork import Fork, address, aput_fork, forked_checkpoint, put_fork
 from neograph_ext._keep import KEEP_KEY, NULL_TASK
+from neograph_ext._langgraph import delta_channels
 from neograph_ext._plan import Carry, PlanKind, ResumePlan
 from neograph_ext._stamp import (
     RUN_KEY,
@@ -53,6 +54,8 @@ __all__ = [
     "carrying",
     "converted",
     "fork",
+    "readable",
+    "rebuilt_channels",
 ]
 
 Migration = Callable[[Any], Any]
@@ -130,13 +133,28 @@ def _core(tp: object) -> object:
     return tp
 
 
+def rebuilt_channels(options: Carrying, delta: Iterable[str]) -> frozenset[str]:
+    """The channels ``options`` may carry that are ``DeltaChannel``s (``delta``): between
+    snapshots their ``channel_values`` hold no value, so they are read as LangGraph
+    rebuilds them (``get_state(...).values``)."""
+    return frozenset(delta) & (options.keep | options.migrations.keys())
+
+
+def readable(
+    stored: Mapping[str, Any], rebuilt: Mapping[str, Any], channels: frozenset[str]
+) -> dict[str, Any]:
+    """A checkpoint's values to carry: its ``channel_values``, with each of ``channels``
+    (``rebuilt_channels``) as LangGraph rebuilds it (``rebuilt``)."""
+    return {**stored, **{ch: rebuilt[ch] for ch in channels if ch in rebuilt}}
+
+
 def carry_for(options: Carrying, candidates: frozenset[str], values: Mapping[str, Any]) -> Carry:
     """Which changed channels may be carried, given the values stored at the head.
 
     Args:
         options: The graph's ``Carrying``.
         candidates: Changed channels whose stored values are live (``ResumePlan.candidates``).
-        values: The head checkpoint's channel values.
+        values: The head checkpoint's values (``readable``).
     """
     present = frozenset(ch for ch in candidates if ch in values)
     migrated = frozenset(ch for ch in present if ch in options.migrations)
@@ -310,7 +328,12 @@ def carry(
     """
     base = _found(saver.get_tuple(_base_config(plan, config)), plan)
     sources = {cp: saver.get_tuple(_at(config, cp)) for cp in _sources(plan)}
-    values = _values(options, plan, base, sources)
+    channels = rebuilt_channels(options, delta_channels(graph))
+    rebuilt = {
+        cp: graph.get_state(_at(config, cp)).values
+        for cp in ([base.checkpoint["id"], *sources] if channels else ())
+    }
+    values = _values(options, plan, base, sources, Rebuilt(channels, rebuilt))
     new = fork(saver, base, values, stamp, decision, keep_writes=plan.kind is not PlanKind.REWIND)
     # Read before anything is written: if the state cannot be read, nothing is.
     old = graph.get_state(new.parent).tasks if new.writes else ()
@@ -330,7 +353,12 @@ async def acarry(
     """Async twin of ``carry``."""
     base = _found(await saver.aget_tuple(_base_config(plan, config)), plan)
     sources = {cp: await saver.aget_tuple(_at(config, cp)) for cp in _sources(plan)}
-    values = _values(options, plan, base, sources)
+    channels = rebuilt_channels(options, delta_channels(graph))
+    rebuilt = {
+        cp: (await graph.aget_state(_at(config, cp))).values
+        for cp in ([base.checkpoint["id"], *sources] if channels else ())
+    }
+    values = _values(options, plan, base, sources, Rebuilt(channels, rebuilt))
     new = fork(saver, base, values, stamp, decision, keep_writes=plan.kind is not PlanKind.REWIND)
     old = (await graph.aget_state(new.parent)).tasks if new.writes else ()
     await asave(saver, stamp)
@@ -348,19 +376,33 @@ def _at(config: RunnableConfig, checkpoint_id: str) -> RunnableConfig:
     return {"configurable": configurable}
 
 
+class Rebuilt(NamedTuple):
+    """The DeltaChannels to read as LangGraph rebuilds them, and per checkpoint id its
+    rebuilt values (``get_state(...).values``)."""
+
+    channels: frozenset[str]
+    values: Mapping[str, Mapping[str, Any]]
+
+    def of(self, checkpoint: CheckpointTuple) -> dict[str, Any]:
+        """``checkpoint``'s values to carry (``readable``)."""
+        found = self.values.get(checkpoint.checkpoint["id"], {})
+        return readable(checkpoint.checkpoint["channel_values"], found, self.channels)
+
+
 def _values(
     options: Carrying,
     plan: ResumePlan,
     base: CheckpointTuple,
     sources: Mapping[str, CheckpointTuple | None],
+    rebuilt: Rebuilt,
 ) -> dict[str, Any]:
     """The values the fork of ``base`` carries: those an earlier deploy carried on (read
     from ``sources``) in place of the base's older ones, then the plan's conversions."""
-    stored = dict(base.checkpoint["channel_values"])
+    stored = rebuilt.of(base)
     restored: dict[str, Any] = {}
     for channel, checkpoint_id in plan.carried_from:
         source = _found(sources.get(checkpoint_id), plan)
-        value = source.checkpoint["channel_values"].get(channel)
+        value = rebuilt.of(source).get(channel)
         if value is not None:
             restored[channel] = stored[channel] = value
     return {**restored, **converted(options, plan, stored)}

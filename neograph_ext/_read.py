@@ -16,7 +16,7 @@ import itertools
 import logging
 import weakref
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any, NamedTuple
 
@@ -39,7 +39,8 @@ from neograph_ext._history import (
     resumable,
 )
 from neograph_ext._keep import incomplete
-from neograph_ext._migrate import Carrying, carry_for
+from neograph_ext._langgraph import delta_channels
+from neograph_ext._migrate import Carrying, carry_for, readable, rebuilt_channels
 from neograph_ext._plan import (
     ASKED_AGAIN,
     PlanKind,
@@ -342,7 +343,7 @@ def _from_head(call: _Call, head: CheckpointTuple | None) -> ResumePlan | None:
     lineage. The most frequent resume then reads two metadata keys, not a lineage.
     """
     if head is None:
-        return _decided((), call, None)
+        return _decided((), call, None, {})
     stamp, mark = read_marks(head.metadata)  # a mapping: ``resumable`` checked it
     if not verified(stamp, mark.verified, call.stamp) or mark.replaying is not None:
         return None
@@ -362,7 +363,7 @@ def _from_history(
     """The plan from the head's whole lineage, read from ``tuples`` (``_lineage``)."""
     records = _lineage(call, head, tuples, newest)
     records = resolved(records, _described(call, references(records, call.stamp.id)))
-    return _decided(records, call, head)
+    return _decided(records, call, head, _carried_values(call, head))
 
 
 async def _afrom_history(
@@ -374,7 +375,7 @@ async def _afrom_history(
     """Async twin of ``_from_history``."""
     records = _lineage(call, head, tuples, newest)
     records = resolved(records, await _adescribed(call, references(records, call.stamp.id)))
-    return _decided(records, call, head)
+    return _decided(records, call, head, await _acarried_values(call, head))
 
 
 def _lineage(
@@ -394,7 +395,32 @@ def _lineage(
     )
 
 
-def _decided(records: tuple[Record, ...], call: _Call, head: CheckpointTuple | None) -> ResumePlan:
+def _carried_values(call: _Call, head: CheckpointTuple | None) -> Mapping[str, Any]:
+    """The head's values a carry would convert (``_migrate.readable``)."""
+    options = _by(call)[0]
+    if head is None or not (options.keep or options.migrations):
+        return {}  # nothing to carry (and no read of the graph's nodes while planning)
+    channels = rebuilt_channels(options, delta_channels(call.graph))
+    rebuilt = call.graph.get_state(head.config).values if channels else {}
+    return readable(head.checkpoint.get("channel_values", {}), rebuilt, channels)
+
+
+async def _acarried_values(call: _Call, head: CheckpointTuple | None) -> Mapping[str, Any]:
+    """Async twin of ``_carried_values``."""
+    options = _by(call)[0]
+    if head is None or not (options.keep or options.migrations):
+        return {}  # nothing to carry (and no read of the graph's nodes while planning)
+    channels = rebuilt_channels(options, delta_channels(call.graph))
+    rebuilt = (await call.graph.aget_state(head.config)).values if channels else {}
+    return readable(head.checkpoint.get("channel_values", {}), rebuilt, channels)
+
+
+def _decided(
+    records: tuple[Record, ...],
+    call: _Call,
+    head: CheckpointTuple | None,
+    values: Mapping[str, Any],
+) -> ResumePlan:
     thread_id = call.thread_id
     replay = call.replay_turns
     revival = call.graph.neograph_ext_revival
@@ -402,7 +428,6 @@ def _decided(records: tuple[Record, ...], call: _Call, head: CheckpointTuple | N
     decision = decide(records, call.stamp, thread_id, replay_turns=replay, misread=misread)
     options = _by(call)[0]
     if decision.candidates and head is not None and (options.keep or options.migrations):
-        values = head.checkpoint.get("channel_values", {})
         # A converted value of a type that cannot be revived would not read back either.
         candidates = decision.candidates - (revival.unrevivable & misread.keys())
         carry = carry_for(options, candidates, values)

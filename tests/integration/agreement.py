@@ -5,7 +5,8 @@ taken first (it executes and writes nothing), the node tasks the call executes a
 counted through LangGraph's callbacks (root namespace only: a subgraph's inner nodes
 are its parent node's execution), and they are checked against the plan:
 
-- an error of neograph-ext: nothing ran (it is raised before any node runs);
+- an error of neograph-ext: nothing ran (it is raised before any node runs), but for a
+  ``WriteReadbackError``, which fails the step of the node that wrote;
 - ``up_to_date``, or any complete thread given no new input: nothing ran;
 - ``continue``, ``unverified`` and ``migrate`` of an incomplete thread: the first step
   executed runs only nodes the plan names as waiting (``next_nodes``);
@@ -289,7 +290,7 @@ def _check_without_state(call: Call, raised: Any) -> None:
     if isinstance(raised, WriteReadbackError):  # a step's own failure, after its node ran
         _agree(bool(ran), plan, ran, "a write was verified though no node ran")
         return
-    if isinstance(raised, NeographExtError):
+    if isinstance(raised, NeographExtError):  # every other error comes before any node runs
         _agree(not ran, plan, ran, "an error of neograph-ext was raised after nodes ran")
         return
     if plan is None or plan.kind is PlanKind.FRESH or call.new_turn or plan.replayed:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from neograph_ext._migrate import carry_for, carrying
+from neograph_ext._migrate import carry_for, carrying, readable, rebuilt_channels
 from tests.integration.chat import ProfileV1, ProfileV2, ProfileV3
 
 TYPES: dict[str, object] = {"profile": ProfileV2 | None, "summary": str}
@@ -39,3 +39,17 @@ def test_a_migration_comes_before_keeping_and_needs_a_stored_value() -> None:
     carry = carry_for(options, frozenset({"profile"}), {"profile": ProfileV1(who="Ada")})
     assert carry.migrated == {"profile"} and not carry.compatible
     assert not carry_for(options, frozenset({"profile"}), {}).migrated
+
+
+def test_only_carried_delta_channels_are_read_as_langgraph_rebuilds_them() -> None:
+    options = carrying({**TYPES, "log": list[str]}, migrations={"profile": dict})
+    assert rebuilt_channels(options, {"profile", "log"}) == {"profile"}
+    assert rebuilt_channels(carrying(TYPES), {"profile"}) == frozenset()
+    # Between snapshots a DeltaChannel has no entry in ``channel_values``.
+    stored = {"summary": "s", "log": ["stale"]}
+    rebuilt = {"profile": {"who": "Ada"}, "summary": "rebuilt", "log": ["a"]}
+    values = readable(stored, rebuilt, frozenset({"profile"}))
+    assert values == {"summary": "s", "log": ["stale"], "profile": {"who": "Ada"}}
+    carry = carry_for(options, frozenset({"profile"}), values)
+    assert carry.migrated == {"profile"}
+    assert not carry_for(options, frozenset({"profile"}), stored).migrated
