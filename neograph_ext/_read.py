@@ -195,9 +195,10 @@ async def _aread_from(
         if plan is None:
             tuples = [tup async for tup in call.saver.alist(_thread(call.config))]
             plan = await _afrom_history(call, head, tuples)
-        if _replaying(call, head, plan) is not None:
+        source = _replaying(call, head, plan)
+        if source is not None:
             tuples = [tup async for tup in call.saver.alist(_thread(call.config))]
-            plan = _owed(call, head, plan, tuples)
+            plan = _owed(call, head, plan, tuples, source)
     return plan, head
 
 
@@ -239,7 +240,8 @@ async def _alisted(
     newest = resumable(tuples[0] if tuples else None, call.thread_id)
     head = await _arestarted(call, newest)
     plan = await _afrom_history(call, head, tuples, newest)
-    return _owed(call, head, plan, tuples), head
+    source = _replaying(call, head, plan)
+    return (plan if source is None else _owed(call, head, plan, tuples, source)), head
 
 
 def _replaying(call: _Call, head: CheckpointTuple | None, plan: ResumePlan) -> str | None:
@@ -256,23 +258,28 @@ def _replaying(call: _Call, head: CheckpointTuple | None, plan: ResumePlan) -> s
 
 def _owing(call: _Call, head: CheckpointTuple | None, plan: ResumePlan) -> ResumePlan:
     """``plan``, with the turns a replay killed part-way still owes (``_owed``)."""
-    if _replaying(call, head, plan) is None:
+    source = _replaying(call, head, plan)
+    if source is None:
         return plan
     listing = call.saver.list(_thread(call.config))
     try:
         tuples = list(listing)
     finally:
         _close(listing)
-    return _owed(call, head, plan, tuples)
+    return _owed(call, head, plan, tuples, source)
 
 
 def _owed(
-    call: _Call, head: CheckpointTuple | None, plan: ResumePlan, tuples: list[CheckpointTuple]
+    call: _Call,
+    head: CheckpointTuple | None,
+    plan: ResumePlan,
+    tuples: list[CheckpointTuple],
+    source: str,
 ) -> ResumePlan:
-    """``plan`` resuming a head a replay wrote, with the later turns it has not
-    started yet (``_history.owed_turns``): they are replayed after the head."""
-    source = _replaying(call, head, plan)
-    if head is None or source is None:
+    """``plan`` resuming a head a replay of ``source``'s turns wrote (``_replaying``),
+    with the later turns it has not started yet (``_history.owed_turns``): they are
+    replayed after the head."""
+    if head is None:
         return plan
     owed = owed_turns(tuples, head.checkpoint["id"], source)
     if not owed:
