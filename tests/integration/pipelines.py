@@ -11,6 +11,7 @@ from itertools import pairwise
 from typing import Annotated, Any, TypedDict
 
 from langgraph.graph import END, START, StateGraph
+from langgraph.types import interrupt
 from pydantic import BaseModel, create_model
 
 MODULE = "tests.integration.models"
@@ -56,6 +57,24 @@ def node(
     if returns is not None:
         fn.__annotations__ = {"state": State, "return": returns}
     return fn
+
+
+def asking(runs: Counter[str]) -> StateGraph[Any, Any, Any, Any]:
+    """``a -> ask -> b``; ``ask`` waits on an ``interrupt()``."""
+
+    def ask(state: State) -> dict[str, Any]:
+        runs["ask"] += 1
+        return {"log": [f"ask:{interrupt('ok?')}"]}
+
+    builder = StateGraph(State)
+    builder.add_node("a", node("a", runs))
+    builder.add_node("ask", ask)
+    builder.add_node("b", node("b", runs))
+    builder.add_edge(START, "a")
+    builder.add_edge("a", "ask")
+    builder.add_edge("ask", "b")
+    builder.add_edge("b", END)
+    return builder
 
 
 def linear(

@@ -17,33 +17,14 @@ from typing import Any
 import pytest
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.graph import END, START, StateGraph
-from langgraph.types import Command, interrupt
+from langgraph.types import Command
 
 import neograph_ext as ne
 from neograph_ext import PlanKind
-from tests.integration.pipelines import Crash, State, linear, node
+from tests.integration.pipelines import Crash, asking, linear
 
 X = {"log": ["x"]}
 Y = {"log": ["y"]}
-
-
-def _asking(runs: Counter[str]) -> StateGraph[Any, Any, Any, Any]:
-    """``a -> ask -> b``; ``ask`` waits on an ``interrupt()``."""
-
-    def ask(state: State) -> dict[str, Any]:
-        runs["ask"] += 1
-        return {"log": [f"ask:{interrupt('ok?')}"]}
-
-    builder = StateGraph(State)
-    builder.add_node("a", node("a", runs))
-    builder.add_node("ask", ask)
-    builder.add_node("b", node("b", runs))
-    builder.add_edge(START, "a")
-    builder.add_edge("a", "ask")
-    builder.add_edge("ask", "b")
-    builder.add_edge("b", END)
-    return builder
 
 
 def _crashed(saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]) -> Any:
@@ -55,9 +36,9 @@ def _crashed(saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Coun
 def _interrupted(
     saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> Any:
-    _asking(runs).compile(checkpointer=saver).invoke(X, config)
+    asking(runs).compile(checkpointer=saver).invoke(X, config)
     return (
-        ne.compile(_asking(runs), checkpointer=saver),
+        ne.compile(asking(runs), checkpointer=saver),
         Command(resume="yes"),
         Counter(["ask", "b"]),
     )
@@ -125,7 +106,7 @@ async def test_an_adopted_thread_resumes_once_then_is_up_to_date_async(
 ) -> None:
     caplog.set_level(logging.WARNING, logger="neograph_ext")
     runs: Counter[str] = Counter()
-    builder = {"crashed": linear(runs, crash="c"), "interrupted": _asking(runs)}.get(
+    builder = {"crashed": linear(runs, crash="c"), "interrupted": asking(runs)}.get(
         shape, linear(runs)
     )
     if shape == "crashed":
@@ -134,7 +115,7 @@ async def test_an_adopted_thread_resumes_once_then_is_up_to_date_async(
     else:
         await builder.compile(checkpointer=async_saver).ainvoke(X, config)
     graph = ne.compile(
-        _asking(runs) if shape == "interrupted" else linear(runs), checkpointer=async_saver
+        asking(runs) if shape == "interrupted" else linear(runs), checkpointer=async_saver
     )
     first = Command(resume="yes") if shape == "interrupted" else X
     runs.clear()

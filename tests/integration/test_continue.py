@@ -16,8 +16,6 @@ import pytest
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import END, START, StateGraph
-from langgraph.types import interrupt
 
 import neograph_ext as ne
 import neograph_ext._run as run_module
@@ -25,28 +23,10 @@ from neograph_ext import PlanKind
 from neograph_ext._invocations import _continued, _Invocation, _prepare, durable
 from neograph_ext._keep import KEEP_KEY
 from neograph_ext._read import _call, _head, _read
-from tests.integration.pipelines import Crash, State, linear, model, node
+from tests.integration.pipelines import Crash, asking, linear, model
 
 V1 = model(score=(int, ...))
 V2 = model(score=(float, ...))
-
-
-def _asking(runs: Counter[str]) -> StateGraph[Any, Any, Any, Any]:
-    """``a -> ask -> b``; ``ask`` waits on an ``interrupt()``."""
-
-    def ask(state: State) -> dict[str, Any]:
-        runs["ask"] += 1
-        return {"log": [f"ask:{interrupt('ok?')}"]}
-
-    builder = StateGraph(State)
-    builder.add_node("a", node("a", runs))
-    builder.add_node("ask", ask)
-    builder.add_node("b", node("b", runs))
-    builder.add_edge(START, "a")
-    builder.add_edge("a", "ask")
-    builder.add_edge("ask", "b")
-    builder.add_edge("b", END)
-    return builder
 
 
 def _crashed(saver: BaseCheckpointSaver[Any], config: RunnableConfig) -> Any:
@@ -63,7 +43,7 @@ def _complete(saver: BaseCheckpointSaver[Any], config: RunnableConfig) -> Any:
 
 
 def _paused(saver: BaseCheckpointSaver[Any], config: RunnableConfig) -> Any:
-    graph = ne.compile(_asking(Counter()), checkpointer=saver)
+    graph = ne.compile(asking(Counter()), checkpointer=saver)
     assert "__interrupt__" in ne.run(graph, {"log": []}, config)
     return graph
 
