@@ -21,13 +21,15 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.pregel import Pregel
 
+from neograph_ext._drivers import AsyncDriver, Driver
 from neograph_ext._errors import GraphError
+from neograph_ext._flow import CarryValues, Flow, TakeLock, planned, read_head
 from neograph_ext._fork import address
-from neograph_ext._lock import athread_lock, thread_lock
-from neograph_ext._migrate import Carrying, acarry, carry
+from neograph_ext._migrate import Carrying
+from neograph_ext._options import Options
 from neograph_ext._plan import PlanKind, ResumePlan, verified
-from neograph_ext._read import _aread, _Call, _call, _read
 from neograph_ext._stamp import read_marks
+from neograph_ext._thread import ThreadCall, thread_call
 
 __all__ = ["aaccept", "accept"]
 
@@ -53,46 +55,33 @@ def accept(graph: Pregel[Any, Any, Any, Any], config: RunnableConfig) -> Runnabl
         GraphError: The graph cannot be used, or the thread has no checkpoint.
         ThreadBusyError: Another process holds the thread's lock (``on_busy="raise"``).
     """
-    call = _call(graph, config)
-    with thread_lock(call.saver, call.thread_id):
-        decision, head = _read(call, full=True)
-        current = _current(call, decision, head)
-        if current is not None:
-            return current
-        written = carry(
-            call.graph,
-            call.saver,
-            call.config,
-            _accepted(decision),
-            Carrying(),
-            call.stamp,
-            "accept",
-        )
-    return _logged(decision, written)
+    call = thread_call(graph, config)
+    with Driver(call, Options()) as driver:
+        return driver.run(_accepted(call))
 
 
 async def aaccept(graph: Pregel[Any, Any, Any, Any], config: RunnableConfig) -> RunnableConfig:
     """Async twin of ``accept``."""
-    call = _call(graph, config)
-    async with athread_lock(call.saver, call.thread_id):
-        decision, head = await _aread(call, full=True)
-        current = _current(call, decision, head)
-        if current is not None:
-            return current
-        written = await acarry(
-            call.graph,
-            call.saver,
-            call.config,
-            _accepted(decision),
-            Carrying(),
-            call.stamp,
-            "accept",
-        )
+    call = thread_call(graph, config)
+    async with AsyncDriver(call, Options()) as driver:
+        return await driver.run(_accepted(call))
+
+
+def _accepted(call: ThreadCall) -> Flow[RunnableConfig]:
+    """Under the thread's lock: plan the thread, and unless its head is current already,
+    write the fork that stamps it as the current graph's."""
+    yield TakeLock()
+    head = yield from read_head(call)
+    decision = yield from planned(call, head, Options(), full=True)
+    current = _current(call, decision, head)
+    if current is not None:
+        return current
+    written = yield CarryValues(_as_accepted(decision), call.config, Carrying(), "accept")
     return _logged(decision, written)
 
 
 def _current(
-    call: _Call, decision: ResumePlan, head: CheckpointTuple | None
+    call: ThreadCall, decision: ResumePlan, head: CheckpointTuple | None
 ) -> RunnableConfig | None:
     """The head's config when the head is current already (``run`` or an ``accept``
     verified it against the current stamp): nothing to accept, and nothing is written,
@@ -106,7 +95,7 @@ def _current(
     return address(head)
 
 
-def _accepted(decision: ResumePlan) -> ResumePlan:
+def _as_accepted(decision: ResumePlan) -> ResumePlan:
     """The plan ``carry`` applies: the head, nothing converted, its pending writes kept."""
     if decision.kind is PlanKind.FRESH:
         raise GraphError(

@@ -27,7 +27,7 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import partial
@@ -46,12 +46,14 @@ from neograph_ext._stamp import Stamp, StampRef, Unreadable
 __all__ = [
     "ASKED_AGAIN",
     "ORDER",
+    "Carriable",
     "Carry",
+    "HeadFacts",
     "PlanKind",
     "ResumePlan",
     "TaskStep",
-    "at_verified_head",
     "decide",
+    "needs_lineage",
     "verified",
     "verified_head",
 ]
@@ -211,39 +213,112 @@ class Carry:
     validates under the current type."""
 
 
+@dataclass(frozen=True)
+class HeadFacts:
+    """What the head checkpoint holds, as the read side found it: what ``decide`` needs
+    besides the lineage. Built from the head tuple and the graph's definition alone."""
+
+    checkpoint_id: str
+    """The head's id."""
+    next_nodes: frozenset[str]
+    """The nodes it waits on (``__start__`` included); empty when its run completed."""
+    paused: bool = False
+    """Whether it waits on a question (an ``interrupt()`` or a breakpoint)."""
+    verified: bool = False
+    """Whether ``run`` verified it against the current stamp (``verified``)."""
+    replaying: str | None = None
+    """The head whose later turns the run that wrote it was replaying (``RunMark``)."""
+    misread: Mapping[str, str] = field(default_factory=dict)
+    """Per live channel whose stored value does not read back as its declared type, why
+    (``_revive.misread``): its last writer counts as changed."""
+    owed: tuple[str, ...] = ()
+    """When ``replaying``: the input checkpoints of the turns that replay has not started
+    yet (``_history.owed_turns``), oldest first."""
+
+
+Carriable = Callable[[frozenset[str]], Carry]
+"""Given the changed channels whose live stored values could be carried
+(``ResumePlan.candidates``), which may be: ``_migrate.carry_for`` over the head's values
+and the policy's ``keep_compatible`` / ``migrations``. It validates values and reads
+nothing, so deciding stays pure."""
+
+
+def needs_lineage(head: HeadFacts | None, *, full: bool = False) -> bool:
+    """Whether ``decide`` needs the head's lineage, or the head alone decides: a new
+    thread, or a head ``run`` verified whose values read back and that owes no turns
+    (that run checked the whole lineage). ``full``: always read it (``plan``, so that
+    ``kept`` and ``rerun`` are complete)."""
+    if head is None:
+        return False
+    return full or not head.verified or head.replaying is not None or bool(head.misread)
+
+
 def decide(
     records: Sequence[Record],
     current: Stamp,
     thread_id: str,
-    carry: Carry | None = None,
+    carry: Carry | Carriable | None = None,
     *,
     replay_turns: bool = False,
     misread: Mapping[str, str] | None = None,
+    head: HeadFacts | None = None,
 ) -> ResumePlan:
-    """Plan the resume of a thread.
+    """Plan the resume of a thread: the whole decision, in one place.
 
-    Each step whose types changed is settled by the first case of ``ORDER`` that
-    applies: dead values are ignored, migrated and compatible values are carried
-    (``migrated``), the latest turn rewinds, and anything else blocks.
+    Each step whose types changed is settled by the first case that applies, in the
+    order of ``ORDER``: dead values are ignored, migrated and compatible values
+    are carried (``migrated``), the latest turn rewinds, an earlier one rewinds and
+    replays the later turns (``replay_turns``), and anything else blocks.
 
     Args:
-        records: The head's lineage, oldest first (``history.lineage``); the head
-            alone suffices when it is verified (see ``verified_head``).
+        records: The head's lineage, oldest first (``history.lineage``); empty when
+            ``head`` alone decides (``needs_lineage``) or the thread is new.
         current: The stamp of the graph about to run.
         thread_id: For messages.
-        carry: Which changed channels may keep their stored values; none by default.
+        carry: Which changed channels may keep their stored values (a ``Carry``, or a
+            ``Carriable`` asked once the candidates are known); none by default.
         replay_turns: Rewind into an earlier turn and replay the later turns' inputs,
             rather than blocking.
         misread: Per live channel of the head whose stored value does not read back as
-            its declared type, the reason (``_revive.misread``): its last writer counts
-            as changed, as if the channel's type had.
+            its declared type, the reason; ``head.misread`` when ``head`` is given.
+        head: What the head holds: the verified-head shortcut, a question asked again
+            after a rewind, the turns a replay cut short still owes.
 
     Returns:
         The plan; ``blocker`` is set when it must not be carried out silently.
     """
+    if head is not None and not records:
+        return _at_verified_head(head, thread_id)
+    misread = head.misread if head is not None else misread
+    plan = _decide_steps(records, current, thread_id, Carry(), replay_turns, misread)
+    if isinstance(carry, Carry):
+        plan = _decide_steps(records, current, thread_id, carry, replay_turns, misread)
+    elif carry is not None and plan.candidates:
+        found = carry(plan.candidates)
+        if found != Carry():
+            plan = _decide_steps(records, current, thread_id, found, replay_turns, misread)
+    if head is None:
+        return plan
+    if plan.kind is PlanKind.REWIND and head.paused:
+        plan = replace(plan, notes=(*plan.notes, ASKED_AGAIN))
+    owes = head.owed and head.verified and not head.paused
+    if owes and plan.kind in (PlanKind.CONTINUE, PlanKind.UP_TO_DATE):
+        # A replay cut short by a kill: the head's turn, then the turns still owed.
+        plan = replace(plan, kind=PlanKind.CONTINUE, replayed=head.owed)
+    return plan
+
+
+def _decide_steps(
+    records: Sequence[Record],
+    current: Stamp,
+    thread_id: str,
+    carry: Carry,
+    replay_turns: bool,
+    misread: Mapping[str, str] | None,
+) -> ResumePlan:
+    """``decide`` over a lineage, with what may be carried known."""
     if not records:
         return ResumePlan(PlanKind.FRESH, thread_id)
-    carry = carry or Carry()
     head = records[-1]
     sources = [record.source for record in records]
     turn = len(sources) - 1 - sources[::-1].index("input") if "input" in sources else 0
@@ -531,11 +606,11 @@ def verified(
     return isinstance(stamp, Stamp | StampRef) and stamp.id == current.id == verified
 
 
-def at_verified_head(head_id: str, next_nodes: frozenset[str], thread_id: str) -> ResumePlan:
-    """What ``decide`` plans from a verified head (``verified``), without its lineage:
-    nothing before it counts, so the plan resumes the nodes it waits on, if any."""
-    kind = PlanKind.CONTINUE if next_nodes else PlanKind.UP_TO_DATE
-    return ResumePlan(kind, thread_id, head_id=head_id, next_nodes=next_nodes)
+def _at_verified_head(head: HeadFacts, thread_id: str) -> ResumePlan:
+    """The plan from a verified head alone: nothing before it counts (the run that
+    verified it checked its lineage), so it resumes the nodes the head waits on, if any."""
+    kind = PlanKind.CONTINUE if head.next_nodes else PlanKind.UP_TO_DATE
+    return ResumePlan(kind, thread_id, head_id=head.checkpoint_id, next_nodes=head.next_nodes)
 
 
 def _ran_in(records: Sequence[Record]) -> frozenset[str]:

@@ -34,9 +34,12 @@ from langgraph.types import Command
 
 import neograph_ext
 from neograph_ext import NeographExtError, PlanKind, ResumePlan, WriteReadbackError
-from neograph_ext._head import _stored_input
-from neograph_ext._read import _WARNED, _aread, _call, _read
+from neograph_ext._drivers import AsyncDriver, Driver
+from neograph_ext._flow import _WARNED, thread_plan
+from neograph_ext._head_state import started_input
+from neograph_ext._options import Options
 from neograph_ext._stamp import input_digest
+from neograph_ext._thread import thread_call
 
 __all__ = ["install"]
 
@@ -174,9 +177,11 @@ def _replays(kwargs: dict[str, Any]) -> bool:
 
 
 def _plan(graph: Any, config: RunnableConfig, kwargs: dict[str, Any]) -> ResumePlan:
-    """What ``plan()`` returns, read through the read layer itself: tests that count the
-    plans the drivers make (``test_continue``) must not count the harness's."""
-    return _read(_call(graph, config, _replays(kwargs)), full=True)[0]
+    """What ``plan()`` returns, through the plan flow itself: tests that count what the
+    execution flow reads (``test_continue``) must not count the harness's."""
+    call, options = thread_call(graph, config), Options(replay_turns=_replays(kwargs))
+    with Driver(call, options) as driver:
+        return driver.run(thread_plan(call, options))
 
 
 def _before(graph: Any, input: Any, config: RunnableConfig, kwargs: dict[str, Any]) -> Call:
@@ -192,7 +197,7 @@ def _before(graph: Any, input: Any, config: RunnableConfig, kwargs: dict[str, An
             head = graph.checkpointer.get_tuple(config)
         except Exception:  # an async saver inside a loop: ask its twin
             head = None
-        stored = _stored_input(head) or plan.turn_input
+        stored = started_input(head) or plan.turn_input
         new_turn = head is None or stored != given
     return Call(plan, new_turn)
 
@@ -200,7 +205,9 @@ def _before(graph: Any, input: Any, config: RunnableConfig, kwargs: dict[str, An
 async def _abefore(graph: Any, input: Any, config: RunnableConfig, kwargs: dict[str, Any]) -> Call:
     try:
         with _unobserved(graph):
-            plan = (await _aread(_call(graph, config, _replays(kwargs)), full=True))[0]
+            call, options = thread_call(graph, config), Options(replay_turns=_replays(kwargs))
+            async with AsyncDriver(call, options) as driver:
+                plan = await driver.run(thread_plan(call, options))
     except Exception:
         return Call(None, False)
     given = None if input is None or isinstance(input, Command) else input_digest(input)
@@ -210,7 +217,7 @@ async def _abefore(graph: Any, input: Any, config: RunnableConfig, kwargs: dict[
             head = await graph.checkpointer.aget_tuple(config)
         except Exception:
             head = None
-        new_turn = head is None or (_stored_input(head) or plan.turn_input) != given
+        new_turn = head is None or (started_input(head) or plan.turn_input) != given
     return Call(plan, new_turn)
 
 

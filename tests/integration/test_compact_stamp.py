@@ -411,7 +411,7 @@ def _listing(saver: BaseCheckpointSaver[Any], monkeypatch: pytest.MonkeyPatch) -
     return listed
 
 
-def test_plan_reads_the_thread_in_one_listing(
+def test_plan_reads_the_head_and_the_thread_in_one_listing(
     saver: BaseCheckpointSaver[Any], config: RunnableConfig, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ne.run(ne.compile(linear(Counter(), {"c": V1}), checkpointer=saver), {"log": []}, config)
@@ -421,7 +421,9 @@ def test_plan_reads_the_thread_in_one_listing(
     plan = ne.plan(graph, config)
 
     assert plan.kind is ne.PlanKind.REWIND and plan.invalidated_nodes == {"c"}
-    assert fetched == [] and listed == [config["configurable"]["thread_id"]]
+    # No description is fetched: the graph kept the one it found.
+    thread = config["configurable"]["thread_id"]
+    assert fetched == [thread] and listed == [thread]
 
 
 class _OldestFirst(InMemorySaver):

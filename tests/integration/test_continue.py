@@ -1,8 +1,8 @@
-"""A resume of a head that ``run`` verified continues it without planning.
+"""A resume of a head that ``run`` verified is decided from the head alone.
 
-``_continued`` decides from the head alone; for every head it accepts, it must invoke
-exactly what planning would (``_read`` then ``_prepare``), and it must decline every
-other head, which is then planned as before.
+For every head the read side trusts (``_plan.needs_lineage``), deciding from the head
+must invoke exactly what deciding from the whole lineage would; every other head is
+planned from its lineage, as before.
 """
 
 from __future__ import annotations
@@ -20,9 +20,12 @@ from langgraph.checkpoint.memory import InMemorySaver
 import neograph_ext as ne
 import neograph_ext._run as run_module
 from neograph_ext import PlanKind
-from neograph_ext._invocations import _continued, _Invocation, _prepare, durable
+from neograph_ext._drivers import Driver
+from neograph_ext._flow import Flow, ListThread, ReadLineage, ReadTuple, planned, read_head
 from neograph_ext._keep import KEEP_KEY
-from neograph_ext._read import _call, _head, _read
+from neograph_ext._options import Options
+from neograph_ext._steps import durable, work_for
+from neograph_ext._thread import thread_call
 from tests.integration.pipelines import Crash, asking, linear, model
 
 V1 = model(score=(int, ...))
@@ -71,56 +74,69 @@ THREADS: dict[str, tuple[Writer, PlanKind, bool]] = {
     "crashed": (_crashed, PlanKind.CONTINUE, True),
     "paused by interrupt()": (_paused, PlanKind.CONTINUE, True),
     "at a static breakpoint": (_breakpoint, PlanKind.CONTINUE, True),
-    "complete": (_complete, PlanKind.UP_TO_DATE, False),
+    "complete": (_complete, PlanKind.UP_TO_DATE, True),
     "written by a plain call": (_plain_call, PlanKind.CONTINUE, False),  # lineage read
     "of other types": (_changed, PlanKind.REWIND, False),
 }
 
 
 @pytest.mark.parametrize("shape", list(THREADS))
-def test_a_head_is_continued_exactly_as_planning_would_or_declined(
+def test_the_head_alone_decides_as_the_lineage_would_or_the_lineage_is_read(
     saver: BaseCheckpointSaver[Any], config: RunnableConfig, shape: str
 ) -> None:
-    write, kind, continues = THREADS[shape]
-    call = _call(write(saver, config), config)
-    mark = _continued(call, _head(call))
-    plan, head = _read(call)
-    assert plan.kind is kind and (mark is not None) is continues
-    if mark is not None:
-        prepared = _prepare(call, plan, head, None, True, {}, False)
-        assert prepared.invocations == (_Invocation(None, call.config, mark),)
-        assert prepared.kwargs == durable({}, call.graph) == {"durability": "sync"}
+    write, kind, head_alone = THREADS[shape]
+    call, options = thread_call(write(saver, config), config), Options()
+    listed: list[str] = []
+    with Driver(call, options) as driver:
+        head = driver.run(read_head(call))
+        quick = driver.run(_listing(planned(call, head, options), listed))
+        full = driver.run(planned(call, head, options, full=True))
+    assert quick.kind is full.kind is kind and (not listed) is head_alone
+    invocations = work_for(call, quick, head, None, options, {}).invocations
+    assert invocations == work_for(call, full, head, None, options, {}).invocations
+    if kind is PlanKind.CONTINUE and head_alone:
+        assert [step.input for step in invocations] == [None]
+        assert durable({}, call.graph) == {"durability": "sync"}
 
 
-def test_a_keeping_fork_missing_writes_is_declined(config: RunnableConfig) -> None:
+def test_a_keeping_fork_missing_writes_is_planned_from_its_parent(config: RunnableConfig) -> None:
     saver = InMemorySaver()
-    call = _call(_crashed(saver, config), config)
-    head = _head(call)
-    assert head is not None and _continued(call, head) is not None
+    call = thread_call(_crashed(saver, config), config)
+    head = saver.get_tuple(config)
+    assert head is not None and head.parent_config is not None
     fork = {**head.metadata, "source": "fork", KEEP_KEY: len(head.pending_writes or ()) + 1}
-    assert _continued(call, CheckpointTuple(**{**head._asdict(), "metadata": fork})) is None
+    flow = read_head(call)
+    assert next(flow) == ReadTuple(config)
+    # The flow asks for the fork's parent instead of trusting the fork.
+    assert flow.send(CheckpointTuple(**{**head._asdict(), "metadata": fork})) == ReadTuple(
+        head.parent_config
+    )
+
+
+def _listing(flow: Flow[Any], listed: list[str]) -> Flow[Any]:
+    """``flow``, recording each listing of the thread it asks for."""
+    sent = None
+    while True:
+        try:
+            op = flow.send(sent)
+        except StopIteration as done:
+            return done.value
+        if isinstance(op, ReadLineage | ListThread):
+            listed.append(type(op).__name__)
+        sent = yield op
 
 
 def _unplanned(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Record every plan the drivers make, from a head they read or reading it."""
-    planned: list[str] = []
-    for name in ("_read", "_read_from"):
-        real = getattr(run_module, name)
+    """Record every listing of a thread the execution flow asks for (not the harness's
+    plans, which go through the plan flow)."""
+    listed: list[str] = []
+    real = run_module.resumed
 
-        def counting(call: Any, *args: Any, real: Any = real, **kwargs: Any) -> Any:
-            planned.append(call.thread_id)
-            return real(call, *args, **kwargs)
+    def counting(*args: Any, **kwargs: Any) -> Flow[Any]:
+        return _listing(real(*args, **kwargs), listed)
 
-        monkeypatch.setattr(run_module, name, counting)
-    for name in ("_aread", "_aread_from"):
-        areal = getattr(run_module, name)
-
-        async def acounting(call: Any, *args: Any, areal: Any = areal, **kwargs: Any) -> Any:
-            planned.append(call.thread_id)
-            return await areal(call, *args, **kwargs)
-
-        monkeypatch.setattr(run_module, name, acounting)
-    return planned
+    monkeypatch.setattr(run_module, "resumed", counting)
+    return listed
 
 
 async def test_every_driver_continues_a_verified_head_without_planning(
@@ -153,7 +169,7 @@ def test_a_declined_head_is_planned(
     planned = _unplanned(monkeypatch)
     graph = ne.compile(linear(runs, {"c": V2}), checkpointer=saver)
     assert ne.run(graph, None, config) == {"log": list("abcd")}
-    assert runs == Counter("cd") and planned == [config["configurable"]["thread_id"]]
+    assert runs == Counter("cd") and planned == ["ReadLineage"]
 
 
 def test_a_declined_resume_plans_from_the_head_it_read(
@@ -168,5 +184,6 @@ def test_a_declined_resume_plans_from_the_head_it_read(
         return real(cfg)
 
     monkeypatch.setattr(saver, "get_tuple", counting)
-    assert ne.run(graph, None, config) == {"log": list("abcd")}
+    # The function itself, not the plan == run harness, whose own plan reads too.
+    assert run_module.run(graph, None, config) == {"log": list("abcd")}
     assert len(reads) == 1

@@ -322,9 +322,7 @@ async def test_arun_and_astream_refuse_a_busy_thread(
         assert (await ne.arun(graph, dict(INPUT), config, on_busy="raise"))["f"]
 
 
-def test_a_resume_takes_the_lock_before_reading_a_call_with_input_only_for_work(
-    sqlite_path: Path, log: Path, thread: str
-) -> None:
+def test_a_call_takes_the_lock_only_for_work(sqlite_path: Path, log: Path, thread: str) -> None:
     config = {"configurable": {"thread_id": thread}}
     with (
         SqliteSaver.from_conn_string(str(sqlite_path)) as a,
@@ -333,15 +331,16 @@ def test_a_resume_takes_the_lock_before_reading_a_call_with_input_only_for_work(
         graph = _graph(b, log)
         done = ne.run(graph, dict(INPUT), config)
         with thread_lock(a, thread):
+            # A complete thread has nothing to do: its stored result, no lock taken.
             assert ne.run(graph, dict(INPUT), config, on_busy="raise") == done
+            assert ne.run(graph, None, config, on_busy="raise") == done
+            assert list(ne.stream(graph, None, config, on_busy="raise")) == []
             with pytest.raises(ne.ThreadBusyError):
-                ne.run(graph, None, config, on_busy="raise")
-            with pytest.raises(ne.ThreadBusyError):
-                list(ne.stream(graph, None, config, on_busy="raise"))
+                ne.run(graph, {**INPUT, "seed": "s1"}, config, on_busy="raise")
         assert ne.run(graph, None, config, on_busy="raise") == done
 
 
-async def test_a_resume_takes_the_lock_before_reading_async(
+async def test_a_call_takes_the_lock_only_for_work_async(
     sqlite_path: Path, log: Path, thread: str
 ) -> None:
     config = {"configurable": {"thread_id": thread}}
@@ -352,10 +351,10 @@ async def test_a_resume_takes_the_lock_before_reading_async(
         graph = _graph(b, log)
         done = await ne.arun(graph, dict(INPUT), config)
         async with athread_lock(a, thread):
+            # A complete thread has nothing to do: its stored result, no lock taken.
             assert await ne.arun(graph, dict(INPUT), config, on_busy="raise") == done
+            assert await ne.arun(graph, None, config, on_busy="raise") == done
+            assert [c async for c in ne.astream(graph, None, config, on_busy="raise")] == []
             with pytest.raises(ne.ThreadBusyError):
-                await ne.arun(graph, None, config, on_busy="raise")
-            with pytest.raises(ne.ThreadBusyError):
-                async for _ in ne.astream(graph, None, config, on_busy="raise"):
-                    pass
+                await ne.arun(graph, {**INPUT, "seed": "s1"}, config, on_busy="raise")
         assert await ne.arun(graph, None, config, on_busy="raise") == done

@@ -9,7 +9,7 @@ from langgraph.graph import START, StateGraph
 
 from neograph_ext._changes import ChangeReason
 from neograph_ext._history import Record
-from neograph_ext._plan import PlanKind, TaskStep, at_verified_head, decide, verified_head
+from neograph_ext._plan import HeadFacts, PlanKind, TaskStep, decide, needs_lineage, verified_head
 from neograph_ext._stamp import Stamp, Unreadable, build_stamp
 from tests.integration.pipelines import State, linear, model
 from tests.unit.lineages import record
@@ -173,7 +173,9 @@ def test_verified_head_needs_both_the_same_stamp_and_the_claim() -> None:
 def test_a_verified_head_alone_plans_as_decide_does(next_nodes: tuple[str, ...]) -> None:
     s = stamp()
     head = record(3, "c", LOG, stamp=s, verified=s.id, next_nodes=next_nodes)
-    plan = at_verified_head(head.checkpoint_id, head.next_nodes, "t")
+    facts = HeadFacts(head.checkpoint_id, head.next_nodes, verified=True)
+    assert not needs_lineage(facts)
+    plan = decide((), s, "t", head=facts)
     assert plan == decide([head], s, "t")
     assert plan.kind is (PlanKind.CONTINUE if next_nodes else PlanKind.UP_TO_DATE)
 

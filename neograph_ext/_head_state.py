@@ -8,7 +8,6 @@ Rules:
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Mapping
 from typing import Any
 
@@ -21,53 +20,49 @@ from neograph_ext._history import waiting
 from neograph_ext._langgraph import delta_channels
 from neograph_ext._stamp import read_marks
 
-__all__ = ["_interrupted", "_next", "_output", "_paused", "_stored", "_stored_input"]
+__all__ = [
+    "has_interrupt",
+    "is_paused",
+    "output_of",
+    "started_input",
+    "stored_result",
+    "waiting_nodes",
+]
 
 
-def _next(graph: Pregel[Any, Any, Any, Any], head: CheckpointTuple) -> frozenset[str]:
+def waiting_nodes(graph: Pregel[Any, Any, Any, Any], head: CheckpointTuple) -> frozenset[str]:
     # ``__start__`` counts: a head that is the input checkpoint (a process killed
     # before the first step was saved) still waits to run the whole graph.
     return waiting(head.checkpoint, _triggers(graph), graph.channels)
 
 
-_TRIGGERS: weakref.WeakKeyDictionary[
-    Pregel[Any, Any, Any, Any], tuple[object, Mapping[str, tuple[str, ...]]]
-] = weakref.WeakKeyDictionary()
-"""Per compiled graph, its nodes' triggers, and the node mapping they were read from."""
-
-
 def _triggers(graph: Pregel[Any, Any, Any, Any]) -> Mapping[str, tuple[str, ...]]:
-    # A graph's nodes do not change once compiled, but every resume asks: read them
-    # once per graph, again only if its node mapping was replaced.
-    cached = _TRIGGERS.get(graph)
-    if cached is not None and cached[0] is graph.nodes:
-        return cached[1]
-    triggers = {name: tuple(node.triggers) for name, node in graph.nodes.items()}
-    _TRIGGERS[graph] = (graph.nodes, triggers)
-    return triggers
+    return {name: tuple(node.triggers) for name, node in graph.nodes.items()}
 
 
-def _stored_input(head: CheckpointTuple | None) -> str | None:
+def started_input(head: CheckpointTuple | None) -> str | None:
     """The digest of the input the head's run started with, where it was recorded."""
     if head is None:
         return None
     return read_marks(head.metadata or {})[1].input
 
 
-def _interrupted(head: CheckpointTuple) -> bool:
+def has_interrupt(head: CheckpointTuple) -> bool:
     return any(channel == "__interrupt__" for _, channel, _ in head.pending_writes or ())
 
 
-def _paused(graph: Pregel[Any, Any, Any, Any], head: CheckpointTuple) -> bool:
+def is_paused(graph: Pregel[Any, Any, Any, Any], head: CheckpointTuple) -> bool:
     """Whether the head waits on a question: an ``interrupt()`` or a static breakpoint."""
-    if _interrupted(head):
+    if has_interrupt(head):
         return True
     before = graph.interrupt_before_nodes
-    waits = _next(graph, head)
+    waits = waiting_nodes(graph, head)
     return bool(waits) and (before == "*" or bool(waits & set(before)))
 
 
-def _stored(graph: Pregel[Any, Any, Any, Any], head: CheckpointTuple | None) -> tuple[Any] | None:
+def stored_result(
+    graph: Pregel[Any, Any, Any, Any], head: CheckpointTuple | None
+) -> tuple[Any] | None:
     """What ``invoke`` returns for a finished head, rebuilt from it as LangGraph rebuilds
     channels from a checkpoint (each channel's ``from_checkpoint``); None when an output
     channel is a ``DeltaChannel``, whose value lives in its ancestors' writes: then only
@@ -87,10 +82,10 @@ def _stored(graph: Pregel[Any, Any, Any, Any], head: CheckpointTuple | None) -> 
                 values[name] = spec.from_checkpoint(stored[name]).get()
             except EmptyChannelError:
                 continue
-    return (_output(graph, values),)
+    return (output_of(graph, values),)
 
 
-def _output(graph: Pregel[Any, Any, Any, Any], values: Mapping[str, Any]) -> Any:
+def output_of(graph: Pregel[Any, Any, Any, Any], values: Mapping[str, Any]) -> Any:
     """What ``invoke`` returns for a finished checkpoint holding ``values``: its output
     channels."""
     channels = graph.output_channels

@@ -1,7 +1,7 @@
 """What to invoke for a decision: the pure step between reading and executing.
 
 Rules:
-- Computed once, purely, by ``_prepare``: nothing here reads or writes the saver, and
+- Computed purely, by ``work_for``: nothing here reads or writes the saver, and
   a decision that must not run raises before anything runs.
 - A rewind is LangGraph time travel: invoke from the target checkpoint, a fork.
   When the plan keeps finished tasks of the target's step, the invocation names the
@@ -9,7 +9,7 @@ Rules:
   on it first; the thread then resumes from that fork. Nothing is deleted or
   overwritten.
 - A follow-up invocation (a replayed turn, an answer to a question asked again) runs
-  only when the thread is as its ``_When`` wants it once the invocations before it ran.
+  only when the thread is as its ``Due`` wants it once the invocations before it ran.
 """
 
 from __future__ import annotations
@@ -27,36 +27,44 @@ from langgraph.types import Command
 
 from neograph_ext._changes import ChangeReason
 from neograph_ext._errors import CheckpointSchemaError, GraphError
-from neograph_ext._head import _interrupted, _next, _paused, _stored, _stored_input
-from neograph_ext._keep import incomplete
+from neograph_ext._head_state import (
+    has_interrupt,
+    is_paused,
+    started_input,
+    stored_result,
+    waiting_nodes,
+)
 from neograph_ext._langgraph import unsaved_subgraph
-from neograph_ext._plan import PlanKind, ResumePlan, verified
-from neograph_ext._read import _Call, _with_checkpoint
-from neograph_ext._revive import head_misread
+from neograph_ext._options import Options
+from neograph_ext._plan import PlanKind, ResumePlan
 from neograph_ext._stamp import ASK_AGAIN, encode_run, input_digest, read_marks
+from neograph_ext._thread import ThreadCall, at_checkpoint
 
 __all__ = [
-    "_Invocation",
-    "_Prepared",
-    "_Replay",
-    "_When",
-    "_continued",
-    "_holds",
-    "_prepare",
+    "Due",
+    "Invocation",
+    "ReplayInput",
+    "Work",
     "durable",
+    "is_due",
+    "work_for",
 ]
 
 logger = logging.getLogger("neograph_ext")
 
 
-class _When(StrEnum):
+class Due(StrEnum):
+    """When an invocation runs, judged on the thread as the invocations before it left it."""
+
     ALWAYS = "always"
     INTERRUPTED = "interrupted"
+    """Only if the thread waits on a question (an answer to a question asked again)."""
     COMPLETE = "complete"
+    """Only if the thread's run completed (a replayed turn, a new turn after a rewind)."""
 
 
 @dataclass(frozen=True)
-class _Replay:
+class ReplayInput:
     """An input to read when it is due: the one a later turn started with."""
 
     config: RunnableConfig
@@ -66,7 +74,7 @@ class _Replay:
     (``RunMark.replaying``) so that a retry after a kill replays the turns still owed."""
 
 
-class _Invocation(NamedTuple):
+class Invocation(NamedTuple):
     """One ``invoke`` of the graph. Named tuples, not dataclasses, for this module's
     records: every call builds them, and a tuple is built several times faster."""
 
@@ -74,15 +82,15 @@ class _Invocation(NamedTuple):
     config: RunnableConfig
     mark: str
     """The run mark its checkpoints carry (``_stamp.encode_run``)."""
-    when: _When = _When.ALWAYS
+    when: Due = Due.ALWAYS
     keep: tuple[RunnableConfig, frozenset[str]] | None = None
     """Before invoking: fork this checkpoint, keeping the finished tasks of these nodes."""
 
 
-class _Prepared(NamedTuple):
+class Work(NamedTuple):
     """What a call invokes, and what it returns when it invokes nothing."""
 
-    invocations: tuple[_Invocation, ...]
+    invocations: tuple[Invocation, ...]
     kwargs: dict[str, Any]
     stored: tuple[Any] | None = None
     """Invoking nothing, the result as LangGraph's channels rebuild it from the head
@@ -91,21 +99,19 @@ class _Prepared(NamedTuple):
     """A plan whose values are carried (``_migrate``) before planning the invocations."""
 
 
-def _prepare(
-    call: _Call,
+def work_for(
+    call: ThreadCall,
     decision: ResumePlan,
     head: CheckpointTuple | None,
     input: Any,
-    auto_resume: bool,
+    options: Options,
     kwargs: Mapping[str, Any],
-    reanswer: bool,
-    *,
-    strict_unverified: bool = False,
-) -> _Prepared:
+) -> Work:
     """What to invoke for a decision; raises before anything runs when it must."""
+    auto_resume, reanswer = options.auto_resume, options.reanswer
     if decision.blocker:
         raise CheckpointSchemaError(_message(decision, decision.blocker), decision)
-    if decision.kind is PlanKind.UNVERIFIED and strict_unverified:
+    if decision.kind is PlanKind.UNVERIFIED and options.strict_unverified:
         raise CheckpointSchemaError(_unverified(decision), decision)
     if decision.kind is PlanKind.REWIND and not auto_resume:
         ways = (
@@ -117,16 +123,16 @@ def _prepare(
         ways = "run with auto_resume=True to convert them, or start a new thread_id"
         raise CheckpointSchemaError(_message(decision, ways + _carrying(decision)), decision)
     if decision.migrated or decision.carried_from:
-        return _Prepared((), {}, carry=decision)
-    stored_input = _stored_input(head) or decision.turn_input
+        return Work((), {}, carry=decision)
+    stored_input = started_input(head) or decision.turn_input
     answer = isinstance(input, Command)
     given = None if input is None or answer else input_digest(input)
     asking = _asking(call, head)
     # A replay names the head whose turns it replays: the plan's head, or for a replay
-    # cut short, the one its checkpoints name (``_read._owed``).
+    # cut short, the one its checkpoints name (``HeadFacts.owed``).
     source = _source(decision, head)
     here = encode_run(call.stamp, ASK_AGAIN if asking else decision.kind, stored_input, source)
-    complete = head is not None and not decision.next_nodes and not _interrupted(head)
+    complete = head is not None and not decision.next_nodes and not has_interrupt(head)
     # A complete thread given another input starts a new turn; the same input (or an
     # input whose digest is unknown) asks for the stored result. A turn no run mark
     # recorded (plain LangGraph started it) is known by its input checkpoint's value;
@@ -140,24 +146,24 @@ def _prepare(
                 "whole graph on an empty input); check the thread_id, or start the thread "
                 "with its input"
             )
-        steps: tuple[_Invocation, ...] = (_turn(call, decision, input, given),)
+        steps: tuple[Invocation, ...] = (_turn(call, decision, input, given),)
     elif decision.kind is PlanKind.REWIND:
-        paused = _paused(call.graph, head)
+        paused = is_paused(call.graph, head)
         # Until the question asked again is stored, the checkpoints say so: an answer a
         # retry sends meanwhile was given to the old question (``_asking``).
         asking_again = paused and not reanswer
         asked = encode_run(call.stamp, ASK_AGAIN, stored_input, source) if asking_again else here
-        rewind = _with_checkpoint(call.config, decision.checkpoint_id)
-        steps = (_Invocation(None, rewind, asked),)
+        rewind = at_checkpoint(call.config, decision.checkpoint_id)
+        steps = (Invocation(None, rewind, asked),)
         if decision.kept_tasks:
             # Resumed without a checkpoint_id: the fork is the newest checkpoint, and
             # LangGraph hands the writes saved on it back to the kept tasks.
-            after = _with_checkpoint(call.config, None)
-            steps = (_Invocation(None, after, asked, keep=(rewind, decision.kept_tasks)),)
+            after = at_checkpoint(call.config, None)
+            steps = (Invocation(None, after, asked, keep=(rewind, decision.kept_tasks)),)
         steps += _replays(call, decision, source)
         if reanswer and (answer or paused):
-            after = _with_checkpoint(call.config, None)
-            steps += (_Invocation(input, after, here, _When.INTERRUPTED),)
+            after = at_checkpoint(call.config, None)
+            steps += (Invocation(input, after, here, Due.INTERRUPTED),)
         elif paused:
             logger.warning(
                 "thread %r: something upstream of the question it waits on changed: the "
@@ -166,13 +172,13 @@ def _prepare(
                 "; the answer given was set aside" if answer else "",
             )
         elif new_turn:
-            steps += (_turn(call, decision, input, given, _When.COMPLETE),)
+            steps += (_turn(call, decision, input, given, Due.COMPLETE),)
     elif decision.replayed:
         # A replay cut short by a kill: finish the head's turn, then the turns owed.
-        steps = () if complete else (_Invocation(None, call.config, here),)
+        steps = () if complete else (Invocation(None, call.config, here),)
         steps += _replays(call, decision, source)
         if new_turn:
-            steps += (_turn(call, decision, input, given, _When.COMPLETE),)
+            steps += (_turn(call, decision, input, given, Due.COMPLETE),)
     elif new_turn:
         steps = (_turn(call, decision, input, given),)
     elif complete:
@@ -191,9 +197,9 @@ def _prepare(
                 decision.thread_id,
             )
             answer = False
-        steps = (_Invocation(input if answer else None, call.config, here),)
-    stored = _stored(call.graph, head) if complete and not steps else None
-    return _Prepared(steps, durable(kwargs, call.graph), stored)
+        steps = (Invocation(input if answer else None, call.config, here),)
+    stored = stored_result(call.graph, head) if complete and not steps else None
+    return Work(steps, durable(kwargs, call.graph), stored)
 
 
 def _source(decision: ResumePlan, head: CheckpointTuple | None) -> str | None:
@@ -205,53 +211,33 @@ def _source(decision: ResumePlan, head: CheckpointTuple | None) -> str | None:
     return read_marks(head.metadata)[1].replaying
 
 
-def _replays(call: _Call, decision: ResumePlan, source: str | None) -> tuple[_Invocation, ...]:
+def _replays(call: ThreadCall, decision: ResumePlan, source: str | None) -> tuple[Invocation, ...]:
     """One invocation per turn to replay, each due once the thread is complete."""
     return tuple(
-        _Invocation(
-            _Replay(_with_checkpoint(call.config, cp), source),
-            _with_checkpoint(call.config, None),
+        Invocation(
+            ReplayInput(at_checkpoint(call.config, cp), source),
+            at_checkpoint(call.config, None),
             "",
-            _When.COMPLETE,
+            Due.COMPLETE,
         )
         for cp in decision.replayed
     )
 
 
 def _turn(
-    call: _Call, decision: ResumePlan, input: Any, given: str | None, when: _When = _When.ALWAYS
-) -> _Invocation:
+    call: ThreadCall, decision: ResumePlan, input: Any, given: str | None, when: Due = Due.ALWAYS
+) -> Invocation:
     """A new turn on the thread's newest checkpoint, marked with the input's digest."""
     mark = encode_run(call.stamp, decision.kind, given)
-    return _Invocation(input, _with_checkpoint(call.config, None), mark, when)
+    return Invocation(input, at_checkpoint(call.config, None), mark, when)
 
 
-def _asking(call: _Call, head: CheckpointTuple | None) -> bool:
+def _asking(call: ThreadCall, head: CheckpointTuple | None) -> bool:
     """Whether ``head`` was written by a run asking a question again that is not
     stored yet (a process killed before it was): the question is still owed."""
     if head is None or read_marks(head.metadata)[1].decision != ASK_AGAIN:
         return False
-    return not _paused(call.graph, head)
-
-
-def _continued(call: _Call, head: CheckpointTuple | None) -> str | None:
-    """The run mark that continues ``head`` when it needs no plan: ``run`` verified it
-    against the current stamp (``_plan.verified``), it waits on nodes, and it is no
-    keeping fork missing writes, and its stored values read back as declared (else the
-    plan rewinds their writers). ``_prepare`` then invokes input ``None`` on the call's
-    config under this mark, whatever the options; None for any other head.
-    """
-    if head is None or incomplete(head) is not None:
-        return None
-    stamp, mark = read_marks(head.metadata)
-    if not verified(stamp, mark.verified, call.stamp) or not _next(call.graph, head):
-        return None
-    if mark.replaying is not None:
-        return None  # a replay cut short: the turns it owes are planned (``_read._owed``)
-    if head_misread(call.graph.neograph_ext_revival, head, waits=True):
-        return None
-    asking = mark.decision == ASK_AGAIN and not _paused(call.graph, head)
-    return encode_run(call.stamp, ASK_AGAIN if asking else PlanKind.CONTINUE, mark.input)
+    return not is_paused(call.graph, head)
 
 
 def durable(kwargs: Mapping[str, Any], graph: Pregel[Any, Any, Any, Any]) -> dict[str, Any]:
@@ -263,13 +249,13 @@ def durable(kwargs: Mapping[str, Any], graph: Pregel[Any, Any, Any, Any]) -> dic
     return {"durability": "sync", **kwargs}
 
 
-def _holds(when: _When, graph: Pregel[Any, Any, Any, Any], head: CheckpointTuple | None) -> bool:
+def is_due(when: Due, graph: Pregel[Any, Any, Any, Any], head: CheckpointTuple | None) -> bool:
     """Whether a follow-up invocation applies to the thread as the first one left it."""
     if head is None:
         return False
-    if when is _When.INTERRUPTED:
-        return _paused(graph, head)
-    return not _interrupted(head) and not _next(graph, head)
+    if when is Due.INTERRUPTED:
+        return is_paused(graph, head)
+    return not has_interrupt(head) and not waiting_nodes(graph, head)
 
 
 def _carrying(decision: ResumePlan) -> str:

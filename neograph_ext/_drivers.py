@@ -1,0 +1,267 @@
+"""The two drivers of ``_flow``'s flows: they perform each operation on the saver and the
+graph, sync or async, and differ by ``await`` alone.
+
+Rules:
+- A driver holds what a flow takes for its duration (the thread's lock) and releases it
+  when the flow ends, however it ends.
+- Reads that decode stored checkpoints run inside ``_history.reading``, which names the
+  thread when the saver cannot decode them.
+- A sync listing is read whole and closed before the next operation: LangGraph's sync
+  savers hold their (non-reentrant) lock until a listing ends.
+- ``Invoke`` and ``Idle`` are performed as ``invoke`` performs them; ``stream`` drives
+  them itself, yielding LangGraph's chunks (``streamed`` / ``astreamed``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator
+from contextlib import AsyncExitStack, ExitStack, aclosing
+from types import TracebackType
+from typing import Any, TypeVar, cast
+
+from langgraph.checkpoint.base import CheckpointTuple
+
+from neograph_ext._flow import (
+    CarryValues,
+    Flow,
+    Idle,
+    Invoke,
+    KeepTasks,
+    ListThread,
+    LoadDescriptions,
+    Op,
+    ReadLineage,
+    ReadTuple,
+    ReadValues,
+    StoreDescription,
+    TakeLock,
+)
+from neograph_ext._graph import marking
+from neograph_ext._head_state import output_of
+from neograph_ext._history import lineage, reading
+from neograph_ext._keep import akeep, keep
+from neograph_ext._lock import athread_lock, thread_lock
+from neograph_ext._migrate import acarry, carry
+from neograph_ext._options import Options
+from neograph_ext._stamp import Stamp
+from neograph_ext._stamp_store import aload, load
+from neograph_ext._thread import ThreadCall, whole_thread
+
+__all__ = ["AsyncDriver", "Driver"]
+
+T = TypeVar("T")
+
+IDLE_MARK = ""
+"""The run mark of replaying a thread with nothing to do: never stored, nothing is written."""
+
+_END = object()
+"""What ``anext`` returns for an exhausted stream."""
+
+
+class Driver:
+    """Performs a flow's operations with the saver's and graph's sync API."""
+
+    def __init__(self, call: ThreadCall, options: Options) -> None:
+        self.call = call
+        self.options = options
+        self._held = ExitStack()
+
+    def __enter__(self) -> Driver:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._held.close()
+
+    def run(self, flow: Flow[T]) -> T:
+        """Drive ``flow`` to its end; its result."""
+        sent: Any = None
+        while True:
+            try:
+                op = flow.send(sent)
+            except StopIteration as done:
+                return cast("T", done.value)
+            sent = self.perform(op)
+
+    def stream(self, flow: Flow[Any]) -> Iterator[Any]:
+        """Drive ``flow``, yielding the chunks of LangGraph's ``stream`` for its
+        invocations (and, with nothing to invoke, for the thread as it stands)."""
+        graph, stamp, sent = self.call.graph, self.call.stamp, None
+        while True:
+            try:
+                op = flow.send(sent)
+            except StopIteration:
+                return
+            sent = None
+            if isinstance(op, Invoke):
+                with marking(stamp, op.mark):
+                    yield from graph.stream(op.input, op.config, **op.kwargs)
+            elif isinstance(op, Idle):
+                with marking(stamp, IDLE_MARK):
+                    yield from graph.stream(None, op.config, **op.kwargs)
+            else:
+                sent = self.perform(op)
+
+    def perform(self, op: Op) -> Any:
+        """Carry out one operation; what the flow is sent back."""
+        call = self.call
+        graph, saver, thread_id = call.graph, call.saver, call.thread_id
+        if isinstance(op, ReadTuple):
+            with reading(thread_id):
+                return saver.get_tuple(op.config)
+        if isinstance(op, ReadLineage):
+            listing = saver.list(whole_thread(op.config))
+            try:
+                with reading(thread_id):
+                    return lineage(
+                        listing, op.head_id, next_nodes=op.next_nodes, described=op.described
+                    )
+            finally:
+                _close(listing)
+        if isinstance(op, ListThread):
+            listing = saver.list(whole_thread(op.config))
+            try:
+                with reading(thread_id):
+                    return list(listing)
+            finally:
+                _close(listing)
+        if isinstance(op, LoadDescriptions):
+            return load(saver, op.wanted)
+        if isinstance(op, ReadValues):
+            return graph.get_state(op.config).values
+        if isinstance(op, TakeLock):
+            options = self.options
+            lock = thread_lock(
+                saver, thread_id, on_busy=options.on_busy, timeout=options.lock_timeout
+            )
+            return self._held.enter_context(lock)
+        if isinstance(op, StoreDescription):
+            return graph.neograph_ext_save(saver)
+        if isinstance(op, CarryValues):
+            return carry(graph, saver, op.config, op.plan, op.carrying, call.stamp, op.decision)
+        if isinstance(op, KeepTasks):
+            with marking(call.stamp, op.mark):
+                return keep(graph, saver, op.target, op.nodes, call.stamp, op.mark)
+        if isinstance(op, Invoke):
+            with marking(call.stamp, op.mark):
+                return graph.invoke(op.input, op.config, **op.kwargs)
+        if op.stored is not None:
+            return op.stored[0]
+        return output_of(graph, graph.get_state(op.config).values)
+
+
+class AsyncDriver:
+    """Async twin of ``Driver``."""
+
+    def __init__(self, call: ThreadCall, options: Options) -> None:
+        self.call = call
+        self.options = options
+        self._held = AsyncExitStack()
+
+    async def __aenter__(self) -> AsyncDriver:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self._held.aclose()
+
+    async def run(self, flow: Flow[T]) -> T:
+        """Async twin of ``Driver.run``."""
+        sent: Any = None
+        while True:
+            try:
+                op = flow.send(sent)
+            except StopIteration as done:
+                return cast("T", done.value)
+            sent = await self.perform(op)
+
+    async def stream(self, flow: Flow[Any]) -> AsyncIterator[Any]:
+        """Async twin of ``Driver.stream``."""
+        graph, stamp, sent = self.call.graph, self.call.stamp, None
+        while True:
+            try:
+                op = flow.send(sent)
+            except StopIteration:
+                return
+            sent = None
+            if isinstance(op, Invoke):
+                chunks = graph.astream(op.input, op.config, **op.kwargs)
+                async for chunk in amarked(stamp, op.mark, chunks):
+                    yield chunk
+            elif isinstance(op, Idle):
+                chunks = graph.astream(None, op.config, **op.kwargs)
+                async for chunk in amarked(stamp, IDLE_MARK, chunks):
+                    yield chunk
+            else:
+                sent = await self.perform(op)
+
+    async def perform(self, op: Op) -> Any:
+        """Async twin of ``Driver.perform``."""
+        call = self.call
+        graph, saver, thread_id = call.graph, call.saver, call.thread_id
+        if isinstance(op, ReadTuple):
+            with reading(thread_id):
+                return await saver.aget_tuple(op.config)
+        if isinstance(op, ReadLineage):
+            with reading(thread_id):
+                return lineage(
+                    [tup async for tup in saver.alist(whole_thread(op.config))],
+                    op.head_id,
+                    next_nodes=op.next_nodes,
+                    described=op.described,
+                )
+        if isinstance(op, ListThread):
+            with reading(thread_id):
+                return [tup async for tup in saver.alist(whole_thread(op.config))]
+        if isinstance(op, LoadDescriptions):
+            return await aload(saver, op.wanted)
+        if isinstance(op, ReadValues):
+            return (await graph.aget_state(op.config)).values
+        if isinstance(op, TakeLock):
+            options = self.options
+            lock = athread_lock(
+                saver, thread_id, on_busy=options.on_busy, timeout=options.lock_timeout
+            )
+            return await self._held.enter_async_context(lock)
+        if isinstance(op, StoreDescription):
+            return await graph.neograph_ext_asave(saver)
+        if isinstance(op, CarryValues):
+            return await acarry(
+                graph, saver, op.config, op.plan, op.carrying, call.stamp, op.decision
+            )
+        if isinstance(op, KeepTasks):
+            with marking(call.stamp, op.mark):
+                return await akeep(graph, saver, op.target, op.nodes, call.stamp, op.mark)
+        if isinstance(op, Invoke):
+            with marking(call.stamp, op.mark):
+                return await graph.ainvoke(op.input, op.config, **op.kwargs)
+        if op.stored is not None:
+            return op.stored[0]
+        return output_of(graph, (await graph.aget_state(op.config)).values)
+
+
+def _close(listing: Iterable[CheckpointTuple]) -> None:
+    """Close a listing, which may be left part-read by an error: a sync saver may hold
+    its lock (and a cursor) until its listing ends."""
+    close = getattr(listing, "close", None)
+    if callable(close):
+        close()
+
+
+async def amarked(stamp: Stamp, mark: str, chunks: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    """``chunks``, with ``mark`` bound while the graph starts, which is when it is read.
+
+    Not bound across yields: a consumer may pull each chunk in a task of its own (a
+    server does, and LangGraph's v3 event stream), and a context variable set in one
+    task cannot be reset in another.
+    """
+    async with aclosing(cast("AsyncGenerator[Any, None]", chunks)) as started:
+        with marking(stamp, mark):
+            first = await anext(started, _END)
+        if first is _END:
+            return
+        yield first
+        async for chunk in started:
+            yield chunk

@@ -1,0 +1,457 @@
+"""The resume flow, written once: read the thread, decide, settle under the lock, invoke.
+
+Each flow is an I/O-free generator, as httpx's auth flows are: it yields the operations
+it needs (the records below) and is sent back their results. ``_run`` drives the flows,
+sync or async: its two drivers perform the operations and differ by ``await`` alone.
+
+Rules:
+- Nothing here calls the saver or the graph: every read, write and invocation is an
+  operation yielded, so the flow is the same for every saver and for both drivers.
+- Deciding is ``_plan.decide``'s (pure), what to invoke ``_steps.work_for``'s (pure);
+  the flow reads what they need and carries out what they return.
+- Work happens under the thread's lock, planned again there when the thread moved while
+  this call waited for it; a thread with nothing to do is never locked.
+- Nothing is deleted or overwritten: carrying values and keeping tasks write forks.
+"""
+
+from __future__ import annotations
+
+import logging
+import weakref
+from collections import Counter
+from collections.abc import Generator, Mapping
+from dataclasses import replace
+from typing import Any, NamedTuple, TypeVar
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
+
+from neograph_ext._errors import GraphError
+from neograph_ext._head_state import is_paused, waiting_nodes
+from neograph_ext._history import (
+    Record,
+    lineage,
+    owed_turns,
+    references,
+    resolved,
+    resumable,
+)
+from neograph_ext._keep import incomplete
+from neograph_ext._langgraph import delta_channels
+from neograph_ext._migrate import Carrying, carry_for, readable, rebuilt_channels
+from neograph_ext._options import Options
+from neograph_ext._plan import (
+    Carriable,
+    HeadFacts,
+    PlanKind,
+    ResumePlan,
+    decide,
+    needs_lineage,
+    verified,
+)
+from neograph_ext._revive import head_misread
+from neograph_ext._stamp import Stamp, encode_run, input_digest, read_marks
+from neograph_ext._steps import Due, ReplayInput, Work, is_due, work_for
+from neograph_ext._thread import ThreadCall, at_checkpoint, named_checkpoint
+
+__all__ = [
+    "CarryValues",
+    "Flow",
+    "Idle",
+    "Invoke",
+    "KeepTasks",
+    "ListThread",
+    "LoadDescriptions",
+    "Op",
+    "ReadLineage",
+    "ReadTuple",
+    "ReadValues",
+    "StoreDescription",
+    "TakeLock",
+    "planned",
+    "read_head",
+    "resumed",
+    "served_plan",
+    "thread_plan",
+]
+
+logger = logging.getLogger("neograph_ext")
+
+T = TypeVar("T")
+
+
+class ReadTuple(NamedTuple):
+    """Read one checkpoint (``get_tuple``): sends back a ``CheckpointTuple`` or None."""
+
+    config: RunnableConfig
+
+
+class ReadLineage(NamedTuple):
+    """List the thread and reduce it to ``head_id``'s lineage (``_history.lineage``):
+    sends back the records, oldest first."""
+
+    config: RunnableConfig
+    head_id: str
+    next_nodes: frozenset[str]
+    described: Mapping[str, Stamp]
+    """Stamp descriptions at hand, given to the records at once."""
+
+
+class ListThread(NamedTuple):
+    """List every root-namespace checkpoint of the thread: sends back a list."""
+
+    config: RunnableConfig
+
+
+class LoadDescriptions(NamedTuple):
+    """Look stamp descriptions up in the stamp store: sends back those found, by id."""
+
+    wanted: frozenset[str]
+
+
+class ReadValues(NamedTuple):
+    """A checkpoint's values as LangGraph rebuilds them (``get_state``): sends them back."""
+
+    config: RunnableConfig
+
+
+class TakeLock(NamedTuple):
+    """Take the thread's lock, held until the flow ends."""
+
+
+class StoreDescription(NamedTuple):
+    """Store the stamp's description and check the saver keeps stamps, before the first
+    invocation writes checkpoints naming it."""
+
+
+class CarryValues(NamedTuple):
+    """Write the fork that carries ``plan``'s values (``_migrate.carry``): sends back
+    the written checkpoint's config."""
+
+    plan: ResumePlan
+    config: RunnableConfig
+    carrying: Carrying
+    decision: str = "migrate"
+
+
+class KeepTasks(NamedTuple):
+    """Fork ``target``, keeping the finished tasks of ``nodes`` (``_keep.keep``)."""
+
+    target: RunnableConfig
+    nodes: frozenset[str]
+    mark: str
+
+
+class Invoke(NamedTuple):
+    """Invoke (or stream) the graph: sends back what ``invoke`` returned."""
+
+    input: Any
+    config: RunnableConfig
+    mark: str
+    """The run mark its checkpoints carry (``_stamp.encode_run``)."""
+    kwargs: Mapping[str, Any]
+
+
+class Idle(NamedTuple):
+    """Nothing to invoke: the thread's result (``run``) or replay (``stream``)."""
+
+    config: RunnableConfig
+    """The checkpoint whose state is returned or streamed."""
+    stored: tuple[Any] | None
+    """The result rebuilt from the head (``_head_state.stored_result``), when it can be."""
+    kwargs: Mapping[str, Any]
+
+
+Op = (
+    ReadTuple
+    | ReadLineage
+    | ListThread
+    | LoadDescriptions
+    | ReadValues
+    | TakeLock
+    | StoreDescription
+    | CarryValues
+    | KeepTasks
+    | Invoke
+    | Idle
+)
+Flow = Generator[Op, Any, T]
+
+
+def read_head(call: ThreadCall) -> Flow[CheckpointTuple | None]:
+    """The checkpoint the call plans from: the one its config names, else the thread's
+    newest, checked resumable; the parent instead of a keeping fork missing some of its
+    writes (a kill cut it short: ``_keep.incomplete``)."""
+    head = resumable((yield ReadTuple(call.config)), call.thread_id)
+    named = named_checkpoint(call.config)
+    if head is None and named is not None:
+        raise GraphError(
+            f"thread {call.thread_id!r} has no checkpoint {named!r}: drop checkpoint_id "
+            "from the config to resume the thread's newest checkpoint"
+        )
+    restart = incomplete(head)
+    if restart is not None:
+        head = yield ReadTuple(restart)
+    return head
+
+
+def planned(
+    call: ThreadCall, head: CheckpointTuple | None, options: Options, *, full: bool = False
+) -> Flow[ResumePlan]:
+    """The decision for ``head``: from the head alone when it decides (``needs_lineage``),
+    else from its lineage, with the stamp descriptions it names and the values a carry
+    would convert. ``full``: always from the lineage (``plan``)."""
+    facts = _facts(call, head)
+    if facts is None or head is None or not needs_lineage(facts, full=full):
+        return _logged(call, decide((), call.stamp, call.thread_id, head=facts))
+    described = call.graph.neograph_ext_described(call.saver)
+    records: tuple[Record, ...] = yield ReadLineage(
+        call.config, facts.checkpoint_id, facts.next_nodes, described
+    )
+    wanted = references(records, call.stamp.id)
+    missing = wanted - described.keys()
+    if missing:
+        # Content-addressed and checked against their ids: a found one never goes stale.
+        described.update((yield LoadDescriptions(missing)))
+    records = resolved(records, {key: described[key] for key in wanted if key in described})
+    if facts.replaying is not None:
+        listed = yield ListThread(call.config)
+        facts = replace(facts, owed=owed_turns(listed, facts.checkpoint_id, facts.replaying))
+    carriable = yield from _carriable(call, head, facts)
+    plan = decide(
+        records,
+        call.stamp,
+        call.thread_id,
+        carriable,
+        replay_turns=options.replay_turns,
+        head=facts,
+    )
+    if plan.kind is PlanKind.CONTINUE and plan.replayed:
+        logger.warning(
+            "thread %r: a replay of the turns of checkpoint %s was cut short; %d turn(s) "
+            "still owed are replayed",
+            call.thread_id,
+            facts.replaying,
+            len(plan.replayed),
+        )
+    return _logged(call, plan)
+
+
+def thread_plan(call: ThreadCall, options: Options) -> Flow[ResumePlan]:
+    """What ``run`` would do with the call's thread, from its whole lineage (``plan``)."""
+    head = yield from read_head(call)
+    return (yield from planned(call, head, options, full=True))
+
+
+def served_plan(
+    call: ThreadCall, options: Options
+) -> Flow[tuple[ResumePlan | None, CheckpointTuple | None]]:
+    """For a plain call on a graph that resumes (``_auto_resume``): the plan, None for a
+    thread with no checkpoint, and the head the call starts from, as LangGraph reads it."""
+    head = resumable((yield ReadTuple(call.config)), call.thread_id)
+    if head is None:
+        return None, None
+    restart = incomplete(head)
+    start = head if restart is None else (yield ReadTuple(restart))
+    return (yield from planned(call, start, options)), head
+
+
+def resumed(call: ThreadCall, input: Any, options: Options, kwargs: Mapping[str, Any]) -> Flow[Any]:
+    """Run or resume the call's thread as ``run`` documents it; sends back ``run``'s
+    result."""
+    named = named_checkpoint(call.config)
+    newest = (yield ReadTuple(at_checkpoint(call.config, None))) if named else None
+    head = yield from read_head(call)
+    plan = yield from planned(call, head, options)
+    work = work_for(call, plan, head, input, options, kwargs)
+    if not work.invocations and work.carry is None:
+        return (yield Idle(call.config, work.stored, work.kwargs))
+    yield TakeLock()
+    call, work = yield from _settled(call, newest, head, work, input, options, kwargs)
+    if not work.invocations:
+        return (yield Idle(at_checkpoint(call.config, None), work.stored, work.kwargs))
+    yield StoreDescription()
+    result = None
+    for step in work.invocations:
+        if step.when is not Due.ALWAYS and not is_due(
+            step.when, call.graph, (yield ReadTuple(step.config))
+        ):
+            continue
+        value, mark = step.input, step.mark
+        if isinstance(value, ReplayInput):
+            value, mark = _replayed(call, value, (yield ReadTuple(value.config)))
+        if step.keep is not None:
+            yield KeepTasks(*step.keep, mark)
+        result = yield Invoke(value, step.config, mark, work.kwargs)
+    return result
+
+
+def _settled(
+    call: ThreadCall,
+    newest: CheckpointTuple | None,
+    head: CheckpointTuple | None,
+    work: Work,
+    input: Any,
+    options: Options,
+    kwargs: Mapping[str, Any],
+) -> Flow[tuple[ThreadCall, Work]]:
+    """What to invoke, once the thread's lock is held: planned again when the thread
+    moved while this call waited for the lock (``_followed``, ``_moved``); a plan that
+    carries values first writes the fork that carries them, then is planned again from
+    it (the fork is the thread's newest: it is resumed, finished tasks and interrupts
+    kept, rather than forked again)."""
+    locked = yield from _followed(call, newest)
+    if locked is not call or _moved(head, (yield ReadTuple(call.config))):
+        head = yield from read_head(locked)
+        work = work_for(
+            locked, (yield from planned(locked, head, options)), head, input, options, kwargs
+        )
+    if work.carry is not None:
+        written = yield CarryValues(work.carry, locked.config, call.graph.neograph_ext_carrying)
+        logger.info(
+            "thread %r: wrote checkpoint %s carrying the values on",
+            call.thread_id,
+            (written.get("configurable") or {}).get("checkpoint_id"),
+        )
+        locked = locked._replace(config=at_checkpoint(locked.config, None))
+        head = yield from read_head(locked)
+        work = work_for(
+            locked, (yield from planned(locked, head, options)), head, input, options, kwargs
+        )
+    return locked, work
+
+
+def _followed(call: ThreadCall, newest: CheckpointTuple | None) -> Flow[ThreadCall]:
+    """The call to plan under the lock: itself, or the same call on the newest checkpoint.
+
+    A run from a named checkpoint is a deliberate fork. But when, while this run waited
+    for the lock, the thread's newest checkpoint moved to a new branch off the named
+    one, another run made that fork meanwhile: this one continues from the newest
+    checkpoint instead, so concurrent runs from one checkpoint fork it once, not once
+    each. A thread that moved along an older branch is forked from the named one.
+    """
+    named = named_checkpoint(call.config)
+    if newest is None or named is None:
+        return call
+    latest = at_checkpoint(call.config, None)
+    now = yield ReadTuple(latest)
+    if now is None or not _moved(newest, now):
+        return call
+    tuples = yield ListThread(call.config)
+    path = [record.checkpoint_id for record in lineage(tuples, now.checkpoint["id"])]
+    if named not in path[:-1]:
+        return call
+    branch = path[path.index(named) + 1]
+    known = {record.checkpoint_id for record in lineage(tuples, newest.checkpoint["id"])}
+    return call if branch in known else call._replace(config=latest)
+
+
+def _moved(planned: CheckpointTuple | None, now: CheckpointTuple | None) -> bool:
+    """Whether the thread changed between planning and taking its lock (another process
+    may have worked on it meanwhile)."""
+    if planned is None or now is None:
+        return planned is not now
+    return planned.checkpoint["id"] != now.checkpoint["id"] or len(
+        planned.pending_writes or ()
+    ) != len(now.pending_writes or ())
+
+
+def _facts(call: ThreadCall, head: CheckpointTuple | None) -> HeadFacts | None:
+    """What ``decide`` needs to know of the head, read from its tuple and the graph."""
+    if head is None:
+        return None
+    stamp, mark = read_marks(head.metadata)  # a mapping: ``resumable`` checked it
+    waits = waiting_nodes(call.graph, head)
+    return HeadFacts(
+        head.checkpoint["id"],
+        waits,
+        paused=is_paused(call.graph, head),
+        verified=verified(stamp, mark.verified, call.stamp),
+        replaying=mark.replaying,
+        misread=head_misread(call.graph.neograph_ext_revival, head, bool(waits)),
+    )
+
+
+def _carriable(call: ThreadCall, head: CheckpointTuple, facts: HeadFacts) -> Flow[Carriable | None]:
+    """Which changed channels the graph's options may carry, given the head's values
+    (``_migrate.carry_for``); None when the options carry nothing, and then the graph's
+    nodes are not read while planning."""
+    options = call.graph.neograph_ext_carrying
+    if not (options.keep or options.migrations):
+        return None
+    channels = rebuilt_channels(options, delta_channels(call.graph))
+    rebuilt = (yield ReadValues(head.config)) if channels else {}
+    values = readable(head.checkpoint.get("channel_values", {}), rebuilt, channels)
+    # A converted value of a type that cannot be revived would not read back either.
+    unrevivable = call.graph.neograph_ext_revival.unrevivable & facts.misread.keys()
+    return lambda candidates: carry_for(options, candidates - unrevivable, values)
+
+
+def _replayed(
+    call: ThreadCall, replay: ReplayInput, stored: CheckpointTuple | None
+) -> tuple[Any, str]:
+    """The input and run mark of a replayed turn, read from its input checkpoint."""
+    if stored is None:
+        raise GraphError(
+            f"thread {call.thread_id!r}: the input checkpoint of a turn to replay is gone "
+            f"({replay.config['configurable'].get('checkpoint_id')}); nothing after it was "
+            "replayed"
+        )
+    value = stored.checkpoint["channel_values"].get("__start__")
+    logger.info(
+        "thread %r: replaying the input of the turn that started at checkpoint %s",
+        call.thread_id,
+        stored.checkpoint["id"],
+    )
+    return value, encode_run(call.stamp, PlanKind.REWIND, input_digest(value), replay.source)
+
+
+def _logged(call: ThreadCall, decision: ResumePlan) -> ResumePlan:
+    if logger.isEnabledFor(logging.INFO):  # the arguments are built only when logged
+        _log_decision(call.thread_id, decision)
+    if decision.kind is PlanKind.UNVERIFIED:
+        _warn_unverified(call.saver, call.thread_id, decision.notes)
+        return decision
+    for note in decision.notes:
+        logger.warning("thread %r: %s", call.thread_id, note)
+    return decision
+
+
+_WARNED: weakref.WeakKeyDictionary[BaseCheckpointSaver[Any], set[str]] = weakref.WeakKeyDictionary()
+"""Per saver, the threads whose unverified checkpoints were logged in this process."""
+
+
+def _warn_unverified(
+    saver: BaseCheckpointSaver[Any], thread_id: str, notes: tuple[str, ...]
+) -> None:
+    """One warning per thread and process for checkpoints that cannot be verified: they
+    stay in the lineage for good, and every later plan finds them again."""
+    warned = _WARNED.setdefault(saver, set())
+    if thread_id in warned:
+        return
+    warned.add(thread_id)
+    reasons = Counter(note.split(": ", 1)[-1] for note in notes)
+    logger.warning(
+        "thread %r: %d checkpoint(s) cannot be verified (%s): they count as unchanged and "
+        "the thread resumes as LangGraph would; logged once per thread and process",
+        thread_id,
+        len(notes),
+        "; ".join(f"{why}: {count}" for why, count in reasons.items()),
+    )
+
+
+def _log_decision(thread_id: str, decision: ResumePlan) -> None:
+    logger.info(
+        "thread %r: %s%s%s%s",
+        thread_id,
+        decision.kind,
+        f" from checkpoint {decision.checkpoint_id} (step {decision.step})"
+        if decision.kind is PlanKind.REWIND
+        else "",
+        f", values kept or migrated: {', '.join(sorted(decision.migrated))}"
+        if decision.migrated
+        else "",
+        f", invalidated: {', '.join(sorted(decision.invalidated_nodes))}"
+        if decision.invalidated_nodes
+        else "",
+    )

@@ -1,0 +1,88 @@
+"""The thread a call works on: its graph, saver and config, checked once.
+
+Rules:
+- Every public call on a thread starts here (``thread_call``): a graph compiled by
+  neograph-ext, with a checkpointer, and a config that names a thread that is not one
+  of neograph-ext's own.
+- Configs are never mutated: ``at_checkpoint`` returns a new one.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.pregel import Pregel
+
+from neograph_ext._errors import GraphError
+from neograph_ext._graph import StampedGraph
+from neograph_ext._stamp import Stamp
+from neograph_ext._stamp_store import is_store_thread, reserved
+
+__all__ = ["ThreadCall", "at_checkpoint", "named_checkpoint", "thread_call", "whole_thread"]
+
+
+class ThreadCall(NamedTuple):
+    """What one call works on, checked once (``thread_call``)."""
+
+    graph: StampedGraph
+    config: RunnableConfig
+    """The caller's config: names the thread, and maybe a checkpoint to start from."""
+    stamp: Stamp
+    """The graph's stamp: the current code's fingerprints."""
+    saver: BaseCheckpointSaver[Any]
+    thread_id: str
+
+
+def thread_call(graph: Pregel[Any, Any, Any, Any], config: RunnableConfig) -> ThreadCall:
+    """The call on ``config``'s thread with ``graph``, checked.
+
+    Raises:
+        GraphError: The graph was not compiled by neograph-ext or has no checkpointer,
+            or the config names no thread or a thread reserved for neograph-ext.
+    """
+    if not isinstance(graph, StampedGraph):
+        if not isinstance(graph, CompiledStateGraph):
+            raise GraphError(
+                "this graph is built with LangGraph's functional API (@entrypoint), which "
+                "neograph-ext does not support yet: build it as a StateGraph"
+            )
+        raise GraphError(
+            "this graph carries no neograph-ext stamp: build it with "
+            "neograph_ext.compile(builder, checkpointer=...) instead of builder.compile(...)"
+        )
+    thread_id = (config.get("configurable") or {}).get("thread_id")
+    if thread_id is None:
+        raise GraphError('config names no thread: pass {"configurable": {"thread_id": "..."}}')
+    if is_store_thread(thread_id):
+        raise GraphError(reserved(thread_id))
+    saver = graph.checkpointer
+    if not isinstance(saver, BaseCheckpointSaver):
+        raise GraphError(
+            "this graph has no checkpointer to resume from: "
+            "compile it with neograph_ext.compile(builder, checkpointer=saver)"
+        )
+    return ThreadCall(graph, config, graph.neograph_ext_stamp, saver, str(thread_id))
+
+
+def whole_thread(config: RunnableConfig) -> RunnableConfig:
+    """The whole root namespace of the thread: every branch, not one checkpoint."""
+    configurable = config.get("configurable") or {}
+    return {"configurable": {"thread_id": configurable["thread_id"], "checkpoint_ns": ""}}
+
+
+def at_checkpoint(config: RunnableConfig, checkpoint_id: str | None) -> RunnableConfig:
+    """``config`` naming ``checkpoint_id``, or (None) the thread's newest checkpoint."""
+    configurable = {**(config.get("configurable") or {})}
+    configurable.pop("checkpoint_id", None)
+    if checkpoint_id is not None:
+        configurable["checkpoint_id"] = checkpoint_id
+    return {**config, "configurable": configurable}
+
+
+def named_checkpoint(config: RunnableConfig) -> str | None:
+    """The checkpoint id ``config`` names, if any: a run from there is time travel."""
+    named = (config.get("configurable") or {}).get("checkpoint_id")
+    return str(named) if named else None
