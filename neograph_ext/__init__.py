@@ -8,6 +8,7 @@ upstream of it. ``plan`` explains what a resume would do without doing it.
 
 from neograph_ext._accept import aaccept, accept
 from neograph_ext._changes import ChangeReason, NodeChange
+from neograph_ext._decision import PlanKind, ResumePlan, TaskStep
 from neograph_ext._errors import (
     CheckpointSchemaError,
     GraphError,
@@ -19,7 +20,6 @@ from neograph_ext._errors import (
 )
 from neograph_ext._fingerprint import fingerprint_type
 from neograph_ext._graph import compile
-from neograph_ext._plan import PlanKind, ResumePlan, TaskStep
 from neograph_ext._run import aplan, arun, astream, plan, run, stream
 from neograph_ext._stamp_store import is_store_thread as is_reserved_thread
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from neograph_ext._plan import ResumePlan
+    from neograph_ext._decision import ResumePlan
 
 __all__ = [
     "CheckpointSchemaError",

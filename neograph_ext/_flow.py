@@ -26,6 +26,7 @@ from typing import Any, NamedTuple, TypeVar
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 
+from neograph_ext._decision import Carriable, HeadFacts, PlanKind, ResumePlan
 from neograph_ext._errors import GraphError
 from neograph_ext._head_state import is_paused, waiting_nodes
 from neograph_ext._history import (
@@ -38,17 +39,10 @@ from neograph_ext._history import (
 )
 from neograph_ext._keep import incomplete
 from neograph_ext._langgraph import delta_channels
+from neograph_ext._lineage_facts import verified
 from neograph_ext._migrate import Carrying, carry_for, readable, rebuilt_channels
 from neograph_ext._options import Options
-from neograph_ext._plan import (
-    Carriable,
-    HeadFacts,
-    PlanKind,
-    ResumePlan,
-    decide,
-    needs_lineage,
-    verified,
-)
+from neograph_ext._plan import decide, needs_lineage
 from neograph_ext._revive import head_misread
 from neograph_ext._stamp import Stamp, encode_run, input_digest, read_marks
 from neograph_ext._steps import Due, ReplayInput, Work, is_due, work_for

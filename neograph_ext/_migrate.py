@@ -31,11 +31,11 @@ from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointMetadata, C
 from langgraph.pregel import Pregel
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from neograph_ext._decision import Carry, PlanKind, ResumePlan
 from neograph_ext._errors import CheckpointSchemaError, GraphError
 from neograph_ext._fork import Fork, address, aput_fork, forked_checkpoint, put_fork
 from neograph_ext._keep import KEEP_KEY, NULL_TASK
 from neograph_ext._langgraph import delta_channels
-from neograph_ext._plan import Carry, PlanKind, ResumePlan
 from neograph_ext._stamp import (
     RUN_KEY,
     STAMP_KEY,

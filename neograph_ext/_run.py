@@ -21,13 +21,13 @@ from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.pregel import Pregel
 from langgraph.types import Command
 
+from neograph_ext._decision import PlanKind, ResumePlan
 from neograph_ext._drivers import AsyncDriver, Driver, amarked
 from neograph_ext._flow import resumed, served_plan, thread_plan
 from neograph_ext._graph import StampedGraph, marking
 from neograph_ext._head_state import started_input
 from neograph_ext._lock import OnBusy
 from neograph_ext._options import Options
-from neograph_ext._plan import PlanKind, ResumePlan
 from neograph_ext._stamp import encode_run, input_digest
 from neograph_ext._thread import ThreadCall, thread_call
 

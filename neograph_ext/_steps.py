@@ -26,6 +26,7 @@ from langgraph.pregel import Pregel
 from langgraph.types import Command
 
 from neograph_ext._changes import ChangeReason
+from neograph_ext._decision import PlanKind, ResumePlan
 from neograph_ext._errors import CheckpointSchemaError, GraphError
 from neograph_ext._head_state import (
     has_interrupt,
@@ -36,7 +37,6 @@ from neograph_ext._head_state import (
 )
 from neograph_ext._langgraph import unsaved_subgraph
 from neograph_ext._options import Options
-from neograph_ext._plan import PlanKind, ResumePlan
 from neograph_ext._stamp import ASK_AGAIN, encode_run, input_digest, read_marks
 from neograph_ext._thread import ThreadCall, at_checkpoint
 

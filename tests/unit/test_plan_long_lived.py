@@ -1,6 +1,8 @@
 """The decision order for long-lived threads, on hand-made lineages: no graph, no database.
 
-dead -> migration -> compatible -> rewind within the latest turn -> error.
+Each step with changes is settled by the first case of ``_plan.SETTLEMENTS`` that
+applies: dead -> carried (migrated or compatible) -> rewind within the latest turn ->
+replay -> blocked.
 """
 
 from __future__ import annotations
@@ -8,8 +10,11 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+import pytest
+
+import neograph_ext._settlements as settlements_module
 from neograph_ext._history import Record
-from neograph_ext._plan import ORDER, Carry, PlanKind, decide
+from neograph_ext._plan import SETTLEMENTS, Carry, PlanKind, decide
 from neograph_ext._stamp import Stamp, build_stamp
 from tests.integration.chat import ProfileV1, ProfileV2, ProfileV3, SummaryV1, SummaryV2, chat
 from tests.unit.lineages import record
@@ -33,8 +38,24 @@ def two_turns(old: Stamp, second: Stamp | None = None) -> list[Record]:
     ]
 
 
-def test_the_order_is_written_down_once() -> None:
-    assert ORDER == ("dead", "migration", "compatible", "rewind", "replay", "error")
+def test_each_case_wins_over_the_cases_after_it() -> None:
+    live = two_turns(stamp())  # turn 1's profile is live, and its type changed
+    carry = Carry(migrated=frozenset({"profile"}))
+    changed = stamp(ProfileV2)
+    assert decide(live, changed, "t", carry, replay_turns=True).kind is PlanKind.MIGRATE
+    replayed = decide(live, changed, "t", replay_turns=True)
+    assert replayed.kind is PlanKind.REWIND and replayed.replayed and not replayed.blocker
+    assert decide(live, changed, "t").blocker
+    # Turn 1's summary is dead (turn 2 wrote it again): only the latest turn rewinds.
+    dead = decide(live, stamp(summary=SummaryV2), "t", replay_turns=True)
+    assert dead.kind is PlanKind.REWIND and not dead.replayed and not dead.blocker
+
+
+def test_the_settlement_order_is_the_tuple_decide_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    live, changed = two_turns(stamp()), stamp(ProfileV2)
+    without = tuple(case for case in SETTLEMENTS if case.__name__ != "_replayed")
+    monkeypatch.setattr(settlements_module, "SETTLEMENTS", without)
+    assert decide(live, changed, "t", replay_turns=True).blocker
 
 
 def test_a_dead_value_of_an_earlier_turn_rewinds_only_the_latest_turn() -> None:

@@ -1,0 +1,194 @@
+"""What a resume decision says: the records ``decide`` returns and takes.
+
+Rules:
+- Frozen records and enums only, each field documented: no logic beyond printing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from neograph_ext._changes import NodeChange
+
+__all__ = ["Carriable", "Carry", "HeadFacts", "PlanKind", "ResumePlan", "TaskStep"]
+
+
+class PlanKind(StrEnum):
+    """What ``run`` will do with a thread."""
+
+    FRESH = "fresh"
+    """No checkpoint yet: run with the input."""
+    CONTINUE = "continue"
+    """Incomplete, nothing changed: resume from the head."""
+    UP_TO_DATE = "up_to_date"
+    """Complete, nothing changed: return the stored result, execute nothing."""
+    REWIND = "rewind"
+    """Something changed: fork from the checkpoint before the earliest affected task."""
+    UNVERIFIED = "unverified"
+    """Written without fingerprints: resume as LangGraph would."""
+    MIGRATE = "migrate"
+    """Every change is handled by keeping or migrating the stored values: nothing re-runs."""
+
+
+@dataclass(frozen=True)
+class TaskStep:
+    """One task of a planned run: a node at one step, kept or run again."""
+
+    node: str
+    """The node's name."""
+    step: int
+    """The step of the checkpoint its writes produced (on the old branch)."""
+    kept: bool
+    """Whether its result is kept; False: it runs again."""
+
+
+@dataclass(frozen=True)
+class ResumePlan:
+    """What ``run`` would do with a thread, and why."""
+
+    kind: PlanKind
+    """The decision."""
+    thread_id: str
+    """The thread planned."""
+    head_id: str | None = None
+    """The checkpoint planned from (the newest, or the one named in the config)."""
+    checkpoint_id: str | None = None
+    """For a rewind: the checkpoint to fork from."""
+    step: int | None = None
+    """For a rewind: that checkpoint's step."""
+    invalidated_nodes: frozenset[str] = frozenset()
+    """Nodes whose stored results were produced by other types."""
+    changes: tuple[NodeChange, ...] = ()
+    """Each reason, with its field-level diff."""
+    rerun: frozenset[str] = frozenset()
+    """Nodes that will run again (new code may route to others too); for a rewind after
+    a crash, also any task of the target's step that never finished."""
+    kept: frozenset[str] = frozenset()
+    """Nodes of the current run whose results are kept."""
+    kept_tasks: frozenset[str] = frozenset()
+    """For a rewind: nodes of the target's superstep whose finished tasks are kept, not
+    run again (also counted in ``kept`` unless they run again later)."""
+    next_nodes: frozenset[str] = frozenset()
+    """Nodes the head checkpoint waits on; empty when the run completed."""
+    blocker: str | None = None
+    """Why this plan cannot be carried out automatically; ``run`` then raises."""
+    notes: tuple[str, ...] = field(default=())
+    """Things worth logging, such as why checkpoints count as unverified."""
+    migrated: frozenset[str] = frozenset()
+    """Channels whose stored values are migrated or kept (converted to the new type)
+    instead of re-running the nodes that wrote them."""
+    candidates: frozenset[str] = frozenset()
+    """Changed channels whose live stored values could be kept or migrated."""
+    replayed: tuple[str, ...] = ()
+    """For a rewind into an earlier turn (``replay_turns``): the input checkpoints of the
+    later turns, oldest first, whose inputs are fed again after the rewind."""
+    steps: tuple[TaskStep, ...] = ()
+    """For a rewind: each task of the current run, oldest first, kept or run again. Unlike
+    ``rerun`` and ``kept`` (node names), a node that ran several times (an agent's model
+    call) is named once per step: ``model`` re-runs at step 5, kept at steps 1 and 3."""
+    carried_from: tuple[tuple[str, str], ...] = ()
+    """For a rewind whose target lies before forks that carried values on (kept or
+    migrated by an earlier deploy): per such channel, the checkpoint whose converted
+    value the rewind keeps instead of the target's older one, as ``(channel, id)``."""
+    order: tuple[str, ...] = field(default=(), compare=False)
+    """Nodes in the order they first ran along the lineage, then those the head waits
+    on: how ``rerun`` and ``kept`` are printed (not part of the decision)."""
+    turn_input: str | None = None
+    """Digest of the input the head's turn started with, as its input checkpoint holds
+    it: tells the same input given again from a new turn where no run mark recorded it
+    (a turn plain LangGraph started)."""
+
+    def __str__(self) -> str:
+        head = f"{self.kind}: thread {self.thread_id!r}"
+        if self.kind is PlanKind.REWIND:
+            head += f", fork from checkpoint {self.checkpoint_id} (step {self.step})"
+        lines = [head]
+        lines += [change.describe() for change in self.changes]
+        if self.rerun:
+            lines.append(f"re-runs: {', '.join(self._in_order(self.rerun))}")
+        if self.kept:
+            lines.append(f"kept: {', '.join(self._in_order(self.kept))}")
+        if self.kept_tasks:
+            lines.append(f"kept in the rewound step: {', '.join(self._in_order(self.kept_tasks))}")
+        summary = self.step_summary()
+        if summary:
+            lines.append(f"steps: {summary}")
+        if self.migrated:
+            lines.append(f"values kept or migrated: {', '.join(sorted(self.migrated))}")
+        if self.replayed:
+            lines.append(f"then replays the inputs of {len(self.replayed)} later turn(s)")
+        if self.blocker:
+            lines.append(f"blocked: {self.blocker}")
+        lines += [f"note: {note}" for note in self.notes]
+        return "\n".join(lines)
+
+    def step_summary(self) -> str:
+        """The steps of the nodes that ran several times, re-runs first: ``model (step 5
+        of 7) re-runs; model (steps 1, 3) kept``; empty when every node ran once."""
+        counts: dict[str, int] = {}
+        for task in self.steps:
+            counts[task.node] = counts.get(task.node, 0) + 1
+        groups: dict[tuple[bool, str], list[int]] = {}
+        for task in self.steps:
+            if counts[task.node] > 1:
+                groups.setdefault((task.kept, task.node), []).append(task.step)
+        last = max((task.step for task in self.steps), default=0)
+        parts = []
+        for (kept, node), steps in sorted(groups.items(), key=lambda g: (g[0][0], g[1][0])):
+            numbers = f"step{'s' if len(steps) > 1 else ''} {', '.join(map(str, steps))}"
+            parts.append(
+                f"{node} ({numbers}) kept" if kept else f"{node} ({numbers} of {last}) re-runs"
+            )
+        return "; ".join(parts)
+
+    def _in_order(self, nodes: frozenset[str]) -> list[str]:
+        """``nodes`` in execution order (``order``); nodes it lacks last, by name."""
+        rank = {node: position for position, node in enumerate(self.order)}
+        return sorted(nodes, key=lambda node: (rank.get(node, len(rank)), node))
+
+
+@dataclass(frozen=True)
+class Carry:
+    """Which changed channels may keep their stored values instead of re-running.
+
+    Computed by the caller from the compile options and the stored values
+    (``_migrate.carry_for``), so that deciding stays free of I/O and user code.
+    """
+
+    migrated: frozenset[str] = frozenset()
+    """Channels a migration covers (``compile(migrations=...)``)."""
+    compatible: frozenset[str] = frozenset()
+    """Channels ``compile(keep_compatible=...)`` covers whose live stored value
+    validates under the current type."""
+
+
+@dataclass(frozen=True)
+class HeadFacts:
+    """What the head checkpoint holds, as the read side found it: what ``decide`` needs
+    besides the lineage. Built from the head tuple and the graph's definition alone."""
+
+    checkpoint_id: str
+    """The head's id."""
+    next_nodes: frozenset[str]
+    """The nodes it waits on (``__start__`` included); empty when its run completed."""
+    paused: bool = False
+    """Whether it waits on a question (an ``interrupt()`` or a breakpoint)."""
+    verified: bool = False
+    """Whether ``run`` verified it against the current stamp (``verified``)."""
+    replaying: str | None = None
+    """The head whose later turns the run that wrote it was replaying (``RunMark``)."""
+    misread: Mapping[str, str] = field(default_factory=dict)
+    """Per live channel whose stored value does not read back as its declared type, why
+    (``_revive.misread``): its last writer counts as changed."""
+    owed: tuple[str, ...] = ()
+    """When ``replaying``: the input checkpoints of the turns that replay has not started
+    yet (``_history.owed_turns``), oldest first."""
+
+
+Carriable = Callable[[frozenset[str]], Carry]
+"""Given the changed channels whose live stored values could be carried
+(``ResumePlan.candidates``), which may be: ``_migrate.carry_for`` over the head's values
+and the policy's ``keep_compatible`` / ``migrations``. It validates values and reads
+nothing, so deciding stays pure."""

@@ -1,0 +1,237 @@
+"""What a lineage says, read for the decision: who wrote what is still live, what was
+verified, which nodes ran and in what order, what changed among pending tasks.
+
+Rules:
+- Pure functions of records and stamps; no I/O, no LangGraph graph.
+- Records share their sets of names along a thread: functions visit each distinct set
+  once, so a long thread costs little more than its distinct steps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from neograph_ext._changes import STORED, ChangeReason, NodeChange, step_changes, subgraph_lines
+from neograph_ext._history import Record
+from neograph_ext._stamp import Stamp, StampRef, Unreadable
+
+__all__ = [
+    "alive",
+    "foreign",
+    "is_carrying_fork",
+    "kept_renames",
+    "last_writers",
+    "node_order",
+    "pending_changes",
+    "ran_in",
+    "settled_at",
+    "unique",
+    "unreadable_note",
+    "user_nodes",
+    "verified",
+    "verified_at",
+    "verified_head",
+    "waiting_subgraphs",
+    "with_misread",
+]
+
+_NONE: frozenset[str] = frozenset()
+
+
+def with_misread(
+    found_in: list[tuple[int, tuple[NodeChange, ...], frozenset[str]]],
+    records: Sequence[Record],
+    writers: Mapping[str, int],
+    misread: Mapping[str, str],
+) -> list[tuple[int, tuple[NodeChange, ...], frozenset[str]]]:
+    """``found_in`` with a change for each misread channel, on the record that last
+    wrote it, whatever that record's stamp: a value that reads back as something else is
+    stale though no type changed. A value no record of the lineage wrote (a run's
+    input) has no writer to re-run and is left to the node that reads it."""
+    steps = {index: (list(found), live) for index, found, live in found_in}
+    for channel, why in sorted(misread.items()):
+        index = writers.get(channel)
+        if index is None:
+            continue
+        record = records[index]
+        blamed = sorted(node for ch, node in record.writers or () if ch == channel)
+        live = frozenset(ch for ch in record.wrote if writers.get(ch) == index)
+        found, _ = steps.setdefault(index, ([], live))
+        found += [
+            NodeChange(node, ChangeReason.STORED_VALUE, None, None, (why,), channel=channel)
+            for node in blamed or sorted(user_nodes(record.ran)) or [STORED]
+        ]
+    return [(index, tuple(found), live) for index, (found, live) in sorted(steps.items())]
+
+
+def node_order(records: Sequence[Record]) -> tuple[str, ...]:
+    """Nodes by their first run along ``records`` (a step's by name), then the nodes the
+    head waits on. Records share their sets of names: each distinct set is sorted once."""
+    found: dict[str, None] = {}
+    seen: set[int] = set()
+    for ran in [*(record.ran for record in records), user_nodes(records[-1].next_nodes)]:
+        if ran and id(ran) not in seen:
+            seen.add(id(ran))
+            found.update(dict.fromkeys(sorted(ran)))
+    return tuple(found)
+
+
+def verified_at(
+    records: Sequence[Record], current: Stamp
+) -> tuple[int, Stamp | StampRef | Unreadable | None]:
+    """The index of the last record ``run`` verified under its own stamp, when that is not
+    ``current`` (``settled_at`` starts at one that is), and that stamp; else ``(-1, None)``."""
+    for index in range(len(records) - 1, -1, -1):
+        record = records[index]
+        stamp = record.stamp
+        if isinstance(stamp, Stamp | StampRef) and stamp.id == record.verified:
+            return (index, stamp) if stamp.id != current.id else (-1, None)
+    return -1, None
+
+
+def is_carrying_fork(record: Record) -> bool:
+    """A fork ``run`` wrote without running a node (carrying values on, ``accept``,
+    keeping tasks): what it holds was the thread's values, converted."""
+    return record.source == "fork" and not record.ran
+
+
+def last_writers(records: Sequence[Record], verified_at: int = -1) -> dict[str, int]:
+    """Per channel, the index of the last record that wrote it: whose value is live. A
+    carrying fork up to ``verified_at`` wrote no value of its own: the value it carries
+    stays its writer's."""
+    # Records share their sets of names: find each set's last index, then its channels'.
+    last = {
+        wrote: index
+        for index, wrote in enumerate(
+            [
+                _NONE if index <= verified_at and is_carrying_fork(record) else record.wrote
+                for index, record in enumerate(records)
+            ]
+        )
+    }
+    writers: dict[str, int] = {}
+    for wrote, index in last.items():
+        for channel in wrote:
+            if writers.get(channel, -1) < index:
+                writers[channel] = index
+    return writers
+
+
+def settled_at(records: Sequence[Record], current: Stamp) -> int:
+    """Where changes start to count: at the last checkpoint ``run`` verified against
+    ``current`` (it handled everything before, by rewinding, carrying or ``accept``)."""
+    if current.id not in [record.verified for record in records]:
+        return 0
+    return max(
+        (
+            i
+            for i, record in enumerate(records)
+            if record.verified == current.id and verified_head(record, current)
+        ),
+        default=0,
+    )
+
+
+def alive(changes: tuple[NodeChange, ...], live: frozenset[str]) -> tuple[NodeChange, ...]:
+    """The changes of a step of an earlier turn that still matter: those whose values are
+    live.
+
+    A value written in an earlier turn and written again since is dead: nothing reads
+    it any more. A step of an earlier turn none of whose values is live changed nothing.
+    """
+    if not live:
+        return ()
+    return tuple(c for c in changes if c.channel is None or c.channel in live)
+
+
+def verified_head(head: Record, current: Stamp) -> bool:
+    """Whether ``run`` already checked the head's whole lineage against ``current``."""
+    return verified(head.stamp, head.verified, current)
+
+
+def verified(
+    stamp: Stamp | StampRef | Unreadable | None, verified: str | None, current: Stamp
+) -> bool:
+    """Whether a checkpoint written under ``stamp`` whose run mark verified the stamp id
+    ``verified`` had its whole lineage checked against ``current`` by ``run``."""
+    return isinstance(stamp, Stamp | StampRef) and stamp.id == current.id == verified
+
+
+def ran_in(records: Sequence[Record]) -> frozenset[str]:
+    """Every node that ran in ``records``: a union of the few distinct sets that records
+    share along a thread, much cheaper than visiting each name of thousands of records."""
+    return frozenset().union(*{record.ran for record in records})
+
+
+def kept_renames(records: Sequence[Record], current: Stamp) -> dict[str, str]:
+    """The renames that keep work: of nodes that finished in the lineage. A node that
+    never finished under its old name is still waited on under that name, which the
+    current graph cannot run: its predecessor then counts as changed (a rewind)."""
+    if not current.renames:
+        return {}
+    ran = ran_in(records)
+    return {old: new for old, new in current.renames.items() if old in ran}
+
+
+def unique(changes: Sequence[NodeChange]) -> tuple[NodeChange, ...]:
+    """Each node and reason once, the earliest first; a stored value's change only when
+    no node's change names its channel already (its diff would be said twice)."""
+    found: dict[tuple[str, ChangeReason, str | None], NodeChange] = {}
+    for change in changes:
+        found.setdefault((change.node, change.reason, change.channel), change)
+    named = {c.channel for c in found.values() if c.node != STORED}
+    return tuple(c for c in found.values() if c.node != STORED or c.channel not in named)
+
+
+def pending_changes(head: Record, current: Stamp) -> tuple[NodeChange, ...]:
+    """Changes among the head's finished-but-uncheckpointed tasks (a crashed superstep)."""
+    if not head.pending_tasks or not isinstance(head.stamp, Stamp | StampRef):
+        return ()
+    if head.stamp.id == current.id:
+        return ()
+    # Only a channel those tasks wrote can hold a value of a changed type: a change
+    # elsewhere is not theirs (a sibling that crashed wrote nothing, and runs anyway).
+    channels = head.pending_wrote
+    if channels is None:
+        old = head.stamp.channels if isinstance(head.stamp, Stamp) else {}
+        channels = frozenset(old) | frozenset(current.channels)
+    return step_changes(user_nodes(head.next_nodes), channels, head.stamp, current)
+
+
+def waiting_subgraphs(head: Record, current: Stamp) -> tuple[NodeChange, ...]:
+    """Subgraph nodes the head waits on whose subgraph changed.
+
+    A subgraph that crashed or was interrupted part-way keeps its own checkpoints (under
+    its task's namespace), and LangGraph resumes it from them, reviving inner values
+    written by the old code: the parent is forked from the head instead, which gives
+    the subgraph's task a new id and so a fresh start.
+    """
+    if not isinstance(head.stamp, Stamp) or head.stamp.id == current.id:
+        return ()
+    found = []
+    for node in sorted(user_nodes(head.next_nodes)):
+        before, after = head.stamp.nodes.get(node), current.nodes.get(node)
+        if before is not None and after is not None and before.sub and before.sub != after.sub:
+            lines = subgraph_lines(node, before, after, head.stamp, current)
+            found.append(NodeChange(node, ChangeReason.SUBGRAPH, None, None, lines))
+    return tuple(found)
+
+
+def user_nodes(names: frozenset[str]) -> frozenset[str]:
+    """Without LangGraph's own nodes (``__start__``), which no stamp fingerprints."""
+    return frozenset(name for name in names if not name.startswith("__"))
+
+
+def foreign(records: Sequence[Record], current: Stamp) -> str | None:
+    """A thread written by a graph with no node in common with the current one."""
+    ran = ran_in(records)
+    if not ran or ran & (frozenset(current.nodes) | frozenset(current.renames or {})):
+        return None
+    return (
+        f"the thread was written by a different graph: its nodes {sorted(ran)} have nothing "
+        f"in common with this graph's nodes {sorted(current.nodes)}; use another thread_id"
+    )
+
+
+def unreadable_note(stamp: Unreadable) -> str:
+    return f"stamp not trusted ({stamp.reason}): {stamp.detail}"
