@@ -3,7 +3,9 @@
 ``compile`` stamps the fingerprints of a graph's types into every checkpoint;
 ``run`` (and ``arun``, ``stream``, ``astream``) compares them on resume and rewinds a
 thread to just before the earliest node whose types changed, keeping the work
-upstream of it. ``plan`` explains what a resume would do without doing it.
+upstream of it. ``plan`` explains what a resume would do without doing it;
+``history`` reads a thread's lineage, each step compared with the graph, and
+``list_threads`` a database's threads.
 """
 
 from neograph_ext._accept import aaccept, accept
