@@ -233,25 +233,42 @@ def _history(
         for tup in tuples
         if tup.parent_config
     )
+    memo: dict[_Step, tuple[NodeChange, ...]] = {}
     entries = tuple(
-        _entry(record, children[record.checkpoint_id], current)
+        _entry(record, children[record.checkpoint_id], _compared(record, current, memo))
         for record in resolved(records, described)
     )
     return History(thread_id, entries, len(tuples))
 
 
-def _entry(record: Record, children: int, current: Stamp | None) -> HistoryEntry:
+_Step = tuple[str, frozenset[str], frozenset[str], frozenset[tuple[str, str]] | None]
+"""A step as compared: the stamp it ran under, what ran, what it wrote, who wrote what."""
+
+
+def _compared(
+    record: Record, current: Stamp | None, memo: dict[_Step, tuple[NodeChange, ...]]
+) -> tuple[NodeChange, ...] | None:
+    """What changed for ``record``'s step, as ``plan`` compares it; None when there is
+    nothing to compare. Along a thread the same step under the same stamp repeats: each
+    is compared (and its diff lines built) once."""
     stamp = record.stamp
-    changes: tuple[NodeChange, ...] | None = None
-    if isinstance(stamp, Stamp | StampRef) and current is not None and stamp.id == current.id:
-        changes = ()
-    elif isinstance(stamp, Stamp | StampRef) and current is not None:
-        clears = frozenset(current.clears or ())
-        # As ``plan`` compares a step: a None written to say "nothing here" is no value.
-        wrote = record.wrote - (record.nulled & clears)
-        changes = step_changes(
+    if current is None or not isinstance(stamp, Stamp | StampRef):
+        return None
+    if stamp.id == current.id:
+        return ()
+    # As ``plan`` compares a step: a None written to say "nothing here" is no value.
+    wrote = record.wrote - (record.nulled & frozenset(current.clears or ()))
+    key = (stamp.id, record.ran, wrote, record.writers)
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = step_changes(
             record.ran, wrote, stamp, current, writers=record.writers, renames=current.renames
         )
+    return found
+
+
+def _entry(record: Record, children: int, changes: tuple[NodeChange, ...] | None) -> HistoryEntry:
+    stamp = record.stamp
     status, why = _status(stamp)
     return HistoryEntry(
         checkpoint_id=record.checkpoint_id,
