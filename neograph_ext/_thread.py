@@ -21,7 +21,16 @@ from neograph_ext._graph import StampedGraph
 from neograph_ext._stamp import Stamp
 from neograph_ext._stamp_store import is_store_thread, reserved
 
-__all__ = ["ThreadCall", "at_checkpoint", "named_checkpoint", "thread_call", "whole_thread"]
+__all__ = [
+    "ThreadCall",
+    "at_checkpoint",
+    "checkpointer_of",
+    "named_checkpoint",
+    "stamped",
+    "thread_call",
+    "thread_of",
+    "whole_thread",
+]
 
 
 class ThreadCall(NamedTuple):
@@ -43,28 +52,9 @@ def thread_call(graph: Pregel[Any, Any, Any, Any], config: RunnableConfig) -> Th
         GraphError: The graph was not compiled by neograph-ext or has no checkpointer,
             or the config names no thread or a thread reserved for neograph-ext.
     """
-    if not isinstance(graph, StampedGraph):
-        if not isinstance(graph, CompiledStateGraph):
-            raise GraphError(
-                "this graph is built with LangGraph's functional API (@entrypoint), which "
-                "neograph-ext does not support yet: build it as a StateGraph"
-            )
-        raise GraphError(
-            "this graph carries no neograph-ext stamp: build it with "
-            "neograph_ext.compile(builder, checkpointer=...) instead of builder.compile(...)"
-        )
-    thread_id = (config.get("configurable") or {}).get("thread_id")
-    if thread_id is None:
-        raise GraphError('config names no thread: pass {"configurable": {"thread_id": "..."}}')
-    if is_store_thread(thread_id):
-        raise GraphError(reserved(thread_id))
-    saver = graph.checkpointer
-    if not isinstance(saver, BaseCheckpointSaver):
-        raise GraphError(
-            "this graph has no checkpointer to resume from: "
-            "compile it with neograph_ext.compile(builder, checkpointer=saver)"
-        )
-    return ThreadCall(graph, config, graph.neograph_ext_stamp, saver, str(thread_id))
+    checked = stamped(graph)
+    saver, thread_id = checkpointer_of(checked), thread_of(config)
+    return ThreadCall(checked, config, checked.neograph_ext_stamp, saver, thread_id)
 
 
 def whole_thread(config: RunnableConfig) -> RunnableConfig:
@@ -86,3 +76,51 @@ def named_checkpoint(config: RunnableConfig) -> str | None:
     """The checkpoint id ``config`` names, if any: a run from there is time travel."""
     named = (config.get("configurable") or {}).get("checkpoint_id")
     return str(named) if named else None
+
+
+def stamped(graph: Pregel[Any, Any, Any, Any]) -> StampedGraph:
+    """``graph``, checked to be one ``compile`` made.
+
+    Raises:
+        GraphError: It was compiled by plain LangGraph or is a functional-API graph.
+    """
+    if isinstance(graph, StampedGraph):
+        return graph
+    if not isinstance(graph, CompiledStateGraph):
+        raise GraphError(
+            "this graph is built with LangGraph's functional API (@entrypoint), which "
+            "neograph-ext does not support yet: build it as a StateGraph"
+        )
+    raise GraphError(
+        "this graph carries no neograph-ext stamp: build it with "
+        "neograph_ext.compile(builder, checkpointer=...) instead of builder.compile(...)"
+    )
+
+
+def checkpointer_of(graph: Pregel[Any, Any, Any, Any]) -> BaseCheckpointSaver[Any]:
+    """The saver ``graph`` reads its checkpoints from.
+
+    Raises:
+        GraphError: It has none.
+    """
+    saver = graph.checkpointer
+    if not isinstance(saver, BaseCheckpointSaver):
+        raise GraphError(
+            "this graph has no checkpointer to resume from: "
+            "compile it with neograph_ext.compile(builder, checkpointer=saver)"
+        )
+    return saver
+
+
+def thread_of(config: RunnableConfig) -> str:
+    """The thread id ``config`` names.
+
+    Raises:
+        GraphError: It names none, or a stamp description's (``_stamp_store.reserved``).
+    """
+    thread_id = (config.get("configurable") or {}).get("thread_id")
+    if thread_id is None:
+        raise GraphError('config names no thread: pass {"configurable": {"thread_id": "..."}}')
+    if is_store_thread(thread_id):
+        raise GraphError(reserved(thread_id))
+    return str(thread_id)

@@ -16,7 +16,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from typer.testing import Result
 
 from neograph_ext import PlanKind
-from neograph_ext._cli_db import open_database
+from neograph_ext.cli._database import open_database
 from tests.cli import cli_graphs
 from tests.cli.support import (
     ROOT,

@@ -19,7 +19,7 @@ import pytest
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 import neograph_ext
-from neograph_ext._cli_db import sqlite_uri
+from neograph_ext.cli._database import sqlite_uri
 from tests.cli import cli_graphs
 from tests.cli.support import INPUT, V2, Database, cli, run_program, sqlite_database
 

@@ -1,4 +1,4 @@
-"""How the command line opens the database ``--db`` names, and its one-line errors.
+"""How the command line opens the database ``--db`` names.
 
 Rules:
 - Read-only where the driver allows it (``mode=ro``, ``immutable=1`` for a WAL database
@@ -21,21 +21,11 @@ from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from neograph_ext._errors import NeographExtError
+from neograph_ext.cli._boundary import CliError, one_line
 
-__all__ = ["CliError", "one_line", "open_database", "sqlite_uri"]
+__all__ = ["open_database", "sqlite_uri"]
 
 Saver = BaseCheckpointSaver[Any]
-
-
-class CliError(NeographExtError):
-    """A problem the user can fix; its message is the one line printed."""
-
-
-def one_line(exc: BaseException) -> str:
-    """An error as one line: its type and the first line of its message."""
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 
 @contextmanager

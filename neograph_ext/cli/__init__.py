@@ -1,0 +1,35 @@
+"""The ``neograph-ext`` command line: what a resume would do, before it happens.
+
+Rules:
+- Read-only: databases are opened read-only where the driver allows it (``_database``),
+  no saver ``setup()`` runs, and planning writes nothing. The one exception is ``accept``,
+  asked for by name: it opens the database for writing and writes one checkpoint (a fork
+  of the thread's head, through ``neograph_ext.accept``) and the stamp's description.
+- Built on the public API alone (``compile``, ``plan``, ``accept``, ``history``,
+  ``list_threads``, ...): no module here imports a private ``neograph_ext._`` module, as
+  a test checks. What the CLI adds is presentation, database opening and GRAPH loading.
+- Exit codes: 0 fine, 1 ``check`` found threads that would not resume cleanly, 2 an
+  error the user can fix, reported in one line on stderr (``--debug`` adds the traceback),
+  a damaged checkpoint included; nothing else reaches stderr, not even at exit.
+- No message echoes a password from ``--db``; text read from the database (thread ids,
+  node and class names) is printed with its control characters escaped, never as markup.
+- Needs the ``cli`` extra (typer, rich); without it, says so and exits 2.
+
+Modules: ``_app`` (the commands), ``_show`` (tables, panels, JSON, escaping),
+``_boundary`` (errors as one line), ``_graphs`` (GRAPH loading), ``_database`` (--db).
+"""
+
+from __future__ import annotations
+
+import sys
+
+try:
+    import rich  # noqa: F401
+    import typer  # noqa: F401
+except ImportError:  # pragma: no cover - exercised by a subprocess test
+    sys.stderr.write("neograph-ext: the command line needs extras: install neograph-ext[cli]\n")
+    raise SystemExit(2) from None
+
+from neograph_ext.cli._app import app, main
+
+__all__ = ["app", "main"]

@@ -1,0 +1,193 @@
+"""What the command line prints: panels, tables, JSON, and text from the database escaped.
+
+Rules:
+- stdout holds the result alone; progress bars go to stderr, and only on a terminal.
+- Text read from the database (thread ids, node and class names, notes) is printed
+  with its control characters escaped (``safe``) and never read as rich markup
+  (``text``); JSON is ASCII, so every control character is a ``\\u`` escape.
+- Off a terminal (CI logs, pipes) output is not wrapped at 80 columns.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.panel import Panel
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+from rich.table import Table
+from rich.text import Text
+
+from neograph_ext import ChangeReason, History, HistoryEntry, PlanKind, ResumePlan
+
+__all__ = [
+    "console",
+    "history_rows",
+    "history_table",
+    "notes",
+    "plan_panel",
+    "print_check",
+    "progress",
+    "safe",
+    "text",
+    "to_json",
+]
+
+_KIND_STYLE = {PlanKind.REWIND: "red", PlanKind.UNVERIFIED: "yellow"}
+_STATUS_STYLE = {"same": "green", "changed": "red", "removed": "red", "unstamped": "yellow"}
+
+
+def plan_panel(decision: ResumePlan) -> Panel:
+    """One thread's plan: kind, head, rewind target, changes, re-runs, kept, next, notes."""
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold")
+    grid.add_column()
+    style = "red" if decision.blocker else _KIND_STYLE.get(decision.kind, "green")
+    grid.add_row("kind", Text(str(decision.kind), style=style))
+    grid.add_row("head", text(decision.head_id or "-"))
+    if decision.kind is PlanKind.REWIND:
+        target = f"step {decision.step}, checkpoint {decision.checkpoint_id}"
+        grid.add_row("rewind to", text(target if decision.checkpoint_id else "-"))
+    for index, change in enumerate(decision.changes):
+        grid.add_row("invalidated" if index == 0 else "", text(*change.describe().split("\n")))
+    grid.add_row("re-runs", text(", ".join(sorted(decision.rerun)) or "-"))
+    grid.add_row("kept", text(", ".join(sorted(decision.kept)) or "-"))
+    if decision.step_summary():
+        grid.add_row("steps", text(decision.step_summary()))
+    grid.add_row("next", text(", ".join(sorted(decision.next_nodes)) or "- (run complete)"))
+    if decision.blocker:
+        grid.add_row("blocked", text(decision.blocker, style="red"))
+    for note in notes(decision):
+        grid.add_row("note", text(note))
+    title = text(f"thread {decision.thread_id}")
+    return Panel(grid, title=title, border_style=style, expand=False)
+
+
+def print_check(plans: Sequence[ResumePlan], failing: Sequence[ResumePlan], strict: bool) -> None:
+    """The summary line, after a table of the failing threads if there are any."""
+    out = console()
+    counts = Counter("blocked" if p.blocker else str(p.kind) for p in plans)
+    summary = f"{len(plans)} thread{'' if len(plans) == 1 else 's'} checked: " + (
+        ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items())) or "none"
+    )
+    if not failing:
+        hint = counts[PlanKind.UNVERIFIED] and not strict
+        tail = " (unverified threads pass; --strict-unverified fails them)" if hint else ""
+        out.print(Text(f"ok: {summary}{tail}", style="green"), soft_wrap=True)
+        return
+    table = Table(title="threads that would not resume cleanly")
+    for name in ("thread", "plan", "rewind to step", "invalidated", "why"):
+        table.add_column(name)
+    for p in failing:
+        why = [*([p.blocker] if p.blocker else []), *(c.describe() for c in p.changes)]
+        lines = [line for reason in why or notes(p) for line in reason.split("\n")]
+        kind = Text("blocked" if p.blocker else str(p.kind), style="red")
+        step = Text("-" if p.step is None else str(p.step))
+        nodes = text(", ".join(sorted(p.invalidated_nodes)) or "-")
+        table.add_row(text(p.thread_id), kind, step, nodes, text(*lines))
+    out.print(table)
+    failed = f"failed: {len(failing)} would not resume cleanly; {summary}"
+    out.print(Text(failed, style="red"), soft_wrap=True)
+
+
+def notes(decision: ResumePlan, most: int = 3) -> list[str]:
+    """The engine notes every unstamped checkpoint: a long thread would flood the screen."""
+    more = len(decision.notes) - most
+    return [*decision.notes[:most], *([f"... and {more} more"] if more > 0 else [])]
+
+
+def history_rows(found: History, compared: bool) -> list[dict[str, Any]]:
+    """One row per checkpoint of the lineage; ``compared``: each task gets a status."""
+    return [_history_row(entry, compared) for entry in found]
+
+
+def history_table(found: History, rows: Sequence[dict[str, Any]], compared: bool) -> Table:
+    status = ["status"] if compared else []
+    columns = ["step", "checkpoint", "source", "node(s)", *status, "fork"]
+    table = Table(
+        *columns,
+        title=text(f"thread {found.thread_id}"),
+        caption=text(f"{len(rows)} of {found.checkpoints} checkpoints"),
+    )
+    for row in rows:
+        tasks: dict[str, str | None] = row["tasks"]
+        cells = [text(row[key]) for key in ("step", "checkpoint_id", "source")]
+        cells.append(text(*tasks) if tasks else Text("-"))
+        if compared:
+            marks = [Text(str(s), style=_STATUS_STYLE.get(str(s), "")) for s in tasks.values()]
+            cells.append(Text("\n").join(marks) if marks else Text("-"))
+        table.add_row(*cells, Text(row["fork"] or "", style="magenta"))
+    return table
+
+
+def _history_row(entry: HistoryEntry, compared: bool) -> dict[str, Any]:
+    marks = ["fork"] if entry.source == "fork" else []
+    marks += [f"{entry.children} branches"] if entry.children > 1 else []
+    return {
+        "checkpoint_id": entry.checkpoint_id,
+        "parent_id": entry.parent_id,
+        "step": entry.step,
+        "source": entry.source,
+        "tasks": {node: _status(entry, node) if compared else None for node in sorted(entry.ran)},
+        "fork": ", ".join(marks) or None,
+    }
+
+
+def _status(entry: HistoryEntry, node: str) -> str:
+    """``same``, ``changed``, ``removed``, ``unstamped``, ``unreadable`` or ``unknown``
+    (the stamp's description is not stored): the entry's changes, named for a table."""
+    if entry.changes is None:
+        return str(entry.stamp)  # unstamped or unreadable: nothing to compare
+    reasons = {change.reason for change in entry.changes if change.node == node}
+    if not reasons:
+        return "same"
+    if ChangeReason.REMOVED in reasons:
+        return "removed"
+    return "unknown" if ChangeReason.UNKNOWN in reasons else "changed"
+
+
+def to_json(value: object) -> str:
+    """JSON of rows or ``dataclasses.asdict`` plans: sets sorted, str enums by value.
+
+    ASCII only (``json``'s default), so every control character is a ``\\u`` escape.
+    """
+    return json.dumps(
+        value, indent=2, default=lambda o: sorted(o) if isinstance(o, frozenset) else o
+    )
+
+
+def safe(value: object) -> str:
+    """``str(value)`` with each control character (C0, DEL, C1) shown as ``\\xNN``.
+
+    Thread ids, node and class names, notes: text read from the database must not move
+    the cursor, retitle the window or clear the screen of whoever runs the CLI.
+    """
+    return _CONTROL.sub(lambda m: f"\\x{ord(m[0]):02x}", str(value))
+
+
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def text(*lines: object, style: str = "") -> Text:
+    """Stored text, one item a line, escaped by ``safe``; a ``Text``, so that rich reads
+    no markup (``[red]``) or emoji codes in it."""
+    return Text("\n".join(safe(line) for line in lines), style=style)
+
+
+def console(*, stderr: bool = False) -> Console:
+    """Rich wraps at 80 columns off a terminal; CI logs and pipes read better unwrapped."""
+    wide = (sys.stderr if stderr else sys.stdout).isatty() or "COLUMNS" in os.environ
+    return Console(stderr=stderr, width=None if wide else 200, highlight=False)
+
+
+def progress() -> Progress:
+    """On stderr, and only on a terminal: stdout stays clean for pipes and CI logs."""
+    err = console(stderr=True)
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
+    return Progress(*columns, console=err, transient=True, disable=not err.is_terminal)
