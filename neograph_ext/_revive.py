@@ -47,13 +47,13 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from typing_extensions import is_typeddict
 
 from neograph_ext._errors import GraphError
+from neograph_ext._introspect import channel_types, is_state_schema, return_type
 from neograph_ext._langgraph import (
     MSGPACK_ALLOWLIST,
     SAFE_MSGPACK_TYPES,
     prebuilt_output,
     strict_msgpack,
 )
-from neograph_ext._stamp import _is_state_schema, _return_type, channel_types
 
 __all__ = [
     "Finding",
@@ -526,8 +526,8 @@ def declared(
     outputs: dict[str, object] = {}
     for name, spec in builder.nodes.items():
         out = (output_types or {}).get(name) or prebuilt_output(spec.runnable)
-        out = out or _return_type(spec.runnable)
-        if out is not None and not _is_state_schema(builder, out):
+        out = out or return_type(spec.runnable)
+        if out is not None and not is_state_schema(builder, out):
             outputs[name] = out
     coerced = frozenset(
         key

@@ -16,6 +16,7 @@ from langgraph.graph import StateGraph
 from langgraph.prebuilt import create_react_agent
 from pydantic import BaseModel
 
+from neograph_ext._introspect import channel_types
 from neograph_ext._langgraph import (
     RESPONSE_CHANNEL,
     makes_tool_calls,
@@ -23,7 +24,6 @@ from neograph_ext._langgraph import (
     sub_agents,
     tool_objects,
 )
-from neograph_ext._stamp import channel_types
 from tests.integration.agents import Audit, ScriptedChat, agent, counted_tool, deep_agent
 
 
