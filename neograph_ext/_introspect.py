@@ -7,7 +7,7 @@ Rules:
 - A compiled subgraph used as a node is fingerprinted inside its node: by the stamp
   it carries (``_stamp.Stamped``), or, compiled by plain LangGraph, from its builder.
 - What agent builders build (``ToolNode``, ``create_agent``, deep agents) is known
-  through ``_langgraph`` alone.
+  through ``_langgraph_agents`` alone.
 - A type that cannot be fingerprinted (an unresolved forward reference) is left out
   and logged at debug level: the stamp errs on judging by what the node wrote.
 """
@@ -27,7 +27,7 @@ from langgraph.types import Command
 from pydantic import BaseModel
 
 from neograph_ext._fingerprint import Signature, UnresolvedTypeError, digest, signature
-from neograph_ext._langgraph import (
+from neograph_ext._langgraph_agents import (
     RESPONSE_CHANNEL,
     makes_tool_calls,
     prebuilt_output,

@@ -48,12 +48,8 @@ from typing_extensions import is_typeddict
 
 from neograph_ext._errors import GraphError
 from neograph_ext._introspect import channel_types, is_state_schema, return_type
-from neograph_ext._langgraph import (
-    MSGPACK_ALLOWLIST,
-    SAFE_MSGPACK_TYPES,
-    prebuilt_output,
-    strict_msgpack,
-)
+from neograph_ext._langgraph import MSGPACK_ALLOWLIST, SAFE_MSGPACK_TYPES, strict_msgpack
+from neograph_ext._langgraph_agents import prebuilt_output
 
 __all__ = [
     "Finding",

@@ -27,13 +27,12 @@ from neograph_ext._langgraph import (
     STORED_IS_AVAILABLE,
     compile_options,
     fold_cache_keys,
-    prebuilt_output,
     strict_msgpack,
     task_writers,
-    tool_schemas,
     watch_updates,
     writes_path,
 )
+from neograph_ext._langgraph_agents import prebuilt_output, tool_schemas
 from tests.integration.apps import FakeChat
 from tests.integration.pipelines import linear
 

@@ -14,7 +14,7 @@ from langgraph.prebuilt import create_react_agent
 from pydantic import BaseModel
 
 from neograph_ext._introspect import build_stamp
-from neograph_ext._langgraph import RESPONSE_CHANNEL
+from neograph_ext._langgraph_agents import RESPONSE_CHANNEL
 from neograph_ext._stamp import Stamp, read_description
 from tests.integration.agents import (
     Audit,
