@@ -30,9 +30,9 @@ from neograph_ext._errors import CheckpointSchemaError, GraphError
 from neograph_ext._head import _interrupted, _next, _paused, _stored, _stored_input
 from neograph_ext._keep import incomplete
 from neograph_ext._langgraph import unsaved_subgraph
+from neograph_ext._misread import head_misread
 from neograph_ext._plan import PlanKind, ResumePlan, verified
 from neograph_ext._read import _Call, _with_checkpoint
-from neograph_ext._revive import head_misread
 from neograph_ext._stamp import ASK_AGAIN, encode_run, input_digest, read_marks
 
 __all__ = [

@@ -41,6 +41,7 @@ from neograph_ext._history import (
 from neograph_ext._keep import incomplete
 from neograph_ext._langgraph import delta_channels
 from neograph_ext._migrate import Carrying, carry_for, readable, rebuilt_channels
+from neograph_ext._misread import head_misread
 from neograph_ext._plan import (
     ASKED_AGAIN,
     PlanKind,
@@ -49,7 +50,6 @@ from neograph_ext._plan import (
     decide,
     verified,
 )
-from neograph_ext._revive import head_misread
 from neograph_ext._stamp import Stamp, read_marks
 from neograph_ext._stamp_store import aload, is_store_thread, load, reserved
 
