@@ -17,8 +17,8 @@ from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.errors import EmptyChannelError
 from langgraph.pregel import Pregel
 
-from neograph_ext._history import waiting
 from neograph_ext._langgraph import delta_channels
+from neograph_ext._owed import waiting
 from neograph_ext._stamp import read_marks
 
 __all__ = ["_interrupted", "_next", "_output", "_paused", "_stored", "_stored_input"]

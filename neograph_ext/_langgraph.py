@@ -35,6 +35,7 @@ __all__ = [
     "MSGPACK_ALLOWLIST",
     "SAFE_MSGPACK_TYPES",
     "STORED_IS_AVAILABLE",
+    "TASKS_CHANNEL",
     "compile_options",
     "delta_channels",
     "delta_snapshot",
@@ -71,6 +72,9 @@ STORED_IS_AVAILABLE: frozenset[type] = frozenset({LastValue, EphemeralValue})
 """Channel types (exactly these) whose value is available whenever a checkpoint stores
 one: LangGraph stores only available values, and these hold nothing else."""
 
+TASKS_CHANNEL = "__pregel_tasks"
+"""The channel holding the ``Send``s queued for the next step (push tasks)."""
+
 COUNTERS_KEY = "counters_since_delta_snapshot"
 """Checkpoint metadata: per DeltaChannel, updates and steps since its last snapshot."""
 
@@ -100,7 +104,6 @@ def strict_msgpack() -> bool:
 
 _PULL = "__pregel_pull"
 _PUSH = "__pregel_push"
-_TASKS = "__pregel_tasks"
 
 
 def compile_options(graph: CompiledStateGraph[Any, Any, Any, Any]) -> dict[str, Any]:
@@ -231,7 +234,7 @@ def task_writers(
     for name in ran:
         triggers = sorted(seen.get(name, {}))
         known[hash_id(namespace, name, str(step + 1), name, _PULL, *triggers)] = name
-    queued = parent.get("channel_values", {}).get(_TASKS) or ()
+    queued = parent.get("channel_values", {}).get(TASKS_CHANNEL) or ()
     for index, send in enumerate(queued):
         if isinstance(send, Send):
             known[hash_id(namespace, send.node, str(step + 1), send.node, _PUSH, str(index))] = (

@@ -32,16 +32,14 @@ from neograph_ext._history import (
     NotNewestFirst,
     Record,
     lineage,
-    owed_turns,
-    reading,
     references,
     resolved,
-    resumable,
 )
 from neograph_ext._keep import incomplete
 from neograph_ext._langgraph import delta_channels
 from neograph_ext._migrate import Carrying, carry_for, readable, rebuilt_channels
 from neograph_ext._misread import head_misread
+from neograph_ext._owed import owed_turns
 from neograph_ext._plan import (
     ASKED_AGAIN,
     PlanKind,
@@ -52,6 +50,7 @@ from neograph_ext._plan import (
 )
 from neograph_ext._stamp import Stamp, read_marks
 from neograph_ext._stamp_store import aload, is_store_thread, load, reserved
+from neograph_ext._unreadable import reading, resumable
 
 __all__ = [
     "_Call",

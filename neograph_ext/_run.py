@@ -34,7 +34,6 @@ from langgraph.types import Command
 from neograph_ext._errors import GraphError
 from neograph_ext._graph import StampedGraph, marking
 from neograph_ext._head import _output, _stored_input
-from neograph_ext._history import reading, resumable
 from neograph_ext._invocations import (
     _continued,
     _holds,
@@ -68,6 +67,7 @@ from neograph_ext._read import (
     _with_checkpoint,
 )
 from neograph_ext._stamp import Stamp, encode_run, input_digest
+from neograph_ext._unreadable import reading, resumable
 
 __all__ = ["aplan", "arun", "astream", "plan", "run", "stream"]
 

@@ -20,7 +20,6 @@ from langgraph.store.memory import InMemoryStore
 from langgraph.types import CachePolicy, Command, Send
 from pydantic import BaseModel
 
-from neograph_ext._history import waiting
 from neograph_ext._langgraph import (
     MSGPACK_ALLOWLIST,
     SAFE_MSGPACK_TYPES,
@@ -33,6 +32,7 @@ from neograph_ext._langgraph import (
     writes_path,
 )
 from neograph_ext._langgraph_agents import prebuilt_output, tool_schemas
+from neograph_ext._owed import waiting
 from tests.integration.apps import FakeChat
 from tests.integration.pipelines import linear
 
