@@ -21,10 +21,11 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.pregel import Pregel
 
+from neograph_ext._carrying import Carrying
 from neograph_ext._errors import GraphError
 from neograph_ext._fork import address
 from neograph_ext._lock import athread_lock, thread_lock
-from neograph_ext._migrate import Carrying, acarry, carry
+from neograph_ext._migrate import acarry, carry
 from neograph_ext._plan import PlanKind, ResumePlan, verified
 from neograph_ext._read import _aread, _Call, _call, _read
 from neograph_ext._stamp import read_marks

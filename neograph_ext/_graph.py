@@ -41,10 +41,10 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.pregel import Pregel
 from langgraph.types import Command
 
+from neograph_ext._carrying import Carrying, Migration, carrying
 from neograph_ext._errors import GraphError
 from neograph_ext._introspect import build_stamp, channel_types
 from neograph_ext._langgraph import compile_options, fold_cache_keys
-from neograph_ext._migrate import Carrying, Migration, carrying
 from neograph_ext._revive import Revival, allowed_pairs, declared, report, revival
 from neograph_ext._stamp import (
     PLAIN_CALL,

@@ -25,6 +25,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.pregel import Pregel
 
+from neograph_ext._carrying import Carrying, carry_for, readable, rebuilt_channels
 from neograph_ext._errors import GraphError
 from neograph_ext._graph import StampedGraph
 from neograph_ext._head import _next, _paused
@@ -37,7 +38,6 @@ from neograph_ext._history import (
 )
 from neograph_ext._keep import incomplete
 from neograph_ext._langgraph import delta_channels
-from neograph_ext._migrate import Carrying, carry_for, readable, rebuilt_channels
 from neograph_ext._misread import head_misread
 from neograph_ext._owed import owed_turns
 from neograph_ext._plan import (
