@@ -48,6 +48,7 @@ from neograph_ext._langgraph import MSGPACK_ALLOWLIST, SAFE_MSGPACK_TYPES, stric
 from neograph_ext._langgraph_agents import prebuilt_output
 
 __all__ = [
+    "Allowed",
     "Finding",
     "Revival",
     "allowed_pairs",

@@ -41,6 +41,7 @@ __all__ = [
     "MAX_METADATA_BYTES",
     "MAX_STAMP_CHARS",
     "PLAIN_CALL",
+    "REF_FORMAT",
     "RUN_KEY",
     "STAMP_FORMAT",
     "STAMP_KEY",
