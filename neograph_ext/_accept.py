@@ -21,13 +21,13 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.pregel import Pregel
 
+from neograph_ext._carrying import Carrying
 from neograph_ext._decision import PlanKind, ResumePlan
 from neograph_ext._drivers import AsyncDriver, Driver
 from neograph_ext._errors import GraphError
 from neograph_ext._flow import CarryValues, Flow, TakeLock, planned, read_head
 from neograph_ext._fork import address
 from neograph_ext._lineage_facts import verified
-from neograph_ext._migrate import Carrying
 from neograph_ext._options import Options
 from neograph_ext._stamp import read_marks
 from neograph_ext._thread import ThreadCall, thread_call

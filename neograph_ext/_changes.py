@@ -41,7 +41,7 @@ class ChangeReason(StrEnum):
     """The types it ran under are not known: their stored description is missing."""
     STORED_VALUE = "stored value"
     """A value it wrote does not read back from the checkpoint as its channel's declared
-    type (``_revive.misread``), though no type changed."""
+    type (``_misread.misread``), though no type changed."""
 
 
 @dataclass(frozen=True)

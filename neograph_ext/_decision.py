@@ -154,7 +154,7 @@ class Carry:
     """Which changed channels may keep their stored values instead of re-running.
 
     Computed by the caller from the compile options and the stored values
-    (``_migrate.carry_for``), so that deciding stays free of I/O and user code.
+    (``_carrying.carry_for``), so that deciding stays free of I/O and user code.
     """
 
     migrated: frozenset[str] = frozenset()
@@ -181,14 +181,14 @@ class HeadFacts:
     """The head whose later turns the run that wrote it was replaying (``RunMark``)."""
     misread: Mapping[str, str] = field(default_factory=dict)
     """Per live channel whose stored value does not read back as its declared type, why
-    (``_revive.misread``): its last writer counts as changed."""
+    (``_misread.misread``): its last writer counts as changed."""
     owed: tuple[str, ...] = ()
     """When ``replaying``: the input checkpoints of the turns that replay has not started
-    yet (``_history.owed_turns``), oldest first."""
+    yet (``_owed.owed_turns``), oldest first."""
 
 
 Carriable = Callable[[frozenset[str]], Carry]
 """Given the changed channels whose live stored values could be carried
-(``ResumePlan.candidates``), which may be: ``_migrate.carry_for`` over the head's values
+(``ResumePlan.candidates``), which may be: ``_carrying.carry_for`` over the head's values
 and the policy's ``keep_compatible`` / ``migrations``. It validates values and reads
 nothing, so deciding stays pure."""

@@ -4,7 +4,7 @@ graph, sync or async, and differ by ``await`` alone.
 Rules:
 - A driver holds what a flow takes for its duration (the thread's lock) and releases it
   when the flow ends, however it ends.
-- Reads that decode stored checkpoints run inside ``_history.reading``, which names the
+- Reads that decode stored checkpoints run inside ``_unreadable.reading``, which names the
   thread when the saver cannot decode them.
 - A sync listing is read whole and closed before the next operation: LangGraph's sync
   savers hold their (non-reentrant) lock until a listing ends.
@@ -38,7 +38,7 @@ from neograph_ext._flow import (
 )
 from neograph_ext._graph import marking
 from neograph_ext._head_state import output_of
-from neograph_ext._history import lineage, reading
+from neograph_ext._history import lineage
 from neograph_ext._keep import akeep, keep
 from neograph_ext._lock import athread_lock, thread_lock
 from neograph_ext._migrate import acarry, carry
@@ -46,6 +46,7 @@ from neograph_ext._options import Options
 from neograph_ext._stamp import Stamp
 from neograph_ext._stamp_store import aload, load
 from neograph_ext._thread import ThreadCall, whole_thread
+from neograph_ext._unreadable import reading
 
 __all__ = ["AsyncDriver", "Driver"]
 

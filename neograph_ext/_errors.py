@@ -37,6 +37,7 @@ __all__ = [
     "StampLostError",
     "ThreadBusyError",
     "UnreadableCheckpointError",
+    "UnresolvedTypeError",
     "WriteReadbackError",
 ]
 
@@ -103,4 +104,11 @@ class WriteReadbackError(NeographExtError, ValueError):
     saved and before they are: the step fails, naming the node, the channel and the type,
     instead of a later resume handing the next node something else (a plain ``dict``
     where a model was written).
+    """
+
+
+class UnresolvedTypeError(NeographExtError, TypeError):
+    """A forward reference inside a type cannot be resolved, so it has no signature.
+
+    Callers degrade gracefully: the type is left without a fingerprint.
     """

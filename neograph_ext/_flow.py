@@ -26,27 +26,22 @@ from typing import Any, NamedTuple, TypeVar
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 
+from neograph_ext._carrying import Carrying, carry_for, readable, rebuilt_channels
 from neograph_ext._decision import Carriable, HeadFacts, PlanKind, ResumePlan
 from neograph_ext._errors import GraphError
 from neograph_ext._head_state import is_paused, waiting_nodes
-from neograph_ext._history import (
-    Record,
-    lineage,
-    owed_turns,
-    references,
-    resolved,
-    resumable,
-)
+from neograph_ext._history import Record, lineage, references, resolved
 from neograph_ext._keep import incomplete
 from neograph_ext._langgraph import delta_channels
 from neograph_ext._lineage_facts import verified
-from neograph_ext._migrate import Carrying, carry_for, readable, rebuilt_channels
+from neograph_ext._misread import head_misread
 from neograph_ext._options import Options
+from neograph_ext._owed import owed_turns
 from neograph_ext._plan import decide, needs_lineage
-from neograph_ext._revive import head_misread
 from neograph_ext._stamp import Stamp, encode_run, input_digest, read_marks
 from neograph_ext._steps import Due, ReplayInput, Work, is_due, work_for
 from neograph_ext._thread import ThreadCall, at_checkpoint, named_checkpoint
+from neograph_ext._unreadable import resumable
 
 __all__ = [
     "CarryValues",
@@ -368,7 +363,7 @@ def _facts(call: ThreadCall, head: CheckpointTuple | None) -> HeadFacts | None:
 
 def _carriable(call: ThreadCall, head: CheckpointTuple, facts: HeadFacts) -> Flow[Carriable | None]:
     """Which changed channels the graph's options may carry, given the head's values
-    (``_migrate.carry_for``); None when the options carry nothing, and then the graph's
+    (``_carrying.carry_for``); None when the options carry nothing, and then the graph's
     nodes are not read while planning."""
     options = call.graph.neograph_ext_carrying
     if not (options.keep or options.migrations):

@@ -41,17 +41,17 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.pregel import Pregel
 from langgraph.types import Command
 
+from neograph_ext._carrying import Carrying, Migration, carrying
 from neograph_ext._errors import GraphError
+from neograph_ext._introspect import build_stamp, channel_types
 from neograph_ext._langgraph import compile_options, fold_cache_keys
-from neograph_ext._migrate import Carrying, Migration, carrying
 from neograph_ext._revive import Revival, allowed_pairs, declared, report, revival
 from neograph_ext._stamp import (
     PLAIN_CALL,
     RUN_KEY,
     STAMP_KEY,
     Stamp,
-    build_stamp,
-    channel_types,
+    Stamped,
     encode_run,
     input_digest,
     stamp_ref,
@@ -71,7 +71,7 @@ _RUN_MARK: ContextVar[tuple[str, str] | None] = ContextVar("neograph_ext_run_mar
 """``(stamp id, run mark)`` while ``run()`` invokes a graph of that stamp."""
 
 
-class StampedGraph(CompiledStateGraph[Any, Any, Any, Any]):
+class StampedGraph(CompiledStateGraph[Any, Any, Any, Any], Stamped):
     """A LangGraph compiled graph whose checkpoints carry its stamp.
 
     ``compile`` makes one subclass per compiled graph, holding that graph's stamp.

@@ -2,7 +2,7 @@
 
 Rules:
 - Pure: only the graph's definition and the head tuple are consulted, never the saver.
-- Which nodes the head waits to run is LangGraph's own rule (``_history.waiting``) on
+- Which nodes the head waits to run is LangGraph's own rule (``_owed.waiting``) on
   the graph's triggers and channels, ``__start__`` included.
 """
 
@@ -16,8 +16,8 @@ from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.errors import EmptyChannelError
 from langgraph.pregel import Pregel
 
-from neograph_ext._history import waiting
 from neograph_ext._langgraph import delta_channels
+from neograph_ext._owed import waiting
 from neograph_ext._stamp import read_marks
 
 __all__ = [

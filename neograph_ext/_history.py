@@ -10,23 +10,20 @@ Rules:
   Channels C's step wrote are those whose version moved; which node wrote each is read
   from the task ids of P's pending writes (``_langgraph.task_writers``).
 - Metadata is data from storage: a record whose metadata is not a mapping counts as
-  unverified. A saver that cannot decode what it stored, or a head LangGraph cannot
-  resume from, is one ``UnreadableCheckpointError`` naming the thread (``reading``,
-  ``resumable``).
+  unverified. What cannot be read at all is ``_unreadable``'s to report.
+- What a head still owes (the nodes it waits to run, the turns a replay has not
+  started) is read in ``_owed``.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from langgraph.channels.base import BaseChannel
 from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.types import Send
 
-from neograph_ext._errors import UnreadableCheckpointError
-from neograph_ext._langgraph import STORED_IS_AVAILABLE, task_writers
+from neograph_ext._langgraph import TASKS_CHANNEL, task_writers
 from neograph_ext._stamp import (
     RUN_KEY,
     STAMP_KEY,
@@ -41,15 +38,10 @@ __all__ = [
     "NotNewestFirst",
     "Record",
     "lineage",
-    "owed_turns",
-    "reading",
     "references",
     "resolved",
-    "resumable",
-    "waiting",
 ]
 
-_TASKS = "__pregel_tasks"
 _NONE: frozenset[str] = frozenset()
 _EMPTY: Mapping[str, Any] = {}
 _SPECIAL_WRITES = frozenset({"__error__", "__interrupt__", "__resume__", "__scheduled__"})
@@ -216,72 +208,6 @@ def _with_stamp(r: Record, stamp: Stamp) -> Record:
     )
 
 
-class reading:
-    """Translate a saver's failure to decode the thread's stored checkpoints.
-
-    Savers decode metadata while they list or get checkpoints, and raise whatever their
-    decoder raises; wrap every call that reads (and consumes) them. A class, not a
-    generator: every resume enters one.
-
-    Args:
-        thread_id: The thread being read, named in the error.
-
-    Raises:
-        UnreadableCheckpointError: The saver could not decode a stored checkpoint.
-    """
-
-    __slots__ = ("_thread_id",)
-
-    def __init__(self, thread_id: str) -> None:
-        self._thread_id = thread_id
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: object, exc: BaseException | None, traceback: object) -> None:
-        if isinstance(exc, RecursionError | UnicodeDecodeError | json.JSONDecodeError):
-            why = f"the saver cannot decode them ({type(exc).__name__}: {str(exc)[:200]})"
-            raise UnreadableCheckpointError(_unreadable(self._thread_id, why)) from exc
-
-
-def resumable(head: CheckpointTuple | None, thread_id: str) -> CheckpointTuple | None:
-    """The checkpoint to resume from, after checking that LangGraph can resume from it.
-
-    LangGraph reads the step counter from that checkpoint's metadata and fails on
-    anything else with an error that names neither the thread nor the cause.
-
-    Args:
-        head: The checkpoint a resume would start from, if any.
-        thread_id: The thread, named in the error.
-
-    Raises:
-        UnreadableCheckpointError: Its metadata is not a mapping with an integer ``step``.
-    """
-    if head is None:
-        return None
-    metadata = head.metadata
-    step = metadata.get("step") if isinstance(metadata, Mapping) else None
-    if not isinstance(step, int) or isinstance(step, bool):
-        found = f"a {type(metadata).__name__}" + (
-            " without an integer step" if isinstance(metadata, Mapping) else ""
-        )
-        raise UnreadableCheckpointError(
-            _unreadable(
-                thread_id,
-                f"checkpoint {head.checkpoint['id']} has metadata LangGraph cannot resume "
-                f"from ({found}, not a mapping with an integer step)",
-            )
-        )
-    return head
-
-
-def _unreadable(thread_id: str, why: str) -> str:
-    return (
-        f"thread {thread_id!r}: its stored checkpoints cannot be read: {why}. Inspect the "
-        "thread's rows in the checkpoint database, or start over under a new thread_id"
-    )
-
-
 def _parent_id(tup: CheckpointTuple) -> str | None:
     if tup.parent_config is None:
         return None
@@ -342,7 +268,7 @@ class _Walk:
         for name, versions in seen.items():  # a loop, not a comprehension: it is hot
             if before(name) != versions:
                 names += (name,)
-        queued = parent.get("channel_values", _EMPTY).get(_TASKS)
+        queued = parent.get("channel_values", _EMPTY).get(TASKS_CHANNEL)
         if queued:
             names += tuple([send.node for send in queued if isinstance(send, Send)])
         found = self.ran.get(names)
@@ -474,82 +400,3 @@ def _step(tup: CheckpointTuple) -> int:
 def _step_in(metadata: Mapping[str, Any]) -> int:
     step = metadata.get("step", -1)
     return step if isinstance(step, int) else -1
-
-
-def waiting(
-    checkpoint: Mapping[str, Any],
-    triggers: Mapping[str, Sequence[str]],
-    channels: Mapping[str, object],
-) -> frozenset[str]:
-    """Nodes a checkpoint waits to run: the next superstep, computed from raw data.
-
-    LangGraph's own rule: a node is due when one of its trigger channels holds a value
-    and moved past the version the node last saw, or when a ``Send`` to it is queued.
-
-    Args:
-        checkpoint: The raw checkpoint.
-        triggers: Per current node, the channels that trigger it.
-        channels: The graph's channel specs, which know when a value is available.
-    """
-    versions: Mapping[str, Any] = checkpoint.get("channel_versions", _EMPTY)
-    seen_all: Mapping[str, Mapping[str, Any]] = checkpoint.get("versions_seen", _EMPTY)
-    values: Mapping[str, Any] = checkpoint.get("channel_values", _EMPTY)
-    due: set[str] = set()
-    for name, names in triggers.items():  # plain loops: every resume runs this
-        seen = seen_all.get(name, _EMPTY)
-        for channel in names:
-            if _newer(versions.get(channel), seen.get(channel)) and _available(
-                channels.get(channel), values, channel
-            ):
-                due.add(name)
-                break
-    queued = values.get(_TASKS)
-    if queued:
-        due.update(send.node for send in queued if isinstance(send, Send))
-    return frozenset(due)
-
-
-def _available(spec: object, values: Mapping[str, Any], channel: str) -> bool:
-    if channel not in values:
-        return False
-    if type(spec) in STORED_IS_AVAILABLE:  # most triggers: reviving one costs more
-        return True
-    return isinstance(spec, BaseChannel) and spec.from_checkpoint(values[channel]).is_available()
-
-
-def _newer(version: object, seen: object) -> bool:
-    if version is None:
-        return False
-    if seen is None or type(version) is not type(seen):
-        return True
-    return bool(version > seen)  # type: ignore[operator]
-
-
-def owed_turns(tuples: Sequence[CheckpointTuple], head_id: str, source_id: str) -> tuple[str, ...]:
-    """The input checkpoints of ``source_id``'s later turns that a replay of them has
-    not started yet on ``head_id``'s branch, oldest first.
-
-    A replay (``run(..., replay_turns=True)``) forks ``source_id``'s lineage, then feeds
-    its later turns their inputs again, one invocation each; every checkpoint it writes
-    names ``source_id`` (``RunMark.replaying``). The turns replayed are the source's
-    ``input`` checkpoints after the fork; each one replayed wrote an ``input``
-    checkpoint on the new branch. What is left is owed.
-
-    Args:
-        tuples: Every root-namespace checkpoint of the thread.
-        head_id: The head of the replaying branch.
-        source_id: The head whose turns are replayed.
-    """
-    try:
-        old = lineage(tuples, source_id)
-        new = lineage(tuples, head_id)
-    except KeyError:  # the source is gone: nothing can be owed from it
-        return ()
-    common = 0
-    for before, after in zip(old, new, strict=False):
-        if before.checkpoint_id != after.checkpoint_id:
-            break
-        common += 1
-    turns = [r.checkpoint_id for r in old[common:] if r.source == "input"]
-    started = sum(1 for r in new[common:] if r.source == "input")
-    return tuple(turns[started:])

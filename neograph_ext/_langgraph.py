@@ -2,9 +2,9 @@
 
 Rules:
 - Everything here was read from LangGraph's source and checked on langgraph 1.2.24
-  (checkpoint 4.3.2, prebuilt 1.1.3); what agent builders build, on langchain 1.5.2 and
-  deepagents 0.7.32 (``CHECKED_ON``). ``tests/unit/test_langgraph_knowledge.py`` runs
-  each piece against the installed libraries and fails loudly when it changes.
+  (checkpoint 4.3.2); what agent builders build is known in ``_langgraph_agents``,
+  checked on the other versions of ``CHECKED_ON``. ``tests/unit/test_langgraph_knowledge.py``
+  runs each piece against the installed libraries and fails loudly when it changes.
 - Each function degrades to "not known" (``None``, an empty result), never to a guess:
   callers then fall back to the coarser public behaviour.
 """
@@ -33,21 +33,15 @@ __all__ = [
     "COMPILE_OPTIONS",
     "COUNTERS_KEY",
     "MSGPACK_ALLOWLIST",
-    "RESPONSE_CHANNEL",
     "SAFE_MSGPACK_TYPES",
     "STORED_IS_AVAILABLE",
+    "TASKS_CHANNEL",
     "compile_options",
     "delta_channels",
     "delta_snapshot",
     "fold_cache_keys",
-    "makes_tool_calls",
-    "prebuilt_output",
-    "response_schema",
     "strict_msgpack",
-    "sub_agents",
     "task_writers",
-    "tool_objects",
-    "tool_schemas",
     "unsaved_subgraph",
     "watch_updates",
     "writes_path",
@@ -78,6 +72,9 @@ STORED_IS_AVAILABLE: frozenset[type] = frozenset({LastValue, EphemeralValue})
 """Channel types (exactly these) whose value is available whenever a checkpoint stores
 one: LangGraph stores only available values, and these hold nothing else."""
 
+TASKS_CHANNEL = "__pregel_tasks"
+"""The channel holding the ``Send``s queued for the next step (push tasks)."""
+
 COUNTERS_KEY = "counters_since_delta_snapshot"
 """Checkpoint metadata: per DeltaChannel, updates and steps since its last snapshot."""
 
@@ -107,7 +104,6 @@ def strict_msgpack() -> bool:
 
 _PULL = "__pregel_pull"
 _PUSH = "__pregel_push"
-_TASKS = "__pregel_tasks"
 
 
 def compile_options(graph: CompiledStateGraph[Any, Any, Any, Any]) -> dict[str, Any]:
@@ -238,7 +234,7 @@ def task_writers(
     for name in ran:
         triggers = sorted(seen.get(name, {}))
         known[hash_id(namespace, name, str(step + 1), name, _PULL, *triggers)] = name
-    queued = parent.get("channel_values", {}).get(_TASKS) or ()
+    queued = parent.get("channel_values", {}).get(TASKS_CHANNEL) or ()
     for index, send in enumerate(queued):
         if isinstance(send, Send):
             known[hash_id(namespace, send.node, str(step + 1), send.node, _PUSH, str(index))] = (
@@ -258,40 +254,6 @@ def _uuid5_id(namespace: bytes, *parts: str) -> str:
     sha.update("".join(parts).encode())
     text = sha.hexdigest()
     return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:32]}"
-
-
-def tool_schemas(runnable: object) -> dict[str, object] | None:
-    """For a prebuilt ``ToolNode``: each bound tool's argument schema, by tool name.
-
-    Returns:
-        None for any other node. A schema is a pydantic model class, or a JSON schema
-        (a mapping) for tools declared that way.
-    """
-    tools = tool_objects(runnable)
-    if tools is None:
-        return None
-    return {name: getattr(tool, "args_schema", None) for name, tool in tools.items()}
-
-
-def prebuilt_output(runnable: object) -> object | None:
-    """For ``create_react_agent``'s ``generate_structured_response`` node: the
-    ``response_format`` it was built with (its annotation is only the state schema).
-
-    Returns:
-        The structured response's type, or None for any other node.
-    """
-    fn = getattr(runnable, "func", None)
-    if (
-        not inspect.isfunction(fn)
-        or fn.__name__ != "generate_structured_response"
-        or fn.__module__ != "langgraph.prebuilt.chat_agent_executor"
-    ):
-        return None
-    response_format: object = inspect.getclosurevars(fn).nonlocals.get("response_format")
-    if isinstance(response_format, tuple) and len(response_format) == 2:
-        schema: object = response_format[1]  # (system prompt, schema)
-        return schema
-    return response_format
 
 
 _KINDS: weakref.WeakKeyDictionary[
@@ -402,77 +364,3 @@ def _unsaved_subgraph(graph: Pregel[Any, Any, Any, Any]) -> bool:
                     getattr(nl, "__self__", nl) for nl in get_function_nonlocals(func)
                 )
     return False
-
-
-_MODEL_CALLS = frozenset(
-    {
-        # create_agent: ``model``, wrapped by any before/after_model middleware nodes.
-        ("langchain.agents.factory", "create_agent.<locals>.model_node"),
-        # create_react_agent: ``agent``, wrapped by its pre/post_model_hook nodes.
-        ("langgraph.prebuilt.chat_agent_executor", "create_react_agent.<locals>.call_model"),
-    }
-)
-
-RESPONSE_CHANNEL = "structured_response"
-"""Where ``create_agent`` keeps the structured response. Its state schema types it with
-an unresolved type variable, and its model node writes None there on every call that
-produced no structured response (so a stale value of an earlier turn is cleared): a None
-written there is no value of the response type."""
-
-
-def makes_tool_calls(runnable: object) -> bool:
-    """Whether a node is an agent builder's model call: the node whose messages carry the
-    tool calls its ``ToolNode`` runs, even when middleware nodes between them route.
-
-    ``create_agent`` with an ``after_model`` hook routes to ``tools`` from the hook's
-    node (``Audit.after_model``); ``create_react_agent`` with a ``post_model_hook`` from
-    ``post_model_hook``. The model node itself then has no edge to the tools.
-    """
-    fn = getattr(runnable, "func", None) or getattr(runnable, "afunc", None)
-    return (getattr(fn, "__module__", None), getattr(fn, "__qualname__", None)) in _MODEL_CALLS
-
-
-def response_schema(runnable: object) -> object | None:
-    """For ``create_agent``'s model node: the schema its ``response_format`` asks for.
-
-    A bare schema is wrapped in an ``AutoStrategy``; ``ToolStrategy`` and
-    ``ProviderStrategy`` keep the schema given (a model, a union of models, a TypedDict,
-    a dataclass or a JSON schema) as ``schema``.
-
-    Returns:
-        The schema, or None for any other node and for an agent without one.
-    """
-    fn = getattr(runnable, "func", None)
-    if not inspect.isfunction(fn) or (fn.__module__, fn.__qualname__) not in _MODEL_CALLS:
-        return None
-    strategy = inspect.getclosurevars(fn).nonlocals.get("initial_response_format")
-    schema: object | None = getattr(strategy, "schema", None)
-    return schema
-
-
-def sub_agents(tool: object) -> dict[str, object] | None:
-    """For deepagents' ``task`` tool: the compiled sub-agent graphs it runs, by name.
-
-    A sub-agent runs inside the ``task`` tool call, so inside the parent's tools node:
-    what it did is stored as that node's result, never as a node of the parent.
-
-    Returns:
-        None for any other tool.
-    """
-    fn = getattr(tool, "func", None)
-    if (
-        not inspect.isfunction(fn)
-        or fn.__module__ != "deepagents.middleware.subagents"
-        or fn.__name__ != "task"
-    ):
-        return None
-    graphs = inspect.getclosurevars(fn).nonlocals.get("subagent_graphs")
-    return dict(graphs) if isinstance(graphs, Mapping) else None
-
-
-def tool_objects(runnable: object) -> dict[str, object] | None:
-    """For a prebuilt ``ToolNode``: its bound tools, by name; None for any other node."""
-    tools = getattr(runnable, "tools_by_name", None)
-    if type(runnable).__name__ != "ToolNode" or not isinstance(tools, Mapping):
-        return None
-    return dict(tools)

@@ -25,10 +25,11 @@ from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.pregel import Pregel
 
 from neograph_ext._changes import NodeChange, step_changes
-from neograph_ext._history import Record, lineage, reading, references, resolved
+from neograph_ext._history import Record, lineage, references, resolved
 from neograph_ext._stamp import Stamp, StampRef, Unreadable
 from neograph_ext._stamp_store import aload, is_store_thread, load
 from neograph_ext._thread import checkpointer_of, stamped, thread_of
+from neograph_ext._unreadable import reading
 
 __all__ = [
     "History",

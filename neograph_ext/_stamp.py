@@ -2,7 +2,7 @@
 
 Rules:
 - A stamp is computed once per compiled graph from the builder's static structure
-  (node output types, ``versions``, successors, subgraphs, state channel types).
+  (``_introspect.build_stamp``); this module holds its model and wire format only.
 - Metadata travels with every checkpoint, streamed chunk, event and trace, so only a
   reference rides there: ``STAMP_KEY`` holds ``"2:<stamp id>"``, and ``run()`` adds a
   run mark under ``RUN_KEY``; together at most ``MAX_METADATA_BYTES``. The stamp's
@@ -22,33 +22,17 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import inspect
 import json
-import logging
 import re
-import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, Final, Literal, get_args, get_origin
+from typing import Annotated, Any, ClassVar, Final, Literal
 
 import pydantic
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
-from langgraph.graph import StateGraph
-from langgraph.graph.state import CompiledStateGraph
-from langgraph.pregel import Pregel
-from langgraph.types import Command
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from neograph_ext._fingerprint import Signature, UnresolvedTypeError, digest, signature
-from neograph_ext._langgraph import (
-    RESPONSE_CHANNEL,
-    makes_tool_calls,
-    prebuilt_output,
-    response_schema,
-    sub_agents,
-    tool_objects,
-    tool_schemas,
-)
+from neograph_ext._fingerprint import Signature, digest
 
 __all__ = [
     "ASK_AGAIN",
@@ -57,6 +41,7 @@ __all__ = [
     "MAX_METADATA_BYTES",
     "MAX_STAMP_CHARS",
     "PLAIN_CALL",
+    "REF_FORMAT",
     "RUN_KEY",
     "STAMP_FORMAT",
     "STAMP_KEY",
@@ -64,19 +49,18 @@ __all__ = [
     "RunMark",
     "Stamp",
     "StampRef",
+    "Stamped",
     "Unreadable",
-    "build_stamp",
-    "channel_types",
+    "canonical_digest",
     "encode_run",
     "input_digest",
     "read_description",
     "read_marks",
     "read_run",
     "read_stamp",
+    "stamp_id",
     "stamp_ref",
 ]
-
-logger = logging.getLogger("neograph_ext")
 
 STAMP_KEY = "neograph_ext"
 """Checkpoint metadata key holding the stamp (SQLite filters need ``[a-zA-Z0-9_.-]``)."""
@@ -175,6 +159,15 @@ class Stamp(BaseModel):
     def encode(self) -> str:
         """The description as JSON: what the stamp store keeps (and 0.1.0's metadata held)."""
         return self.model_dump_json(exclude_defaults=True, exclude={"renames", "clears"})
+
+
+class Stamped:
+    """A compiled graph that carries its stamp, as every graph ``compile`` returns does
+    (``_graph.StampedGraph`` derives from this class): a compiled subgraph used as a
+    node is recognised by its type, from below the graph layer."""
+
+    neograph_ext_stamp: ClassVar[Stamp]
+    """The fingerprints of this graph's types."""
 
 
 @dataclass(frozen=True)
@@ -343,7 +336,7 @@ def _parse(raw: str) -> Stamp | Unreadable:
         stamp = Stamp.model_validate_json(raw)
     except (pydantic.ValidationError, RecursionError) as exc:
         return Unreadable("invalid", f"stamp has a bad shape: {str(exc)[:200]}")
-    if stamp.id != _stamp_id(stamp.nodes, stamp.channels):
+    if stamp.id != stamp_id(stamp.nodes, stamp.channels):
         return Unreadable("invalid", "stamp id does not match its contents")
     if any(_sig_digest(sig) != key for key, sig in stamp.sigs.items()):
         return Unreadable("invalid", "a type signature does not match its digest")
@@ -368,289 +361,14 @@ def input_digest(value: object) -> str | None:
     return hashlib.sha256(data).hexdigest()[:_INPUT_DIGITS]
 
 
-def build_stamp(
-    builder: StateGraph[Any, Any, Any, Any],
-    output_types: Mapping[str, object] | None = None,
-    versions: Mapping[str, str] | None = None,
-    renames: Mapping[str, str] | None = None,
-) -> Stamp:
-    """Fingerprint a StateGraph builder's nodes and channels.
-
-    Args:
-        builder: The uncompiled graph.
-        output_types: Per node, a type that overrides the callable's return annotation.
-        versions: Per node, an opaque string to bump after a prompt or logic change.
-        renames: Old node name -> current name, for nodes that were only renamed.
-
-    Returns:
-        The stamp to write into every checkpoint of the compiled graph.
-
-    Raises:
-        ValueError: ``output_types``, ``versions`` or ``renames`` names a node the
-            builder lacks (``renames``: as new name), or renames onto a current node.
-    """
-    output_types = dict(output_types or {})
-    versions = dict(versions or {})
-    renames = dict(renames or {})
-    for option, names in (
-        ("output_types", output_types),
-        ("versions", versions),
-        ("renames (new names)", renames.values()),
-    ):
-        unknown = sorted(set(names) - set(builder.nodes))
-        if unknown:
-            raise ValueError(
-                f"{option} names nodes the graph does not have: {unknown}; "
-                f"its nodes are {sorted(builder.nodes)}"
-            )
-    clash = sorted(set(renames) & set(builder.nodes))
-    if clash:
-        raise ValueError(
-            f"renames maps old names that are still nodes of the graph: {clash}; "
-            "a rename's old name must be gone"
-        )
-    sigs: dict[str, Signature] = {}
-
-    def remember(tp: object) -> str:
-        sig = signature(tp)
-        key = digest(sig)
-        sigs[key] = sig
-        return key
-
-    successors = _successors(builder)
-    tools = _tool_digests(builder, remember)
-    # An agent builder's model call made the tool calls that its middleware nodes route
-    # on: the tools' schemas are its own, and no router's.
-    callers = {name for name, spec in builder.nodes.items() if makes_tool_calls(spec.runnable)}
-    nodes: dict[str, NodeStamp] = {}
-    for name, spec in builder.nodes.items():
-        out_type = (
-            output_types[name]
-            if name in output_types
-            else prebuilt_output(spec.runnable) or _return_type(spec.runnable)
-        )
-        if _is_state_schema(builder, out_type):
-            # ``-> State`` says nothing about which keys the node writes: judge it by
-            # the channels it actually wrote, as an unannotated node.
-            out_type = None
-        out = None
-        if out_type is not None:
-            try:
-                out = remember(out_type)
-            except UnresolvedTypeError as exc:
-                logger.debug("node %r: output type not fingerprinted: %s", name, exc)
-        inside = _subgraph_stamp(spec.runnable)
-        agents = _agent_stamps(spec.runnable) if inside is None else {}
-        for found in (inside, *agents.values()):
-            if found is not None:
-                sigs.update(found.sigs)
-        succ = tuple(sorted(successors.get(name, ())))
-        sub, inner = _plain_sub(spec.runnable), None
-        if inside is not None:
-            sub, inner = _sub_digests(inside), _inner_digests(inside)
-        elif agents:
-            sub = {f"{a}/{k}": fp for a, st in agents.items() for k, fp in _sub_digests(st).items()}
-            inner = {
-                f"{a}/{k}": fp for a, st in agents.items() for k, fp in _inner_digests(st).items()
-            }
-        fields: dict[str, Any] = {
-            "out": out,
-            "ver": versions.get(name),
-            "succ": succ,
-            "sub": sub,
-        }
-        if callers:
-            routed = _routed_tools(("*",), tools) if name in callers else None
-        else:
-            routed = _routed_tools(succ, tools)
-        if routed is not None:  # only when set: fingerprints of other nodes stay as they were
-            fields["tools"] = routed
-        nodes[name] = NodeStamp(fp=_sha(fields), inner=inner, **fields)
-    types = channel_types(builder)
-    schemas = (response_schema(spec.runnable) for spec in builder.nodes.values())
-    response = next((schema for schema in schemas if schema is not None), None)
-    if response is not None and RESPONSE_CHANNEL in types:
-        # create_agent types it with a type variable: the schema asked for is the type.
-        types[RESPONSE_CHANNEL] = response
-    channels: dict[str, str] = {}
-    for key, tp in types.items():
-        try:
-            channels[key] = _sha(dict(tp)) if isinstance(tp, Mapping) else remember(tp)
-        except UnresolvedTypeError as exc:
-            logger.debug("channel %r: type not fingerprinted: %s", key, exc)
-    return Stamp(
-        v=STAMP_FORMAT,
-        id=_stamp_id(nodes, channels),
-        nodes=nodes,
-        channels=channels,
-        sigs=sigs,
-        renames=renames or None,
-        clears=(RESPONSE_CHANNEL,) if response is not None else None,
-    )
-
-
-def _agent_stamps(runnable: object) -> dict[str, Stamp]:
-    """For a ToolNode whose tools run sub-agents (deep agents' ``task``): their stamps."""
-    found: dict[str, Stamp] = {}
-    for tool in (tool_objects(runnable) or {}).values():
-        for agent, graph in (sub_agents(tool) or {}).items():
-            stamp = _subgraph_stamp(graph)
-            if stamp is not None:
-                found[agent] = stamp
-    return found
-
-
-def _is_state_schema(builder: StateGraph[Any, Any, Any, Any], tp: object) -> bool:
-    try:
-        return tp in builder.schemas
-    except TypeError:  # unhashable annotations are no schema
-        return False
-
-
-def _tool_digests(
-    builder: StateGraph[Any, Any, Any, Any], remember: Callable[[object], str]
-) -> dict[str, dict[str, str]]:
-    """Per ``ToolNode`` node: each bound tool's argument schema digest, by tool name."""
-    found: dict[str, dict[str, str]] = {}
-    for name, spec in builder.nodes.items():
-        schemas = tool_schemas(spec.runnable)
-        if schemas is None:
-            continue
-        digests: dict[str, str] = {}
-        for tool, schema in schemas.items():
-            try:
-                digests[tool] = (
-                    _sha(dict(schema)) if isinstance(schema, Mapping) else remember(schema)
-                )
-            except (UnresolvedTypeError, TypeError, ValueError) as exc:
-                logger.debug("tool %r: argument schema not fingerprinted: %s", tool, exc)
-        found[name] = digests
-    return found
-
-
-def _routed_tools(
-    succ: tuple[str, ...], tools: Mapping[str, Mapping[str, str]]
-) -> dict[str, str] | None:
-    """The tool schemas a node's tool calls must fit: those of the ToolNodes it routes to."""
-    targets = set(tools) if "*" in succ else set(succ) & set(tools)
-    if not targets:
-        return None
-    return {tool: fp for target in sorted(targets) for tool, fp in tools[target].items()}
-
-
-def _sha(data: object) -> str:
+def canonical_digest(data: object) -> str:
+    """SHA-256 (hex) of ``data`` as canonical JSON: what a stamp's digests are made of."""
     text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _stamp_id(nodes: Mapping[str, NodeStamp], channels: Mapping[str, str]) -> str:
-    return _sha({"nodes": {k: n.fp for k, n in nodes.items()}, "channels": dict(channels)})
-
-
-def _successors(builder: StateGraph[Any, Any, Any, Any]) -> dict[str, set[str]]:
-    """Static destinations of each node; ``*`` stands for 'any node'."""
-    out: dict[str, set[str]] = {}
-    for start, end in builder.edges:
-        out.setdefault(start, set()).add(end)
-    for starts, end in builder.waiting_edges:
-        for start in starts:
-            out.setdefault(start, set()).add(end)
-    for start, branches in builder.branches.items():
-        for branch in branches.values():
-            ends = branch.ends.values() if branch.ends is not None else ("*",)
-            out.setdefault(start, set()).update(ends)
-    for name, spec in builder.nodes.items():
-        if isinstance(spec.ends, dict) or spec.ends:
-            out.setdefault(name, set()).update(spec.ends)
-    return out
-
-
-def _callable_of(runnable: object) -> Callable[..., Any] | None:
-    for attr in ("func", "afunc"):
-        fn = getattr(runnable, attr, None)
-        if callable(fn):
-            return typing.cast("Callable[..., Any]", fn)
-    return None
-
-
-def _return_type(runnable: object) -> object | None:
-    """The node's declared output type, or None when it declares nothing useful."""
-    fn = _callable_of(runnable)
-    if fn is None:
-        return None
-    try:
-        hints = typing.get_type_hints(inspect.unwrap(fn), include_extras=True)
-    except (NameError, TypeError, AttributeError) as exc:
-        logger.debug("return annotation of %r not resolved: %s", fn, exc)
-        return None
-    tp: object = hints.get("return")
-    origin = get_origin(tp)
-    if origin in (typing.Coroutine, typing.Awaitable) or (
-        origin is not None and getattr(origin, "__name__", "") in ("Coroutine", "Awaitable")
-    ):
-        tp = get_args(tp)[-1]
-    if tp is Command or get_origin(tp) is Command:
-        # Command[...] parametrises the goto targets, not the update's type.
-        return None
-    if tp in (None, type(None), Any, dict) or get_origin(tp) is dict:
-        return None
-    return tp
-
-
-def _subgraph_stamp(runnable: object) -> Stamp | None:
-    """The stamp of a compiled subgraph used as a node, however it was compiled."""
-    stamp = getattr(runnable, "neograph_ext_stamp", None)  # see _graph.StampedGraph
-    if isinstance(stamp, Stamp):
-        return stamp
-    builder = getattr(runnable, "builder", None)
-    if isinstance(runnable, CompiledStateGraph) and isinstance(builder, StateGraph):
-        # Compiled by plain LangGraph: its builder is fingerprinted as compile() would.
-        return build_stamp(builder)
-    return None
-
-
-def _sub_digests(stamp: Stamp) -> dict[str, str]:
-    """What a subgraph node's fingerprint covers: every inner node and channel digest."""
-    nodes = {k: n.fp for k, n in stamp.nodes.items()}
-    nodes.update({f"channel:{k}": fp for k, fp in stamp.channels.items()})
-    return nodes
-
-
-def _plain_sub(runnable: object) -> dict[str, str] | None:
-    """A graph without a builder (functional API): its structure is all we can see."""
-    if not isinstance(runnable, Pregel):
-        return None
-    return {name: _sha(name) for name in runnable.nodes if not name.startswith("__")}
-
-
-def _inner_digests(stamp: Stamp) -> dict[str, str]:
-    """Every digest inside a subgraph, by path, to explain a change field by field."""
-    found = {f"channel:{k}": fp for k, fp in stamp.channels.items()}
-    for name, node in stamp.nodes.items():
-        if node.out is not None:
-            found[f"{name}/out"] = node.out
-        found.update({f"{name}/tool:{k}": fp for k, fp in (node.tools or {}).items()})
-        found.update({f"{name}/{k}": fp for k, fp in (node.inner or {}).items()})
-    return found
-
-
-def channel_types(builder: StateGraph[Any, Any, Any, Any]) -> dict[str, object]:
-    """Each state key's annotated type, as the user declared it."""
-    types: dict[str, object] = {}
-    for schema in builder.schemas:
-        if isinstance(schema, type) and issubclass(schema, BaseModel):
-            for key, field in schema.model_fields.items():
-                tp: object = field.annotation
-                if field.metadata:
-                    tp = Annotated[(tp, *field.metadata)]
-                types.setdefault(key, tp)
-            continue
-        try:
-            hints = typing.get_type_hints(schema, include_extras=True)
-        except (NameError, TypeError) as exc:
-            logger.debug("state schema %r not resolved: %s", schema, exc)
-            continue
-        for key, tp in hints.items():
-            if key in builder.channels:
-                types.setdefault(key, tp)
-    return types
+def stamp_id(nodes: Mapping[str, NodeStamp], channels: Mapping[str, str]) -> str:
+    """A stamp's id: the digest of its node and channel digests."""
+    return canonical_digest(
+        {"nodes": {k: n.fp for k, n in nodes.items()}, "channels": dict(channels)}
+    )

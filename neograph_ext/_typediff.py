@@ -28,6 +28,7 @@ __all__ = [
     "MAX_LINE",
     "MAX_LINES",
     "MAX_TEXT",
+    "Defs",
     "canonical_json",
     "diff",
     "render",
@@ -35,6 +36,7 @@ __all__ = [
 ]
 
 Defs = Mapping[str, Mapping[str, Any]]
+"""A signature's definitions, by key (``module:qualname``)."""
 
 MAX_DEPTH: Final = 16
 """Nesting shown in one rendered type, and definitions followed deep into a diff."""

@@ -15,8 +15,8 @@ Rules:
 - Only nodes that declare per-key types (a TypedDict, model, dataclass or NamedTuple
   output) are watched, only those keys, and not the keys of a pydantic state schema
   (validated into their types when read). A value is judged by its class alone
-  (``_revive.class_mismatch``, one cached lookup); with ``verify_writes`` also by the
-  items it holds (``_revive._mismatch``, as the resume check judges stored values), on
+  (``_misread.class_mismatch``, one cached lookup); with ``verify_writes`` also by the
+  items it holds (``_misread.mismatch``, as the resume check judges stored values), on
   keys that store what is written (``LastValue``): a reducer's update (a message, a
   tuple for ``add_messages``) is not its channel's value. ``Overwrite`` is unwrapped.
 - Logged once per node of a compiled graph and its copies (``with_config``, a server's
@@ -37,7 +37,8 @@ from langgraph.pregel import Pregel
 from langgraph.types import Overwrite
 
 from neograph_ext._langgraph import watch_updates
-from neograph_ext._revive import _fields, _mismatch, class_mismatch
+from neograph_ext._misread import class_mismatch, mismatch
+from neograph_ext._revive import declared_fields
 
 __all__ = ["watching"]
 
@@ -63,12 +64,12 @@ def watching(
         deep: Judge the items a value holds too (``verify_writes``), not only its class.
     """
     declared: dict[str, dict[str, tuple[object, _Judge]]] = {}
-    for node, key, tp in _fields(outputs):
+    for node, key, tp in declared_fields(outputs):
         if key not in coerced:
             stores = type(graph.channels.get(key)) is LastValue
             declared.setdefault(node, {})[key] = (
                 tp,
-                _mismatch if deep and stores else class_mismatch,
+                mismatch if deep and stores else class_mismatch,
             )
     watch_updates(graph, {node: _Watch(node, keys) for node, keys in declared.items()})
 

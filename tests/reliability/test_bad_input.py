@@ -385,7 +385,7 @@ def _well_formed(stamp: dict[str, Any], sig: dict[str, Any], **node: Any) -> str
     sig_key = digest(sig)  # keys are the digests of the signatures: keep it consistent
     copy["sigs"][sig_key] = sig
     copy["nodes"]["c"].update(fp="d" * 64, out=sig_key, **node)
-    copy["id"] = _stamp._stamp_id(
+    copy["id"] = _stamp.stamp_id(
         {k: _stamp.NodeStamp.model_validate_json(json.dumps(v)) for k, v in copy["nodes"].items()},
         copy["channels"],
     )

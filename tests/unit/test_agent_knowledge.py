@@ -16,14 +16,14 @@ from langgraph.graph import StateGraph
 from langgraph.prebuilt import create_react_agent
 from pydantic import BaseModel
 
-from neograph_ext._langgraph import (
+from neograph_ext._introspect import channel_types
+from neograph_ext._langgraph_agents import (
     RESPONSE_CHANNEL,
     makes_tool_calls,
     response_schema,
     sub_agents,
     tool_objects,
 )
-from neograph_ext._stamp import channel_types
 from tests.integration.agents import Audit, ScriptedChat, agent, counted_tool, deep_agent
 
 

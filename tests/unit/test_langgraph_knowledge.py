@@ -20,20 +20,19 @@ from langgraph.store.memory import InMemoryStore
 from langgraph.types import CachePolicy, Command, Send
 from pydantic import BaseModel
 
-from neograph_ext._history import waiting
 from neograph_ext._langgraph import (
     MSGPACK_ALLOWLIST,
     SAFE_MSGPACK_TYPES,
     STORED_IS_AVAILABLE,
     compile_options,
     fold_cache_keys,
-    prebuilt_output,
     strict_msgpack,
     task_writers,
-    tool_schemas,
     watch_updates,
     writes_path,
 )
+from neograph_ext._langgraph_agents import prebuilt_output, tool_schemas
+from neograph_ext._owed import waiting
 from tests.integration.apps import FakeChat
 from tests.integration.pipelines import linear
 

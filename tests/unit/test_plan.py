@@ -9,8 +9,9 @@ from langgraph.graph import START, StateGraph
 
 from neograph_ext._changes import ChangeReason
 from neograph_ext._history import Record
+from neograph_ext._introspect import build_stamp
 from neograph_ext._plan import HeadFacts, PlanKind, TaskStep, decide, needs_lineage, verified_head
-from neograph_ext._stamp import Stamp, Unreadable, build_stamp
+from neograph_ext._stamp import Stamp, Unreadable
 from tests.integration.pipelines import State, linear, model
 from tests.unit.lineages import record
 

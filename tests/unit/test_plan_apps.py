@@ -9,8 +9,9 @@ from typing import TypedDict
 from langgraph.graph import END, START, StateGraph
 
 from neograph_ext._changes import ChangeReason
+from neograph_ext._introspect import build_stamp
 from neograph_ext._plan import PlanKind, decide
-from neograph_ext._stamp import Stamp, build_stamp
+from neograph_ext._stamp import Stamp
 from tests.integration.apps import outline, with_subgraph, writer
 from tests.integration.pipelines import State, linear, model
 from tests.unit.lineages import record

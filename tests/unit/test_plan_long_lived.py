@@ -14,8 +14,9 @@ import pytest
 
 import neograph_ext._settlements as settlements_module
 from neograph_ext._history import Record
+from neograph_ext._introspect import build_stamp
 from neograph_ext._plan import SETTLEMENTS, Carry, PlanKind, decide
-from neograph_ext._stamp import Stamp, build_stamp
+from neograph_ext._stamp import Stamp
 from tests.integration.chat import ProfileV1, ProfileV2, ProfileV3, SummaryV1, SummaryV2, chat
 from tests.unit.lineages import record
 

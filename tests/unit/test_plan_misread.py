@@ -7,8 +7,9 @@ from collections import Counter
 
 from neograph_ext._changes import ChangeReason
 from neograph_ext._history import Record
+from neograph_ext._introspect import build_stamp
 from neograph_ext._plan import Carry, PlanKind, decide
-from neograph_ext._stamp import Stamp, build_stamp
+from neograph_ext._stamp import Stamp
 from tests.integration.pipelines import linear
 from tests.unit.lineages import record
 

@@ -17,12 +17,11 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from pydantic import BaseModel
 
 from neograph_ext._langgraph import MSGPACK_ALLOWLIST
+from neograph_ext._misread import class_mismatch, misread
 from neograph_ext._revive import (
     Revival,
     allowed_pairs,
-    class_mismatch,
     findings,
-    misread,
     revival,
     revived_classes,
     why_not,

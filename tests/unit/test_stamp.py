@@ -11,7 +11,8 @@ from langgraph.graph import START, StateGraph
 from langgraph.types import Command
 
 from neograph_ext import fingerprint_type
-from neograph_ext._stamp import STAMP_KEY, Stamp, Unreadable, build_stamp, read_stamp
+from neograph_ext._introspect import build_stamp
+from neograph_ext._stamp import STAMP_KEY, Stamp, Unreadable, read_stamp
 from tests.integration.pipelines import State, linear, model
 
 V1 = model(score=(int, ...))

@@ -13,8 +13,9 @@ from langchain.agents.structured_output import ProviderStrategy, ToolStrategy
 from langgraph.prebuilt import create_react_agent
 from pydantic import BaseModel
 
-from neograph_ext._langgraph import RESPONSE_CHANNEL
-from neograph_ext._stamp import Stamp, build_stamp, read_description
+from neograph_ext._introspect import build_stamp
+from neograph_ext._langgraph_agents import RESPONSE_CHANNEL
+from neograph_ext._stamp import Stamp, read_description
 from tests.integration.agents import (
     Audit,
     ScriptedChat,

@@ -17,7 +17,8 @@ from langgraph.graph import START, StateGraph
 
 from neograph_ext._changes import ChangeReason, step_changes, storage_kind_changes
 from neograph_ext._fingerprint import signature, without_storage_kind
-from neograph_ext._stamp import Stamp, build_stamp
+from neograph_ext._introspect import build_stamp
+from neograph_ext._stamp import Stamp
 
 
 def _extend(state: list[Any], writes: Sequence[list[Any]]) -> list[Any]:

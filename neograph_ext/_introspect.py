@@ -1,0 +1,331 @@
+"""What a StateGraph builder declares, read into its stamp (``build_stamp``).
+
+Rules:
+- Only the builder's static structure is read, never run: node output types (a
+  node's return annotation, or ``output_types``), ``versions``, successors, the tools a
+  node's calls must fit, subgraphs and state channel types.
+- A compiled subgraph used as a node is fingerprinted inside its node: by the stamp
+  it carries (``_stamp.Stamped``), or, compiled by plain LangGraph, from its builder.
+- What agent builders build (``ToolNode``, ``create_agent``, deep agents) is known
+  through ``_langgraph_agents`` alone.
+- A type that cannot be fingerprinted (an unresolved forward reference) is left out
+  and logged at debug level: the stamp errs on judging by what the node wrote.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import typing
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any, get_args, get_origin
+
+from langgraph.graph import StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.pregel import Pregel
+from langgraph.types import Command
+from pydantic import BaseModel
+
+from neograph_ext._fingerprint import Signature, UnresolvedTypeError, digest, signature
+from neograph_ext._langgraph_agents import (
+    RESPONSE_CHANNEL,
+    makes_tool_calls,
+    prebuilt_output,
+    response_schema,
+    sub_agents,
+    tool_objects,
+    tool_schemas,
+)
+from neograph_ext._stamp import (
+    STAMP_FORMAT,
+    NodeStamp,
+    Stamp,
+    Stamped,
+    canonical_digest,
+    stamp_id,
+)
+
+__all__ = ["build_stamp", "channel_types", "is_state_schema", "return_type"]
+
+logger = logging.getLogger("neograph_ext")
+
+
+def build_stamp(
+    builder: StateGraph[Any, Any, Any, Any],
+    output_types: Mapping[str, object] | None = None,
+    versions: Mapping[str, str] | None = None,
+    renames: Mapping[str, str] | None = None,
+) -> Stamp:
+    """Fingerprint a StateGraph builder's nodes and channels.
+
+    Args:
+        builder: The uncompiled graph.
+        output_types: Per node, a type that overrides the callable's return annotation.
+        versions: Per node, an opaque string to bump after a prompt or logic change.
+        renames: Old node name -> current name, for nodes that were only renamed.
+
+    Returns:
+        The stamp to write into every checkpoint of the compiled graph.
+
+    Raises:
+        ValueError: ``output_types``, ``versions`` or ``renames`` names a node the
+            builder lacks (``renames``: as new name), or renames onto a current node.
+    """
+    output_types = dict(output_types or {})
+    versions = dict(versions or {})
+    renames = dict(renames or {})
+    for option, names in (
+        ("output_types", output_types),
+        ("versions", versions),
+        ("renames (new names)", renames.values()),
+    ):
+        unknown = sorted(set(names) - set(builder.nodes))
+        if unknown:
+            raise ValueError(
+                f"{option} names nodes the graph does not have: {unknown}; "
+                f"its nodes are {sorted(builder.nodes)}"
+            )
+    clash = sorted(set(renames) & set(builder.nodes))
+    if clash:
+        raise ValueError(
+            f"renames maps old names that are still nodes of the graph: {clash}; "
+            "a rename's old name must be gone"
+        )
+    sigs: dict[str, Signature] = {}
+
+    def remember(tp: object) -> str:
+        sig = signature(tp)
+        key = digest(sig)
+        sigs[key] = sig
+        return key
+
+    successors = _successors(builder)
+    tools = _tool_digests(builder, remember)
+    # An agent builder's model call made the tool calls that its middleware nodes route
+    # on: the tools' schemas are its own, and no router's.
+    callers = {name for name, spec in builder.nodes.items() if makes_tool_calls(spec.runnable)}
+    nodes: dict[str, NodeStamp] = {}
+    for name, spec in builder.nodes.items():
+        out_type = (
+            output_types[name]
+            if name in output_types
+            else prebuilt_output(spec.runnable) or return_type(spec.runnable)
+        )
+        if is_state_schema(builder, out_type):
+            # ``-> State`` says nothing about which keys the node writes: judge it by
+            # the channels it actually wrote, as an unannotated node.
+            out_type = None
+        out = None
+        if out_type is not None:
+            try:
+                out = remember(out_type)
+            except UnresolvedTypeError as exc:
+                logger.debug("node %r: output type not fingerprinted: %s", name, exc)
+        inside = _subgraph_stamp(spec.runnable)
+        agents = _agent_stamps(spec.runnable) if inside is None else {}
+        for found in (inside, *agents.values()):
+            if found is not None:
+                sigs.update(found.sigs)
+        succ = tuple(sorted(successors.get(name, ())))
+        sub, inner = _plain_sub(spec.runnable), None
+        if inside is not None:
+            sub, inner = _sub_digests(inside), _inner_digests(inside)
+        elif agents:
+            sub = {f"{a}/{k}": fp for a, st in agents.items() for k, fp in _sub_digests(st).items()}
+            inner = {
+                f"{a}/{k}": fp for a, st in agents.items() for k, fp in _inner_digests(st).items()
+            }
+        fields: dict[str, Any] = {
+            "out": out,
+            "ver": versions.get(name),
+            "succ": succ,
+            "sub": sub,
+        }
+        if callers:
+            routed = _routed_tools(("*",), tools) if name in callers else None
+        else:
+            routed = _routed_tools(succ, tools)
+        if routed is not None:  # only when set: fingerprints of other nodes stay as they were
+            fields["tools"] = routed
+        nodes[name] = NodeStamp(fp=canonical_digest(fields), inner=inner, **fields)
+    types = channel_types(builder)
+    schemas = (response_schema(spec.runnable) for spec in builder.nodes.values())
+    response = next((schema for schema in schemas if schema is not None), None)
+    if response is not None and RESPONSE_CHANNEL in types:
+        # create_agent types it with a type variable: the schema asked for is the type.
+        types[RESPONSE_CHANNEL] = response
+    channels: dict[str, str] = {}
+    for key, tp in types.items():
+        try:
+            channels[key] = canonical_digest(dict(tp)) if isinstance(tp, Mapping) else remember(tp)
+        except UnresolvedTypeError as exc:
+            logger.debug("channel %r: type not fingerprinted: %s", key, exc)
+    return Stamp(
+        v=STAMP_FORMAT,
+        id=stamp_id(nodes, channels),
+        nodes=nodes,
+        channels=channels,
+        sigs=sigs,
+        renames=renames or None,
+        clears=(RESPONSE_CHANNEL,) if response is not None else None,
+    )
+
+
+def _agent_stamps(runnable: object) -> dict[str, Stamp]:
+    """For a ToolNode whose tools run sub-agents (deep agents' ``task``): their stamps."""
+    found: dict[str, Stamp] = {}
+    for tool in (tool_objects(runnable) or {}).values():
+        for agent, graph in (sub_agents(tool) or {}).items():
+            stamp = _subgraph_stamp(graph)
+            if stamp is not None:
+                found[agent] = stamp
+    return found
+
+
+def is_state_schema(builder: StateGraph[Any, Any, Any, Any], tp: object) -> bool:
+    """Whether ``tp`` is one of the builder's state schemas (``-> State``)."""
+    try:
+        return tp in builder.schemas
+    except TypeError:  # unhashable annotations are no schema
+        return False
+
+
+def _tool_digests(
+    builder: StateGraph[Any, Any, Any, Any], remember: Callable[[object], str]
+) -> dict[str, dict[str, str]]:
+    """Per ``ToolNode`` node: each bound tool's argument schema digest, by tool name."""
+    found: dict[str, dict[str, str]] = {}
+    for name, spec in builder.nodes.items():
+        schemas = tool_schemas(spec.runnable)
+        if schemas is None:
+            continue
+        digests: dict[str, str] = {}
+        for tool, schema in schemas.items():
+            try:
+                digests[tool] = (
+                    canonical_digest(dict(schema))
+                    if isinstance(schema, Mapping)
+                    else remember(schema)
+                )
+            except (UnresolvedTypeError, TypeError, ValueError) as exc:
+                logger.debug("tool %r: argument schema not fingerprinted: %s", tool, exc)
+        found[name] = digests
+    return found
+
+
+def _routed_tools(
+    succ: tuple[str, ...], tools: Mapping[str, Mapping[str, str]]
+) -> dict[str, str] | None:
+    """The tool schemas a node's tool calls must fit: those of the ToolNodes it routes to."""
+    targets = set(tools) if "*" in succ else set(succ) & set(tools)
+    if not targets:
+        return None
+    return {tool: fp for target in sorted(targets) for tool, fp in tools[target].items()}
+
+
+def _successors(builder: StateGraph[Any, Any, Any, Any]) -> dict[str, set[str]]:
+    """Static destinations of each node; ``*`` stands for 'any node'."""
+    out: dict[str, set[str]] = {}
+    for start, end in builder.edges:
+        out.setdefault(start, set()).add(end)
+    for starts, end in builder.waiting_edges:
+        for start in starts:
+            out.setdefault(start, set()).add(end)
+    for start, branches in builder.branches.items():
+        for branch in branches.values():
+            ends = branch.ends.values() if branch.ends is not None else ("*",)
+            out.setdefault(start, set()).update(ends)
+    for name, spec in builder.nodes.items():
+        if isinstance(spec.ends, dict) or spec.ends:
+            out.setdefault(name, set()).update(spec.ends)
+    return out
+
+
+def _callable_of(runnable: object) -> Callable[..., Any] | None:
+    for attr in ("func", "afunc"):
+        fn = getattr(runnable, attr, None)
+        if callable(fn):
+            return typing.cast("Callable[..., Any]", fn)
+    return None
+
+
+def return_type(runnable: object) -> object | None:
+    """The node's declared output type, or None when it declares nothing useful."""
+    fn = _callable_of(runnable)
+    if fn is None:
+        return None
+    try:
+        hints = typing.get_type_hints(inspect.unwrap(fn), include_extras=True)
+    except (NameError, TypeError, AttributeError) as exc:
+        logger.debug("return annotation of %r not resolved: %s", fn, exc)
+        return None
+    tp: object = hints.get("return")
+    origin = get_origin(tp)
+    if origin in (typing.Coroutine, typing.Awaitable) or (
+        origin is not None and getattr(origin, "__name__", "") in ("Coroutine", "Awaitable")
+    ):
+        tp = get_args(tp)[-1]
+    if tp is Command or get_origin(tp) is Command:
+        # Command[...] parametrises the goto targets, not the update's type.
+        return None
+    if tp in (None, type(None), Any, dict) or get_origin(tp) is dict:
+        return None
+    return tp
+
+
+def _subgraph_stamp(runnable: object) -> Stamp | None:
+    """The stamp of a compiled subgraph used as a node, however it was compiled."""
+    if isinstance(runnable, Stamped):
+        return runnable.neograph_ext_stamp
+    builder = getattr(runnable, "builder", None)
+    if isinstance(runnable, CompiledStateGraph) and isinstance(builder, StateGraph):
+        # Compiled by plain LangGraph: its builder is fingerprinted as compile() would.
+        return build_stamp(builder)
+    return None
+
+
+def _sub_digests(stamp: Stamp) -> dict[str, str]:
+    """What a subgraph node's fingerprint covers: every inner node and channel digest."""
+    nodes = {k: n.fp for k, n in stamp.nodes.items()}
+    nodes.update({f"channel:{k}": fp for k, fp in stamp.channels.items()})
+    return nodes
+
+
+def _plain_sub(runnable: object) -> dict[str, str] | None:
+    """A graph without a builder (functional API): its structure is all we can see."""
+    if not isinstance(runnable, Pregel):
+        return None
+    return {name: canonical_digest(name) for name in runnable.nodes if not name.startswith("__")}
+
+
+def _inner_digests(stamp: Stamp) -> dict[str, str]:
+    """Every digest inside a subgraph, by path, to explain a change field by field."""
+    found = {f"channel:{k}": fp for k, fp in stamp.channels.items()}
+    for name, node in stamp.nodes.items():
+        if node.out is not None:
+            found[f"{name}/out"] = node.out
+        found.update({f"{name}/tool:{k}": fp for k, fp in (node.tools or {}).items()})
+        found.update({f"{name}/{k}": fp for k, fp in (node.inner or {}).items()})
+    return found
+
+
+def channel_types(builder: StateGraph[Any, Any, Any, Any]) -> dict[str, object]:
+    """Each state key's annotated type, as the user declared it."""
+    types: dict[str, object] = {}
+    for schema in builder.schemas:
+        if isinstance(schema, type) and issubclass(schema, BaseModel):
+            for key, field in schema.model_fields.items():
+                tp: object = field.annotation
+                if field.metadata:
+                    tp = Annotated[(tp, *field.metadata)]
+                types.setdefault(key, tp)
+            continue
+        try:
+            hints = typing.get_type_hints(schema, include_extras=True)
+        except (NameError, TypeError) as exc:
+            logger.debug("state schema %r not resolved: %s", schema, exc)
+            continue
+        for key, tp in hints.items():
+            if key in builder.channels:
+                types.setdefault(key, tp)
+    return types
