@@ -20,6 +20,7 @@ from neograph_ext._errors import (
 from neograph_ext._fingerprint import fingerprint_type
 from neograph_ext._graph import compile
 from neograph_ext._plan import PlanKind, ResumePlan, TaskStep
+from neograph_ext._policy import LockPolicy, ResumePolicy
 from neograph_ext._run import aplan, arun, astream, plan, run, stream
 from neograph_ext._stamp_store import is_store_thread as is_reserved_thread
 
@@ -27,10 +28,12 @@ __all__ = [
     "ChangeReason",
     "CheckpointSchemaError",
     "GraphError",
+    "LockPolicy",
     "NeographExtError",
     "NodeChange",
     "PlanKind",
     "ResumePlan",
+    "ResumePolicy",
     "StampLostError",
     "TaskStep",
     "ThreadBusyError",
