@@ -668,12 +668,12 @@ def _rewind(
                 f"thread {base.thread_id!r}: the earliest changed node ran in an earlier turn "
                 f"(before the input at step {records[turn].step}) and what it wrote is still "
                 f"live in the thread's state{_naming(changes, records[index])}; rewinding "
-                "would drop the later turns. Ways out: run(..., replay_turns=True) re-runs it "
-                "and feeds the later turns their inputs again, compile(..., "
-                "keep_compatible=True) "
-                "keeps stored values that still validate, compile(..., migrations={type or "
-                "channel: fn}) converts them, neograph_ext.accept(graph, config) records "
-                "that you handled the thread by hand, or start a new thread_id"
+                "would drop the later turns. Ways out: ResumePolicy(replay_turns=True) re-runs "
+                "it and feeds the later turns their inputs again, "
+                "ResumePolicy(keep_compatible=True) keeps stored values that still validate, "
+                "ResumePolicy(migrations={type or channel: fn}) converts them, "
+                "neograph_ext.accept(graph, config) records that you handled the thread by "
+                "hand, or start a new thread_id"
             ),
         )
     return plan
@@ -687,7 +687,8 @@ def _naming(changes: Sequence[NodeChange], record: Record) -> str:
 ASKED_AGAIN = (
     "the thread waits on a question (an interrupt or a breakpoint) and something upstream "
     "of it changed: the question is asked again after the rewind, and run() returns it; an "
-    "answer given now is set aside (run(..., reanswer=True) applies it to the new question)"
+    "answer given now is set aside (ResumePolicy(reanswer=True) applies it to the new "
+    "question)"
 )
 
 _MISSING = (

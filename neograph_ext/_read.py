@@ -40,7 +40,7 @@ from neograph_ext._history import (
 )
 from neograph_ext._keep import incomplete
 from neograph_ext._langgraph import delta_channels
-from neograph_ext._migrate import Carrying, carry_for, readable, rebuilt_channels
+from neograph_ext._migrate import Carrying, carry_for, carrying, readable, rebuilt_channels
 from neograph_ext._plan import (
     ASKED_AGAIN,
     PlanKind,
@@ -49,6 +49,7 @@ from neograph_ext._plan import (
     decide,
     verified,
 )
+from neograph_ext._policy import Asked, LockPolicy, ResumePolicy, resolve
 from neograph_ext._revive import head_misread
 from neograph_ext._stamp import Stamp, read_marks
 from neograph_ext._stamp_store import aload, is_store_thread, load, reserved
@@ -84,12 +85,20 @@ class _Call(NamedTuple):
     stamp: Stamp
     saver: BaseCheckpointSaver[Any]
     thread_id: str
-    replay_turns: bool = False
-    """Whether a rewind into an earlier turn replays the later turns (``run``'s option)."""
+    resume: ResumePolicy = ResumePolicy()
+    """What the call does about changes (``_policy.resolve``)."""
+    lock: LockPolicy = LockPolicy()
+    """How the call waits for the thread's lock."""
+    carrying: Carrying = Carrying()
+    """``resume``'s ``keep_compatible`` and ``migrations``, per channel of the graph."""
+
+
+_GRAPHS = Asked()
+"""What a call that gives no options asks for: the graph's policies."""
 
 
 def _call(
-    graph: Pregel[Any, Any, Any, Any], config: RunnableConfig, replay_turns: bool = False
+    graph: Pregel[Any, Any, Any, Any], config: RunnableConfig, asked: Asked = _GRAPHS
 ) -> _Call:
     if not isinstance(graph, StampedGraph):
         if not isinstance(graph, CompiledStateGraph):
@@ -107,7 +116,9 @@ def _call(
     if is_store_thread(thread_id):
         raise GraphError(reserved(thread_id))
     stamp = graph.neograph_ext_stamp
-    return _Call(graph, config, stamp, _saver(graph), str(thread_id), replay_turns)
+    resume, lock = resolve(asked, graph.neograph_ext_resume, graph.neograph_ext_lock)
+    carried = carrying(graph.neograph_ext_channel_types, resume.keep_compatible, resume.migrations)
+    return _Call(graph, config, stamp, _saver(graph), str(thread_id), resume, lock, carried)
 
 
 def _saver(graph: Pregel[Any, Any, Any, Any]) -> BaseCheckpointSaver[Any]:
@@ -429,7 +440,7 @@ def _decided(
     values: Mapping[str, Any],
 ) -> ResumePlan:
     thread_id = call.thread_id
-    replay = call.replay_turns
+    replay = call.resume.replay_turns
     revival = call.graph.neograph_ext_revival
     misread = head_misread(revival, head, bool(records and records[-1].next_nodes))
     decision = decide(records, call.stamp, thread_id, replay_turns=replay, misread=misread)
@@ -498,10 +509,8 @@ def _log_decision(thread_id: str, decision: ResumePlan) -> None:
 
 
 def _by(call: _Call) -> tuple[Carrying, Stamp]:
-    """The graph's carrying options and stamp, as ``_migrate.carry`` takes them."""
-    graph = call.graph
-    assert isinstance(graph, StampedGraph), "checked by _call"
-    return graph.neograph_ext_carrying, call.stamp
+    """The call's carrying options and stamp, as ``_migrate.carry`` takes them."""
+    return call.carrying, call.stamp
 
 
 def _moved(planned: CheckpointTuple | None, now: CheckpointTuple | None) -> bool:

@@ -24,7 +24,7 @@ from contextlib import (
     contextmanager,
     nullcontext,
 )
-from typing import Any, NamedTuple, cast
+from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple
@@ -46,9 +46,10 @@ from neograph_ext._invocations import (
     durable,
 )
 from neograph_ext._keep import akeep, keep
-from neograph_ext._lock import OnBusy, athread_lock, thread_lock
+from neograph_ext._lock import athread_lock, thread_lock
 from neograph_ext._migrate import acarry, carry
 from neograph_ext._plan import PlanKind, ResumePlan
+from neograph_ext._policy import Asked, LockPolicy, ResumePolicy, asked
 from neograph_ext._read import (
     _afollowed,
     _ahead,
@@ -81,7 +82,11 @@ _IDLE = ""
 
 
 def plan(
-    graph: Pregel[Any, Any, Any, Any], config: RunnableConfig, *, replay_turns: bool = False
+    graph: Pregel[Any, Any, Any, Any],
+    config: RunnableConfig,
+    *,
+    resume: ResumePolicy | None = None,
+    **deprecated: Any,
 ) -> ResumePlan:
     """What ``run`` would do with the thread in ``config``; executes and writes nothing.
 
@@ -92,24 +97,41 @@ def plan(
         graph: A graph made by ``neograph_ext.compile`` with a checkpointer.
         config: Names the thread (``configurable.thread_id``) and optionally a
             ``checkpoint_id`` to plan from.
-        replay_turns: Plan as ``run(..., replay_turns=True)`` would.
+        resume: Plan as ``run(..., resume=resume)`` would; by default under the
+            graph's policy (``compile(resume=...)``).
+        **deprecated: 0.2's ``replay_turns=`` (now ``ResumePolicy.replay_turns``),
+            with a ``DeprecationWarning``.
 
     Returns:
         The decision, with each change explained at field level.
 
     Raises:
         GraphError: The graph was not compiled by neograph-ext, has no checkpointer,
-            or the config names no thread.
+            or the config names no thread; or ``replay_turns`` is given with ``resume``.
         UnreadableCheckpointError: The thread's stored checkpoints cannot be decoded.
+        ValueError: ``resume`` names a channel or type the state does not have.
     """
-    return _read(_call(graph, config, replay_turns), full=True)[0]
+    return _read(_call(graph, config, _planning("plan", resume, deprecated)), full=True)[0]
 
 
 async def aplan(
-    graph: Pregel[Any, Any, Any, Any], config: RunnableConfig, *, replay_turns: bool = False
+    graph: Pregel[Any, Any, Any, Any],
+    config: RunnableConfig,
+    *,
+    resume: ResumePolicy | None = None,
+    **deprecated: Any,
 ) -> ResumePlan:
     """Async twin of ``plan``."""
-    return (await _aread(_call(graph, config, replay_turns), full=True))[0]
+    asked = _planning("aplan", resume, deprecated)
+    return (await _aread(_call(graph, config, asked), full=True))[0]
+
+
+def _planning(function: str, resume: ResumePolicy | None, deprecated: Mapping[str, Any]) -> Asked:
+    """What ``plan`` was asked, refusing keywords it does not take, as Python would."""
+    given, unknown = asked(function, resume, None, deprecated, stacklevel=4)
+    if unknown:
+        raise TypeError(f"{function}() got an unexpected keyword argument {next(iter(unknown))!r}")
+    return given
 
 
 def run(
@@ -117,12 +139,8 @@ def run(
     input: Any,
     config: RunnableConfig,
     *,
-    auto_resume: bool = True,
-    reanswer: bool = False,
-    replay_turns: bool = False,
-    on_busy: OnBusy = "wait",
-    lock_timeout: float = 300.0,
-    strict_unverified: bool = False,
+    resume: ResumePolicy | None = None,
+    lock: LockPolicy | None = None,
     **kwargs: Any,
 ) -> Any:
     """Run or resume a thread, rewinding past checkpoints that other types wrote.
@@ -132,53 +150,43 @@ def run(
         input: The run's input; ignored when resuming an incomplete thread, and a
             ``Command(resume=...)`` answers an interrupt as usual.
         config: Names the thread; a ``checkpoint_id`` in it is planned from.
-        auto_resume: False (strict mode, for CI) raises instead of rewinding.
-        reanswer: When the thread waits on a question (an ``interrupt()`` or an
-            ``interrupt_before`` breakpoint) and something upstream of it changed, the
-            rewind asks it again and returns the new question, setting the answer given
-            now aside (logged). True applies the answer to the new question instead:
-            for questions that do not show upstream content.
-        replay_turns: For a changed value of an earlier turn that is still live and
-            neither kept nor migrated: rewind into that turn, re-run from the changed
-            node, then feed every later turn its stored input again, in order,
-            stopping at the first interrupt. Without it, that raises.
-        on_busy: When another process holds the thread: ``"wait"`` for it, up to
-            ``lock_timeout`` seconds, or ``"raise"`` at once. Whenever there is work to
-            do, the thread is planned again and executed under its lock (SQLite files
-            and PostgreSQL; other savers take none), so concurrent callers never run
-            a node twice.
-        lock_timeout: Seconds to wait for the thread's lock.
-        strict_unverified: True raises ``CheckpointSchemaError`` instead of resuming a
-            thread whose checkpoints cannot be verified (written without a stamp: by
-            plain LangGraph, or through a saver that drops it), as ``neograph-ext check
-            --strict-unverified`` fails it; before any node runs.
+        resume: What the resume does about changes (``ResumePolicy``: rewind or raise,
+            keep or migrate stored values, replay later turns, re-answer a question);
+            replaces the graph's (``compile(resume=...)``) whole for this call.
+        lock: How the call waits for a thread another process runs (``LockPolicy``);
+            replaces the graph's (``compile(lock=...)``) whole for this call.
         **kwargs: Passed to ``graph.invoke``; ``durability`` defaults to ``"sync"``.
+            0.2's ``auto_resume``, ``reanswer``, ``replay_turns``,
+            ``strict_unverified`` (now ``ResumePolicy`` fields) and ``on_busy``,
+            ``lock_timeout`` (now ``LockPolicy`` fields) still work, set on the graph's
+            policies, with a ``DeprecationWarning``.
 
     Returns:
         What ``graph.invoke`` returns; for a complete, unchanged thread, its stored output.
 
     Raises:
-        CheckpointSchemaError: Strict mode and something changed, or a change that
-            cannot be rewound safely, or (``strict_unverified``) checkpoints that cannot
-            be verified; raised before any node runs.
-        GraphError: The graph or config cannot be used.
+        CheckpointSchemaError: Strict mode (``on_change="raise"``) and something
+            changed, or a change that cannot be rewound safely, or
+            (``on_unverified="raise"``) checkpoints that cannot be verified; raised
+            before any node runs.
+        GraphError: The graph or config cannot be used, or a 0.2 keyword is given
+            with the policy that covers it.
         StampLostError: The saver drops the metadata the stamp rides in (checked
             once per saver class and process, before the first invocation).
         ThreadBusyError: Another process holds the thread's lock.
         UnreadableCheckpointError: The thread's stored checkpoints cannot be decoded.
+        ValueError: ``resume`` names a channel or type the state does not have.
     """
-    options = _Options(
-        auto_resume, reanswer, replay_turns, on_busy, lock_timeout, kwargs, strict_unverified
-    )
-    call = _call(graph, config, replay_turns)
+    given, kwargs = asked("run", resume, lock, kwargs)
+    call = _call(graph, config, given)
     first = _locks_first(call, input)
-    with _held(call, first, options):
+    with _held(call, first):
         head = _head(call) if first else None
         continued = _continuing(call, input, head)
         if continued is not None:
             with marking(call.stamp, continued):
                 return graph.invoke(None, call.config, **durable(kwargs, graph))
-        with _planned(call, input, options, first, head) as (prepared, work):
+        with _planned(call, input, kwargs, first, head) as (prepared, work):
             if not prepared.invocations:
                 if prepared.stored is not None:
                     return prepared.stored[0]
@@ -197,27 +205,21 @@ async def arun(
     input: Any,
     config: RunnableConfig,
     *,
-    auto_resume: bool = True,
-    reanswer: bool = False,
-    replay_turns: bool = False,
-    on_busy: OnBusy = "wait",
-    lock_timeout: float = 300.0,
-    strict_unverified: bool = False,
+    resume: ResumePolicy | None = None,
+    lock: LockPolicy | None = None,
     **kwargs: Any,
 ) -> Any:
     """Async twin of ``run``."""
-    options = _Options(
-        auto_resume, reanswer, replay_turns, on_busy, lock_timeout, kwargs, strict_unverified
-    )
-    call = _call(graph, config, replay_turns)
+    given, kwargs = asked("arun", resume, lock, kwargs)
+    call = _call(graph, config, given)
     first = _locks_first(call, input)
-    async with _aheld(call, first, options):
+    async with _aheld(call, first):
         head = await _ahead(call) if first else None
         continued = await _acontinuing(call, input, head)
         if continued is not None:
             with marking(call.stamp, continued):
                 return await graph.ainvoke(None, call.config, **durable(kwargs, graph))
-        async with _aplanned(call, input, options, first, head) as (prepared, work):
+        async with _aplanned(call, input, kwargs, first, head) as (prepared, work):
             if not prepared.invocations:
                 if prepared.stored is not None:
                     return prepared.stored[0]
@@ -236,12 +238,8 @@ def stream(
     input: Any,
     config: RunnableConfig,
     *,
-    auto_resume: bool = True,
-    reanswer: bool = False,
-    replay_turns: bool = False,
-    on_busy: OnBusy = "wait",
-    lock_timeout: float = 300.0,
-    strict_unverified: bool = False,
+    resume: ResumePolicy | None = None,
+    lock: LockPolicy | None = None,
     **kwargs: Any,
 ) -> Iterator[Any]:
     """Like ``run``, yielding exactly the chunks of LangGraph's ``stream``.
@@ -250,19 +248,17 @@ def stream(
     with nothing left to do: its stored state once if ``stream_mode`` includes
     ``"values"``, else nothing. No node runs and nothing is written.
     """
-    options = _Options(
-        auto_resume, reanswer, replay_turns, on_busy, lock_timeout, kwargs, strict_unverified
-    )
-    call = _call(graph, config, replay_turns)
+    given, kwargs = asked("stream", resume, lock, kwargs)
+    call = _call(graph, config, given)
     first = _locks_first(call, input)
-    with _held(call, first, options):
+    with _held(call, first):
         head = _head(call) if first else None
         continued = _continuing(call, input, head)
         if continued is not None:
             with marking(call.stamp, continued):
                 yield from graph.stream(None, call.config, **durable(kwargs, graph))
             return
-        with _planned(call, input, options, first, head) as (prepared, work):
+        with _planned(call, input, kwargs, first, head) as (prepared, work):
             if not prepared.invocations:
                 with marking(call.stamp, _IDLE):
                     yield from graph.stream(None, _idle(call, work), **prepared.kwargs)
@@ -279,21 +275,15 @@ async def astream(
     input: Any,
     config: RunnableConfig,
     *,
-    auto_resume: bool = True,
-    reanswer: bool = False,
-    replay_turns: bool = False,
-    on_busy: OnBusy = "wait",
-    lock_timeout: float = 300.0,
-    strict_unverified: bool = False,
+    resume: ResumePolicy | None = None,
+    lock: LockPolicy | None = None,
     **kwargs: Any,
 ) -> AsyncIterator[Any]:
     """Async twin of ``stream``."""
-    options = _Options(
-        auto_resume, reanswer, replay_turns, on_busy, lock_timeout, kwargs, strict_unverified
-    )
-    call = _call(graph, config, replay_turns)
+    given, kwargs = asked("astream", resume, lock, kwargs)
+    call = _call(graph, config, given)
     first = _locks_first(call, input)
-    async with _aheld(call, first, options):
+    async with _aheld(call, first):
         head = await _ahead(call) if first else None
         continued = await _acontinuing(call, input, head)
         if continued is not None:
@@ -301,7 +291,7 @@ async def astream(
             async for chunk in _amarked(call.stamp, continued, chunks):
                 yield chunk
             return
-        async with _aplanned(call, input, options, first, head) as (prepared, work):
+        async with _aplanned(call, input, kwargs, first, head) as (prepared, work):
             if not prepared.invocations:
                 idle = graph.astream(None, _idle(call, work), **prepared.kwargs)
                 async for chunk in _amarked(call.stamp, _IDLE, idle):
@@ -341,35 +331,9 @@ async def _amarked(stamp: Stamp, mark: str, chunks: AsyncIterator[Any]) -> Async
             yield chunk
 
 
-class _Options(NamedTuple):
-    """A driver's options, as ``run`` documents them (a named tuple, as ``_Call``)."""
-
-    auto_resume: bool
-    reanswer: bool
-    replay_turns: bool
-    on_busy: OnBusy
-    lock_timeout: float
-    kwargs: Mapping[str, Any]
-    strict_unverified: bool = False
-
-    def prepare(
-        self, call: _Call, read: tuple[ResumePlan, CheckpointTuple | None], input: Any
-    ) -> _Prepared:
-        """``_prepare`` of what ``_read`` returned, under these options."""
-        return _prepare(
-            call,
-            *read,
-            input,
-            self.auto_resume,
-            self.kwargs,
-            self.reanswer,
-            strict_unverified=self.strict_unverified,
-        )
-
-
 @contextmanager
 def _planned(
-    call: _Call, input: Any, options: _Options, locked: bool, head: CheckpointTuple | None
+    call: _Call, input: Any, kwargs: Mapping[str, Any], locked: bool, head: CheckpointTuple | None
 ) -> Iterator[tuple[_Prepared, bool]]:
     """What to invoke for the call, and whether there is work: then under the thread's
     lock, taken here unless the caller holds it (``locked``: a resume takes it, then
@@ -380,27 +344,27 @@ def _planned(
     """
     newest = _newest(call)
     read = _read_from(call, head) if locked else _read(call)
-    prepared = options.prepare(call, read, input)
+    prepared = _prepare(call, *read, input, kwargs)
     if not prepared.invocations and prepared.carry is None:
         yield prepared, False
         return
-    with _held(call, not locked, options):
-        yield _settled(call, newest, read[1], prepared, locked, input, options), True
+    with _held(call, not locked):
+        yield _settled(call, newest, read[1], prepared, locked, input, kwargs), True
 
 
 @asynccontextmanager
 async def _aplanned(
-    call: _Call, input: Any, options: _Options, locked: bool, head: CheckpointTuple | None
+    call: _Call, input: Any, kwargs: Mapping[str, Any], locked: bool, head: CheckpointTuple | None
 ) -> AsyncIterator[tuple[_Prepared, bool]]:
     """Async twin of ``_planned``."""
     newest = await _anewest(call)
     read = await _aread_from(call, head) if locked else await _aread(call)
-    prepared = options.prepare(call, read, input)
+    prepared = _prepare(call, *read, input, kwargs)
     if not prepared.invocations and prepared.carry is None:
         yield prepared, False
         return
-    async with _aheld(call, not locked, options):
-        yield await _asettled(call, newest, read[1], prepared, locked, input, options), True
+    async with _aheld(call, not locked):
+        yield await _asettled(call, newest, read[1], prepared, locked, input, kwargs), True
 
 
 def _continuing(call: _Call, input: Any, head: CheckpointTuple | None) -> str | None:
@@ -435,21 +399,21 @@ def _locks_first(call: _Call, input: Any) -> bool:
     return (input is None or isinstance(input, Command)) and _named(call) is None
 
 
-def _held(call: _Call, take: bool, options: _Options) -> AbstractContextManager[None]:
+def _held(call: _Call, take: bool) -> AbstractContextManager[None]:
     """The thread's lock if ``take``; else nothing (held already, or not needed yet)."""
     if not take:
         return nullcontext()
     return thread_lock(
-        call.saver, call.thread_id, on_busy=options.on_busy, timeout=options.lock_timeout
+        call.saver, call.thread_id, on_busy=call.lock.on_busy, timeout=call.lock.timeout
     )
 
 
-def _aheld(call: _Call, take: bool, options: _Options) -> AbstractAsyncContextManager[None]:
+def _aheld(call: _Call, take: bool) -> AbstractAsyncContextManager[None]:
     """Async twin of ``_held``."""
     if not take:
         return nullcontext()
     return athread_lock(
-        call.saver, call.thread_id, on_busy=options.on_busy, timeout=options.lock_timeout
+        call.saver, call.thread_id, on_busy=call.lock.on_busy, timeout=call.lock.timeout
     )
 
 
@@ -460,7 +424,7 @@ def _settled(
     prepared: _Prepared,
     planned_locked: bool,
     input: Any,
-    options: _Options,
+    kwargs: Mapping[str, Any],
 ) -> _Prepared:
     """What to invoke, once the thread's lock is held.
 
@@ -473,12 +437,12 @@ def _settled(
     if locked is not call or (
         not planned_locked and _moved(head, call.saver.get_tuple(call.config))
     ):
-        prepared = options.prepare(locked, _read(locked), input)
+        prepared = _prepare(locked, *_read(locked), input, kwargs)
     if prepared.carry is not None:
         locked = _carried(
             locked, carry(call.graph, call.saver, locked.config, prepared.carry, *_by(call))
         )
-        prepared = options.prepare(locked, _read(locked), input)
+        prepared = _prepare(locked, *_read(locked), input, kwargs)
     return prepared
 
 
@@ -489,20 +453,20 @@ async def _asettled(
     prepared: _Prepared,
     planned_locked: bool,
     input: Any,
-    options: _Options,
+    kwargs: Mapping[str, Any],
 ) -> _Prepared:
     """Async twin of ``_settled``."""
     locked = await _afollowed(call, newest)
     if locked is not call or (
         not planned_locked and _moved(head, await call.saver.aget_tuple(call.config))
     ):
-        prepared = options.prepare(locked, await _aread(locked), input)
+        prepared = _prepare(locked, *(await _aread(locked)), input, kwargs)
     if prepared.carry is not None:
         locked = _carried(
             locked,
             await acarry(call.graph, call.saver, locked.config, prepared.carry, *_by(call)),
         )
-        prepared = options.prepare(locked, await _aread(locked), input)
+        prepared = _prepare(locked, *(await _aread(locked)), input, kwargs)
     return prepared
 
 
@@ -561,13 +525,13 @@ def served(
     Otherwise (a rewind, a migrate, a strict error) it is ``stream``, whose invocations
     keep the caller's keywords, ``durability`` included.
     """
-    call = _call(graph, config)
-    auto_resume = bool(graph.neograph_ext_auto_resume)
+    resume = graph.neograph_ext_auto_resume
+    call = _call(graph, config, Asked("stream", resume))
     with reading(call.thread_id):
         head = resumable(call.saver.get_tuple(config), call.thread_id)
     decision = _read_from(call, head)[0] if head is not None else None
     if decision is not None and decision.kind not in _PLAIN_KINDS:
-        yield from stream(graph, input, config, auto_resume=auto_resume, **kwargs)
+        yield from stream(graph, input, config, resume=resume, **kwargs)
         return
     with marking(call.stamp, _plain_mark(call, decision, head, input)):
         yield from graph.neograph_ext_plain_stream(input, config, kwargs, call.saver)
@@ -577,13 +541,13 @@ async def aserved(
     graph: StampedGraph, input: Any, config: RunnableConfig, kwargs: Mapping[str, Any]
 ) -> AsyncGenerator[Any, None]:
     """Async twin of ``served``."""
-    call = _call(graph, config)
-    auto_resume = bool(graph.neograph_ext_auto_resume)
+    resume = graph.neograph_ext_auto_resume
+    call = _call(graph, config, Asked("astream", resume))
     with reading(call.thread_id):
         head = resumable(await call.saver.aget_tuple(config), call.thread_id)
     decision = (await _aread_from(call, head))[0] if head is not None else None
     if decision is not None and decision.kind not in _PLAIN_KINDS:
-        chunks = astream(graph, input, config, auto_resume=auto_resume, **kwargs)
+        chunks = astream(graph, input, config, resume=resume, **kwargs)
     else:
         mark = _plain_mark(call, decision, head, input)
         plain = graph.neograph_ext_plain_astream(input, config, kwargs, call.saver)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import warnings
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +36,7 @@ from langgraph.types import Command
 import neograph_ext
 from neograph_ext import NeographExtError, PlanKind, ResumePlan, WriteReadbackError
 from neograph_ext._head import _stored_input
+from neograph_ext._policy import Asked, asked
 from neograph_ext._read import _WARNED, _aread, _call, _read
 from neograph_ext._stamp import input_digest
 
@@ -169,14 +171,18 @@ class _unobserved:
                 _WARNED[self.saver] = self.warned
 
 
-def _replays(kwargs: dict[str, Any]) -> bool:
-    return bool(kwargs.get("replay_turns", False))
+def _asked(kwargs: dict[str, Any]) -> Asked:
+    """What the call under the harness asks for, read without warning a second time."""
+    rest = {name: value for name, value in kwargs.items() if name not in ("resume", "lock")}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return asked("run", kwargs.get("resume"), kwargs.get("lock"), rest)[0]
 
 
 def _plan(graph: Any, config: RunnableConfig, kwargs: dict[str, Any]) -> ResumePlan:
     """What ``plan()`` returns, read through the read layer itself: tests that count the
     plans the drivers make (``test_continue``) must not count the harness's."""
-    return _read(_call(graph, config, _replays(kwargs)), full=True)[0]
+    return _read(_call(graph, config, _asked(kwargs)), full=True)[0]
 
 
 def _before(graph: Any, input: Any, config: RunnableConfig, kwargs: dict[str, Any]) -> Call:
@@ -200,7 +206,7 @@ def _before(graph: Any, input: Any, config: RunnableConfig, kwargs: dict[str, An
 async def _abefore(graph: Any, input: Any, config: RunnableConfig, kwargs: dict[str, Any]) -> Call:
     try:
         with _unobserved(graph):
-            plan = (await _aread(_call(graph, config, _replays(kwargs)), full=True))[0]
+            plan = (await _aread(_call(graph, config, _asked(kwargs)), full=True))[0]
     except Exception:
         return Call(None, False)
     given = None if input is None or isinstance(input, Command) else input_digest(input)

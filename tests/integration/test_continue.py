@@ -87,7 +87,7 @@ def test_a_head_is_continued_exactly_as_planning_would_or_declined(
     plan, head = _read(call)
     assert plan.kind is kind and (mark is not None) is continues
     if mark is not None:
-        prepared = _prepare(call, plan, head, None, True, {}, False)
+        prepared = _prepare(call, plan, head, None, {})
         assert prepared.invocations == (_Invocation(None, call.config, mark),)
         assert prepared.kwargs == durable({}, call.graph) == {"durability": "sync"}
 
