@@ -516,21 +516,22 @@ def served(
 ) -> Iterator[Any]:
     """A plain ``stream`` call on a graph compiled with ``auto_resume``.
 
-    Planned as ``run`` plans it. When nothing changed (``_PLAIN_KINDS``: a new thread,
-    a continue, an up-to-date or unverified thread, from the newest checkpoint or from a
-    ``checkpoint_id``), the call is LangGraph's own, with the caller's input, config and
+    Planned as ``run`` plans it, under the graph's whole policies (``compile(resume=...,
+    lock=...)``). When nothing changed (``_as_given``: a new thread, a continue, an
+    up-to-date or (unless refused) unverified thread, from the newest checkpoint or from
+    a ``checkpoint_id``), the call is LangGraph's own, with the caller's input, config and
     keywords as given, so on unchanged code the option is invisible; its checkpoints
     carry a run mark that says the lineage was checked, so the next call needs no plan,
     and the stamp's description is stored afterwards, as by any plain call.
-    Otherwise (a rewind, a migrate, a strict error) it is ``stream``, whose invocations
-    keep the caller's keywords, ``durability`` included.
+    Otherwise (a rewind, a migrate, a strict error) it is ``stream`` under those
+    policies, whose invocations keep the caller's keywords, ``durability`` included.
     """
     resume = graph.neograph_ext_auto_resume
     call = _call(graph, config, Asked("stream", resume))
     with reading(call.thread_id):
         head = resumable(call.saver.get_tuple(config), call.thread_id)
     decision = _read_from(call, head)[0] if head is not None else None
-    if decision is not None and decision.kind not in _PLAIN_KINDS:
+    if not _as_given(decision, call.resume):
         yield from stream(graph, input, config, resume=resume, **kwargs)
         return
     with marking(call.stamp, _plain_mark(call, decision, head, input)):
@@ -546,7 +547,7 @@ async def aserved(
     with reading(call.thread_id):
         head = resumable(await call.saver.aget_tuple(config), call.thread_id)
     decision = (await _aread_from(call, head))[0] if head is not None else None
-    if decision is not None and decision.kind not in _PLAIN_KINDS:
+    if not _as_given(decision, call.resume):
         chunks = astream(graph, input, config, resume=resume, **kwargs)
     else:
         mark = _plain_mark(call, decision, head, input)
@@ -555,6 +556,17 @@ async def aserved(
     async with aclosing(cast("AsyncGenerator[Any, None]", chunks)) as served_chunks:
         async for chunk in served_chunks:
             yield chunk
+
+
+def _as_given(decision: ResumePlan | None, resume: ResumePolicy) -> bool:
+    """Whether a served call is LangGraph's own: a new thread, or a plan that leaves
+    LangGraph nothing to change (``_PLAIN_KINDS``) and that the policy does not refuse
+    (``on_unverified="raise"``)."""
+    if decision is None:
+        return True
+    if decision.kind is PlanKind.UNVERIFIED:
+        return resume.on_unverified == "resume"
+    return decision.kind in _PLAIN_KINDS
 
 
 def _plain_mark(
