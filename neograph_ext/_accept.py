@@ -51,7 +51,7 @@ def accept(graph: Pregel[Any, Any, Any, Any], config: RunnableConfig) -> Runnabl
 
     Raises:
         GraphError: The graph cannot be used, or the thread has no checkpoint.
-        ThreadBusyError: Another process holds the thread's lock (``on_busy="raise"``).
+        ThreadBusyError: Another process holds the thread's lock (``LockPolicy(on_busy="raise")``).
     """
     call = _call(graph, config)
     with thread_lock(call.saver, call.thread_id):

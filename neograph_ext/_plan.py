@@ -205,9 +205,9 @@ class Carry:
     """
 
     migrated: frozenset[str] = frozenset()
-    """Channels a migration covers (``compile(migrations=...)``)."""
+    """Channels a migration covers (``ResumePolicy.migrations``)."""
     compatible: frozenset[str] = frozenset()
-    """Channels ``compile(keep_compatible=...)`` covers whose live stored value
+    """Channels ``ResumePolicy.keep_compatible`` covers whose live stored value
     validates under the current type."""
 
 
@@ -333,7 +333,7 @@ def decide(
                     f"thread {thread_id!r}: checkpoint {records[index].checkpoint_id} holds "
                     "values no node produced (kept, migrated or updated by hand) whose type "
                     "changed again; no node can re-run to replace them. Ways out: "
-                    "compile(..., keep_compatible=True) or compile(..., migrations=...), "
+                    "ResumePolicy(keep_compatible=True) or ResumePolicy(migrations=...), "
                     "neograph_ext.accept(graph, config), or start a new thread_id"
                 ),
             )
