@@ -122,8 +122,8 @@ async def aplan(
     **deprecated: Any,
 ) -> ResumePlan:
     """Async twin of ``plan``."""
-    asked = _planning("aplan", resume, deprecated)
-    return (await _aread(_call(graph, config, asked), full=True))[0]
+    given = _planning("aplan", resume, deprecated)
+    return (await _aread(_call(graph, config, given), full=True))[0]
 
 
 def _planning(function: str, resume: ResumePolicy | None, deprecated: Mapping[str, Any]) -> Asked:
