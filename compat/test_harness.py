@@ -18,6 +18,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from record_outcomes import METADATA_ONLY_MARK, pytest_assertrepr_compare, strip_stamp
 
+from neograph_ext import ResumePolicy
+
 STAMP = {"neograph_ext": '{"v":1}'}
 
 
@@ -115,7 +117,7 @@ def test_the_auto_resume_pass_compiles_with_auto_resume(
     try:
         module = importlib.reload(route_compile)
         auto = module._routed_compile(builder, InMemorySaver())
-        assert type(auto).neograph_ext_auto_resume is True
+        assert type(auto).neograph_ext_auto_resume == ResumePolicy()
     finally:
         monkeypatch.delenv(route_compile.AUTO_RESUME_ENV)
         StateGraph.compile = real  # type: ignore[method-assign]

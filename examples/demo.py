@@ -161,13 +161,16 @@ def main(workdir: Path) -> None:
     ran = []
     graph = ne.compile(build(SummaryV2, ReviewV3, ran), checkpointer=saver)
     try:
-        ne.run(graph, INPUT, CONFIG, auto_resume=False)
+        ne.run(graph, INPUT, CONFIG, resume=ne.ResumePolicy(on_change="raise"))
     except ne.CheckpointSchemaError as exc:
-        print("  run(..., auto_resume=False) raised CheckpointSchemaError:")
+        print(
+            "  run(..., resume=ResumePolicy(on_change='raise')) (auto_resume=False before 0.3)"
+            " raised CheckpointSchemaError:"
+        )
         print(indent(str(exc)))
         print(f"  invalidated_nodes: {sorted(exc.invalidated_nodes)}")
         rerun = [node for node in exc.plan.order if node in exc.plan.rerun]  # execution order
-        print(f"  auto_resume=True would re-run: {', '.join(rerun)}")
+        print(f"  on_change='rewind' would re-run: {', '.join(rerun)}")
     else:
         raise SystemExit("strict mode should have raised CheckpointSchemaError")
     report(ran)

@@ -32,6 +32,7 @@ from neograph_ext._lineage import (
     history,
     list_threads,
 )
+from neograph_ext._policy import LockPolicy, ResumePolicy
 from neograph_ext._run import aplan, arun, astream, plan, run, stream
 from neograph_ext._stamp_store import is_store_thread as is_reserved_thread
 
@@ -41,10 +42,12 @@ __all__ = [
     "GraphError",
     "History",
     "HistoryEntry",
+    "LockPolicy",
     "NeographExtError",
     "NodeChange",
     "PlanKind",
     "ResumePlan",
+    "ResumePolicy",
     "StampLostError",
     "StampStatus",
     "TaskStep",

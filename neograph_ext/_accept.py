@@ -28,7 +28,6 @@ from neograph_ext._errors import GraphError
 from neograph_ext._flow import CarryValues, Flow, TakeLock, planned, read_head
 from neograph_ext._fork import address
 from neograph_ext._lineage_facts import verified
-from neograph_ext._options import Options
 from neograph_ext._stamp import read_marks
 from neograph_ext._thread import ThreadCall, thread_call
 
@@ -54,17 +53,17 @@ def accept(graph: Pregel[Any, Any, Any, Any], config: RunnableConfig) -> Runnabl
 
     Raises:
         GraphError: The graph cannot be used, or the thread has no checkpoint.
-        ThreadBusyError: Another process holds the thread's lock (``on_busy="raise"``).
+        ThreadBusyError: Another process holds the thread's lock (``LockPolicy(on_busy="raise")``).
     """
     call = thread_call(graph, config)
-    with Driver(call, Options()) as driver:
+    with Driver(call) as driver:
         return driver.run(_accepted(call))
 
 
 async def aaccept(graph: Pregel[Any, Any, Any, Any], config: RunnableConfig) -> RunnableConfig:
     """Async twin of ``accept``."""
     call = thread_call(graph, config)
-    async with AsyncDriver(call, Options()) as driver:
+    async with AsyncDriver(call) as driver:
         return await driver.run(_accepted(call))
 
 
@@ -73,7 +72,7 @@ def _accepted(call: ThreadCall) -> Flow[RunnableConfig]:
     write the fork that stamps it as the current graph's."""
     yield TakeLock()
     head = yield from read_head(call)
-    decision = yield from planned(call, head, Options(), full=True)
+    decision = yield from planned(call, head, full=True)
     current = _current(call, decision, head)
     if current is not None:
         return current

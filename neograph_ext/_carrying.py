@@ -1,8 +1,8 @@
 """Which stored values may stand in for re-running their nodes, and converting them.
 
 Rules:
-- ``compile(keep_compatible=..., migrations=...)`` is resolved once, per channel,
-  into ``Carrying``, held on the graph's class (``copy()`` keeps the class).
+- A call's ``ResumePolicy(keep_compatible=..., migrations=...)`` is resolved per
+  channel into ``Carrying`` (``carrying``), against the channel types ``compile`` keeps.
 - Before planning, ``carry_for`` says which changed channels may be carried: those a
   migration covers, and those ``keep_compatible`` covers whose stored value validates
   under the current type. It runs no user code: migrations run only when executing

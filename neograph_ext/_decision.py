@@ -158,9 +158,9 @@ class Carry:
     """
 
     migrated: frozenset[str] = frozenset()
-    """Channels a migration covers (``compile(migrations=...)``)."""
+    """Channels a migration covers (``ResumePolicy.migrations``)."""
     compatible: frozenset[str] = frozenset()
-    """Channels ``compile(keep_compatible=...)`` covers whose live stored value
+    """Channels ``ResumePolicy.keep_compatible`` covers whose live stored value
     validates under the current type."""
 
 

@@ -42,7 +42,6 @@ from neograph_ext._history import lineage
 from neograph_ext._keep import akeep, keep
 from neograph_ext._lock import athread_lock, thread_lock
 from neograph_ext._migrate import acarry, carry
-from neograph_ext._options import Options
 from neograph_ext._stamp import Stamp
 from neograph_ext._stamp_store import aload, load
 from neograph_ext._thread import ThreadCall, whole_thread
@@ -62,9 +61,8 @@ _END = object()
 class Driver:
     """Performs a flow's operations with the saver's and graph's sync API."""
 
-    def __init__(self, call: ThreadCall, options: Options) -> None:
+    def __init__(self, call: ThreadCall) -> None:
         self.call = call
-        self.options = options
         self._held = ExitStack()
 
     def __enter__(self) -> Driver:
@@ -132,10 +130,8 @@ class Driver:
         if isinstance(op, ReadValues):
             return graph.get_state(op.config).values
         if isinstance(op, TakeLock):
-            options = self.options
-            lock = thread_lock(
-                saver, thread_id, on_busy=options.on_busy, timeout=options.lock_timeout
-            )
+            policy = call.lock
+            lock = thread_lock(saver, thread_id, on_busy=policy.on_busy, timeout=policy.timeout)
             return self._held.enter_context(lock)
         if isinstance(op, StoreDescription):
             return graph.neograph_ext_save(saver)
@@ -155,9 +151,8 @@ class Driver:
 class AsyncDriver:
     """Async twin of ``Driver``."""
 
-    def __init__(self, call: ThreadCall, options: Options) -> None:
+    def __init__(self, call: ThreadCall) -> None:
         self.call = call
-        self.options = options
         self._held = AsyncExitStack()
 
     async def __aenter__(self) -> AsyncDriver:
@@ -221,10 +216,8 @@ class AsyncDriver:
         if isinstance(op, ReadValues):
             return (await graph.aget_state(op.config)).values
         if isinstance(op, TakeLock):
-            options = self.options
-            lock = athread_lock(
-                saver, thread_id, on_busy=options.on_busy, timeout=options.lock_timeout
-            )
+            policy = call.lock
+            lock = athread_lock(saver, thread_id, on_busy=policy.on_busy, timeout=policy.timeout)
             return await self._held.enter_async_context(lock)
         if isinstance(op, StoreDescription):
             return await graph.neograph_ext_asave(saver)

@@ -18,7 +18,8 @@ Every error derives from one root so callers can catch the library as a whole::
     └── GraphError              the graph given cannot be used (not compiled by neograph-ext,
                                 no checkpointer, no thread_id, a reference that cannot be
                                 loaded, or, in strict mode, a declared type whose values
-                                cannot read back from a checkpoint)
+                                cannot read back from a checkpoint), or options that
+                                contradict each other (a 0.2 keyword with its policy)
 
 Third-party errors are translated at the boundary with ``raise ... from exc``.
 """
@@ -53,7 +54,7 @@ class CheckpointSchemaError(NeographExtError, ValueError):
     replaces the message of an exception type it does not know).
 
     Raised before any node runs and before anything is written: in strict mode
-    (``auto_resume=False``) whenever a resume would rewind, and in every mode when a
+    (``ResumePolicy(on_change="raise")``) whenever a resume would rewind, and in every mode when a
     rewind cannot be done safely (the change lies in an earlier turn of a multi-turn
     thread, or the thread has no per-step checkpoints).
 
@@ -80,11 +81,12 @@ class StampLostError(NeographExtError):
 
 
 class ThreadBusyError(NeographExtError):
-    """Another process is resuming the same thread and ``on_busy="raise"`` was asked for."""
+    """Another process is resuming the same thread: at once with
+    ``LockPolicy(on_busy="raise")``, else after waiting ``LockPolicy.timeout`` seconds."""
 
 
 class GraphError(NeographExtError):
-    """The graph or config given cannot be used; the message names the fix."""
+    """The graph, config or options given cannot be used; the message names the fix."""
 
 
 class UnreadableCheckpointError(NeographExtError):

@@ -35,7 +35,6 @@ from neograph_ext._keep import incomplete
 from neograph_ext._langgraph import delta_channels
 from neograph_ext._lineage_facts import verified
 from neograph_ext._misread import head_misread
-from neograph_ext._options import Options
 from neograph_ext._owed import owed_turns
 from neograph_ext._plan import decide, needs_lineage
 from neograph_ext._stamp import Stamp, encode_run, input_digest, read_marks
@@ -185,7 +184,7 @@ def read_head(call: ThreadCall) -> Flow[CheckpointTuple | None]:
 
 
 def planned(
-    call: ThreadCall, head: CheckpointTuple | None, options: Options, *, full: bool = False
+    call: ThreadCall, head: CheckpointTuple | None, *, full: bool = False
 ) -> Flow[ResumePlan]:
     """The decision for ``head``: from the head alone when it decides (``needs_lineage``),
     else from its lineage, with the stamp descriptions it names and the values a carry
@@ -212,7 +211,7 @@ def planned(
         call.stamp,
         call.thread_id,
         carriable,
-        replay_turns=options.replay_turns,
+        replay_turns=call.resume.replay_turns,
         head=facts,
     )
     if plan.kind is PlanKind.CONTINUE and plan.replayed:
@@ -226,15 +225,13 @@ def planned(
     return _logged(call, plan)
 
 
-def thread_plan(call: ThreadCall, options: Options) -> Flow[ResumePlan]:
+def thread_plan(call: ThreadCall) -> Flow[ResumePlan]:
     """What ``run`` would do with the call's thread, from its whole lineage (``plan``)."""
     head = yield from read_head(call)
-    return (yield from planned(call, head, options, full=True))
+    return (yield from planned(call, head, full=True))
 
 
-def served_plan(
-    call: ThreadCall, options: Options
-) -> Flow[tuple[ResumePlan | None, CheckpointTuple | None]]:
+def served_plan(call: ThreadCall) -> Flow[tuple[ResumePlan | None, CheckpointTuple | None]]:
     """For a plain call on a graph that resumes (``_auto_resume``): the plan, None for a
     thread with no checkpoint, and the head the call starts from, as LangGraph reads it."""
     head = resumable((yield ReadTuple(call.config)), call.thread_id)
@@ -242,21 +239,21 @@ def served_plan(
         return None, None
     restart = incomplete(head)
     start = head if restart is None else (yield ReadTuple(restart))
-    return (yield from planned(call, start, options)), head
+    return (yield from planned(call, start)), head
 
 
-def resumed(call: ThreadCall, input: Any, options: Options, kwargs: Mapping[str, Any]) -> Flow[Any]:
+def resumed(call: ThreadCall, input: Any, kwargs: Mapping[str, Any]) -> Flow[Any]:
     """Run or resume the call's thread as ``run`` documents it; sends back ``run``'s
     result."""
     named = named_checkpoint(call.config)
     newest = (yield ReadTuple(at_checkpoint(call.config, None))) if named else None
     head = yield from read_head(call)
-    plan = yield from planned(call, head, options)
-    work = work_for(call, plan, head, input, options, kwargs)
+    plan = yield from planned(call, head)
+    work = work_for(call, plan, head, input, kwargs)
     if not work.invocations and work.carry is None:
         return (yield Idle(call.config, work.stored, work.kwargs))
     yield TakeLock()
-    call, work = yield from _settled(call, newest, head, work, input, options, kwargs)
+    call, work = yield from _settled(call, newest, head, work, input, kwargs)
     if not work.invocations:
         return (yield Idle(at_checkpoint(call.config, None), work.stored, work.kwargs))
     yield StoreDescription()
@@ -281,7 +278,6 @@ def _settled(
     head: CheckpointTuple | None,
     work: Work,
     input: Any,
-    options: Options,
     kwargs: Mapping[str, Any],
 ) -> Flow[tuple[ThreadCall, Work]]:
     """What to invoke, once the thread's lock is held: planned again when the thread
@@ -292,11 +288,9 @@ def _settled(
     locked = yield from _followed(call, newest)
     if locked is not call or _moved(head, (yield ReadTuple(call.config))):
         head = yield from read_head(locked)
-        work = work_for(
-            locked, (yield from planned(locked, head, options)), head, input, options, kwargs
-        )
+        work = work_for(locked, (yield from planned(locked, head)), head, input, kwargs)
     if work.carry is not None:
-        written = yield CarryValues(work.carry, locked.config, call.graph.neograph_ext_carrying)
+        written = yield CarryValues(work.carry, locked.config, call.carrying)
         logger.info(
             "thread %r: wrote checkpoint %s carrying the values on",
             call.thread_id,
@@ -304,9 +298,7 @@ def _settled(
         )
         locked = locked._replace(config=at_checkpoint(locked.config, None))
         head = yield from read_head(locked)
-        work = work_for(
-            locked, (yield from planned(locked, head, options)), head, input, options, kwargs
-        )
+        work = work_for(locked, (yield from planned(locked, head)), head, input, kwargs)
     return locked, work
 
 
@@ -362,10 +354,10 @@ def _facts(call: ThreadCall, head: CheckpointTuple | None) -> HeadFacts | None:
 
 
 def _carriable(call: ThreadCall, head: CheckpointTuple, facts: HeadFacts) -> Flow[Carriable | None]:
-    """Which changed channels the graph's options may carry, given the head's values
+    """Which changed channels the call's policy may carry, given the head's values
     (``_carrying.carry_for``); None when the options carry nothing, and then the graph's
     nodes are not read while planning."""
-    options = call.graph.neograph_ext_carrying
+    options = call.carrying
     if not (options.keep or options.migrations):
         return None
     channels = rebuilt_channels(options, delta_channels(call.graph))

@@ -15,11 +15,12 @@ Rules:
   bound to the stamp it was made for, or else from the graph itself, recording only
   the digest of the input a plain call starts with: a caller's metadata cannot forge
   a mark, and a graph invoked inside a node of a run does not inherit one.
-- ``compile(auto_resume=True | False)`` makes every plain root call (``invoke``,
+- ``compile(auto_resume=True)`` makes every plain root call (``invoke``,
   ``stream``, their async twins, event streams, and so a server's runs) plan first,
-  exactly as ``run`` does (``False``: strict). The option lives on the per-compile
-  class, since ``copy`` (how a server injects its checkpointer) rebuilds the graph
-  through its constructor, which drops unknown keywords. A call ``run`` makes, a
+  exactly as ``run`` does, under the graph's whole ``ResumePolicy`` and ``LockPolicy``.
+  The policies live on the per-compile class, since ``copy`` (how a server injects
+  its checkpointer) rebuilds the graph through its constructor, which drops unknown
+  keywords. A call ``run`` makes, a
   subgraph call and a call without a thread or saver stay plain.
 """
 
@@ -28,9 +29,10 @@ from __future__ import annotations
 import hashlib
 import json
 import weakref
-from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping
 from contextlib import aclosing
 from contextvars import ContextVar
+from dataclasses import replace
 from typing import Any, ClassVar, cast
 
 from langchain_core.runnables import RunnableConfig
@@ -41,10 +43,11 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.pregel import Pregel
 from langgraph.types import Command
 
-from neograph_ext._carrying import Carrying, Migration, carrying
+from neograph_ext._carrying import carrying
 from neograph_ext._errors import GraphError
 from neograph_ext._introspect import build_stamp, channel_types
 from neograph_ext._langgraph import compile_options, fold_cache_keys
+from neograph_ext._policy import LockPolicy, ResumePolicy, asked, resolve
 from neograph_ext._revive import Revival, allowed_pairs, declared, report, revival
 from neograph_ext._stamp import (
     PLAIN_CALL,
@@ -79,17 +82,23 @@ class StampedGraph(CompiledStateGraph[Any, Any, Any, Any], Stamped):
 
     neograph_ext_stamp: ClassVar[Stamp]
     """The fingerprints of this graph's types."""
-    neograph_ext_auto_resume: ClassVar[bool | None] = None
-    """``compile(auto_resume=...)``: None leaves plain calls plain; True or False plans
-    them as ``run(auto_resume=...)`` does."""
+    neograph_ext_resume: ClassVar[ResumePolicy] = ResumePolicy()
+    """``compile(resume=...)``: the policy of a ``run`` or ``plan`` that gives none."""
+    neograph_ext_lock: ClassVar[LockPolicy] = LockPolicy()
+    """``compile(lock=...)``: the policy of a ``run`` (or a plain call) that gives none."""
+    neograph_ext_auto_resume: ClassVar[ResumePolicy | None] = None
+    """The policy every plain root call plans with: ``compile(auto_resume=True)``'s
+    ``resume`` (0.2's ``compile(auto_resume=False)``: it, strict, while ``run`` still
+    rewinds); None leaves plain calls plain."""
     _neograph_ext_saved: ClassVar[weakref.WeakSet[BaseCheckpointSaver[Any]]]
     """Savers already holding the stamp's description, in this process."""
     _neograph_ext_described: ClassVar[
         weakref.WeakKeyDictionary[BaseCheckpointSaver[Any], dict[str, Stamp]]
     ]
     """Per saver, the stamp descriptions already found in it, in this process."""
-    neograph_ext_carrying: ClassVar[Carrying] = Carrying()
-    """Which stored values may be kept or migrated instead of re-running their nodes."""
+    neograph_ext_channel_types: ClassVar[Mapping[str, object]] = {}
+    """Each state channel's annotated type: what a call's ``keep_compatible`` and
+    ``migrations`` are resolved against (``_migrate.carrying``)."""
     neograph_ext_revival: ClassVar[Revival] = Revival()
     """The declared types, and which of them cannot read back from a checkpoint."""
     neograph_ext_verify_saver: ClassVar[bool] = True
@@ -282,8 +291,8 @@ def compile(
     versions: Mapping[str, str] | None = None,
     renames: Mapping[str, str] | None = None,
     auto_resume: bool | None = None,
-    keep_compatible: bool | Iterable[type | str] = False,
-    migrations: Mapping[type | str, Migration] | None = None,
+    resume: ResumePolicy | None = None,
+    lock: LockPolicy | None = None,
     verify_writes: bool = False,
     verify_saver: bool = True,
     **compile_kwargs: Any,
@@ -304,20 +313,20 @@ def compile(
             that leaves the types alone.
         renames: Old node name -> new name, for nodes that were only renamed: their
             stored results are kept instead of counting as a topology change.
-        auto_resume: ``None`` (default): plain calls behave as LangGraph's, stamped
-            only; resume through ``run``. ``True``: every plain root call (``invoke``,
+        auto_resume: Left out: plain calls behave as LangGraph's, stamped only;
+            resume through ``run``. ``True``: every plain root call (``invoke``,
             ``stream``, ``ainvoke``, ``astream``, ``astream_events``; so every run a
-            LangGraph server makes) plans first: a change is rewound or migrated as
-            ``run`` does; unchanged, the call is LangGraph's own, with the caller's
-            input and keywords (``durability`` included) as given. ``False``: the
-            same, strict: a change raises
-            ``CheckpointSchemaError`` before any node runs.
-        keep_compatible: True, or the types and channel names it covers: when such a
-            channel's type changed and its live stored value still validates under the
-            new type, the value is kept (converted) instead of re-running its node.
-        migrations: Per type or channel name, a function from the stored value (a
-            model instance or a plain dict) to a value of the new type, applied to the
-            live stored value instead of re-running its node.
+            LangGraph server makes) plans first, under the graph's ``resume`` and
+            ``lock`` policies, as ``run`` does: a change is rewound, migrated or (with
+            ``ResumePolicy(on_change="raise")``) raises ``CheckpointSchemaError``
+            before any node runs; unchanged, the call is LangGraph's own, with the
+            caller's input and keywords (``durability`` included) as given.
+        resume: What a resume does about changes (``ResumePolicy``): for ``run``, its
+            twins and ``plan`` when they give none, and for plain calls with
+            ``auto_resume=True``. Default: ``ResumePolicy()``.
+        lock: How a resume waits for a thread another process runs (``LockPolicy``):
+            for ``run`` and its twins when they give none, and for plain calls with
+            ``auto_resume=True``. Default: ``LockPolicy()``.
         verify_writes: For development and CI: every value a node writes to a state key
             is round-tripped through the checkpointer's serializer as it is saved, and a
             step whose writes would not read back as written fails at once with
@@ -328,7 +337,11 @@ def compile(
             description back, once per saver class and process, and raises
             ``StampLostError`` if the saver dropped the config metadata the stamp rides
             in. False accepts such a saver: its threads plan as ``unverified``.
-        **compile_kwargs: Every other keyword of ``StateGraph.compile``.
+        **compile_kwargs: Every other keyword of ``StateGraph.compile``. 0.2's
+            ``keep_compatible=`` and ``migrations=`` (now ``ResumePolicy`` fields) and
+            ``auto_resume=False`` (now ``auto_resume=True,
+            resume=ResumePolicy(on_change="raise")``) still work, with a
+            ``DeprecationWarning``.
 
     Returns:
         LangGraph's compiled graph (a ``CompiledStateGraph``); all of its API works
@@ -340,11 +353,21 @@ def compile(
 
     Raises:
         ValueError: ``output_types``, ``versions`` or ``renames`` names an unknown node,
-            or ``keep_compatible`` or ``migrations`` an unknown channel or type.
+            or the resume policy's ``keep_compatible`` or ``migrations`` an unknown
+            channel or type.
         GraphError: ``builder`` is a graph of LangGraph's functional API (``@entrypoint``);
-            or, with ``auto_resume=False``, a declared type's values cannot read back
-            from a checkpoint as themselves (without it, that is logged as a warning).
+            or, with ``ResumePolicy(on_change="raise")``, a declared type's values cannot
+            read back from a checkpoint as themselves (otherwise that is logged as a
+            warning); or a 0.2 keyword is given with the policy that covers it.
     """
+    strict_plain = auto_resume is False  # 0.2's spelling: plain calls plan, strictly
+    given, compile_kwargs = asked(
+        "compile",
+        resume,
+        lock,
+        {**compile_kwargs, "auto_resume": False} if strict_plain else compile_kwargs,
+    )
+    resume, lock = resolve(given, ResumePolicy(), LockPolicy())
     options: dict[str, Any] = {}
     config: RunnableConfig = {}
     if isinstance(builder, CompiledStateGraph):
@@ -361,12 +384,13 @@ def compile(
         options["checkpointer"] = checkpointer
     options.update(compile_kwargs)
     stamp = build_stamp(builder, output_types, versions, renames)
-    carried = carrying(channel_types(builder), keep_compatible, migrations)
+    types = channel_types(builder)
+    carrying(types, resume.keep_compatible, resume.migrations)  # names checked at compile
     graph = builder.compile(**options)
     channels, coerced, outputs = declared(builder, output_types)
     allowed = allowed_pairs(graph.checkpointer, getattr(graph, "_serde_allowlist", None))
     revived = revival(channels, coerced, outputs, allowed)
-    report(revived, graph.name, strict=auto_resume is False)
+    report(revived, graph.name, strict=resume.on_change == "raise")
     watching(graph, outputs, coerced, deep=verify_writes)
     if verify_writes:
         verifying(graph, frozenset(channels))
@@ -387,8 +411,11 @@ def compile(
             "__module__": plain.__module__,
             "__qualname__": plain.__qualname__,
             "neograph_ext_stamp": stamp,
-            "neograph_ext_auto_resume": auto_resume,
-            "neograph_ext_carrying": carried,
+            # 0.2's strict compile left run() rewinding: only its plain calls raised.
+            "neograph_ext_resume": replace(resume, on_change="rewind") if strict_plain else resume,
+            "neograph_ext_lock": lock,
+            "neograph_ext_auto_resume": resume if auto_resume is not None else None,
+            "neograph_ext_channel_types": types,
             "neograph_ext_revival": revived,
             "neograph_ext_verify_saver": verify_saver,
             "_neograph_ext_saved": weakref.WeakSet(),

@@ -142,7 +142,7 @@ def _delays(thread_id: str, on_busy: str, timeout: float) -> Iterator[float]:
     if on_busy == "raise":
         raise ThreadBusyError(
             f"thread {thread_id!r} is being run by another process (on_busy='raise'); "
-            "retry later, or pass on_busy='wait'"
+            "retry later, or wait for it: LockPolicy(on_busy='wait')"
         )
     deadline = time.monotonic() + timeout
     delay = _FIRST_POLL
@@ -151,7 +151,7 @@ def _delays(thread_id: str, on_busy: str, timeout: float) -> Iterator[float]:
         delay = min(delay * 2, _MAX_POLL)
     raise ThreadBusyError(
         f"thread {thread_id!r} is still being run by another process after waiting "
-        f"{timeout:g} s; retry later, or raise the lock timeout"
+        f"{timeout:g} s; retry later, or raise the lock timeout (LockPolicy.timeout)"
     )
 
 

@@ -78,7 +78,7 @@ def owed_turns(tuples: Sequence[CheckpointTuple], head_id: str, source_id: str) 
     """The input checkpoints of ``source_id``'s later turns that a replay of them has
     not started yet on ``head_id``'s branch, oldest first.
 
-    A replay (``run(..., replay_turns=True)``) forks ``source_id``'s lineage, then feeds
+    A replay (``ResumePolicy(replay_turns=True)``) forks ``source_id``'s lineage, then feeds
     its later turns their inputs again, one invocation each; every checkpoint it writes
     names ``source_id`` (``RunMark.replaying``). The turns replayed are the source's
     ``input`` checkpoints after the fork; each one replayed wrote an ``input``

@@ -261,5 +261,6 @@ def _at_verified_head(head: HeadFacts, thread_id: str) -> ResumePlan:
 ASKED_AGAIN = (
     "the thread waits on a question (an interrupt or a breakpoint) and something upstream "
     "of it changed: the question is asked again after the rewind, and run() returns it; an "
-    "answer given now is set aside (run(..., reanswer=True) applies it to the new question)"
+    "answer given now is set aside (ResumePolicy(reanswer=True) applies it to the new "
+    "question)"
 )

@@ -1,8 +1,8 @@
 """Resuming the threads of a stamped graph: the public calls.
 
-Each call checks its thread once (``_thread.thread_call``), then drives a flow of
-``_flow`` (read -> decide -> settle -> invoke) with the sync or the async driver of
-``_drivers``: the twins below differ by ``await`` alone.
+Each call checks its thread and resolves its policies once (``_thread.thread_call``),
+then drives a flow of ``_flow`` (read -> decide -> settle -> invoke) with the sync or
+the async driver of ``_drivers``: the twins below differ by ``await`` alone.
 
 Rules:
 - Nothing is deleted or overwritten: a rewind forks.
@@ -26,8 +26,7 @@ from neograph_ext._drivers import AsyncDriver, Driver, amarked
 from neograph_ext._flow import resumed, served_plan, thread_plan
 from neograph_ext._graph import StampedGraph, marking
 from neograph_ext._head_state import started_input
-from neograph_ext._lock import OnBusy
-from neograph_ext._options import Options
+from neograph_ext._policy import Asked, LockPolicy, ResumePolicy, asked
 from neograph_ext._stamp import encode_run, input_digest
 from neograph_ext._thread import ThreadCall, thread_call
 
@@ -43,7 +42,11 @@ _IDLE = ""
 
 
 def plan(
-    graph: Pregel[Any, Any, Any, Any], config: RunnableConfig, *, replay_turns: bool = False
+    graph: Pregel[Any, Any, Any, Any],
+    config: RunnableConfig,
+    *,
+    resume: ResumePolicy | None = None,
+    **deprecated: Any,
 ) -> ResumePlan:
     """What ``run`` would do with the thread in ``config``; executes and writes nothing.
 
@@ -54,28 +57,44 @@ def plan(
         graph: A graph made by ``neograph_ext.compile`` with a checkpointer.
         config: Names the thread (``configurable.thread_id``) and optionally a
             ``checkpoint_id`` to plan from.
-        replay_turns: Plan as ``run(..., replay_turns=True)`` would.
+        resume: Plan as ``run(..., resume=resume)`` would; by default under the
+            graph's policy (``compile(resume=...)``).
+        **deprecated: 0.2's ``replay_turns=`` (now ``ResumePolicy.replay_turns``),
+            with a ``DeprecationWarning``.
 
     Returns:
         The decision, with each change explained at field level.
 
     Raises:
         GraphError: The graph was not compiled by neograph-ext, has no checkpointer,
-            or the config names no thread.
+            or the config names no thread; or ``replay_turns`` is given with ``resume``.
         UnreadableCheckpointError: The thread's stored checkpoints cannot be decoded.
+        ValueError: ``resume`` names a channel or type the state does not have.
     """
-    call, options = thread_call(graph, config), Options(replay_turns=replay_turns)
-    with Driver(call, options) as driver:
-        return driver.run(thread_plan(call, options))
+    call = thread_call(graph, config, _planning("plan", resume, deprecated))
+    with Driver(call) as driver:
+        return driver.run(thread_plan(call))
 
 
 async def aplan(
-    graph: Pregel[Any, Any, Any, Any], config: RunnableConfig, *, replay_turns: bool = False
+    graph: Pregel[Any, Any, Any, Any],
+    config: RunnableConfig,
+    *,
+    resume: ResumePolicy | None = None,
+    **deprecated: Any,
 ) -> ResumePlan:
     """Async twin of ``plan``."""
-    call, options = thread_call(graph, config), Options(replay_turns=replay_turns)
-    async with AsyncDriver(call, options) as driver:
-        return await driver.run(thread_plan(call, options))
+    call = thread_call(graph, config, _planning("aplan", resume, deprecated))
+    async with AsyncDriver(call) as driver:
+        return await driver.run(thread_plan(call))
+
+
+def _planning(function: str, resume: ResumePolicy | None, deprecated: Mapping[str, Any]) -> Asked:
+    """What ``plan`` was asked, refusing keywords it does not take, as Python would."""
+    given, unknown = asked(function, resume, None, deprecated, stacklevel=4)
+    if unknown:
+        raise TypeError(f"{function}() got an unexpected keyword argument {next(iter(unknown))!r}")
+    return given
 
 
 def run(
@@ -83,12 +102,8 @@ def run(
     input: Any,
     config: RunnableConfig,
     *,
-    auto_resume: bool = True,
-    reanswer: bool = False,
-    replay_turns: bool = False,
-    on_busy: OnBusy = "wait",
-    lock_timeout: float = 300.0,
-    strict_unverified: bool = False,
+    resume: ResumePolicy | None = None,
+    lock: LockPolicy | None = None,
     **kwargs: Any,
 ) -> Any:
     """Run or resume a thread, rewinding past checkpoints that other types wrote.
@@ -98,45 +113,37 @@ def run(
         input: The run's input; ignored when resuming an incomplete thread, and a
             ``Command(resume=...)`` answers an interrupt as usual.
         config: Names the thread; a ``checkpoint_id`` in it is planned from.
-        auto_resume: False (strict mode, for CI) raises instead of rewinding.
-        reanswer: When the thread waits on a question (an ``interrupt()`` or an
-            ``interrupt_before`` breakpoint) and something upstream of it changed, the
-            rewind asks it again and returns the new question, setting the answer given
-            now aside (logged). True applies the answer to the new question instead:
-            for questions that do not show upstream content.
-        replay_turns: For a changed value of an earlier turn that is still live and
-            neither kept nor migrated: rewind into that turn, re-run from the changed
-            node, then feed every later turn its stored input again, in order,
-            stopping at the first interrupt. Without it, that raises.
-        on_busy: When another process holds the thread: ``"wait"`` for it, up to
-            ``lock_timeout`` seconds, or ``"raise"`` at once. Whenever there is work to
-            do, the thread is planned again and executed under its lock (SQLite files
-            and PostgreSQL; other savers take none), so concurrent callers never run
-            a node twice.
-        lock_timeout: Seconds to wait for the thread's lock.
-        strict_unverified: True raises ``CheckpointSchemaError`` instead of resuming a
-            thread whose checkpoints cannot be verified (written without a stamp: by
-            plain LangGraph, or through a saver that drops it), as ``neograph-ext check
-            --strict-unverified`` fails it; before any node runs.
+        resume: What the resume does about changes (``ResumePolicy``: rewind or raise,
+            keep or migrate stored values, replay later turns, re-answer a question);
+            replaces the graph's (``compile(resume=...)``) whole for this call.
+        lock: How the call waits for a thread another process runs (``LockPolicy``);
+            replaces the graph's (``compile(lock=...)``) whole for this call.
         **kwargs: Passed to ``graph.invoke``; ``durability`` defaults to ``"sync"``.
+            0.2's ``auto_resume``, ``reanswer``, ``replay_turns``,
+            ``strict_unverified`` (now ``ResumePolicy`` fields) and ``on_busy``,
+            ``lock_timeout`` (now ``LockPolicy`` fields) still work, set on the graph's
+            policies, with a ``DeprecationWarning``.
 
     Returns:
         What ``graph.invoke`` returns; for a complete, unchanged thread, its stored output.
 
     Raises:
-        CheckpointSchemaError: Strict mode and something changed, or a change that
-            cannot be rewound safely, or (``strict_unverified``) checkpoints that cannot
-            be verified; raised before any node runs.
-        GraphError: The graph or config cannot be used.
+        CheckpointSchemaError: Strict mode (``on_change="raise"``) and something
+            changed, or a change that cannot be rewound safely, or
+            (``on_unverified="raise"``) checkpoints that cannot be verified; raised
+            before any node runs.
+        GraphError: The graph or config cannot be used, or a 0.2 keyword is given
+            with the policy that covers it.
         StampLostError: The saver drops the metadata the stamp rides in (checked
             once per saver class and process, before the first invocation).
         ThreadBusyError: Another process holds the thread's lock.
         UnreadableCheckpointError: The thread's stored checkpoints cannot be decoded.
+        ValueError: ``resume`` names a channel or type the state does not have.
     """
-    call = thread_call(graph, config)
-    options = Options(auto_resume, reanswer, replay_turns, strict_unverified, on_busy, lock_timeout)
-    with Driver(call, options) as driver:
-        return driver.run(resumed(call, input, options, kwargs))
+    given, kwargs = asked("run", resume, lock, kwargs)
+    call = thread_call(graph, config, given)
+    with Driver(call) as driver:
+        return driver.run(resumed(call, input, kwargs))
 
 
 async def arun(
@@ -144,19 +151,15 @@ async def arun(
     input: Any,
     config: RunnableConfig,
     *,
-    auto_resume: bool = True,
-    reanswer: bool = False,
-    replay_turns: bool = False,
-    on_busy: OnBusy = "wait",
-    lock_timeout: float = 300.0,
-    strict_unverified: bool = False,
+    resume: ResumePolicy | None = None,
+    lock: LockPolicy | None = None,
     **kwargs: Any,
 ) -> Any:
     """Async twin of ``run``."""
-    call = thread_call(graph, config)
-    options = Options(auto_resume, reanswer, replay_turns, strict_unverified, on_busy, lock_timeout)
-    async with AsyncDriver(call, options) as driver:
-        return await driver.run(resumed(call, input, options, kwargs))
+    given, kwargs = asked("arun", resume, lock, kwargs)
+    call = thread_call(graph, config, given)
+    async with AsyncDriver(call) as driver:
+        return await driver.run(resumed(call, input, kwargs))
 
 
 def stream(
@@ -164,12 +167,8 @@ def stream(
     input: Any,
     config: RunnableConfig,
     *,
-    auto_resume: bool = True,
-    reanswer: bool = False,
-    replay_turns: bool = False,
-    on_busy: OnBusy = "wait",
-    lock_timeout: float = 300.0,
-    strict_unverified: bool = False,
+    resume: ResumePolicy | None = None,
+    lock: LockPolicy | None = None,
     **kwargs: Any,
 ) -> Iterator[Any]:
     """Like ``run``, yielding exactly the chunks of LangGraph's ``stream``.
@@ -178,10 +177,10 @@ def stream(
     with nothing left to do: its stored state once if ``stream_mode`` includes
     ``"values"``, else nothing. No node runs and nothing is written.
     """
-    call = thread_call(graph, config)
-    options = Options(auto_resume, reanswer, replay_turns, strict_unverified, on_busy, lock_timeout)
-    with Driver(call, options) as driver:
-        yield from driver.stream(resumed(call, input, options, kwargs))
+    given, kwargs = asked("stream", resume, lock, kwargs)
+    call = thread_call(graph, config, given)
+    with Driver(call) as driver:
+        yield from driver.stream(resumed(call, input, kwargs))
 
 
 async def astream(
@@ -189,19 +188,15 @@ async def astream(
     input: Any,
     config: RunnableConfig,
     *,
-    auto_resume: bool = True,
-    reanswer: bool = False,
-    replay_turns: bool = False,
-    on_busy: OnBusy = "wait",
-    lock_timeout: float = 300.0,
-    strict_unverified: bool = False,
+    resume: ResumePolicy | None = None,
+    lock: LockPolicy | None = None,
     **kwargs: Any,
 ) -> AsyncIterator[Any]:
     """Async twin of ``stream``."""
-    call = thread_call(graph, config)
-    options = Options(auto_resume, reanswer, replay_turns, strict_unverified, on_busy, lock_timeout)
-    async with AsyncDriver(call, options) as driver:
-        async for chunk in driver.stream(resumed(call, input, options, kwargs)):
+    given, kwargs = asked("astream", resume, lock, kwargs)
+    call = thread_call(graph, config, given)
+    async with AsyncDriver(call) as driver:
+        async for chunk in driver.stream(resumed(call, input, kwargs)):
             yield chunk
 
 
@@ -216,21 +211,22 @@ def served(
 ) -> Iterator[Any]:
     """A plain ``stream`` call on a graph compiled with ``auto_resume``.
 
-    Planned as ``run`` plans it. When nothing changed (``_PLAIN_KINDS``: a new thread,
-    a continue, an up-to-date or unverified thread, from the newest checkpoint or from a
-    ``checkpoint_id``), the call is LangGraph's own, with the caller's input, config and
+    Planned as ``run`` plans it, under the graph's whole policies (``compile(resume=...,
+    lock=...)``). When nothing changed (``_as_given``: a new thread, a continue, an
+    up-to-date or (unless refused) unverified thread, from the newest checkpoint or from
+    a ``checkpoint_id``), the call is LangGraph's own, with the caller's input, config and
     keywords as given, so on unchanged code the option is invisible; its checkpoints
     carry a run mark that says the lineage was checked, so the next call needs no plan,
     and the stamp's description is stored afterwards, as by any plain call.
-    Otherwise (a rewind, a migrate, a strict error) it is ``stream``, whose invocations
-    keep the caller's keywords, ``durability`` included.
+    Otherwise (a rewind, a migrate, a strict error) it is ``stream`` under those
+    policies, whose invocations keep the caller's keywords, ``durability`` included.
     """
-    call = thread_call(graph, config)
-    options = Options(auto_resume=bool(graph.neograph_ext_auto_resume))
-    with Driver(call, options) as driver:
-        decision, head = driver.run(served_plan(call, options))
-    if decision is not None and decision.kind not in _PLAIN_KINDS:
-        yield from stream(graph, input, config, auto_resume=options.auto_resume, **kwargs)
+    resume = graph.neograph_ext_auto_resume
+    call = thread_call(graph, config, Asked("stream", resume))
+    with Driver(call) as driver:
+        decision, head = driver.run(served_plan(call))
+    if not _as_given(decision, call.resume):
+        yield from stream(graph, input, config, resume=resume, **kwargs)
         return
     with marking(call.stamp, _plain_mark(call, decision, head, input)):
         yield from graph.neograph_ext_plain_stream(input, config, kwargs, call.saver)
@@ -240,12 +236,12 @@ async def aserved(
     graph: StampedGraph, input: Any, config: RunnableConfig, kwargs: Mapping[str, Any]
 ) -> AsyncGenerator[Any, None]:
     """Async twin of ``served``."""
-    call = thread_call(graph, config)
-    options = Options(auto_resume=bool(graph.neograph_ext_auto_resume))
-    async with AsyncDriver(call, options) as driver:
-        decision, head = await driver.run(served_plan(call, options))
-    if decision is not None and decision.kind not in _PLAIN_KINDS:
-        chunks = astream(graph, input, config, auto_resume=options.auto_resume, **kwargs)
+    resume = graph.neograph_ext_auto_resume
+    call = thread_call(graph, config, Asked("astream", resume))
+    async with AsyncDriver(call) as driver:
+        decision, head = await driver.run(served_plan(call))
+    if not _as_given(decision, call.resume):
+        chunks = astream(graph, input, config, resume=resume, **kwargs)
     else:
         mark = _plain_mark(call, decision, head, input)
         plain = graph.neograph_ext_plain_astream(input, config, kwargs, call.saver)
@@ -253,6 +249,17 @@ async def aserved(
     async with aclosing(cast("AsyncGenerator[Any, None]", chunks)) as served_chunks:
         async for chunk in served_chunks:
             yield chunk
+
+
+def _as_given(decision: ResumePlan | None, resume: ResumePolicy) -> bool:
+    """Whether a served call is LangGraph's own: a new thread, or a plan that leaves
+    LangGraph nothing to change (``_PLAIN_KINDS``) and that the policy does not refuse
+    (``on_unverified="raise"``)."""
+    if decision is None:
+        return True
+    if decision.kind is PlanKind.UNVERIFIED:
+        return resume.on_unverified == "resume"
+    return decision.kind in _PLAIN_KINDS
 
 
 def _plain_mark(

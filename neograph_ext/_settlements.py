@@ -138,7 +138,7 @@ def _unproducible(s: Settling, step: _Step) -> ResumePlan | None:
             f"thread {s.base.thread_id!r}: checkpoint {s.records[step.index].checkpoint_id} "
             "holds values no node produced (kept, migrated or updated by hand) whose type "
             "changed again; no node can re-run to replace them. Ways out: "
-            "compile(..., keep_compatible=True) or compile(..., migrations=...), "
+            "ResumePolicy(keep_compatible=True) or ResumePolicy(migrations=...), "
             "neograph_ext.accept(graph, config), or start a new thread_id"
         ),
     )
@@ -189,12 +189,12 @@ def _blocked(s: Settling, step: _Step) -> ResumePlan:
             f"(before the input at step {records[turn].step}) and what it wrote is still "
             f"live in the thread's state{_naming([*step.rest, *s.pending], records[step.index])}; "
             "rewinding "
-            "would drop the later turns. Ways out: run(..., replay_turns=True) re-runs it "
-            "and feeds the later turns their inputs again, compile(..., "
-            "keep_compatible=True) "
-            "keeps stored values that still validate, compile(..., migrations={type or "
-            "channel: fn}) converts them, neograph_ext.accept(graph, config) records "
-            "that you handled the thread by hand, or start a new thread_id"
+            "would drop the later turns. Ways out: ResumePolicy(replay_turns=True) re-runs "
+            "it and feeds the later turns their inputs again, "
+            "ResumePolicy(keep_compatible=True) keeps stored values that still validate, "
+            "ResumePolicy(migrations={type or channel: fn}) converts them, "
+            "neograph_ext.accept(graph, config) records that you handled the thread by "
+            "hand, or start a new thread_id"
         ),
     )
 

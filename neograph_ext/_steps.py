@@ -36,7 +36,6 @@ from neograph_ext._head_state import (
     waiting_nodes,
 )
 from neograph_ext._langgraph import unsaved_subgraph
-from neograph_ext._options import Options
 from neograph_ext._stamp import ASK_AGAIN, encode_run, input_digest, read_marks
 from neograph_ext._thread import ThreadCall, at_checkpoint
 
@@ -104,23 +103,27 @@ def work_for(
     decision: ResumePlan,
     head: CheckpointTuple | None,
     input: Any,
-    options: Options,
     kwargs: Mapping[str, Any],
 ) -> Work:
-    """What to invoke for a decision; raises before anything runs when it must."""
-    auto_resume, reanswer = options.auto_resume, options.reanswer
+    """What to invoke for a decision, under the call's resume policy; raises before
+    anything runs when it must."""
+    reanswer = call.resume.reanswer
+    strict = call.resume.on_change == "raise"
     if decision.blocker:
         raise CheckpointSchemaError(_message(decision, decision.blocker), decision)
-    if decision.kind is PlanKind.UNVERIFIED and options.strict_unverified:
+    if decision.kind is PlanKind.UNVERIFIED and call.resume.on_unverified == "raise":
         raise CheckpointSchemaError(_unverified(decision), decision)
-    if decision.kind is PlanKind.REWIND and not auto_resume:
+    if decision.kind is PlanKind.REWIND and strict:
         ways = (
-            "run with auto_resume=True to rewind and re-run them, keeping the upstream "
-            "work, or start a new thread_id"
+            "run with resume=ResumePolicy(on_change='rewind') (before 0.3: auto_resume=True) "
+            "to rewind and re-run them, keeping the upstream work, or start a new thread_id"
         )
         raise CheckpointSchemaError(_message(decision, ways + _carrying(decision)), decision)
-    if decision.kind is PlanKind.MIGRATE and not auto_resume:
-        ways = "run with auto_resume=True to convert them, or start a new thread_id"
+    if decision.kind is PlanKind.MIGRATE and strict:
+        ways = (
+            "run with resume=ResumePolicy(on_change='rewind') (before 0.3: auto_resume=True) "
+            "to convert them, or start a new thread_id"
+        )
         raise CheckpointSchemaError(_message(decision, ways + _carrying(decision)), decision)
     if decision.migrated or decision.carried_from:
         return Work((), {}, carry=decision)
@@ -167,7 +170,7 @@ def work_for(
         elif paused:
             logger.warning(
                 "thread %r: something upstream of the question it waits on changed: the "
-                "question is asked again%s (run(..., reanswer=True) would apply it)",
+                "question is asked again%s (ResumePolicy(reanswer=True) would apply it)",
                 decision.thread_id,
                 "; the answer given was set aside" if answer else "",
             )
@@ -193,7 +196,7 @@ def work_for(
             logger.warning(
                 "thread %r: the question asked again after a change was not stored yet: "
                 "it is asked now, and the answer given, sent to the old question, is set "
-                "aside (run(..., reanswer=True) would apply it)",
+                "aside (ResumePolicy(reanswer=True) would apply it)",
                 decision.thread_id,
             )
             answer = False
@@ -262,7 +265,7 @@ def _carrying(decision: ResumePlan) -> str:
     if not decision.migrated:
         return ""
     channels = ", ".join(sorted(decision.migrated))
-    return f" (auto_resume=True keeps or migrates the stored values of: {channels})"
+    return f" (on_change='rewind' keeps or migrates the stored values of: {channels})"
 
 
 def _unverified(decision: ResumePlan) -> str:
@@ -271,7 +274,8 @@ def _unverified(decision: ResumePlan) -> str:
         f"thread {decision.thread_id!r}: {len(decision.notes)} checkpoint(s) of it cannot "
         "be verified (written without a stamp: by plain LangGraph, or through a saver that "
         f"drops it), so nothing can be compared with the current graph:\n{notes}\n"
-        "To proceed: run without strict_unverified=True to resume it as LangGraph would, "
+        "To proceed: run with ResumePolicy(on_unverified='resume') (before 0.3: without "
+        "strict_unverified=True) to resume it as LangGraph would, "
         "neograph_ext.accept(graph, config) to record that you checked it by hand, or "
         "start a new thread_id."
     )

@@ -16,12 +16,15 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.pregel import Pregel
 
+from neograph_ext._carrying import Carrying, carrying
 from neograph_ext._errors import GraphError
 from neograph_ext._graph import StampedGraph
+from neograph_ext._policy import Asked, LockPolicy, ResumePolicy, resolve
 from neograph_ext._stamp import Stamp
 from neograph_ext._stamp_store import is_store_thread, reserved
 
 __all__ = [
+    "GRAPHS",
     "ThreadCall",
     "at_checkpoint",
     "checkpointer_of",
@@ -43,10 +46,23 @@ class ThreadCall(NamedTuple):
     """The graph's stamp: the current code's fingerprints."""
     saver: BaseCheckpointSaver[Any]
     thread_id: str
+    resume: ResumePolicy = ResumePolicy()
+    """What the call does about changes (``_policy.resolve``)."""
+    lock: LockPolicy = LockPolicy()
+    """How the call waits for the thread's lock."""
+    carrying: Carrying = Carrying()
+    """``resume``'s ``keep_compatible`` and ``migrations``, per channel of the graph."""
 
 
-def thread_call(graph: Pregel[Any, Any, Any, Any], config: RunnableConfig) -> ThreadCall:
-    """The call on ``config``'s thread with ``graph``, checked.
+GRAPHS = Asked()
+"""What a call that gives no options asks for: the graph's policies."""
+
+
+def thread_call(
+    graph: Pregel[Any, Any, Any, Any], config: RunnableConfig, asked: Asked = GRAPHS
+) -> ThreadCall:
+    """The call on ``config``'s thread with ``graph``, checked, under the policies it was
+    ``asked`` for (``_policy.resolve``: the call's own, else the graph's).
 
     Raises:
         GraphError: The graph was not compiled by neograph-ext or has no checkpointer,
@@ -54,7 +70,12 @@ def thread_call(graph: Pregel[Any, Any, Any, Any], config: RunnableConfig) -> Th
     """
     checked = stamped(graph)
     saver, thread_id = checkpointer_of(checked), thread_of(config)
-    return ThreadCall(checked, config, checked.neograph_ext_stamp, saver, thread_id)
+    resume, lock = resolve(asked, checked.neograph_ext_resume, checked.neograph_ext_lock)
+    carried = carrying(
+        checked.neograph_ext_channel_types, resume.keep_compatible, resume.migrations
+    )
+    stamp = checked.neograph_ext_stamp
+    return ThreadCall(checked, config, stamp, saver, thread_id, resume, lock, carried)
 
 
 def whole_thread(config: RunnableConfig) -> RunnableConfig:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import warnings
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,7 +38,7 @@ from neograph_ext import NeographExtError, PlanKind, ResumePlan, WriteReadbackEr
 from neograph_ext._drivers import AsyncDriver, Driver
 from neograph_ext._flow import _WARNED, thread_plan
 from neograph_ext._head_state import started_input
-from neograph_ext._options import Options
+from neograph_ext._policy import Asked, asked
 from neograph_ext._stamp import input_digest
 from neograph_ext._thread import thread_call
 
@@ -172,16 +173,20 @@ class _unobserved:
                 _WARNED[self.saver] = self.warned
 
 
-def _replays(kwargs: dict[str, Any]) -> bool:
-    return bool(kwargs.get("replay_turns", False))
+def _asked(kwargs: dict[str, Any]) -> Asked:
+    """What the call under the harness asks for, read without warning a second time."""
+    rest = {name: value for name, value in kwargs.items() if name not in ("resume", "lock")}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return asked("run", kwargs.get("resume"), kwargs.get("lock"), rest)[0]
 
 
 def _plan(graph: Any, config: RunnableConfig, kwargs: dict[str, Any]) -> ResumePlan:
     """What ``plan()`` returns, through the plan flow itself: tests that count what the
     execution flow reads (``test_continue``) must not count the harness's."""
-    call, options = thread_call(graph, config), Options(replay_turns=_replays(kwargs))
-    with Driver(call, options) as driver:
-        return driver.run(thread_plan(call, options))
+    call = thread_call(graph, config, _asked(kwargs))
+    with Driver(call) as driver:
+        return driver.run(thread_plan(call))
 
 
 def _before(graph: Any, input: Any, config: RunnableConfig, kwargs: dict[str, Any]) -> Call:
@@ -205,9 +210,9 @@ def _before(graph: Any, input: Any, config: RunnableConfig, kwargs: dict[str, An
 async def _abefore(graph: Any, input: Any, config: RunnableConfig, kwargs: dict[str, Any]) -> Call:
     try:
         with _unobserved(graph):
-            call, options = thread_call(graph, config), Options(replay_turns=_replays(kwargs))
-            async with AsyncDriver(call, options) as driver:
-                plan = await driver.run(thread_plan(call, options))
+            call = thread_call(graph, config, _asked(kwargs))
+            async with AsyncDriver(call) as driver:
+                plan = await driver.run(thread_plan(call))
     except Exception:
         return Call(None, False)
     given = None if input is None or isinstance(input, Command) else input_digest(input)

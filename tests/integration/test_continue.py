@@ -23,7 +23,6 @@ from neograph_ext import PlanKind
 from neograph_ext._drivers import Driver
 from neograph_ext._flow import Flow, ListThread, ReadLineage, ReadTuple, planned, read_head
 from neograph_ext._keep import KEEP_KEY
-from neograph_ext._options import Options
 from neograph_ext._steps import durable, work_for
 from neograph_ext._thread import thread_call
 from tests.integration.pipelines import Crash, asking, linear, model
@@ -85,15 +84,15 @@ def test_the_head_alone_decides_as_the_lineage_would_or_the_lineage_is_read(
     saver: BaseCheckpointSaver[Any], config: RunnableConfig, shape: str
 ) -> None:
     write, kind, head_alone = THREADS[shape]
-    call, options = thread_call(write(saver, config), config), Options()
+    call = thread_call(write(saver, config), config)
     listed: list[str] = []
-    with Driver(call, options) as driver:
+    with Driver(call) as driver:
         head = driver.run(read_head(call))
-        quick = driver.run(_listing(planned(call, head, options), listed))
-        full = driver.run(planned(call, head, options, full=True))
+        quick = driver.run(_listing(planned(call, head), listed))
+        full = driver.run(planned(call, head, full=True))
     assert quick.kind is full.kind is kind and (not listed) is head_alone
-    invocations = work_for(call, quick, head, None, options, {}).invocations
-    assert invocations == work_for(call, full, head, None, options, {}).invocations
+    invocations = work_for(call, quick, head, None, {}).invocations
+    assert invocations == work_for(call, full, head, None, {}).invocations
     if kind is PlanKind.CONTINUE and head_alone:
         assert [step.input for step in invocations] == [None]
         assert durable({}, call.graph) == {"durability": "sync"}

@@ -14,7 +14,7 @@ from langgraph.types import Command
 
 import neograph_ext as ne
 from neograph_ext._decision import PlanKind, ResumePlan
-from neograph_ext._options import Options
+from neograph_ext._policy import ResumePolicy
 from neograph_ext._stamp import RUN_KEY, STAMP_KEY, encode_run, input_digest, stamp_ref
 from neograph_ext._steps import Due, ReplayInput, work_for
 from neograph_ext._thread import ThreadCall, at_checkpoint, thread_call
@@ -35,6 +35,15 @@ def _call() -> ThreadCall:
     builder.add_edge("a", "b")
     builder.add_edge("b", END)
     return thread_call(ne.compile(builder, checkpointer=InMemorySaver()), CONFIG)
+
+
+def _with(call: ThreadCall, **policy: Any) -> ThreadCall:
+    """``call`` under ``ResumePolicy(**policy)``."""
+    return call._replace(resume=ResumePolicy(**policy))
+
+
+def _strict() -> ThreadCall:
+    return _with(_call(), on_change="raise")
 
 
 def _head(call: ThreadCall, *, given: Any = INPUT, interrupted: bool = False) -> CheckpointTuple:
@@ -59,7 +68,7 @@ def _plan(kind: PlanKind, **fields: Any) -> ResumePlan:
 
 def test_a_new_thread_is_one_invocation_of_the_input_marked_fresh() -> None:
     call = _call()
-    work = work_for(call, ResumePlan(PlanKind.FRESH, "t"), None, INPUT, Options(), {})
+    work = work_for(call, ResumePlan(PlanKind.FRESH, "t"), None, INPUT, {})
     (step,) = work.invocations
     assert step.input == INPUT and step.config == CONFIG and step.when is Due.ALWAYS
     assert step.mark == encode_run(call.stamp, PlanKind.FRESH, input_digest(INPUT))
@@ -68,13 +77,13 @@ def test_a_new_thread_is_one_invocation_of_the_input_marked_fresh() -> None:
 
 def test_an_answer_to_a_thread_with_no_checkpoint_raises_before_anything_runs() -> None:
     with pytest.raises(ne.GraphError, match="has no checkpoint"):
-        work_for(_call(), ResumePlan(PlanKind.FRESH, "t"), None, Command(resume=1), Options(), {})
+        work_for(_call(), ResumePlan(PlanKind.FRESH, "t"), None, Command(resume=1), {})
 
 
 def test_a_blocked_plan_raises_naming_the_blocker() -> None:
     plan = _plan(PlanKind.REWIND, blocker="nothing to fork from")
     with pytest.raises(ne.CheckpointSchemaError, match="nothing to fork from") as raised:
-        work_for(_call(), plan, None, None, Options(), {})
+        work_for(_call(), plan, None, None, {})
     assert raised.value.plan is plan
 
 
@@ -82,53 +91,51 @@ def test_a_blocked_plan_raises_naming_the_blocker() -> None:
 def test_strict_mode_raises_for_a_rewind_or_a_migration(kind: PlanKind) -> None:
     plan = _plan(kind, invalidated_nodes=frozenset({"b"}), checkpoint_id="1f0-a")
     with pytest.raises(ne.CheckpointSchemaError, match="Invalidated nodes: b"):
-        work_for(_call(), plan, None, None, Options(auto_resume=False), {})
+        work_for(_strict(), plan, None, None, {})
 
 
 def test_an_unverified_thread_raises_only_when_asked_to() -> None:
     call, plan = _call(), _plan(PlanKind.UNVERIFIED, next_nodes=frozenset({"b"}))
     head = _head(call)
-    assert work_for(call, plan, head, None, Options(), {}).invocations
+    assert work_for(call, plan, head, None, {}).invocations
     with pytest.raises(ne.CheckpointSchemaError, match="cannot be verified"):
-        work_for(call, plan, head, None, Options(strict_unverified=True), {})
+        work_for(_with(call, on_unverified="raise"), plan, head, None, {})
 
 
 def test_carried_values_are_carried_before_anything_is_invoked() -> None:
     plan = _plan(PlanKind.MIGRATE, migrated=frozenset({"log"}))
-    work = work_for(_call(), plan, None, None, Options(), {})
+    work = work_for(_call(), plan, None, None, {})
     assert work.carry is plan and work.invocations == ()
 
 
 def test_an_incomplete_head_is_resumed_where_it_stands_whatever_the_input() -> None:
     call = _call()
     plan = _plan(PlanKind.CONTINUE, next_nodes=frozenset({"b"}))
-    (step,) = work_for(call, plan, _head(call), {"log": ["other"]}, Options(), {}).invocations
+    (step,) = work_for(call, plan, _head(call), {"log": ["other"]}, {}).invocations
     assert step.input is None and step.config == CONFIG
     assert step.mark == encode_run(call.stamp, PlanKind.CONTINUE, input_digest(INPUT))
 
 
 def test_a_complete_head_given_its_input_again_returns_its_stored_result() -> None:
     call = _call()
-    work = work_for(call, _plan(PlanKind.UP_TO_DATE), _head(call), dict(INPUT), Options(), {})
+    work = work_for(call, _plan(PlanKind.UP_TO_DATE), _head(call), dict(INPUT), {})
     assert work.invocations == () and work.stored == ({"log": ["a", "b"]},)
 
 
 def test_a_complete_head_given_another_input_starts_a_new_turn_on_the_newest() -> None:
     call = _call()
     other = {"log": ["again"]}
-    (step,) = work_for(
-        call, _plan(PlanKind.UP_TO_DATE), _head(call), other, Options(), {}
-    ).invocations
+    (step,) = work_for(call, _plan(PlanKind.UP_TO_DATE), _head(call), other, {}).invocations
     assert step.input == other and step.config == at_checkpoint(CONFIG, None)
 
 
 def test_a_rewind_forks_from_its_target_and_keeps_finished_tasks_on_the_fork() -> None:
     call = _call()
     plan = _plan(PlanKind.REWIND, checkpoint_id="1f0-a", kept_tasks=frozenset({"a"}))
-    (step,) = work_for(call, plan, _head(call), None, Options(), {}).invocations
+    (step,) = work_for(call, plan, _head(call), None, {}).invocations
     assert step.config == at_checkpoint(CONFIG, None) and step.input is None
     assert step.keep == (at_checkpoint(CONFIG, "1f0-a"), frozenset({"a"}))
-    (plain,) = work_for(call, _without_kept(plan), _head(call), None, Options(), {}).invocations
+    (plain,) = work_for(call, _without_kept(plan), _head(call), None, {}).invocations
     assert plain.config == at_checkpoint(CONFIG, "1f0-a") and plain.keep is None
 
 
@@ -140,16 +147,16 @@ def test_a_rewind_of_a_paused_thread_asks_again_and_applies_the_answer_only_if_a
     call = _call()
     plan, head = _plan(PlanKind.REWIND, checkpoint_id="1f0-a"), _head(call, interrupted=True)
     answer: Command[Any] = Command(resume="yes")
-    (asked,) = work_for(call, plan, head, answer, Options(), {}).invocations
+    (asked,) = work_for(call, plan, head, answer, {}).invocations
     assert asked.input is None and ".ask_again." in asked.mark
-    _, applied = work_for(call, plan, head, answer, Options(reanswer=True), {}).invocations
+    _, applied = work_for(_with(call, reanswer=True), plan, head, answer, {}).invocations
     assert applied.input is answer and applied.when is Due.INTERRUPTED
 
 
 def test_a_rewind_into_an_earlier_turn_replays_each_later_turn_once_complete() -> None:
     call = _call()
     plan = _plan(PlanKind.REWIND, checkpoint_id="1f0-a", replayed=("1f0-t2", "1f0-t3"))
-    first, *replays = work_for(call, plan, _head(call), None, Options(), {}).invocations
+    first, *replays = work_for(call, plan, _head(call), None, {}).invocations
     assert first.config == at_checkpoint(CONFIG, "1f0-a")
     assert [step.input for step in replays] == [
         ReplayInput(at_checkpoint(CONFIG, cp), "1f0-head") for cp in ("1f0-t2", "1f0-t3")
@@ -158,7 +165,5 @@ def test_a_rewind_into_an_earlier_turn_replays_each_later_turn_once_complete() -
 
 
 def test_a_caller_durability_is_kept() -> None:
-    work = work_for(
-        _call(), ResumePlan(PlanKind.FRESH, "t"), None, INPUT, Options(), {"durability": "exit"}
-    )
+    work = work_for(_call(), ResumePlan(PlanKind.FRESH, "t"), None, INPUT, {"durability": "exit"})
     assert work.kwargs == {"durability": "exit"}
