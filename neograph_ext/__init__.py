@@ -11,6 +11,7 @@ upstream of it. ``plan`` explains what a resume would do without doing it;
 from neograph_ext._accept import aaccept, accept
 from neograph_ext._changes import ChangeReason, NodeChange
 from neograph_ext._checks import is_stamped, unrevivable_types
+from neograph_ext._compile import compile
 from neograph_ext._decision import PlanKind, ResumePlan, TaskStep
 from neograph_ext._errors import (
     CheckpointSchemaError,
@@ -22,7 +23,6 @@ from neograph_ext._errors import (
     WriteReadbackError,
 )
 from neograph_ext._fingerprint import fingerprint_type
-from neograph_ext._graph import compile
 from neograph_ext._lineage import (
     History,
     HistoryEntry,

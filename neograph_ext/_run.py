@@ -12,23 +12,17 @@ Rules:
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping
-from contextlib import aclosing
-from typing import Any, cast
+from collections.abc import AsyncIterator, Iterator, Mapping
+from typing import Any
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.pregel import Pregel
-from langgraph.types import Command
 
-from neograph_ext._decision import PlanKind, ResumePlan
-from neograph_ext._drivers import AsyncDriver, Driver, amarked
-from neograph_ext._flow import resumed, served_plan, thread_plan
-from neograph_ext._graph import StampedGraph, marking
-from neograph_ext._head_state import started_input
+from neograph_ext._decision import ResumePlan
+from neograph_ext._drivers import AsyncDriver, Driver
+from neograph_ext._flow import resumed, thread_plan
 from neograph_ext._policy import Asked, LockPolicy, ResumePolicy, asked
-from neograph_ext._stamp import encode_run, input_digest
-from neograph_ext._thread import ThreadCall, thread_call
+from neograph_ext._thread import thread_call
 
 __all__ = ["aplan", "arun", "astream", "plan", "run", "stream"]
 
@@ -198,75 +192,3 @@ async def astream(
     async with AsyncDriver(call) as driver:
         async for chunk in driver.stream(resumed(call, input, kwargs)):
             yield chunk
-
-
-_PLAIN_KINDS = frozenset(
-    {PlanKind.FRESH, PlanKind.CONTINUE, PlanKind.UP_TO_DATE, PlanKind.UNVERIFIED}
-)
-"""Plans that leave LangGraph nothing to change: a served call of one is LangGraph's."""
-
-
-def served(
-    graph: StampedGraph, input: Any, config: RunnableConfig, kwargs: Mapping[str, Any]
-) -> Iterator[Any]:
-    """A plain ``stream`` call on a graph compiled with ``auto_resume``.
-
-    Planned as ``run`` plans it, under the graph's whole policies (``compile(resume=...,
-    lock=...)``). When nothing changed (``_as_given``: a new thread, a continue, an
-    up-to-date or (unless refused) unverified thread, from the newest checkpoint or from
-    a ``checkpoint_id``), the call is LangGraph's own, with the caller's input, config and
-    keywords as given, so on unchanged code the option is invisible; its checkpoints
-    carry a run mark that says the lineage was checked, so the next call needs no plan,
-    and the stamp's description is stored afterwards, as by any plain call.
-    Otherwise (a rewind, a migrate, a strict error) it is ``stream`` under those
-    policies, whose invocations keep the caller's keywords, ``durability`` included.
-    """
-    resume = graph.neograph_ext_auto_resume
-    call = thread_call(graph, config, Asked("stream", resume))
-    with Driver(call) as driver:
-        decision, head = driver.run(served_plan(call))
-    if not _as_given(decision, call.resume):
-        yield from stream(graph, input, config, resume=resume, **kwargs)
-        return
-    with marking(call.stamp, _plain_mark(call, decision, head, input)):
-        yield from graph.neograph_ext_plain_stream(input, config, kwargs, call.saver)
-
-
-async def aserved(
-    graph: StampedGraph, input: Any, config: RunnableConfig, kwargs: Mapping[str, Any]
-) -> AsyncGenerator[Any, None]:
-    """Async twin of ``served``."""
-    resume = graph.neograph_ext_auto_resume
-    call = thread_call(graph, config, Asked("astream", resume))
-    async with AsyncDriver(call) as driver:
-        decision, head = await driver.run(served_plan(call))
-    if not _as_given(decision, call.resume):
-        chunks = astream(graph, input, config, resume=resume, **kwargs)
-    else:
-        mark = _plain_mark(call, decision, head, input)
-        plain = graph.neograph_ext_plain_astream(input, config, kwargs, call.saver)
-        chunks = amarked(call.stamp, mark, plain)
-    async with aclosing(cast("AsyncGenerator[Any, None]", chunks)) as served_chunks:
-        async for chunk in served_chunks:
-            yield chunk
-
-
-def _as_given(decision: ResumePlan | None, resume: ResumePolicy) -> bool:
-    """Whether a served call is LangGraph's own: a new thread, or a plan that leaves
-    LangGraph nothing to change (``_PLAIN_KINDS``) and that the policy does not refuse
-    (``on_unverified="raise"``)."""
-    if decision is None:
-        return True
-    if decision.kind is PlanKind.UNVERIFIED:
-        return resume.on_unverified == "resume"
-    return decision.kind in _PLAIN_KINDS
-
-
-def _plain_mark(
-    call: ThreadCall, decision: ResumePlan | None, head: CheckpointTuple | None, input: Any
-) -> str:
-    """The run mark of a served call LangGraph runs as given: the plan's kind (so an
-    unverified thread stays unverified) and the input its turn started with."""
-    kind = decision.kind if decision is not None else PlanKind.FRESH
-    given = None if input is None or isinstance(input, Command) else input_digest(input)
-    return encode_run(call.stamp, kind, given if given is not None else started_input(head))

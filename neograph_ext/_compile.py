@@ -1,0 +1,186 @@
+"""``compile``: LangGraph's ``StateGraph.compile`` plus a stamp, and the graph class
+that carries it.
+
+Rules:
+- The compiled object is the one LangGraph built, its class swapped for a per-compile
+  subclass of ``StampedGraph`` (or, with ``auto_resume=True``, of
+  ``AutoResumingGraph``) holding the stamp and the policies. Nothing is copied, so
+  whatever LangGraph sets on a compiled graph (today or in a later version) stays.
+- Every option is checked here, before anything runs: unknown nodes, channels or
+  types, and (strict) values that cannot read back from a checkpoint.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.graph import StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.pregel import Pregel
+
+from neograph_ext._auto_resume import AutoResumingGraph
+from neograph_ext._carrying import carrying
+from neograph_ext._errors import GraphError
+from neograph_ext._graph import StampedGraph, cache_salts, metadata_of
+from neograph_ext._introspect import build_stamp, channel_types
+from neograph_ext._langgraph import compile_options, fold_cache_keys
+from neograph_ext._policy import LockPolicy, ResumePolicy, asked, resolve
+from neograph_ext._revive import allowed_pairs, declared, report, revival
+from neograph_ext._stamp import STAMP_KEY, stamp_ref
+from neograph_ext._verify_writes import verifying
+from neograph_ext._written_types import watching
+
+__all__ = ["compile"]
+
+_KEEP: Any = object()
+"""``compile``'s default checkpointer: none for a builder, its own for a compiled graph."""
+
+
+def compile(
+    builder: StateGraph[Any, Any, Any, Any] | CompiledStateGraph[Any, Any, Any, Any],
+    *,
+    checkpointer: Any = _KEEP,
+    output_types: Mapping[str, object] | None = None,
+    versions: Mapping[str, str] | None = None,
+    renames: Mapping[str, str] | None = None,
+    auto_resume: bool | None = None,
+    resume: ResumePolicy | None = None,
+    lock: LockPolicy | None = None,
+    verify_writes: bool = False,
+    verify_saver: bool = True,
+    **compile_kwargs: Any,
+) -> StampedGraph:
+    """Compile a StateGraph whose checkpoints carry the fingerprints of its types.
+
+    Args:
+        builder: Any LangGraph ``StateGraph``, or a graph already compiled from one
+            (``builder.compile(...)``, a prebuilt agent such as ``create_react_agent``):
+            it is compiled again from its builder with the options it was compiled with,
+            and the keywords given here win.
+        checkpointer: Passed to ``StateGraph.compile``; ``run`` needs one. ``None``
+            suits a subgraph added as a node of a parent graph, and a graph whose
+            server injects one. Left out: none, or a compiled graph's own.
+        output_types: Per node, the type its results have; overrides the return
+            annotation of the node's callable.
+        versions: Per node, an opaque string to bump after a prompt or logic change
+            that leaves the types alone.
+        renames: Old node name -> new name, for nodes that were only renamed: their
+            stored results are kept instead of counting as a topology change.
+        auto_resume: Left out: plain calls behave as LangGraph's, stamped only;
+            resume through ``run``. ``True``: every plain root call (``invoke``,
+            ``stream``, ``ainvoke``, ``astream``, ``astream_events``; so every run a
+            LangGraph server makes) plans first, under the graph's ``resume`` and
+            ``lock`` policies, as ``run`` does: a change is rewound, migrated or (with
+            ``ResumePolicy(on_change="raise")``) raises ``CheckpointSchemaError``
+            before any node runs; unchanged, the call is LangGraph's own, with the
+            caller's input and keywords (``durability`` included) as given.
+        resume: What a resume does about changes (``ResumePolicy``): for ``run``, its
+            twins and ``plan`` when they give none, and for plain calls with
+            ``auto_resume=True``. Default: ``ResumePolicy()``.
+        lock: How a resume waits for a thread another process runs (``LockPolicy``):
+            for ``run`` and its twins when they give none, and for plain calls with
+            ``auto_resume=True``. Default: ``LockPolicy()``.
+        verify_writes: For development and CI: every value a node writes to a state key
+            is round-tripped through the checkpointer's serializer as it is saved, and a
+            step whose writes would not read back as written fails at once with
+            ``WriteReadbackError``, before they are saved; a value not of the type
+            its node declares is also judged by the items it holds.
+        verify_saver: True (default): before ``run`` (or a twin, or an ``auto_resume``
+            call) first invokes the graph on a saver, it reads the stamp's stored
+            description back, once per saver class and process, and raises
+            ``StampLostError`` if the saver dropped the config metadata the stamp rides
+            in. False accepts such a saver: its threads plan as ``unverified``.
+        **compile_kwargs: Every other keyword of ``StateGraph.compile``. 0.2's
+            ``keep_compatible=`` and ``migrations=`` (now ``ResumePolicy`` fields) and
+            ``auto_resume=False`` (now ``auto_resume=True,
+            resume=ResumePolicy(on_change="raise")``) still work, with a
+            ``DeprecationWarning``.
+
+    Returns:
+        LangGraph's compiled graph (a ``CompiledStateGraph``); all of its API works
+        as usual, and what neograph-ext adds to any metadata is at most 256 bytes.
+        Nodes with a ``cache_policy`` get cache keys that include their fingerprint,
+        so a result cached by other code is never served. A node that writes a value
+        of another type than it declares for that key is logged as a warning, once per
+        node and process (its stamped fingerprint describes the declared type).
+
+    Raises:
+        ValueError: ``output_types``, ``versions`` or ``renames`` names an unknown node,
+            or the resume policy's ``keep_compatible`` or ``migrations`` an unknown
+            channel or type.
+        GraphError: ``builder`` is a graph of LangGraph's functional API (``@entrypoint``);
+            or, with ``ResumePolicy(on_change="raise")``, a declared type's values cannot
+            read back from a checkpoint as themselves (otherwise that is logged as a
+            warning); or a 0.2 keyword is given with the policy that covers it.
+    """
+    strict_plain = auto_resume is False  # 0.2's spelling: plain calls plan, strictly
+    given, compile_kwargs = asked(
+        "compile",
+        resume,
+        lock,
+        {**compile_kwargs, "auto_resume": False} if strict_plain else compile_kwargs,
+    )
+    resume, lock = resolve(given, ResumePolicy(), LockPolicy())
+    options: dict[str, Any] = {}
+    config: RunnableConfig = {}
+    if isinstance(builder, CompiledStateGraph):
+        # A copy made by with_config() keeps its config (recursion_limit, tags, ...).
+        options, config = compile_options(builder), builder.config or {}
+        builder = builder.builder
+    elif isinstance(builder, Pregel):
+        raise GraphError(
+            f"graph {builder.name!r} is built with LangGraph's functional API (@entrypoint), "
+            "which neograph-ext does not support yet: build it as a StateGraph, or run it "
+            "with LangGraph alone"
+        )
+    if checkpointer is not _KEEP:
+        options["checkpointer"] = checkpointer
+    options.update(compile_kwargs)
+    stamp = build_stamp(builder, output_types, versions, renames)
+    types = channel_types(builder)
+    carrying(types, resume.keep_compatible, resume.migrations)  # names checked at compile
+    graph = builder.compile(**options)
+    channels, coerced, outputs = declared(builder, output_types)
+    allowed = allowed_pairs(graph.checkpointer, getattr(graph, "_serde_allowlist", None))
+    revived = revival(channels, coerced, outputs, allowed)
+    report(revived, graph.name, strict=resume.on_change == "raise")
+    watching(graph, outputs, coerced, deep=verify_writes)
+    if verify_writes:
+        verifying(graph, frozenset(channels))
+    fold_cache_keys(graph, cache_salts(stamp))
+    # In place, not with_config(): a copy would lose what compile() set afterwards.
+    graph.config = {
+        **config,
+        **(graph.config or {}),
+        "metadata": {
+            **metadata_of(config),
+            **metadata_of(graph.config),
+            STAMP_KEY: stamp_ref(stamp),
+        },
+    }
+    plain = type(graph)
+    # Named as the class it replaces: LangGraph serialises a graph's runnables by class
+    # path (get_graph().to_json()), and a drop-in must not change what it prints.
+    graph.__class__ = type(
+        plain.__name__,
+        (AutoResumingGraph if auto_resume is not None else StampedGraph,),
+        {
+            "__module__": plain.__module__,
+            "__qualname__": plain.__qualname__,
+            "neograph_ext_stamp": stamp,
+            # 0.2's strict compile left run() rewinding: only its plain calls raised.
+            "neograph_ext_resume": replace(resume, on_change="rewind") if strict_plain else resume,
+            "neograph_ext_lock": lock,
+            **({"neograph_ext_auto_resume": resume} if auto_resume is not None else {}),
+            "neograph_ext_channel_types": types,
+            "neograph_ext_revival": revived,
+            "neograph_ext_verify_saver": verify_saver,
+            "_neograph_ext_saved": weakref.WeakSet(),
+            "_neograph_ext_described": weakref.WeakKeyDictionary(),
+        },
+    )
+    return graph  # type: ignore[return-value]
