@@ -20,7 +20,14 @@ from enum import StrEnum
 from neograph_ext._fingerprint import diff, without_storage_kind
 from neograph_ext._stamp import NodeStamp, Stamp, StampRef
 
-__all__ = ["STORED", "ChangeReason", "NodeChange", "step_changes", "subgraph_lines"]
+__all__ = [
+    "STORED",
+    "ChangeReason",
+    "NodeChange",
+    "step_changes",
+    "storage_kind_changes",
+    "subgraph_lines",
+]
 
 STORED = "(stored value)"
 """Stands in for the node of a channel change on a checkpoint no node produced."""

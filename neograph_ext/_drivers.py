@@ -47,9 +47,14 @@ from neograph_ext._stamp_store import aload, load
 from neograph_ext._thread import ThreadCall, whole_thread
 from neograph_ext._unreadable import reading
 
-__all__ = ["AsyncDriver", "Driver"]
+__all__ = [
+    "IDLE_MARK",
+    "AsyncDriver",
+    "Driver",
+    "amarked",
+]
 
-T = TypeVar("T")
+_T = TypeVar("_T")
 
 IDLE_MARK = ""
 """The run mark of replaying a thread with nothing to do: never stored, nothing is written."""
@@ -73,14 +78,14 @@ class Driver:
     ) -> None:
         self._held.close()
 
-    def run(self, flow: Flow[T]) -> T:
+    def run(self, flow: Flow[_T]) -> _T:
         """Drive ``flow`` to its end; its result."""
         sent: Any = None
         while True:
             try:
                 op = flow.send(sent)
             except StopIteration as done:
-                return cast("T", done.value)
+                return cast("_T", done.value)
             sent = self.perform(op)
 
     def stream(self, flow: Flow[Any]) -> Iterator[Any]:
@@ -163,14 +168,14 @@ class AsyncDriver:
     ) -> None:
         await self._held.aclose()
 
-    async def run(self, flow: Flow[T]) -> T:
+    async def run(self, flow: Flow[_T]) -> _T:
         """Async twin of ``Driver.run``."""
         sent: Any = None
         while True:
             try:
                 op = flow.send(sent)
             except StopIteration as done:
-                return cast("T", done.value)
+                return cast("_T", done.value)
             sent = await self.perform(op)
 
     async def stream(self, flow: Flow[Any]) -> AsyncIterator[Any]:

@@ -17,17 +17,16 @@ Rules:
 from __future__ import annotations
 
 import logging
-import weakref
-from collections import Counter
 from collections.abc import Generator, Mapping
 from dataclasses import replace
 from typing import Any, NamedTuple, TypeVar
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
+from langgraph.checkpoint.base import CheckpointTuple
 
 from neograph_ext._carrying import Carrying, carry_for, readable, rebuilt_channels
 from neograph_ext._decision import Carriable, HeadFacts, PlanKind, ResumePlan
+from neograph_ext._decision_log import logged
 from neograph_ext._errors import GraphError
 from neograph_ext._head_state import is_paused, waiting_nodes
 from neograph_ext._history import Record, lineage, references, resolved
@@ -65,7 +64,7 @@ __all__ = [
 
 logger = logging.getLogger("neograph_ext")
 
-T = TypeVar("T")
+_T = TypeVar("_T")
 
 
 class ReadTuple(NamedTuple):
@@ -163,7 +162,7 @@ Op = (
     | Invoke
     | Idle
 )
-Flow = Generator[Op, Any, T]
+Flow = Generator[Op, Any, _T]
 
 
 def read_head(call: ThreadCall) -> Flow[CheckpointTuple | None]:
@@ -191,7 +190,9 @@ def planned(
     would convert. ``full``: always from the lineage (``plan``)."""
     facts = _facts(call, head)
     if facts is None or head is None or not needs_lineage(facts, full=full):
-        return _logged(call, decide((), call.stamp, call.thread_id, head=facts))
+        return logged(
+            call.saver, call.thread_id, decide((), call.stamp, call.thread_id, head=facts)
+        )
     described = call.graph.neograph_ext_described(call.saver)
     records: tuple[Record, ...] = yield ReadLineage(
         call.config, facts.checkpoint_id, facts.next_nodes, described
@@ -222,7 +223,7 @@ def planned(
             facts.replaying,
             len(plan.replayed),
         )
-    return _logged(call, plan)
+    return logged(call.saver, call.thread_id, plan)
 
 
 def thread_plan(call: ThreadCall) -> Flow[ResumePlan]:
@@ -385,54 +386,3 @@ def _replayed(
         stored.checkpoint["id"],
     )
     return value, encode_run(call.stamp, PlanKind.REWIND, input_digest(value), replay.source)
-
-
-def _logged(call: ThreadCall, decision: ResumePlan) -> ResumePlan:
-    if logger.isEnabledFor(logging.INFO):  # the arguments are built only when logged
-        _log_decision(call.thread_id, decision)
-    if decision.kind is PlanKind.UNVERIFIED:
-        _warn_unverified(call.saver, call.thread_id, decision.notes)
-        return decision
-    for note in decision.notes:
-        logger.warning("thread %r: %s", call.thread_id, note)
-    return decision
-
-
-_WARNED: weakref.WeakKeyDictionary[BaseCheckpointSaver[Any], set[str]] = weakref.WeakKeyDictionary()
-"""Per saver, the threads whose unverified checkpoints were logged in this process."""
-
-
-def _warn_unverified(
-    saver: BaseCheckpointSaver[Any], thread_id: str, notes: tuple[str, ...]
-) -> None:
-    """One warning per thread and process for checkpoints that cannot be verified: they
-    stay in the lineage for good, and every later plan finds them again."""
-    warned = _WARNED.setdefault(saver, set())
-    if thread_id in warned:
-        return
-    warned.add(thread_id)
-    reasons = Counter(note.split(": ", 1)[-1] for note in notes)
-    logger.warning(
-        "thread %r: %d checkpoint(s) cannot be verified (%s): they count as unchanged and "
-        "the thread resumes as LangGraph would; logged once per thread and process",
-        thread_id,
-        len(notes),
-        "; ".join(f"{why}: {count}" for why, count in reasons.items()),
-    )
-
-
-def _log_decision(thread_id: str, decision: ResumePlan) -> None:
-    logger.info(
-        "thread %r: %s%s%s%s",
-        thread_id,
-        decision.kind,
-        f" from checkpoint {decision.checkpoint_id} (step {decision.step})"
-        if decision.kind is PlanKind.REWIND
-        else "",
-        f", values kept or migrated: {', '.join(sorted(decision.migrated))}"
-        if decision.migrated
-        else "",
-        f", invalidated: {', '.join(sorted(decision.invalidated_nodes))}"
-        if decision.invalidated_nodes
-        else "",
-    )

@@ -58,6 +58,7 @@ from neograph_ext._langgraph import COUNTERS_KEY, delta_channels, delta_snapshot
 
 __all__ = [
     "Fork",
+    "Writes",
     "address",
     "aput_fork",
     "forked_checkpoint",

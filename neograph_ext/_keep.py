@@ -46,7 +46,16 @@ from neograph_ext._errors import GraphError
 from neograph_ext._fork import Fork, Writes, address, aput_fork, forked_checkpoint, put_fork
 from neograph_ext._stamp import RUN_KEY, STAMP_KEY, Stamp, stamp_ref
 
-__all__ = ["KEEP_KEY", "NULL_TASK", "akeep", "forked", "incomplete", "keep", "kept_writes"]
+__all__ = [
+    "KEEP_KEY",
+    "NULL_TASK",
+    "TaskKey",
+    "akeep",
+    "forked",
+    "incomplete",
+    "keep",
+    "kept_writes",
+]
 
 KEEP_KEY = "neograph_ext_keep"
 """Fork metadata: how many tasks' writes the fork was made to hold."""

@@ -34,6 +34,7 @@ from neograph_ext._unreadable import reading
 __all__ = [
     "History",
     "HistoryEntry",
+    "Saver",
     "StampStatus",
     "ahistory",
     "alist_threads",

@@ -24,7 +24,16 @@ from typing import Any, Literal, NamedTuple
 
 from neograph_ext._errors import GraphError
 
-__all__ = ["Asked", "LockPolicy", "ResumePolicy", "asked", "resolve"]
+__all__ = [
+    "Asked",
+    "LockPolicy",
+    "OnBusy",
+    "OnChange",
+    "OnUnverified",
+    "ResumePolicy",
+    "asked",
+    "resolve",
+]
 
 OnChange = Literal["rewind", "raise"]
 OnUnverified = Literal["resume", "raise"]

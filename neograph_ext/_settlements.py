@@ -21,7 +21,14 @@ from neograph_ext._decision import Carry, PlanKind, ResumePlan, TaskStep
 from neograph_ext._history import Record
 from neograph_ext._lineage_facts import is_carrying_fork, ran_in, unique, user_nodes
 
-__all__ = ["SETTLEMENTS", "Found", "Settling", "settle", "with_carried"]
+__all__ = [
+    "SETTLEMENTS",
+    "Found",
+    "Settlement",
+    "Settling",
+    "settle",
+    "with_carried",
+]
 
 
 _IGNORED, _CARRIED = object(), object()

@@ -35,8 +35,9 @@ from langgraph.types import Command
 
 import neograph_ext
 from neograph_ext import NeographExtError, PlanKind, ResumePlan, WriteReadbackError
+from neograph_ext._decision_log import WARNED
 from neograph_ext._drivers import AsyncDriver, Driver
-from neograph_ext._flow import _WARNED, thread_plan
+from neograph_ext._flow import thread_plan
 from neograph_ext._head_state import started_input
 from neograph_ext._policy import Asked, asked
 from neograph_ext._stamp import input_digest
@@ -159,7 +160,7 @@ class _unobserved:
     def __enter__(self) -> None:
         self.logger = logging.getLogger("neograph_ext")
         self.disabled, self.logger.disabled = self.logger.disabled, True
-        known = _WARNED.get(self.saver) if self.saver is not None else None
+        known = WARNED.get(self.saver) if self.saver is not None else None
         self.warned = None if known is None else set(known)
 
     def __exit__(self, *exc: object) -> None:
@@ -168,9 +169,9 @@ class _unobserved:
             return
         with contextlib.suppress(TypeError):  # a saver that cannot be weakly referenced
             if self.warned is None:
-                _WARNED.pop(self.saver, None)
+                WARNED.pop(self.saver, None)
             else:
-                _WARNED[self.saver] = self.warned
+                WARNED[self.saver] = self.warned
 
 
 def _asked(kwargs: dict[str, Any]) -> Asked:
