@@ -56,6 +56,8 @@ def is_paused(graph: Pregel[Any, Any, Any, Any], head: CheckpointTuple) -> bool:
     if has_interrupt(head):
         return True
     before = graph.interrupt_before_nodes
+    if not before:
+        return False
     waits = waiting_nodes(graph, head)
     return bool(waits) and (before == "*" or bool(waits & set(before)))
 
