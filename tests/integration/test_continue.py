@@ -23,50 +23,51 @@ from neograph_ext import PlanKind
 from neograph_ext._invocations import _continued, _Invocation, _prepare, durable
 from neograph_ext._keep import KEEP_KEY
 from neograph_ext._read import _call, _head, _read
+from tests.drive import SYNC_ONLY, Drive
 from tests.integration.pipelines import Crash, asking, linear, model
 
 V1 = model(score=(int, ...))
 V2 = model(score=(float, ...))
 
 
-def _crashed(saver: BaseCheckpointSaver[Any], config: RunnableConfig) -> Any:
+def _crashed(drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig) -> Any:
     graph = ne.compile(linear(Counter(), {"c": V1}, crash="d"), checkpointer=saver)
     with pytest.raises(Crash):
-        ne.run(graph, {"log": []}, config)
+        drive.run(graph, {"log": []}, config)
     return ne.compile(linear(Counter(), {"c": V1}), checkpointer=saver)
 
 
-def _complete(saver: BaseCheckpointSaver[Any], config: RunnableConfig) -> Any:
+def _complete(drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig) -> Any:
     graph = ne.compile(linear(Counter(), {"c": V1}), checkpointer=saver)
-    ne.run(graph, {"log": []}, config)
+    drive.run(graph, {"log": []}, config)
     return graph
 
 
-def _paused(saver: BaseCheckpointSaver[Any], config: RunnableConfig) -> Any:
+def _paused(drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig) -> Any:
     graph = ne.compile(asking(Counter()), checkpointer=saver)
-    assert "__interrupt__" in ne.run(graph, {"log": []}, config)
+    assert "__interrupt__" in drive.run(graph, {"log": []}, config)
     return graph
 
 
-def _breakpoint(saver: BaseCheckpointSaver[Any], config: RunnableConfig) -> Any:
+def _breakpoint(drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig) -> Any:
     graph = ne.compile(linear(Counter()), checkpointer=saver, interrupt_before=["c"])
-    ne.run(graph, {"log": []}, config)
+    drive.run(graph, {"log": []}, config)
     return graph
 
 
-def _plain_call(saver: BaseCheckpointSaver[Any], config: RunnableConfig) -> Any:
+def _plain_call(drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig) -> Any:
     graph = ne.compile(linear(Counter(), crash="d"), checkpointer=saver)
     with pytest.raises(Crash):
-        graph.invoke({"log": []}, config)  # a plain call: nothing was verified
+        drive.invoke(graph, {"log": []}, config)  # a plain call: nothing was verified
     return ne.compile(linear(Counter()), checkpointer=saver)
 
 
-def _changed(saver: BaseCheckpointSaver[Any], config: RunnableConfig) -> Any:
-    _crashed(saver, config)
+def _changed(drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig) -> Any:
+    _crashed(drive, saver, config)
     return ne.compile(linear(Counter(), {"c": V2}), checkpointer=saver)
 
 
-Writer = Callable[[BaseCheckpointSaver[Any], RunnableConfig], Any]
+Writer = Callable[[Drive, BaseCheckpointSaver[Any], RunnableConfig], Any]
 THREADS: dict[str, tuple[Writer, PlanKind, bool]] = {
     "crashed": (_crashed, PlanKind.CONTINUE, True),
     "paused by interrupt()": (_paused, PlanKind.CONTINUE, True),
@@ -77,12 +78,15 @@ THREADS: dict[str, tuple[Writer, PlanKind, bool]] = {
 }
 
 
+# Sync only: the subject is the read path's own functions (their async twins only await
+# the same reads), called here directly.
+@SYNC_ONLY
 @pytest.mark.parametrize("shape", list(THREADS))
 def test_a_head_is_continued_exactly_as_planning_would_or_declined(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig, shape: str
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, shape: str
 ) -> None:
     write, kind, continues = THREADS[shape]
-    call = _call(write(saver, config), config)
+    call = _call(write(drive, saver, config), config)
     mark = _continued(call, _head(call))
     plan, head = _read(call)
     assert plan.kind is kind and (mark is not None) is continues
@@ -92,9 +96,10 @@ def test_a_head_is_continued_exactly_as_planning_would_or_declined(
         assert prepared.kwargs == durable({}, call.graph) == {"durability": "sync"}
 
 
-def test_a_keeping_fork_missing_writes_is_declined(config: RunnableConfig) -> None:
+@SYNC_ONLY  # as above: _continued called directly
+def test_a_keeping_fork_missing_writes_is_declined(drive: Drive, config: RunnableConfig) -> None:
     saver = InMemorySaver()
-    call = _call(_crashed(saver, config), config)
+    call = _call(_crashed(drive, saver, config), config)
     head = _head(call)
     assert head is not None and _continued(call, head) is not None
     fork = {**head.metadata, "source": "fork", KEEP_KEY: len(head.pending_writes or ()) + 1}
@@ -123,50 +128,52 @@ def _unplanned(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return planned
 
 
-async def test_every_driver_continues_a_verified_head_without_planning(
+def test_every_driver_continues_a_verified_head_without_planning(
+    drive: Drive,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     saver = InMemorySaver()
     planned = _unplanned(monkeypatch)
-    threads = [{"configurable": {"thread_id": str(uuid.uuid4())}} for _ in range(4)]
+    threads = [{"configurable": {"thread_id": str(uuid.uuid4())}} for _ in range(2)]
     for config in threads:
-        _crashed(saver, config)
+        _crashed(drive, saver, config)
     planned.clear()
     runs: Counter[str] = Counter()
     graph = ne.compile(linear(runs, {"c": V1}), checkpointer=saver)
     done = {"log": list("abcd")}
-    assert ne.run(graph, None, threads[0]) == done
-    assert await ne.arun(graph, None, threads[1]) == done
-    assert list(ne.stream(graph, None, threads[2], stream_mode="values"))[-1] == done
-    assert [c async for c in ne.astream(graph, None, threads[3], stream_mode="values")][-1] == done
-    assert runs == Counter({"d": 4}) and planned == []
+    assert drive.run(graph, None, threads[0]) == done
+    assert list(drive.stream(graph, None, threads[1], stream_mode="values"))[-1] == done
+    assert runs == Counter({"d": 2}) and planned == []
     for config in threads:  # and each wrote a head verified again: up to date
-        assert ne.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
+        assert drive.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
 
 
 def test_a_declined_head_is_planned(
-    monkeypatch: pytest.MonkeyPatch, config: RunnableConfig
+    drive: Drive, monkeypatch: pytest.MonkeyPatch, config: RunnableConfig
 ) -> None:
     saver = InMemorySaver()
     runs: Counter[str] = Counter()
-    _changed(saver, config)
+    _changed(drive, saver, config)
     planned = _unplanned(monkeypatch)
     graph = ne.compile(linear(runs, {"c": V2}), checkpointer=saver)
-    assert ne.run(graph, None, config) == {"log": list("abcd")}
+    assert drive.run(graph, None, config) == {"log": list("abcd")}
     assert runs == Counter("cd") and planned == [config["configurable"]["thread_id"]]
 
 
 def test_a_declined_resume_plans_from_the_head_it_read(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig, monkeypatch: pytest.MonkeyPatch
+    drive: Drive,
+    saver: BaseCheckpointSaver[Any],
+    config: RunnableConfig,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    graph = _complete(saver, config)
+    graph = _complete(drive, saver, config)
     reads: list[RunnableConfig] = []
-    real = saver.get_tuple
+    real = saver.aget_tuple if drive.is_async else saver.get_tuple
 
     def counting(cfg: RunnableConfig) -> Any:
         reads.append(cfg)
         return real(cfg)
 
-    monkeypatch.setattr(saver, "get_tuple", counting)
-    assert ne.run(graph, None, config) == {"log": list("abcd")}
+    monkeypatch.setattr(saver, "aget_tuple" if drive.is_async else "get_tuple", counting)
+    assert drive.run(graph, None, config) == {"log": list("abcd")}
     assert len(reads) == 1
