@@ -22,7 +22,7 @@ from langgraph.types import Command
 import neograph_ext as ne
 from neograph_ext import PlanKind
 from tests.drive import Drive
-from tests.integration.pipelines import Crash, asking, linear
+from tests.graphs.pipelines import Crash, asking, linear
 
 X = {"log": ["x"]}
 Y = {"log": ["y"]}

@@ -23,7 +23,7 @@ from langgraph.prebuilt import create_react_agent
 
 import neograph_ext as ne
 from tests.drive import Drive
-from tests.integration.agents import (
+from tests.graphs.agents import (
     Audit,
     BudgetState,
     BudgetStateV2,
@@ -33,7 +33,7 @@ from tests.integration.agents import (
     counted_tool,
     deep_agent,
 )
-from tests.integration.pipelines import Crash, model
+from tests.graphs.pipelines import Crash, model
 
 CITY = model("SearchArgs", city=(str, ...))
 WITH_UNITS = model("SearchArgs", city=(str, ...), units=(str, ...))

@@ -19,7 +19,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 import neograph_ext as ne
 from tests.drive import Drive
-from tests.integration.pipelines import Crash, linear, model
+from tests.graphs.pipelines import Crash, linear, model
 
 V3_EVENTS = tuple(int(p) for p in metadata.version("langgraph").split(".")[:2]) >= (1, 2)
 """LangGraph's v3 event protocol (``astream_events(version="v3")``) came with 1.2."""

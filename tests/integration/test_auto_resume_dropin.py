@@ -28,7 +28,7 @@ from langgraph.types import Command, interrupt
 
 import neograph_ext as ne
 from tests.drive import Drive
-from tests.integration.delta_support import reopened
+from tests.integration.savers import reopened
 
 Builder = StateGraph[Any, Any, Any, Any]
 Calls = Callable[[Drive, Any, RunnableConfig], list[Any]]

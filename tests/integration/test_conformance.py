@@ -40,8 +40,8 @@ import neograph_ext as ne
 from neograph_ext import PlanKind
 from tests.conftest import SAVER_KINDS, _require_pg_dsn
 from tests.drive import Drive
-from tests.integration.delta_support import extend
-from tests.integration.pipelines import deployed, model
+from tests.graphs.delta import extend
+from tests.graphs.pipelines import as_data, deployed, model
 
 V1 = model("Summary", text=(str, ...))
 OPTIONAL = model("Summary", text=(str, ...), words=(int, 0))  # validates: kept
@@ -99,12 +99,6 @@ COLUMNS = [
 ]
 
 
-def _data(value: Any) -> dict[str, Any]:
-    if isinstance(value, list):
-        (value,) = value
-    return dict(value.model_dump()) if isinstance(value, BaseModel) else dict(value)
-
-
 def fan(
     column: Column, summary: type[BaseModel], runs: Counter[str]
 ) -> StateGraph[Any, Any, Any, Any]:
@@ -138,7 +132,7 @@ def fan(
 
 
 def add_lang(old: Any) -> Any:
-    new = REQUIRED(text=_data(old)["text"], lang="en")
+    new = REQUIRED(text=as_data(old)["text"], lang="en")
     return [new] if isinstance(old, list) else new
 
 
@@ -441,8 +435,8 @@ def _check(
     assert column.read(final["history"]) == column.read(expected["history"])
     assert len(column.read(final["history"])) == 4, "an entry is missing or repeated"
     if way == "migrate":
-        assert _data(final["summary"]) == {"text": "t", "lang": "en"}
+        assert as_data(final["summary"]) == {"text": "t", "lang": "en"}
     elif w.stored:
-        assert _data(final["summary"])["text"] == _data(stored["summary"])["text"]
+        assert as_data(final["summary"])["text"] == as_data(stored["summary"])["text"]
     else:
-        assert _data(final["summary"]) == _data(fresh["summary"])
+        assert as_data(final["summary"]) == as_data(fresh["summary"])

@@ -24,7 +24,7 @@ from neograph_ext._invocations import _continued, _Invocation, _prepare, durable
 from neograph_ext._keep import KEEP_KEY
 from neograph_ext._read import _call, _head, _read
 from tests.drive import SYNC_ONLY, Drive
-from tests.integration.pipelines import Crash, asking, linear, model
+from tests.graphs.pipelines import Crash, asking, linear, model
 
 V1 = model(score=(int, ...))
 V2 = model(score=(float, ...))

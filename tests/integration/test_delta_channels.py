@@ -20,7 +20,8 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 import neograph_ext as ne
 from tests.drive import Drive
-from tests.integration.delta_support import STATES, fan, reopened
+from tests.graphs.delta import STATES, fan
+from tests.integration.savers import reopened
 
 LOG = ["a1", "b1", "c1", "d1"]
 CHANGED = ["a1", "b2", "c1", "d1"]

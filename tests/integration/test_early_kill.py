@@ -11,7 +11,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 import neograph_ext as ne
 from tests.drive import Drive
-from tests.integration.pipelines import linear
+from tests.graphs.pipelines import linear
 
 INPUT = {"log": [], "value": 7}
 

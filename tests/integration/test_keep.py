@@ -22,7 +22,7 @@ from langgraph.types import Send
 import neograph_ext as ne
 from neograph_ext._keep import forked, keep
 from tests.drive import Drive
-from tests.integration.pipelines import Crash, State, model, node
+from tests.graphs.pipelines import Crash, State, diamond, model, node
 
 V1 = model(score=(int, ...))
 V2 = model(score=(float, ...))
@@ -31,18 +31,9 @@ Builder = StateGraph[Any, Any, Any, Any]
 
 
 def fan(runs: Counter[str], changed: bool, branches: str = "bc", crash: bool = False) -> Builder:
-    """``a -> (branches...) -> d``; the branch ``c`` declares V2 when ``changed``."""
-    builder = StateGraph(State)
-    builder.add_node("a", node("a", runs))
-    builder.add_node("d", node("d", runs))
-    for name in branches:
-        returns = (V2 if changed else V1) if name == "c" else None
-        builder.add_node(name, node(name, runs, returns=returns, crash=crash and name == "c"))
-        builder.add_edge("a", name)
-    builder.add_edge(START, "a")
-    builder.add_edge(list(branches), "d")
-    builder.add_edge("d", END)
-    return builder
+    """``diamond`` whose branch ``c`` declares V2 when ``changed`` (else V1) and crashes
+    when ``crash``."""
+    return diamond(runs, V2 if changed else V1, branches=branches, crash="c" if crash else None)
 
 
 class FanState(TypedDict, total=False):

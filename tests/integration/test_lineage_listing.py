@@ -18,7 +18,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 
 import neograph_ext as ne
 from tests.drive import Drive
-from tests.integration.pipelines import linear, model
+from tests.graphs.pipelines import linear, model
 from tests.integration.reads import fetching, listing
 
 V1 = model(score=(int, ...))

@@ -21,7 +21,7 @@ import neograph_ext as ne
 from neograph_ext import PlanKind
 from neograph_ext._changes import STORED
 from tests.drive import Drive
-from tests.integration.pipelines import deployed, model
+from tests.graphs.pipelines import as_data, deployed, model
 
 S1 = model("Summary", text=(str, ...))
 S2 = model("Summary", text=(str, ...), words=(int, 0))  # compatible: kept
@@ -38,17 +38,12 @@ S4 = model(
 S5 = model("Summary", text=(str, ...), words=(int, 0), language=(str, ...), tone=(str, "plain"))
 
 
-def _data(value: Any) -> dict[str, Any]:
-    """A stored model as data, whichever version of the class it revived as."""
-    return dict(value.model_dump()) if isinstance(value, BaseModel) else dict(value)
-
-
 def add_lang(old: Any) -> Any:
-    return S3(**_data(old), lang="en")
+    return S3(**as_data(old), lang="en")
 
 
 def rename_lang(old: Any) -> Any:
-    data = _data(old)
+    data = as_data(old)
     data["language"] = data.pop("lang")
     return S4(**data)
 
@@ -70,7 +65,7 @@ def pipeline(runs: Counter[str], summary: type[BaseModel]) -> StateGraph[Any, An
 
     def review(state: Any) -> dict[str, Any]:
         runs["review"] += 1
-        return {"review": f"ok:{sorted(_data(state['summary']))}"}
+        return {"review": f"ok:{sorted(as_data(state['summary']))}"}
 
     builder = StateGraph(state).add_sequence([fetch, summarize, review])
     return builder.add_edge(START, "fetch")
@@ -121,7 +116,12 @@ def test_five_deploys_in_a_row_plan_and_run_as_each_would_alone(
         previous = (summary, options)
 
     values = drive.get_state(graph, config).values
-    assert _data(values["summary"]) == {"text": "x", "words": 0, "language": "en", "tone": "plain"}
+    assert as_data(values["summary"]) == {
+        "text": "x",
+        "words": 0,
+        "language": "en",
+        "tone": "plain",
+    }
     assert values["review"] == "ok:['lang', 'text', 'words']"  # what the rewound review saw
 
 

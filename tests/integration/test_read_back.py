@@ -393,6 +393,8 @@ def _app(
     return report
 
 
+# The tests on ``spec`` run one way: their subject is what a process of its own reads
+# (strict msgpack, a class of ``__main__``), and ``readback_app`` runs the sync driver.
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def spec(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":

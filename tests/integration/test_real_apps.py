@@ -25,7 +25,7 @@ from langgraph.types import CachePolicy
 
 import neograph_ext as ne
 from tests.drive import Drive
-from tests.integration.apps import (
+from tests.graphs.apps import (
     FakeChat,
     outline,
     search_tool,
@@ -33,7 +33,7 @@ from tests.integration.apps import (
     with_subgraph,
     writer,
 )
-from tests.integration.pipelines import Crash, State, linear, model
+from tests.graphs.pipelines import Crash, State, linear, model
 
 # Item 5: compiled graphs and prebuilt agents.
 
@@ -418,6 +418,7 @@ def _cache_worker(tmp_path: Path, thread: str, score_type: str) -> dict[str, int
     return result
 
 
+# One way: the subject is a cache two processes share; each worker runs the sync driver.
 def test_sqlite_cache_across_processes_serves_only_results_of_the_same_code(
     tmp_path: Path,
 ) -> None:

@@ -11,7 +11,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 import neograph_ext as ne
 from tests.drive import SYNC_ONLY, Drive
-from tests.integration.pipelines import Crash, linear, model
+from tests.graphs.pipelines import Crash, linear, model
 
 V1 = model(score=(int, ...), label=(str, ...))
 

@@ -16,23 +16,10 @@ from pydantic import BaseModel
 
 import neograph_ext as ne
 from tests.drive import Drive
-from tests.integration.pipelines import Crash, State, linear, model, node
+from tests.graphs.pipelines import Crash, State, diamond, linear, model, node
 
 V1 = model(score=(int, ...))
 V2 = model(score=(float, ...))
-
-
-def diamond(runs: Counter[str], c_returns: object) -> StateGraph[Any, Any, Any, Any]:
-    builder = StateGraph(State)
-    for name in "abd":
-        builder.add_node(name, node(name, runs))
-    builder.add_node("c", node("c", runs, returns=c_returns))
-    builder.add_edge(START, "a")
-    builder.add_edge("a", "b")
-    builder.add_edge("a", "c")
-    builder.add_edge(["b", "c"], "d")
-    builder.add_edge("d", END)
-    return builder
 
 
 def test_parallel_branch_change_reruns_that_branch_and_after(

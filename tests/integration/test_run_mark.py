@@ -15,7 +15,7 @@ from langgraph.graph import START, StateGraph
 
 import neograph_ext as ne
 from tests.drive import Drive
-from tests.integration.pipelines import linear, model
+from tests.graphs.pipelines import linear, model
 
 V1 = model(score=(int, ...))
 V2 = model(score=(float, ...))

@@ -37,7 +37,7 @@ from langgraph_checkpoint_plainredis import AsyncRedisSaver, RedisSaver
 import neograph_ext as ne
 from neograph_ext import PlanKind
 from tests.drive import Drive
-from tests.integration.pipelines import linear, model
+from tests.graphs.pipelines import linear, model
 
 V1 = model(score=(int, ...))
 V2 = model(score=(float, ...))

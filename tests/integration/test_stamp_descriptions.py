@@ -20,8 +20,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 import neograph_ext as ne
 from neograph_ext._stamp_store import THREAD_PREFIX, save
 from tests.drive import Drive
-from tests.integration import big
-from tests.integration.pipelines import linear, model
+from tests.graphs import big
+from tests.graphs.pipelines import linear, model
 from tests.integration.reads import fetching
 
 V1 = model(score=(int, ...))

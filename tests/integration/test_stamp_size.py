@@ -21,7 +21,7 @@ from langgraph.graph import StateGraph
 import neograph_ext as ne
 from neograph_ext._stamp import MAX_METADATA_BYTES
 from tests.drive import Drive
-from tests.integration import big
+from tests.graphs import big
 
 
 def _thread() -> RunnableConfig:

@@ -24,7 +24,7 @@ from neograph_ext._langgraph import (
     tool_objects,
 )
 from neograph_ext._stamp import channel_types
-from tests.integration.agents import Audit, ScriptedChat, agent, counted_tool, deep_agent
+from tests.graphs.agents import Audit, ScriptedChat, agent, counted_tool, deep_agent
 
 
 class Weather(BaseModel):

@@ -34,8 +34,8 @@ from neograph_ext._langgraph import (
     watch_updates,
     writes_path,
 )
-from tests.integration.apps import FakeChat
-from tests.integration.pipelines import linear
+from tests.graphs.apps import FakeChat
+from tests.graphs.pipelines import linear
 
 
 class Fan(TypedDict, total=False):

@@ -11,21 +11,8 @@ from neograph_ext._changes import ChangeReason
 from neograph_ext._history import Record
 from neograph_ext._plan import PlanKind, TaskStep, at_verified_head, decide, verified_head
 from neograph_ext._stamp import Stamp, Unreadable, build_stamp
-from tests.integration.pipelines import State, linear, model
-from tests.unit.lineages import record
-
-V1 = model(score=(int, ...))
-V2 = model(score=(float, ...))
-
-
-def stamp(**returns: object) -> Stamp:
-    from collections import Counter
-
-    return build_stamp(linear(Counter(), returns))
-
-
-LOG = ("log",)
-"""What a node of ``linear`` writes."""
+from tests.graphs.lineages import LOG, V1, V2, record, stamp
+from tests.graphs.pipelines import State, linear
 
 
 def thread(old: Stamp | Unreadable | None, ran: str = "abcd", **extra: Any) -> list[Record]:

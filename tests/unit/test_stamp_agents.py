@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from neograph_ext._langgraph import RESPONSE_CHANNEL
 from neograph_ext._stamp import Stamp, build_stamp, read_description
-from tests.integration.agents import (
+from tests.graphs.agents import (
     Audit,
     ScriptedChat,
     agent,
@@ -23,7 +23,7 @@ from tests.integration.agents import (
     counted_tool,
     deep_agent,
 )
-from tests.integration.pipelines import model
+from tests.graphs.pipelines import model
 
 CITY = model("SearchArgs", city=(str, ...))
 UNITS = model("SearchArgs", city=(str, ...), units=(str, ...))
