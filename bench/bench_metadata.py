@@ -5,7 +5,7 @@ Two graphs, each run to the end once by plain LangGraph (``builder.compile`` and
 (``neograph_ext.compile`` and ``neograph_ext.run``), on one SQLite file saver:
 
 - the demo graph (``examples/demo.py``'s builder: five nodes, pydantic outputs);
-- the 30-node graph of ``tests/integration/big.py`` (each node writes a model three
+- the 30-node graph of ``tests/graphs/big.py`` (each node writes a model three
   levels deep, a dozen fields a level).
 
 Each side's thread id has the same length, since LangGraph copies it into every
@@ -93,7 +93,7 @@ def _demo() -> tuple[Any, Any]:
 
 def _wide() -> tuple[Any, Any]:
     sys.path.insert(0, str(ROOT))
-    from tests.integration.big import wide
+    from tests.graphs.big import wide
 
     return (lambda: wide(Counter())), {}
 

@@ -4,6 +4,9 @@ Rules:
 - `saver` and `async_saver` run a test once per kind in `SAVER_KINDS`; the
   PostgreSQL runs get the `postgres` marker, so `-m "not postgres"` leaves
   them out of a quick local run.
+- `drive` runs a test once per mode in `MODES`: through the sync drivers, and
+  through their async twins (`tests.drive`). The integration suite's `saver`
+  is then the mode's saver, opened on the drive's loop when it is async.
 - PostgreSQL tests never skip: without `NEOGRAPH_EXT_PG_DSN` they fail and
   say why. `make test` starts a throwaway server and sets it.
 - Every PostgreSQL test shares one database, so a test must use its own
@@ -18,6 +21,7 @@ import os
 import sqlite3
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +34,8 @@ from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+from tests.drive import MODES, Drive
 
 SAVER_KINDS = ("memory", "sqlite", "postgres")
 
@@ -87,10 +93,9 @@ def config() -> RunnableConfig:
     return {"configurable": {"thread_id": str(uuid.uuid4())}}
 
 
-@pytest.fixture(params=SAVER_KINDS, ids=SAVER_KINDS)
-def saver(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BaseCheckpointSaver[Any]]:
-    """A fresh sync saver: in memory, on a SQLite file, or on the test database."""
-    kind = request.param
+@contextmanager
+def opened_saver(kind: str, tmp_path: Path) -> Iterator[BaseCheckpointSaver[Any]]:
+    """A fresh sync saver of ``kind``: in memory, on a SQLite file, or on the test database."""
     if kind == "memory":
         yield InMemorySaver()
     elif kind == "sqlite":
@@ -105,12 +110,9 @@ def saver(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BaseCheckp
             yield pg_saver
 
 
-@pytest_asyncio.fixture(params=SAVER_KINDS, ids=SAVER_KINDS)
-async def async_saver(
-    request: pytest.FixtureRequest, tmp_path: Path
-) -> AsyncIterator[BaseCheckpointSaver[Any]]:
-    """A fresh async saver: in memory, on a SQLite file, or on the test database."""
-    kind = request.param
+@asynccontextmanager
+async def aopened_saver(kind: str, tmp_path: Path) -> AsyncIterator[BaseCheckpointSaver[Any]]:
+    """A fresh async saver of ``kind``, bound to the running loop."""
     if kind == "memory":
         yield InMemorySaver()
     elif kind == "sqlite":
@@ -120,3 +122,30 @@ async def async_saver(
         async with AsyncPostgresSaver.from_conn_string(_require_pg_dsn()) as pg_saver:
             await pg_saver.setup()
             yield pg_saver
+
+
+@pytest.fixture(params=SAVER_KINDS, ids=SAVER_KINDS)
+def saver(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BaseCheckpointSaver[Any]]:
+    """A fresh sync saver: in memory, on a SQLite file, or on the test database."""
+    with opened_saver(request.param, tmp_path) as opened:
+        yield opened
+
+
+@pytest_asyncio.fixture(params=SAVER_KINDS, ids=SAVER_KINDS)
+async def async_saver(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> AsyncIterator[BaseCheckpointSaver[Any]]:
+    """A fresh async saver: in memory, on a SQLite file, or on the test database."""
+    async with aopened_saver(request.param, tmp_path) as opened:
+        yield opened
+
+
+@pytest.fixture(params=MODES)
+def drive(request: pytest.FixtureRequest) -> Iterator[Drive]:
+    """The execution API called one way: ``sync``, or the async twins on a loop of the
+    test's own (``tests.drive``)."""
+    driving = Drive(request.param)
+    try:
+        yield driving
+    finally:
+        driving.close()

@@ -17,7 +17,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import CachePolicy
 
 import neograph_ext as ne
-from tests.integration.pipelines import linear, model
+from tests.graphs.pipelines import linear, model
 
 
 def main(db: str, cache: str, thread: str, score_type: str) -> None:

@@ -1,9 +1,18 @@
-"""The integration suite runs under the plan == run harness (``agreement``)."""
+"""The integration suite runs under the plan == run harness (``agreement``), each test
+once per saver kind and once per drive mode (``tests.drive``): ``saver`` is a sync saver
+for the ``sync`` drive, an async one opened on the drive's loop for the ``async`` drive."""
 
 from __future__ import annotations
 
-import pytest
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
+import pytest
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
+from tests.conftest import SAVER_KINDS, aopened_saver, opened_saver
+from tests.drive import Drive
 from tests.integration.agreement import install
 
 
@@ -11,3 +20,15 @@ from tests.integration.agreement import install
 def plan_agrees_with_run(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every ``run``/``arun``/``stream``/``astream`` call is checked against ``plan()``."""
     install(monkeypatch)
+
+
+@pytest.fixture(params=SAVER_KINDS, ids=SAVER_KINDS)
+def saver(
+    request: pytest.FixtureRequest, drive: Drive, tmp_path: Path
+) -> Iterator[BaseCheckpointSaver[Any]]:
+    """A fresh saver of each kind, of the drive's mode."""
+    kind = request.param
+    with drive.opened(
+        lambda: opened_saver(kind, tmp_path), lambda: aopened_saver(kind, tmp_path)
+    ) as opened:
+        yield opened

@@ -21,7 +21,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import START, StateGraph
 
 import neograph_ext as ne
-from tests.integration.pipelines import State
+from tests.graphs.pipelines import State
 
 
 @contextlib.contextmanager

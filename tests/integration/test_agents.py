@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -23,7 +22,8 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.prebuilt import create_react_agent
 
 import neograph_ext as ne
-from tests.integration.agents import (
+from tests.drive import Drive
+from tests.graphs.agents import (
     Audit,
     BudgetState,
     BudgetStateV2,
@@ -33,7 +33,7 @@ from tests.integration.agents import (
     counted_tool,
     deep_agent,
 )
-from tests.integration.pipelines import Crash, model
+from tests.graphs.pipelines import Crash, model
 
 CITY = model("SearchArgs", city=(str, ...))
 WITH_UNITS = model("SearchArgs", city=(str, ...), units=(str, ...))
@@ -43,159 +43,8 @@ WEATHER_V2 = model("Weather", temp=(float, ...), humidity=(int, ...))
 HI = {"messages": [HumanMessage("hi")]}
 
 
-@dataclass(frozen=True)
-class Deploy:
-    """One saver, driven by the sync or the async twins."""
-
-    saver: BaseCheckpointSaver[Any]
-    asynchronous: bool
-
-    def compile(self, built: Any, **kwargs: Any) -> Any:
-        return ne.compile(built, checkpointer=self.saver, **kwargs)
-
-    async def run(self, graph: Any, given: Any, config: RunnableConfig) -> Any:
-        if self.asynchronous:
-            return await ne.arun(graph, given, config)
-        return ne.run(graph, given, config)
-
-    async def plan(self, graph: Any, config: RunnableConfig) -> ne.ResumePlan:
-        if self.asynchronous:
-            return await ne.aplan(graph, config)
-        return ne.plan(graph, config)
-
-
-async def crash_in_a_tool_then_resume(deploy: Deploy, config: RunnableConfig) -> None:
-    runs: Counter[str] = Counter()
-    graph = deploy.compile(
-        agent(runs, [counted_tool(runs, CITY, crash_once=True)], ["search"], middleware=[Audit])
-    )
-    with pytest.raises(Crash):
-        await deploy.run(graph, HI, config)
-    assert runs == Counter({"model": 1, "after_model": 1, "search": 1})
-    assert (await deploy.plan(graph, config)).kind is ne.PlanKind.CONTINUE
-    result = await deploy.run(graph, None, config)
-    # The model call that asked for the tool is kept; the tool runs again, then the answer.
-    assert runs == Counter({"model": 2, "after_model": 2, "search": 2})
-    assert result["messages"][-1].content == "done"
-
-
-async def response_model_changed(
-    deploy: Deploy, config: RunnableConfig, *, strategy: Callable[[type], Any]
-) -> None:
-    runs: Counter[str] = Counter()
-    tools = [counted_tool(runs, CITY)]
-    # A ToolStrategy answers by calling the tool named after the schema (a bare schema
-    # becomes one: the scripted model declares no provider structured output).
-    script = ["search"] if strategy is ProviderStrategy else ["search", "Weather"]
-    old = agent(runs, tools, script, middleware=[Audit], response_format=strategy(WEATHER))
-    await deploy.run(deploy.compile(old), HI, config)
-    assert runs == Counter({"model": 2, "after_model": 2, "search": 1})
-    runs.clear()
-    new = agent(runs, tools, script, middleware=[Audit], response_format=strategy(WEATHER_V2))
-    graph = deploy.compile(new)
-    plan = await deploy.plan(graph, config)
-    assert plan.kind is ne.PlanKind.REWIND and plan.invalidated_nodes == {"model"}
-    assert plan.step == 3  # after the tool call: only the final model call re-runs
-    assert "Weather.humidity: added (int, required)" in str(plan)
-    # ``kept`` names nodes: ``model`` re-runs, so its first call shows in the steps alone.
-    assert ne.TaskStep("model", 1, kept=True) in plan.steps
-    assert "model (step 4 of 5) re-runs" in str(plan) and "model (step 1) kept" in str(plan)
-    result = await deploy.run(graph, None, config)
-    assert runs == Counter({"model": 1, "after_model": 1})
-    assert result["structured_response"].humidity == 1
-    assert (await deploy.plan(graph, config)).kind is ne.PlanKind.UP_TO_DATE
-
-
-async def tool_argument_added(deploy: Deploy, config: RunnableConfig, *, args: type[Any]) -> None:
-    runs: Counter[str] = Counter()
-    old = agent(runs, [counted_tool(runs, CITY)], ["search"], middleware=[Audit])
-    await deploy.run(deploy.compile(old), HI, config)
-    assert runs == Counter({"model": 2, "after_model": 2, "search": 1})
-    runs.clear()
-    calls: list[dict[str, Any]] = []
-    new = agent(runs, [counted_tool(runs, args, calls=calls)], ["search"], middleware=[Audit])
-    graph = deploy.compile(new)
-    plan = await deploy.plan(graph, config)
-    # Blamed on the model call that made the tool call, not on the hook that routed it.
-    assert plan.invalidated_nodes == {"model"} and plan.step == 0
-    assert "tool `search` arguments changed" in str(plan)
-    result = await deploy.run(graph, None, config)
-    assert runs == Counter({"model": 2, "after_model": 2, "search": 1})
-    assert calls == [{"city": "s", "units": "s"}]
-    answers = [m.content for m in result["messages"] if isinstance(m, ToolMessage)]
-    assert answers == ["search {'city': 's', 'units': 's'}"]
-
-
-async def middleware_state_changed(deploy: Deploy, config: RunnableConfig) -> None:
-    runs: Counter[str] = Counter()
-    tools = [counted_tool(runs, CITY)]
-    hook = partial(budget, state=BudgetState)
-    await deploy.run(deploy.compile(agent(runs, tools, ["search"], middleware=[hook])), HI, config)
-    assert runs == Counter({"model": 2, "budget": 2, "search": 1})
-    runs.clear()
-    new_hook = partial(budget, state=BudgetStateV2)
-    graph = deploy.compile(agent(runs, tools, ["search"], middleware=[new_hook]))
-    plan = await deploy.plan(graph, config)
-    assert plan.invalidated_nodes == {"Budget.after_model"} and plan.step == 1
-    assert "channel `calls` type changed" in str(plan)
-    result = await deploy.run(graph, None, config)
-    # The first model call is kept; the hook's step and everything after it re-run.
-    assert runs == Counter({"budget": 2, "search": 1, "model": 1})
-    assert result["calls"] == 2
-
-
-async def sub_agent_tool_changed(deploy: Deploy, config: RunnableConfig) -> None:
-    runs: Counter[str] = Counter()
-    await deploy.run(deploy.compile(deep_agent(runs, [counted_tool(runs, CITY)])), HI, config)
-    assert runs == Counter({"model": 2, "sub_model": 2, "search": 1})
-    runs.clear()
-    calls: list[dict[str, Any]] = []
-    graph = deploy.compile(deep_agent(runs, [counted_tool(runs, WITH_UNITS, calls=calls)]))
-    plan = await deploy.plan(graph, config)
-    assert plan.invalidated_nodes == {"tools"}
-    assert "tools > researcher: node `model`: tool `search` arguments changed" in str(plan)
-    result = await deploy.run(graph, None, config)
-    # The parent's model call that handed the task over is kept; the sub-agent runs
-    # afresh under the new tool, and the parent answers.
-    assert runs == Counter({"sub_model": 2, "search": 1, "model": 1})
-    assert calls == [{"city": "s", "units": "s"}]
-    assert result["messages"][-1].content == "done"
-
-
-async def test_crash_in_a_tool_then_resume(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
-) -> None:
-    await crash_in_a_tool_then_resume(Deploy(saver, False), config)
-
-
-async def test_crash_in_a_tool_then_resume_async(
-    async_saver: BaseCheckpointSaver[Any], config: RunnableConfig
-) -> None:
-    await crash_in_a_tool_then_resume(Deploy(async_saver, True), config)
-
-
-async def test_middleware_state_changed(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
-) -> None:
-    await middleware_state_changed(Deploy(saver, False), config)
-
-
-async def test_middleware_state_changed_async(
-    async_saver: BaseCheckpointSaver[Any], config: RunnableConfig
-) -> None:
-    await middleware_state_changed(Deploy(async_saver, True), config)
-
-
-async def test_sub_agent_tool_changed(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
-) -> None:
-    await sub_agent_tool_changed(Deploy(saver, False), config)
-
-
-async def test_sub_agent_tool_changed_async(
-    async_saver: BaseCheckpointSaver[Any], config: RunnableConfig
-) -> None:
-    await sub_agent_tool_changed(Deploy(async_saver, True), config)
+def compiled(saver: BaseCheckpointSaver[Any], built: Any, **kwargs: Any) -> Any:
+    return ne.compile(built, checkpointer=saver, **kwargs)
 
 
 def _bare(schema: type) -> type:
@@ -208,36 +57,120 @@ _STRATEGIES = pytest.mark.parametrize(
 _ARGS = pytest.mark.parametrize("args", [OPTIONAL_UNITS, WITH_UNITS], ids=["optional", "required"])
 
 
-@_STRATEGIES
-async def test_response_model_changed(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig, strategy: Callable[[type], Any]
+def test_crash_in_a_tool_then_resume(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
-    await response_model_changed(Deploy(saver, False), config, strategy=strategy)
+    runs: Counter[str] = Counter()
+    graph = compiled(
+        saver,
+        agent(runs, [counted_tool(runs, CITY, crash_once=True)], ["search"], middleware=[Audit]),
+    )
+    with pytest.raises(Crash):
+        drive.run(graph, HI, config)
+    assert runs == Counter({"model": 1, "after_model": 1, "search": 1})
+    assert drive.plan(graph, config).kind is ne.PlanKind.CONTINUE
+    result = drive.run(graph, None, config)
+    # The model call that asked for the tool is kept; the tool runs again, then the answer.
+    assert runs == Counter({"model": 2, "after_model": 2, "search": 2})
+    assert result["messages"][-1].content == "done"
 
 
 @_STRATEGIES
-async def test_response_model_changed_async(
-    async_saver: BaseCheckpointSaver[Any], config: RunnableConfig, strategy: Callable[[type], Any]
+def test_response_model_changed(
+    drive: Drive,
+    saver: BaseCheckpointSaver[Any],
+    config: RunnableConfig,
+    strategy: Callable[[type], Any],
 ) -> None:
-    await response_model_changed(Deploy(async_saver, True), config, strategy=strategy)
+    runs: Counter[str] = Counter()
+    tools = [counted_tool(runs, CITY)]
+    # A ToolStrategy answers by calling the tool named after the schema (a bare schema
+    # becomes one: the scripted model declares no provider structured output).
+    script = ["search"] if strategy is ProviderStrategy else ["search", "Weather"]
+    old = agent(runs, tools, script, middleware=[Audit], response_format=strategy(WEATHER))
+    drive.run(compiled(saver, old), HI, config)
+    assert runs == Counter({"model": 2, "after_model": 2, "search": 1})
+    runs.clear()
+    new = agent(runs, tools, script, middleware=[Audit], response_format=strategy(WEATHER_V2))
+    graph = compiled(saver, new)
+    plan = drive.plan(graph, config)
+    assert plan.kind is ne.PlanKind.REWIND and plan.invalidated_nodes == {"model"}
+    assert plan.step == 3  # after the tool call: only the final model call re-runs
+    assert "Weather.humidity: added (int, required)" in str(plan)
+    # ``kept`` names nodes: ``model`` re-runs, so its first call shows in the steps alone.
+    assert ne.TaskStep("model", 1, kept=True) in plan.steps
+    assert "model (step 4 of 5) re-runs" in str(plan) and "model (step 1) kept" in str(plan)
+    result = drive.run(graph, None, config)
+    assert runs == Counter({"model": 1, "after_model": 1})
+    assert result["structured_response"].humidity == 1
+    assert drive.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
 
 
 @_ARGS
-async def test_tool_argument_added(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig, args: type[Any]
+def test_tool_argument_added(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, args: type[Any]
 ) -> None:
-    await tool_argument_added(Deploy(saver, False), config, args=args)
+    runs: Counter[str] = Counter()
+    old = agent(runs, [counted_tool(runs, CITY)], ["search"], middleware=[Audit])
+    drive.run(compiled(saver, old), HI, config)
+    assert runs == Counter({"model": 2, "after_model": 2, "search": 1})
+    runs.clear()
+    calls: list[dict[str, Any]] = []
+    new = agent(runs, [counted_tool(runs, args, calls=calls)], ["search"], middleware=[Audit])
+    graph = compiled(saver, new)
+    plan = drive.plan(graph, config)
+    # Blamed on the model call that made the tool call, not on the hook that routed it.
+    assert plan.invalidated_nodes == {"model"} and plan.step == 0
+    assert "tool `search` arguments changed" in str(plan)
+    result = drive.run(graph, None, config)
+    assert runs == Counter({"model": 2, "after_model": 2, "search": 1})
+    assert calls == [{"city": "s", "units": "s"}]
+    answers = [m.content for m in result["messages"] if isinstance(m, ToolMessage)]
+    assert answers == ["search {'city': 's', 'units': 's'}"]
 
 
-@_ARGS
-async def test_tool_argument_added_async(
-    async_saver: BaseCheckpointSaver[Any], config: RunnableConfig, args: type[Any]
+def test_middleware_state_changed(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
-    await tool_argument_added(Deploy(async_saver, True), config, args=args)
+    runs: Counter[str] = Counter()
+    tools = [counted_tool(runs, CITY)]
+    hook = partial(budget, state=BudgetState)
+    drive.run(compiled(saver, agent(runs, tools, ["search"], middleware=[hook])), HI, config)
+    assert runs == Counter({"model": 2, "budget": 2, "search": 1})
+    runs.clear()
+    new_hook = partial(budget, state=BudgetStateV2)
+    graph = compiled(saver, agent(runs, tools, ["search"], middleware=[new_hook]))
+    plan = drive.plan(graph, config)
+    assert plan.invalidated_nodes == {"Budget.after_model"} and plan.step == 1
+    assert "channel `calls` type changed" in str(plan)
+    result = drive.run(graph, None, config)
+    # The first model call is kept; the hook's step and everything after it re-run.
+    assert runs == Counter({"budget": 2, "search": 1, "model": 1})
+    assert result["calls"] == 2
+
+
+def test_sub_agent_tool_changed(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    runs: Counter[str] = Counter()
+    drive.run(compiled(saver, deep_agent(runs, [counted_tool(runs, CITY)])), HI, config)
+    assert runs == Counter({"model": 2, "sub_model": 2, "search": 1})
+    runs.clear()
+    calls: list[dict[str, Any]] = []
+    graph = compiled(saver, deep_agent(runs, [counted_tool(runs, WITH_UNITS, calls=calls)]))
+    plan = drive.plan(graph, config)
+    assert plan.invalidated_nodes == {"tools"}
+    assert "tools > researcher: node `model`: tool `search` arguments changed" in str(plan)
+    result = drive.run(graph, None, config)
+    # The parent's model call that handed the task over is kept; the sub-agent runs
+    # afresh under the new tool, and the parent answers.
+    assert runs == Counter({"sub_model": 2, "search": 1, "model": 1})
+    assert calls == [{"city": "s", "units": "s"}]
+    assert result["messages"][-1].content == "done"
 
 
 def test_react_agent_tool_change_behind_a_post_model_hook_reruns_the_model_call(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
     runs: Counter[str] = Counter()
 
@@ -250,20 +183,20 @@ def test_react_agent_tool_change_behind_a_post_model_hook_reruns_the_model_call(
         tools = [counted_tool(runs, args, calls=calls)]
         return create_react_agent(chat, tools, post_model_hook=hook)
 
-    ne.run(ne.compile(react(CITY), checkpointer=saver), HI, config)
+    drive.run(ne.compile(react(CITY), checkpointer=saver), HI, config)
     assert runs == Counter({"model": 2, "post_model_hook": 2, "search": 1})
     runs.clear()
     calls: list[dict[str, Any]] = []
     graph = ne.compile(react(WITH_UNITS, calls), checkpointer=saver)
-    plan = ne.plan(graph, config)
+    plan = drive.plan(graph, config)
     assert plan.invalidated_nodes == {"agent"} and plan.step == 0
-    ne.run(graph, None, config)
+    drive.run(graph, None, config)
     assert runs == Counter({"model": 2, "post_model_hook": 2, "search": 1})
     assert calls == [{"city": "s", "units": "s"}]
 
 
 def test_response_model_changed_after_two_turns_reruns_the_last_final_call(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
     """The earlier turn's response was replaced (cleared with None, then written again)
     by the later one: nothing of it is live, so no earlier turn blocks the rewind."""
@@ -274,16 +207,16 @@ def test_response_model_changed_after_two_turns_reruns_the_last_final_call(
         agent(runs, tools, script, middleware=[Audit], response_format=ToolStrategy(WEATHER)),
         checkpointer=saver,
     )
-    ne.run(old, HI, config)
-    ne.run(old, {"messages": [HumanMessage("again")]}, config)
+    drive.run(old, HI, config)
+    drive.run(old, {"messages": [HumanMessage("again")]}, config)
     assert runs == Counter({"model": 4, "after_model": 4, "search": 2})
     runs.clear()
     new = agent(runs, tools, script, middleware=[Audit], response_format=ToolStrategy(WEATHER_V2))
     graph = ne.compile(new, checkpointer=saver)
-    plan = ne.plan(graph, config)
+    plan = drive.plan(graph, config)
     assert plan.kind is ne.PlanKind.REWIND and plan.blocker is None
     assert ne.TaskStep("model", 8, kept=True) in plan.steps
     assert ne.TaskStep("model", 11, kept=False) in plan.steps
-    result = ne.run(graph, None, config)
+    result = drive.run(graph, None, config)
     assert runs == Counter({"model": 1, "after_model": 1})
     assert result["structured_response"].humidity == 1

@@ -19,7 +19,8 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 import neograph_ext as ne
 import neograph_ext._run as run_module
-from tests.integration.pipelines import Crash, linear, model
+from tests.drive import Drive
+from tests.graphs.pipelines import Crash, linear, model
 
 V3_EVENTS = tuple(int(p) for p in metadata.version("langgraph").split(".")[:2]) >= (1, 2)
 """LangGraph's v3 event protocol (``astream_events(version="v3")``) came with 1.2."""
@@ -29,72 +30,76 @@ V2 = model(score=(float, ...))
 DONE = {"log": list("abcd")}
 
 
-def _crashed(saver: BaseCheckpointSaver[Any], config: RunnableConfig, **kwargs: Any) -> None:
+def _crashed(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, **kwargs: Any
+) -> None:
     """A thread that crashed in ``d`` under the V1 types."""
     graph = ne.compile(linear(Counter(), {"c": V1}, crash="d"), checkpointer=saver, **kwargs)
     with pytest.raises(Crash):
-        graph.invoke({"log": []}, config)
+        drive.invoke(graph, {"log": []}, config)
 
 
 def test_invoke_rewinds_and_then_returns_the_stored_result(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
-    _crashed(saver, config)
+    _crashed(drive, saver, config)
     runs: Counter[str] = Counter()
     graph = ne.compile(linear(runs, {"c": V2}), checkpointer=saver, auto_resume=True)
-    assert graph.invoke(None, config) == DONE
+    assert drive.invoke(graph, None, config) == DONE
     assert runs == Counter("cd")
     runs.clear()
-    assert graph.invoke(None, config) == DONE
+    assert drive.invoke(graph, None, config) == DONE
     assert runs == Counter()
-    assert ne.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
+    assert drive.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
 
 
 def test_an_input_on_a_complete_thread_is_a_new_turn_as_in_langgraph(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
     """A plain call is LangGraph's when nothing changed: a chat turn that repeats the last
     message is answered again (``run`` returns the stored result instead)."""
     runs: Counter[str] = Counter()
     graph = ne.compile(linear(runs), checkpointer=saver, auto_resume=True)
-    assert graph.invoke({"log": []}, config) == DONE
-    assert graph.invoke({"log": []}, config) == {"log": list("abcdabcd")}
+    assert drive.invoke(graph, {"log": []}, config) == DONE
+    assert drive.invoke(graph, {"log": []}, config) == {"log": list("abcdabcd")}
     assert runs == Counter("abcdabcd")
     runs.clear()
-    assert ne.run(graph, {"log": []}, config) == {"log": list("abcdabcd")}
+    assert drive.run(graph, {"log": []}, config) == {"log": list("abcdabcd")}
     assert runs == Counter()
 
 
 def test_without_auto_resume_plain_calls_stay_plain(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
-    _crashed(saver, config)
+    _crashed(drive, saver, config)
     runs: Counter[str] = Counter()
     graph = ne.compile(linear(runs, {"c": V2}), checkpointer=saver)
-    graph.invoke(None, config)
+    drive.invoke(graph, None, config)
     assert runs == Counter("d")  # LangGraph's resume: the stale `c` is kept
 
 
 def test_a_copy_with_a_checkpointer_keeps_auto_resume(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
     """A server compiles without a saver and injects its own through ``copy``."""
-    _crashed(saver, config)
+    _crashed(drive, saver, config)
     runs: Counter[str] = Counter()
     graph = ne.compile(linear(runs, {"c": V2}), auto_resume=True)
     served = graph.copy(update={"checkpointer": saver})
-    assert served.invoke(None, config) == DONE
+    assert drive.invoke(served, None, config) == DONE
     assert runs == Counter("cd")
 
 
+# Async only: a server's path (astream_events has no sync twin), on an async saver.
 async def test_astream_rewinds_and_then_streams_the_stored_values_once(
     async_saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
-    crashing = ne.compile(linear(Counter(), {"c": V1}, crash="d"), checkpointer=async_saver)
+    saver = async_saver
+    crashing = ne.compile(linear(Counter(), {"c": V1}, crash="d"), checkpointer=saver)
     with pytest.raises(Crash):
         await crashing.ainvoke({"log": []}, config)
     runs: Counter[str] = Counter()
-    graph = ne.compile(linear(runs, {"c": V2}), checkpointer=async_saver, auto_resume=True)
+    graph = ne.compile(linear(runs, {"c": V2}), checkpointer=saver, auto_resume=True)
     modes = ["values", "updates"]
     chunks = [c async for c in graph.astream(None, config, stream_mode=modes)]
     assert [c for mode, c in chunks if mode == "updates"] == [
@@ -103,7 +108,7 @@ async def test_astream_rewinds_and_then_streams_the_stored_values_once(
     ]
     assert runs == Counter("cd")
     runs.clear()
-    checkpoints = len([c async for c in async_saver.alist(config)])
+    checkpoints = len([c async for c in saver.alist(config)])
     assert [c async for c in graph.astream(None, config, stream_mode=modes)] == [("values", DONE)]
     assert [c async for c in graph.astream(None, config, stream_mode="updates")] == []
     assert await graph.ainvoke(None, config) == DONE
@@ -117,121 +122,132 @@ async def test_astream_rewinds_and_then_streams_the_stored_values_once(
             v3 = await graph.astream_events(None, config, version="v3")
         assert [e["params"]["data"] async for e in v3 if e["method"] == "values"] == [DONE]
     assert runs == Counter()
-    assert len([c async for c in async_saver.alist(config)]) == checkpoints
+    assert len([c async for c in saver.alist(config)]) == checkpoints
 
 
 def test_stream_of_a_finished_thread_yields_its_values_once(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
     runs: Counter[str] = Counter()
     graph = ne.compile(linear(runs), checkpointer=saver, auto_resume=True)
-    graph.invoke({"log": []}, config)
+    drive.invoke(graph, {"log": []}, config)
     runs.clear()
-    assert list(graph.stream(None, config, stream_mode="values")) == [DONE]
-    assert list(ne.stream(graph, None, config, stream_mode=["values"])) == [("values", DONE)]
+    assert list(drive.graph_stream(graph, None, config, stream_mode="values")) == [DONE]
+    assert list(drive.stream(graph, None, config, stream_mode=["values"])) == [("values", DONE)]
     assert runs == Counter()
 
 
 def test_a_strict_graph_raises_before_any_node_runs(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
-    _crashed(saver, config)
+    _crashed(drive, saver, config)
     checkpoints = len(list(saver.list(config)))
     runs: Counter[str] = Counter()
     graph = ne.compile(linear(runs, {"c": V2}), checkpointer=saver, auto_resume=False)
     with pytest.raises(ne.CheckpointSchemaError, match="Invalidated nodes: c") as raised:
-        graph.invoke(None, config)
+        drive.invoke(graph, None, config)
     assert isinstance(raised.value, ValueError)  # a server passes a ValueError's message on
     with pytest.raises(ne.CheckpointSchemaError):
-        list(graph.stream(None, config))
+        list(drive.graph_stream(graph, None, config))
     assert runs == Counter()
     assert len(list(saver.list(config))) == checkpoints
     # run()'s own auto_resume governs run().
-    assert ne.run(graph, None, config) == DONE
+    assert drive.run(graph, None, config) == DONE
     assert runs == Counter("cd")
 
 
 @pytest.mark.parametrize("durability", ["exit", "async", "sync"])
 def test_an_explicit_durability_is_honoured(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig, durability: str
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, durability: str
 ) -> None:
     """As many checkpoints as LangGraph writes with the caller's ``durability``, on a new
     thread and on a rewind."""
     thread = config["configurable"]["thread_id"]
     plain: RunnableConfig = {"configurable": {"thread_id": f"{thread}-plain"}}
     runs: Counter[str] = Counter()
-    linear(runs).compile(checkpointer=saver).invoke({"log": []}, plain, durability=durability)
+    drive.invoke(
+        linear(runs).compile(checkpointer=saver), {"log": []}, plain, durability=durability
+    )
     graph = ne.compile(linear(runs), checkpointer=saver, auto_resume=True)
-    graph.invoke({"log": []}, config, durability=durability)
+    drive.invoke(graph, {"log": []}, config, durability=durability)
     assert len(list(saver.list(config))) == len(list(saver.list(plain)))
     assert runs == Counter("abcdabcd")
 
     rewound: RunnableConfig = {"configurable": {"thread_id": f"{thread}-rewound"}}
-    _crashed(saver, rewound)
+    _crashed(drive, saver, rewound)
     before = len(list(saver.list(rewound)))
     runs.clear()
     changed = ne.compile(linear(runs, {"c": V2}), checkpointer=saver, auto_resume=True)
-    assert changed.invoke(None, rewound, durability=durability) == DONE
+    assert drive.invoke(changed, None, rewound, durability=durability) == DONE
     assert runs == Counter("cd")
     # LangGraph's own time travel from the checkpoint before `c`: `c` and `d`, one
     # checkpoint per step (or the last one alone with "exit"), after a fork of the
     # replayed checkpoint on langgraph >= 1.2 (3 with "sync"), straight on it before (2).
     replayed: RunnableConfig = {"configurable": {"thread_id": f"{thread}-replayed"}}
-    _crashed(saver, replayed)
+    _crashed(drive, saver, replayed)
     plain_v2 = linear(Counter(), {"c": V2}).compile(checkpointer=saver)
-    base = next(s for s in plain_v2.get_state_history(replayed) if s.next == ("c",))
+    base = next(s for s in drive.get_state_history(plain_v2, replayed) if s.next == ("c",))
     plain_before = len(list(saver.list(replayed)))
-    plain_v2.invoke(None, base.config, durability=durability)
+    drive.invoke(plain_v2, None, base.config, durability=durability)
     assert len(list(saver.list(rewound))) - before == (
         len(list(saver.list(replayed))) - plain_before
     )
 
 
 def test_run_on_an_auto_resuming_graph_plans_once(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig, caplog: pytest.LogCaptureFixture
+    drive: Drive,
+    saver: BaseCheckpointSaver[Any],
+    config: RunnableConfig,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    _crashed(saver, config)
+    _crashed(drive, saver, config)
     runs: Counter[str] = Counter()
     graph = ne.compile(linear(runs, {"c": V2}), checkpointer=saver, auto_resume=True)
     with caplog.at_level(logging.INFO, logger="neograph_ext"):
-        assert ne.run(graph, None, config) == DONE
+        assert drive.run(graph, None, config) == DONE
     plans = [r for r in caplog.records if r.getMessage().startswith("thread ")]
     assert [r.getMessage().split(": ")[1].split(" ")[0] for r in plans] == ["rewind"]
     assert runs == Counter("cd")
 
 
 def test_a_thread_written_before_stamping_starts_a_new_turn_on_another_input(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
     runs: Counter[str] = Counter()
-    linear(runs).compile(checkpointer=saver).invoke({"log": []}, config)
+    drive.invoke(linear(runs).compile(checkpointer=saver), {"log": []}, config)
     runs.clear()
     graph = ne.compile(linear(runs), checkpointer=saver, auto_resume=True)
-    assert graph.invoke({"log": ["again"]}, config) == {"log": [*"abcd", "again", *"abcd"]}
+    assert drive.invoke(graph, {"log": ["again"]}, config) == {"log": [*"abcd", "again", *"abcd"]}
     assert runs == Counter("abcd")
 
 
 def test_a_resume_reads_its_head_twice_before_langgraph_does(
-    saver: BaseCheckpointSaver[Any], monkeypatch: pytest.MonkeyPatch
+    drive: Drive, saver: BaseCheckpointSaver[Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     crashing = ne.compile(linear(Counter(), crash="c"), checkpointer=saver)
     ours, theirs = ({"configurable": {"thread_id": str(uuid.uuid4())}} for _ in range(2))
     for config in (ours, theirs):
         with pytest.raises(Crash):
-            ne.run(crashing, {"log": []}, config)
+            drive.run(crashing, {"log": []}, config)
     reads: Counter[str] = Counter()
-    real = saver.get_tuple
+    real = saver.aget_tuple if drive.is_async else saver.get_tuple
 
     def counting(cfg: RunnableConfig) -> Any:
         reads[cfg["configurable"]["thread_id"]] += 1
         return real(cfg)
 
-    monkeypatch.setattr(saver, "get_tuple", counting)
+    monkeypatch.setattr(saver, "aget_tuple" if drive.is_async else "get_tuple", counting)
     runs: Counter[str] = Counter()
     # The function itself, not the plan == run harness, whose own plan reads too.
-    resumed = run_module.run(ne.compile(linear(runs), checkpointer=saver), None, ours)
+    graph = ne.compile(linear(runs), checkpointer=saver)
+    if drive.is_async:
+        resumed = drive.wait(run_module.arun(graph, None, ours))
+    else:
+        resumed = run_module.run(graph, None, ours)
     assert resumed["log"] == list("abcd")
-    assert linear(runs).compile(checkpointer=saver).invoke(None, theirs)["log"] == list("abcd")
+    assert drive.invoke(linear(runs).compile(checkpointer=saver), None, theirs)["log"] == list(
+        "abcd"
+    )
 
     assert runs == Counter({"c": 2, "d": 2})
     # One read to plan, one under the lock to check that the thread did not move meanwhile.

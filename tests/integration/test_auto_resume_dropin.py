@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import operator
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
@@ -27,11 +27,11 @@ from langgraph.graph import START, StateGraph
 from langgraph.types import Command, interrupt
 
 import neograph_ext as ne
-from tests.integration.delta_support import reopened
+from tests.drive import Drive
+from tests.integration.savers import reopened
 
 Builder = StateGraph[Any, Any, Any, Any]
-Calls = Callable[[Any, RunnableConfig], list[Any]]
-AsyncCalls = Callable[[Any, RunnableConfig], Awaitable[list[Any]]]
+Calls = Callable[[Drive, Any, RunnableConfig], list[Any]]
 
 
 class Log(TypedDict, total=False):
@@ -119,35 +119,39 @@ def filesystem(runs: Counter[str]) -> Builder:
     return builder
 
 
-def _turns(graph: Any, config: RunnableConfig) -> list[Any]:
+def _turns(drive: Drive, graph: Any, config: RunnableConfig) -> list[Any]:
     """The same input twice: a new turn each time, as in LangGraph."""
-    return [graph.invoke({"log": []}, config) for _ in range(2)]
+    return [drive.invoke(graph, {"log": []}, config) for _ in range(2)]
 
 
-def _files(graph: Any, config: RunnableConfig) -> list[Any]:
-    return [graph.invoke({"files": {}}, config) for _ in range(3)]
+def _files(drive: Drive, graph: Any, config: RunnableConfig) -> list[Any]:
+    return [drive.invoke(graph, {"files": {}}, config) for _ in range(3)]
 
 
-def _answered(graph: Any, config: RunnableConfig) -> list[Any]:
-    asked = graph.invoke({"log": []}, config, durability="exit")
+def _answered(drive: Drive, graph: Any, config: RunnableConfig) -> list[Any]:
+    asked = drive.invoke(graph, {"log": []}, config, durability="exit")
     # An interrupt's id is derived from its thread's checkpoints: compare what it asks.
     question = [(i.value, i.response_schema) for i in asked.pop("__interrupt__")]
-    return [asked, question, graph.invoke(Command(resume="yes"), config, durability="exit")]
+    return [asked, question, drive.invoke(graph, Command(resume="yes"), config, durability="exit")]
 
 
-def _replayed(graph: Any, config: RunnableConfig) -> list[Any]:
+def _replayed(drive: Drive, graph: Any, config: RunnableConfig) -> list[Any]:
     """Studio's "replay from here", then "fork from here" (``update_state``)."""
-    turns = [graph.invoke({"log": []}, config) for _ in range(2)]
+    turns = [drive.invoke(graph, {"log": []}, config) for _ in range(2)]
     # The second turn's input checkpoint: replayed, the subgraphs load the first turn's.
-    start = next(s for s in graph.get_state_history(config) if s.metadata["source"] == "input")
-    replayed = graph.invoke(None, start.config)
-    forked = graph.update_state(start.config, {"log": ["edited"]})
-    return [*turns, replayed, graph.invoke(None, forked)]
+    start = next(
+        s for s in drive.get_state_history(graph, config) if s.metadata["source"] == "input"
+    )
+    replayed = drive.invoke(graph, None, start.config)
+    forked = drive.update_state(graph, start.config, {"log": ["edited"]})
+    return [*turns, replayed, drive.invoke(graph, None, forked)]
 
 
-def _streamed(graph: Any, config: RunnableConfig) -> list[Any]:
+def _streamed(drive: Drive, graph: Any, config: RunnableConfig) -> list[Any]:
     modes = ["updates", "values"]
-    return [list(graph.stream({"log": []}, config, stream_mode=modes, durability="async"))]
+    return [
+        list(drive.graph_stream(graph, {"log": []}, config, stream_mode=modes, durability="async"))
+    ]
 
 
 SCENARIOS: dict[str, tuple[Callable[[Counter[str]], Builder], Calls]] = {
@@ -176,83 +180,31 @@ def _twins(config: RunnableConfig) -> tuple[RunnableConfig, RunnableConfig]:
 
 @pytest.mark.parametrize("scenario", list(SCENARIOS))
 def test_an_auto_resuming_graph_behaves_as_langgraph(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig, tmp_path: Path, scenario: str
+    drive: Drive,
+    saver: BaseCheckpointSaver[Any],
+    config: RunnableConfig,
+    tmp_path: Path,
+    scenario: str,
 ) -> None:
     make, calls = SCENARIOS[scenario]
     plain_config, auto_config = _twins(config)
     plain_runs: Counter[str] = Counter()
     auto_runs: Counter[str] = Counter()
-    expected = calls(make(plain_runs).compile(checkpointer=saver), plain_config)
+    expected = calls(drive, make(plain_runs).compile(checkpointer=saver), plain_config)
     graph = ne.compile(make(auto_runs), checkpointer=saver, auto_resume=True)
-    assert calls(graph, auto_config) == expected
+    assert calls(drive, graph, auto_config) == expected
     assert auto_runs == plain_runs and plain_runs
     assert _history(saver, tmp_path, make, auto_config) == _history(
         saver, tmp_path, make, plain_config
     )
 
 
-async def _aturns(graph: Any, config: RunnableConfig) -> list[Any]:
-    return [await graph.ainvoke({"log": []}, config) for _ in range(2)]
-
-
-async def _afiles(graph: Any, config: RunnableConfig) -> list[Any]:
-    return [await graph.ainvoke({"files": {}}, config) for _ in range(3)]
-
-
-async def _areplayed(graph: Any, config: RunnableConfig) -> list[Any]:
-    turns = [await graph.ainvoke({"log": []}, config) for _ in range(2)]
-    history = [s async for s in graph.aget_state_history(config)]
-    start = next(s for s in history if s.metadata["source"] == "input")
-    replayed = await graph.ainvoke(None, start.config)
-    forked = await graph.aupdate_state(start.config, {"log": ["edited"]})
-    return [*turns, replayed, await graph.ainvoke(None, forked)]
-
-
-async def _aanswered(graph: Any, config: RunnableConfig) -> list[Any]:
-    asked = await graph.ainvoke({"log": []}, config, durability="exit")
-    question = [(i.value, i.response_schema) for i in asked.pop("__interrupt__")]
-    answered = await graph.ainvoke(Command(resume="yes"), config, durability="exit")
-    return [asked, question, answered]
-
-
-async def _astreamed(graph: Any, config: RunnableConfig) -> list[Any]:
-    modes = ["updates", "values"]
-    chunks = graph.astream({"log": []}, config, stream_mode=modes, durability="async")
-    return [[chunk async for chunk in chunks]]
-
-
-ASYNC_SCENARIOS: dict[str, tuple[Callable[[Counter[str]], Builder], AsyncCalls]] = {
-    "unsaved subgraph": (unsaved_subgraph, _aturns),
-    "asking subgraph": (asking_subgraph, _aanswered),
-    "stream with explicit durability": (unsaved_subgraph, _astreamed),
-    "parallel subgraphs replayed and forked": (parallel_subgraphs, _areplayed),
-    "delta files over three turns": (filesystem, _afiles),
-}
-
-
-@pytest.mark.parametrize("scenario", list(ASYNC_SCENARIOS))
-async def test_an_auto_resuming_graph_behaves_as_langgraph_async(
-    async_saver: BaseCheckpointSaver[Any], config: RunnableConfig, tmp_path: Path, scenario: str
-) -> None:
-    make, calls = ASYNC_SCENARIOS[scenario]
-    plain_config, auto_config = _twins(config)
-    plain_runs: Counter[str] = Counter()
-    auto_runs: Counter[str] = Counter()
-    expected = await calls(make(plain_runs).compile(checkpointer=async_saver), plain_config)
-    graph = ne.compile(make(auto_runs), checkpointer=async_saver, auto_resume=True)
-    assert await calls(graph, auto_config) == expected
-    assert auto_runs == plain_runs and plain_runs
-    assert _history(async_saver, tmp_path, make, auto_config) == _history(
-        async_saver, tmp_path, make, plain_config
-    )
-
-
 def test_run_on_a_graph_with_an_unsaved_subgraph_does_not_crash(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
     """``run``'s default ``durability="sync"`` would fail in such a subgraph."""
     runs: Counter[str] = Counter()
     graph = ne.compile(unsaved_subgraph(runs), checkpointer=saver)
-    assert ne.run(graph, {"log": []}, config) == {"log": ["inner", "after"]}
-    assert ne.run(graph, {"log": []}, config) == {"log": ["inner", "after"]}
+    assert drive.run(graph, {"log": []}, config) == {"log": ["inner", "after"]}
+    assert drive.run(graph, {"log": []}, config) == {"log": ["inner", "after"]}
     assert runs == Counter({"inner": 1, "after": 1})

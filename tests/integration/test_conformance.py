@@ -1,7 +1,8 @@
 """One conformance matrix: every way out x every channel kind x every saver.
 
-Each cell writes a thread under the old code, changes the code, runs it again, and
-checks, re-read through a new saver instance on the same database, that the final
+Each cell, through the sync drivers and through the async ones (``drive``), writes a
+thread under the old code, changes the code, runs it again, and checks, re-read through
+a new saver instance on the same database, that the final
 ``get_state(cfg).values`` equal a fresh run's under the new code (or the stored values,
 for ``migrate`` and ``accept``), and that no kept node ran.
 
@@ -15,7 +16,7 @@ import operator
 import sqlite3
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
@@ -38,8 +39,9 @@ from pydantic import BaseModel
 import neograph_ext as ne
 from neograph_ext import PlanKind
 from tests.conftest import SAVER_KINDS, _require_pg_dsn
-from tests.integration.delta_support import extend
-from tests.integration.pipelines import deployed, model
+from tests.drive import Drive
+from tests.graphs.delta import extend
+from tests.graphs.pipelines import as_data, deployed, model
 
 V1 = model("Summary", text=(str, ...))
 OPTIONAL = model("Summary", text=(str, ...), words=(int, 0))  # validates: kept
@@ -97,12 +99,6 @@ COLUMNS = [
 ]
 
 
-def _data(value: Any) -> dict[str, Any]:
-    if isinstance(value, list):
-        (value,) = value
-    return dict(value.model_dump()) if isinstance(value, BaseModel) else dict(value)
-
-
 def fan(
     column: Column, summary: type[BaseModel], runs: Counter[str]
 ) -> StateGraph[Any, Any, Any, Any]:
@@ -136,7 +132,7 @@ def fan(
 
 
 def add_lang(old: Any) -> Any:
-    new = REQUIRED(text=_data(old)["text"], lang="en")
+    new = REQUIRED(text=as_data(old)["text"], lang="en")
     return [new] if isinstance(old, list) else new
 
 
@@ -189,54 +185,6 @@ KINDS = [
 ]
 
 
-@pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("column", COLUMNS, ids=[c.name for c in COLUMNS])
-@pytest.mark.parametrize("way", list(WAYS))
-def test_the_thread_ends_as_a_fresh_run_or_the_stored_values(
-    kind: str,
-    column: Column,
-    way: str,
-    tmp_path: Path,
-    config: RunnableConfig,
-) -> None:
-    w = WAYS[way]
-    memory = InMemorySaver()
-    path = tmp_path / "matrix.sqlite"
-
-    @contextmanager
-    def saver() -> Iterator[BaseCheckpointSaver[Any]]:
-        if kind == "memory":
-            yield memory
-        else:
-            with opened(kind, path) as fresh:
-                yield fresh
-
-    runs: Counter[str] = Counter()
-    deployed(V1)  # stored values revive as the class of the code running, as in an app
-    with saver() as s:
-        ne.run(ne.compile(fan(column, V1, runs), checkpointer=s), {"history": []}, config)
-        stored = ne.compile(fan(column, V1, Counter()), checkpointer=s).get_state(config).values
-    runs.clear()
-    deployed(w.new)
-    with saver() as s:
-        graph = ne.compile(fan(column, w.new, runs), checkpointer=s, **w.options)
-        assert ne.plan(graph, config).kind is w.kind
-        if w.accept:
-            ne.accept(graph, config)
-        elif w.plain_call:
-            graph.invoke({"history": []}, config)
-        else:
-            ne.run(graph, {"history": []}, config)
-        assert runs == w.reruns, "a kept node ran, or a changed one did not"
-    with saver() as s:  # read back through a new saver instance
-        graph = ne.compile(fan(column, w.new, Counter()), checkpointer=s, **w.options)
-        final = graph.get_state(config).values
-        assert ne.plan(graph, config).kind is PlanKind.UP_TO_DATE
-        ne.run(graph, {"history": []}, _fresh(config))
-        fresh = graph.get_state(_fresh(config)).values
-    _check(column, way, stored, final, fresh)
-
-
 @asynccontextmanager
 async def aopened(kind: str, path: Path) -> AsyncIterator[BaseCheckpointSaver[Any]]:
     """Async twin of ``opened``."""
@@ -249,10 +197,27 @@ async def aopened(kind: str, path: Path) -> AsyncIterator[BaseCheckpointSaver[An
             yield pg
 
 
+def savers(drive: Drive, kind: str, path: Path) -> Callable[[], AbstractContextManager[Any]]:
+    """Opens a new saver instance of ``kind`` and of the drive's mode at each call (the
+    same one in memory, which no other instance can read)."""
+    memory = InMemorySaver()
+
+    @contextmanager
+    def saver() -> Iterator[BaseCheckpointSaver[Any]]:
+        if kind == "memory":
+            yield memory
+        else:
+            with drive.opened(lambda: opened(kind, path), lambda: aopened(kind, path)) as fresh:
+                yield fresh
+
+    return saver
+
+
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("column", COLUMNS, ids=[c.name for c in COLUMNS])
 @pytest.mark.parametrize("way", list(WAYS))
-async def test_the_thread_ends_as_a_fresh_run_or_the_stored_values_async(
+def test_the_thread_ends_as_a_fresh_run_or_the_stored_values(
+    drive: Drive,
     kind: str,
     column: Column,
     way: str,
@@ -260,41 +225,31 @@ async def test_the_thread_ends_as_a_fresh_run_or_the_stored_values_async(
     config: RunnableConfig,
 ) -> None:
     w = WAYS[way]
-    memory = InMemorySaver()
-    path = tmp_path / "matrix.sqlite"
-
-    @asynccontextmanager
-    async def saver() -> AsyncIterator[BaseCheckpointSaver[Any]]:
-        if kind == "memory":
-            yield memory
-        else:
-            async with aopened(kind, path) as fresh:
-                yield fresh
-
+    saver = savers(drive, kind, tmp_path / "matrix.sqlite")
     runs: Counter[str] = Counter()
     deployed(V1)  # stored values revive as the class of the code running, as in an app
-    async with saver() as s:
-        await ne.arun(ne.compile(fan(column, V1, runs), checkpointer=s), {"history": []}, config)
+    with saver() as s:
+        drive.run(ne.compile(fan(column, V1, runs), checkpointer=s), {"history": []}, config)
         old = ne.compile(fan(column, V1, Counter()), checkpointer=s)
-        stored = (await old.aget_state(config)).values
+        stored = drive.get_state(old, config).values
     runs.clear()
     deployed(w.new)
-    async with saver() as s:
+    with saver() as s:
         graph = ne.compile(fan(column, w.new, runs), checkpointer=s, **w.options)
-        assert (await ne.aplan(graph, config)).kind is w.kind
+        assert drive.plan(graph, config).kind is w.kind
         if w.accept:
-            await ne.aaccept(graph, config)
+            drive.accept(graph, config)
         elif w.plain_call:
-            await graph.ainvoke({"history": []}, config)
+            drive.invoke(graph, {"history": []}, config)
         else:
-            await ne.arun(graph, {"history": []}, config)
+            drive.run(graph, {"history": []}, config)
         assert runs == w.reruns, "a kept node ran, or a changed one did not"
-    async with saver() as s:  # read back through a new saver instance
+    with saver() as s:  # read back through a new saver instance
         graph = ne.compile(fan(column, w.new, Counter()), checkpointer=s, **w.options)
-        final = (await graph.aget_state(config)).values
-        assert (await ne.aplan(graph, config)).kind is PlanKind.UP_TO_DATE
-        await ne.arun(graph, {"history": []}, _fresh(config))
-        fresh = (await graph.aget_state(_fresh(config))).values
+        final = drive.get_state(graph, config).values
+        assert drive.plan(graph, config).kind is PlanKind.UP_TO_DATE
+        drive.run(graph, {"history": []}, _fresh(config))
+        fresh = drive.get_state(graph, _fresh(config)).values
     _check(column, way, stored, final, fresh)
 
 
@@ -433,6 +388,7 @@ SHAPES = {
 @pytest.mark.parametrize("column", COLUMNS, ids=[c.name for c in COLUMNS])
 @pytest.mark.parametrize("shape", list(SHAPES))
 def test_each_shape_ends_as_a_fresh_run(
+    drive: Drive,
     kind: str,
     column: Column,
     shape: str,
@@ -440,76 +396,24 @@ def test_each_shape_ends_as_a_fresh_run(
     config: RunnableConfig,
 ) -> None:
     sh = SHAPES[shape](column)
-    memory = InMemorySaver()
-    path = tmp_path / "matrix.sqlite"
-
-    @contextmanager
-    def saver() -> Iterator[BaseCheckpointSaver[Any]]:
-        if kind == "memory":
-            yield memory
-        else:
-            with opened(kind, path) as fresh:
-                yield fresh
-
+    saver = savers(drive, kind, tmp_path / "matrix.sqlite")
     with saver() as s:
         graph = ne.compile(sh.build(column, Counter(), False), checkpointer=s)
         for given, options in sh.before:
-            ne.run(graph, given, config, **options)
+            drive.run(graph, given, config, **options)
     runs: Counter[str] = Counter()
     with saver() as s:
         graph = ne.compile(sh.build(column, runs, True), checkpointer=s)
         for given, options in sh.after:
-            ne.run(graph, given, config, **options)
+            drive.run(graph, given, config, **options)
         assert runs == sh.reruns, "a kept node ran, or a changed one did not"
     with saver() as s:  # read back through a new saver instance
         graph = ne.compile(sh.build(column, Counter(), True), checkpointer=s)
-        final = graph.get_state(config).values
-        assert ne.plan(graph, config).kind is PlanKind.UP_TO_DATE
+        final = drive.get_state(graph, config).values
+        assert drive.plan(graph, config).kind is PlanKind.UP_TO_DATE
         for given, options in sh.before + sh.answers:
-            ne.run(graph, given, _fresh(config), **options)
-        fresh = graph.get_state(_fresh(config)).values
-    assert column.read(final["history"]) == column.read(fresh["history"])
-
-
-@pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("column", COLUMNS, ids=[c.name for c in COLUMNS])
-@pytest.mark.parametrize("shape", list(SHAPES))
-async def test_each_shape_ends_as_a_fresh_run_async(
-    kind: str,
-    column: Column,
-    shape: str,
-    tmp_path: Path,
-    config: RunnableConfig,
-) -> None:
-    sh = SHAPES[shape](column)
-    memory = InMemorySaver()
-    path = tmp_path / "matrix.sqlite"
-
-    @asynccontextmanager
-    async def saver() -> AsyncIterator[BaseCheckpointSaver[Any]]:
-        if kind == "memory":
-            yield memory
-        else:
-            async with aopened(kind, path) as fresh:
-                yield fresh
-
-    async with saver() as s:
-        graph = ne.compile(sh.build(column, Counter(), False), checkpointer=s)
-        for given, options in sh.before:
-            await ne.arun(graph, given, config, **options)
-    runs: Counter[str] = Counter()
-    async with saver() as s:
-        graph = ne.compile(sh.build(column, runs, True), checkpointer=s)
-        for given, options in sh.after:
-            await ne.arun(graph, given, config, **options)
-        assert runs == sh.reruns, "a kept node ran, or a changed one did not"
-    async with saver() as s:  # read back through a new saver instance
-        graph = ne.compile(sh.build(column, Counter(), True), checkpointer=s)
-        final = (await graph.aget_state(config)).values
-        assert (await ne.aplan(graph, config)).kind is PlanKind.UP_TO_DATE
-        for given, options in sh.before + sh.answers:
-            await ne.arun(graph, given, _fresh(config), **options)
-        fresh = (await graph.aget_state(_fresh(config))).values
+            drive.run(graph, given, _fresh(config), **options)
+        fresh = drive.get_state(graph, _fresh(config)).values
     assert column.read(final["history"]) == column.read(fresh["history"])
 
 
@@ -531,8 +435,8 @@ def _check(
     assert column.read(final["history"]) == column.read(expected["history"])
     assert len(column.read(final["history"])) == 4, "an entry is missing or repeated"
     if way == "migrate":
-        assert _data(final["summary"]) == {"text": "t", "lang": "en"}
+        assert as_data(final["summary"]) == {"text": "t", "lang": "en"}
     elif w.stored:
-        assert _data(final["summary"])["text"] == _data(stored["summary"])["text"]
+        assert as_data(final["summary"])["text"] == as_data(stored["summary"])["text"]
     else:
-        assert _data(final["summary"]) == _data(fresh["summary"])
+        assert as_data(final["summary"]) == as_data(fresh["summary"])

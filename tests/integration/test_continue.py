@@ -25,7 +25,7 @@ from neograph_ext._flow import Flow, ListThread, ReadLineage, ReadTuple, planned
 from neograph_ext._keep import KEEP_KEY
 from neograph_ext._steps import durable, work_for
 from neograph_ext._thread import thread_call
-from tests.integration.pipelines import Crash, asking, linear, model
+from tests.graphs.pipelines import Crash, asking, linear, model
 
 V1 = model(score=(int, ...))
 V2 = model(score=(float, ...))

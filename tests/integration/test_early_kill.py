@@ -10,38 +10,39 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 import neograph_ext as ne
-from tests.integration.pipelines import linear
+from tests.drive import Drive
+from tests.graphs.pipelines import linear
 
 INPUT = {"log": [], "value": 7}
 
 
 def test_a_head_that_is_the_input_checkpoint_resumes_every_node(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
     runs: Counter[str] = Counter()
     graph = ne.compile(linear(runs), checkpointer=saver)
     # Exactly what a kill right after ``run()`` saved its input leaves behind.
-    graph.update_state(config, INPUT, as_node="__input__")
-    assert graph.get_state(config).next == ("__start__",)
+    drive.update_state(graph, config, INPUT, as_node="__input__")
+    assert drive.get_state(graph, config).next == ("__start__",)
 
-    plan = ne.plan(graph, config)
+    plan = drive.plan(graph, config)
     assert plan.kind is ne.PlanKind.CONTINUE
-    assert ne.run(graph, None, config) == {"log": list("abcd"), "value": 7}
+    assert drive.run(graph, None, config) == {"log": list("abcd"), "value": 7}
     assert runs == Counter("abcd")
-    assert ne.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
+    assert drive.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
 
 
-async def test_the_async_twin_resumes_it_too(
-    async_saver: BaseCheckpointSaver[Any], config: RunnableConfig
+def test_an_input_given_to_it_is_ignored(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
     runs: Counter[str] = Counter()
-    graph = ne.compile(linear(runs), checkpointer=async_saver)
-    await graph.aupdate_state(config, INPUT, as_node="__input__")
+    graph = ne.compile(linear(runs), checkpointer=saver)
+    drive.update_state(graph, config, INPUT, as_node="__input__")
 
-    assert (await ne.aplan(graph, config)).kind is ne.PlanKind.CONTINUE
-    assert await ne.arun(graph, {"log": [], "value": 1}, config) == {
+    assert drive.plan(graph, config).kind is ne.PlanKind.CONTINUE
+    assert drive.run(graph, {"log": [], "value": 1}, config) == {
         "log": list("abcd"),
         "value": 7,
     }
     assert runs == Counter("abcd")
-    assert (await ne.aplan(graph, config)).kind is ne.PlanKind.UP_TO_DATE
+    assert drive.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE

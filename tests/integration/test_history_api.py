@@ -17,7 +17,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 import neograph_ext as ne
-from tests.integration.pipelines import linear, model
+from tests.graphs.pipelines import linear, model
 
 V1 = model(score=(int, ...))
 V2 = model(score=(float, ...))

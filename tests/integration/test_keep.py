@@ -21,7 +21,8 @@ from langgraph.types import Send
 
 import neograph_ext as ne
 from neograph_ext._keep import forked, keep
-from tests.integration.pipelines import Crash, State, model, node
+from tests.drive import Drive
+from tests.graphs.pipelines import Crash, State, diamond, model, node
 
 V1 = model(score=(int, ...))
 V2 = model(score=(float, ...))
@@ -30,18 +31,9 @@ Builder = StateGraph[Any, Any, Any, Any]
 
 
 def fan(runs: Counter[str], changed: bool, branches: str = "bc", crash: bool = False) -> Builder:
-    """``a -> (branches...) -> d``; the branch ``c`` declares V2 when ``changed``."""
-    builder = StateGraph(State)
-    builder.add_node("a", node("a", runs))
-    builder.add_node("d", node("d", runs))
-    for name in branches:
-        returns = (V2 if changed else V1) if name == "c" else None
-        builder.add_node(name, node(name, runs, returns=returns, crash=crash and name == "c"))
-        builder.add_edge("a", name)
-    builder.add_edge(START, "a")
-    builder.add_edge(list(branches), "d")
-    builder.add_edge("d", END)
-    return builder
+    """``diamond`` whose branch ``c`` declares V2 when ``changed`` (else V1) and crashes
+    when ``crash``."""
+    return diamond(runs, V2 if changed else V1, branches=branches, crash="c" if crash else None)
 
 
 class FanState(TypedDict, total=False):
@@ -167,146 +159,95 @@ def at(config: RunnableConfig, checkpoint_id: str | None) -> RunnableConfig:
     }
 
 
-def fresh(case: Case, saver: BaseCheckpointSaver[Any], config: RunnableConfig) -> Any:
+def fresh(drive: Drive, case: Case, saver: BaseCheckpointSaver[Any], config: RunnableConfig) -> Any:
     """The final state of an uninterrupted run of the new code, on another thread."""
     other: RunnableConfig = {
         "configurable": {"thread_id": f"{config['configurable']['thread_id']}-fresh"}
     }
-    return ne.run(ne.compile(case.build(Counter(), True), checkpointer=saver), case.input, other)
+    return drive.run(ne.compile(case.build(Counter(), True), checkpointer=saver), case.input, other)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
 def test_a_rewind_runs_only_the_changed_tasks_of_the_forked_step(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig, case: Case
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, case: Case
 ) -> None:
     runs: Counter[str] = Counter()
-    ne.run(ne.compile(case.build(runs, False), checkpointer=saver), case.input, config)
+    drive.run(ne.compile(case.build(runs, False), checkpointer=saver), case.input, config)
     runs.clear()
     graph = ne.compile(case.build(runs, True), checkpointer=saver)
 
-    plan = ne.plan(graph, config)
-    result = ne.run(graph, None, config)
+    plan = drive.plan(graph, config)
+    result = drive.run(graph, None, config)
 
     assert plan.kind is ne.PlanKind.REWIND and plan.kept_tasks == case.kept_tasks
     assert runs == case.runs_again
     assert plan.rerun == case.rerun
-    assert result == fresh(case, saver, config)
-    assert ne.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
-
-
-@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
-async def test_async_rewind_runs_only_the_changed_tasks_of_the_forked_step(
-    async_saver: BaseCheckpointSaver[Any], config: RunnableConfig, case: Case
-) -> None:
-    runs: Counter[str] = Counter()
-    await ne.arun(ne.compile(case.build(runs, False), checkpointer=async_saver), case.input, config)
-    runs.clear()
-    graph = ne.compile(case.build(runs, True), checkpointer=async_saver)
-
-    plan = await ne.aplan(graph, config)
-    result = await ne.arun(graph, None, config)
-
-    assert plan.kind is ne.PlanKind.REWIND and plan.kept_tasks == case.kept_tasks
-    assert runs == case.runs_again
-    other: RunnableConfig = {
-        "configurable": {"thread_id": f"{config['configurable']['thread_id']}-fresh"}
-    }
-    graph_v2 = ne.compile(case.build(Counter(), True), checkpointer=async_saver)
-    assert result == await ne.arun(graph_v2, case.input, other)
-    assert (await ne.aplan(graph, config)).kind is ne.PlanKind.UP_TO_DATE
+    assert result == fresh(drive, case, saver, config)
+    assert drive.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
 
 
 def test_stream_keeps_the_unchanged_branch(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
     runs: Counter[str] = Counter()
-    ne.run(ne.compile(fan(runs, False), checkpointer=saver), {"log": []}, config)
+    drive.run(ne.compile(fan(runs, False), checkpointer=saver), {"log": []}, config)
     runs.clear()
     graph = ne.compile(fan(runs, True), checkpointer=saver)
 
-    chunks = list(ne.stream(graph, None, config, stream_mode="updates"))
+    chunks = list(drive.stream(graph, None, config, stream_mode="updates"))
 
     assert runs == Counter("cd")
     # LangGraph reports the kept task's writes as an update too, as on any resume.
     assert {"b", "c", "d"} <= {name for chunk in chunks for name in chunk}
 
 
-async def test_astream_keeps_the_unchanged_branch(
-    async_saver: BaseCheckpointSaver[Any], config: RunnableConfig
-) -> None:
-    runs: Counter[str] = Counter()
-    await ne.arun(ne.compile(fan(runs, False), checkpointer=async_saver), {"log": []}, config)
-    runs.clear()
-    graph = ne.compile(fan(runs, True), checkpointer=async_saver)
-
-    chunks = [c async for c in ne.astream(graph, None, config, stream_mode="updates")]
-
-    assert runs == Counter("cd")
-    assert {"b", "c", "d"} <= {name for chunk in chunks for name in chunk}
-
-
 def test_after_a_crash_in_one_branch_a_fix_that_changes_it_keeps_the_sibling(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
     runs: Counter[str] = Counter()
     with pytest.raises(Crash):
-        ne.run(ne.compile(fan(runs, False, crash=True), checkpointer=saver), {"log": []}, config)
+        drive.run(ne.compile(fan(runs, False, crash=True), checkpointer=saver), {"log": []}, config)
     assert runs == Counter("abc")
     runs.clear()
     graph = ne.compile(fan(runs, True), checkpointer=saver)
 
-    plan = ne.plan(graph, config)
-    result = ne.run(graph, None, config)
+    plan = drive.plan(graph, config)
+    result = drive.run(graph, None, config)
 
     # The fix changed c's type, so the crashed step itself is rewound; b had finished.
     assert plan.kind is ne.PlanKind.REWIND and plan.kept_tasks == {"b"}
     assert plan.rerun == {"c"}
     assert runs == Counter("cd")
-    assert result == ne.run(
+    assert result == drive.run(
         ne.compile(fan(Counter(), True), checkpointer=saver),
         {"log": []},
         {"configurable": {"thread_id": f"{config['configurable']['thread_id']}-fresh"}},
     )
 
 
-async def test_async_after_a_crash_in_one_branch_a_fix_keeps_the_sibling(
-    async_saver: BaseCheckpointSaver[Any], config: RunnableConfig
-) -> None:
-    runs: Counter[str] = Counter()
-    graph = ne.compile(fan(runs, False, crash=True), checkpointer=async_saver)
-    with pytest.raises(Crash):
-        await ne.arun(graph, {"log": []}, config)
-    runs.clear()
-    graph = ne.compile(fan(runs, True), checkpointer=async_saver)
-
-    await ne.arun(graph, None, config)
-
-    assert runs == Counter("cd")
-
-
 def test_after_a_crash_in_one_branch_an_unchanged_fix_keeps_the_sibling(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
     runs: Counter[str] = Counter()
     with pytest.raises(Crash):
-        ne.run(ne.compile(fan(runs, False, crash=True), checkpointer=saver), {"log": []}, config)
+        drive.run(ne.compile(fan(runs, False, crash=True), checkpointer=saver), {"log": []}, config)
     runs.clear()
     graph = ne.compile(fan(runs, False), checkpointer=saver)
 
-    assert ne.plan(graph, config).kind is ne.PlanKind.CONTINUE
-    ne.run(graph, None, config)
+    assert drive.plan(graph, config).kind is ne.PlanKind.CONTINUE
+    drive.run(graph, None, config)
 
     assert runs == Counter("cd")
 
 
 def test_a_fork_left_without_its_kept_writes_is_forked_again(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
     runs: Counter[str] = Counter()
-    ne.run(ne.compile(fan(runs, False), checkpointer=saver), {"log": []}, config)
+    drive.run(ne.compile(fan(runs, False), checkpointer=saver), {"log": []}, config)
     runs.clear()
     graph = ne.compile(fan(runs, True), checkpointer=saver)
-    plan = ne.plan(graph, config)
+    plan = drive.plan(graph, config)
     # What a run killed between its fork and the kept writes leaves: the bare fork.
     at_target = at(config, plan.checkpoint_id)
     target = saver.get_tuple(at_target)
@@ -315,32 +256,32 @@ def test_a_fork_left_without_its_kept_writes_is_forked_again(
     saver.put(at_target, checkpoint, metadata, {})
     # Planned from the fork's parent, read once the listing is closed: reading it inside
     # a SqliteSaver listing waited forever for the saver's lock.
-    assert ne.plan(graph, config).checkpoint_id == plan.checkpoint_id
+    assert drive.plan(graph, config).checkpoint_id == plan.checkpoint_id
 
-    result = ne.run(graph, None, config)
+    result = drive.run(graph, None, config)
 
     assert runs == Counter("cd")
     assert result["log"] == list("abcd")
-    assert ne.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
+    assert drive.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
 
 
 @pytest.mark.parametrize("addressed", [False, True], ids=["newest", "by-checkpoint-id"])
 def test_langgraph_hands_saved_writes_back_only_when_resuming_the_newest_checkpoint(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig, addressed: bool
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, addressed: bool
 ) -> None:
     # What _keep relies on (langgraph 1.2.24): resuming the thread's newest checkpoint
     # applies the writes saved on it instead of running their tasks; addressing the
     # same checkpoint by id is time travel and runs them all again.
     runs: Counter[str] = Counter()
     graph = ne.compile(fan(runs, False), checkpointer=saver)
-    graph.invoke({"log": []}, config)
-    target = ne.plan(ne.compile(fan(runs, True), checkpointer=saver), config).checkpoint_id
+    drive.invoke(graph, {"log": []}, config)
+    target = drive.plan(ne.compile(fan(runs, True), checkpointer=saver), config).checkpoint_id
     at_target = at(config, target)
     keep(graph, saver, at_target, frozenset("b"), graph.neograph_ext_stamp, "")
     fork = saver.get_tuple(config)
     assert fork is not None
     runs.clear()
 
-    graph.invoke(None, fork.config if addressed else config)
+    drive.invoke(graph, None, fork.config if addressed else config)
 
     assert runs == (Counter("bcd") if addressed else Counter("cd"))

@@ -11,14 +11,15 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import Command
 
 import neograph_ext as ne
-from tests.integration.chat import ProfileV2, ProfileV3, SummaryV2, chat, say
-from tests.integration.pipelines import deployed, model
+from tests.drive import SYNC_ONLY, Drive
+from tests.graphs.chat import ProfileV2, ProfileV3, SummaryV2, chat, say
+from tests.graphs.pipelines import as_data, deployed, model
 
 
-def _two_turns(saver: BaseCheckpointSaver[Any], config: RunnableConfig) -> None:
+def _two_turns(drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig) -> None:
     graph = ne.compile(chat(Counter()), checkpointer=saver)
-    ne.run(graph, say("hi"), config)
-    ne.run(graph, say("again"), config)
+    drive.run(graph, say("hi"), config)
+    drive.run(graph, say("again"), config)
 
 
 def _count(saver: BaseCheckpointSaver[Any], config: RunnableConfig) -> int:
@@ -28,37 +29,32 @@ def _count(saver: BaseCheckpointSaver[Any], config: RunnableConfig) -> int:
 
 
 def _name(value: Any) -> str:
-    return str(_data(value)["who"])
-
-
-def _data(value: Any) -> dict[str, Any]:
-    """A stored model as data, whether it revived as a model or as a dict."""
-    return value if isinstance(value, dict) else dict(value.model_dump())
+    return str(as_data(value)["who"])
 
 
 def test_a_change_to_a_value_overwritten_later_reruns_only_the_latest_turn(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
-    _two_turns(saver, config)
+    _two_turns(drive, saver, config)
     runs: Counter[str] = Counter()
     graph = ne.compile(chat(runs, summary=SummaryV2), checkpointer=saver)
-    plan = ne.plan(graph, config)
+    plan = drive.plan(graph, config)
     assert plan.kind is ne.PlanKind.REWIND and plan.blocker is None
     assert plan.rerun == {"reply"}
-    ne.run(graph, None, config)
+    drive.run(graph, None, config)
     assert runs == Counter({"reply": 1})
-    assert ne.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
+    assert drive.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
 
 
 def test_a_live_value_of_an_earlier_turn_blocks_and_names_the_ways_out(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
-    _two_turns(saver, config)
+    _two_turns(drive, saver, config)
     runs: Counter[str] = Counter()
     graph = ne.compile(chat(runs, ProfileV2), checkpointer=saver)
     before = _count(saver, config)
     with pytest.raises(ne.CheckpointSchemaError) as caught:
-        ne.run(graph, say("third"), config)
+        drive.run(graph, say("third"), config)
     message = str(caught.value)
     for way in ("keep_compatible", "migrations", "accept", "new thread_id", "profile"):
         assert way in message
@@ -66,29 +62,29 @@ def test_a_live_value_of_an_earlier_turn_blocks_and_names_the_ways_out(
 
 
 def test_keep_compatible_carries_the_value_without_running_a_node(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
-    _two_turns(saver, config)
+    _two_turns(drive, saver, config)
     runs: Counter[str] = Counter()
     graph = ne.compile(chat(runs, ProfileV2), checkpointer=saver, keep_compatible=True)
-    plan = ne.plan(graph, config)
+    plan = drive.plan(graph, config)
     assert plan.kind is ne.PlanKind.MIGRATE and plan.migrated == {"profile"}
     with pytest.raises(ne.CheckpointSchemaError, match="profile"):
-        ne.run(graph, None, config, auto_resume=False)
+        drive.run(graph, None, config, auto_resume=False)
     before = _count(saver, config)
-    result = ne.run(graph, None, config)
+    result = drive.run(graph, None, config)
     assert runs == Counter() and _count(saver, config) == before + 1
-    assert _data(result["profile"]) == {"who": "Ada", "tone": "plain"}
-    assert ne.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
-    ne.run(graph, say("third"), config)
+    assert as_data(result["profile"]) == {"who": "Ada", "tone": "plain"}
+    assert drive.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
+    drive.run(graph, say("third"), config)
     assert runs == Counter({"reply": 1})
-    assert len(graph.get_state(config).values["messages"]) == 6
+    assert len(drive.get_state(graph, config).values["messages"]) == 6
 
 
 def test_a_migration_converts_the_stored_value(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
-    _two_turns(saver, config)
+    _two_turns(drive, saver, config)
     runs: Counter[str] = Counter()
     seen: list[Any] = []
 
@@ -97,28 +93,28 @@ def test_a_migration_converts_the_stored_value(
         return ProfileV3(full_name=_name(old))
 
     graph = ne.compile(chat(runs, ProfileV3), checkpointer=saver, migrations={ProfileV3: to_v3})
-    assert ne.plan(graph, config).kind is ne.PlanKind.MIGRATE
-    result = ne.run(graph, None, config)
+    assert drive.plan(graph, config).kind is ne.PlanKind.MIGRATE
+    result = drive.run(graph, None, config)
     assert runs == Counter() and len(seen) == 1
-    assert _data(result["profile"]) == {"full_name": "Ada"}
+    assert as_data(result["profile"]) == {"full_name": "Ada"}
 
 
 def test_a_failing_migration_writes_nothing(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
-    _two_turns(saver, config)
+    _two_turns(drive, saver, config)
     runs: Counter[str] = Counter()
     graph = ne.compile(chat(runs, ProfileV3), checkpointer=saver, migrations={"profile": dict})
     before = _count(saver, config)
     with pytest.raises(ne.CheckpointSchemaError, match=r"migrations\[profile\].*`profile`"):
-        ne.run(graph, None, config)
+        drive.run(graph, None, config)
     assert runs == Counter() and _count(saver, config) == before
 
 
 def test_a_raising_migration_writes_nothing(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
-    _two_turns(saver, config)
+    _two_turns(drive, saver, config)
 
     def broken(old: Any) -> Any:
         raise KeyError("nickname")
@@ -128,82 +124,82 @@ def test_a_raising_migration_writes_nothing(
     )
     before = _count(saver, config)
     with pytest.raises(ne.CheckpointSchemaError, match=r"migrations\[profile\] raised on channel"):
-        ne.run(graph, say("third"), config)
+        drive.run(graph, say("third"), config)
     assert _count(saver, config) == before
 
 
 def test_an_incompatible_value_is_not_kept(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
-    _two_turns(saver, config)
+    _two_turns(drive, saver, config)
     graph = ne.compile(chat(Counter(), ProfileV3), checkpointer=saver, keep_compatible=True)
-    plan = ne.plan(graph, config)
+    plan = drive.plan(graph, config)
     assert plan.blocker and "earlier turn" in plan.blocker and not plan.migrated
 
 
-async def test_async_keep_and_migrate(
-    async_saver: BaseCheckpointSaver[Any], config: RunnableConfig
+def test_a_kept_value_is_migrated_on_a_later_deploy(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
-    graph = ne.compile(chat(Counter()), checkpointer=async_saver)
-    await ne.arun(graph, say("hi"), config)
-    await ne.arun(graph, say("again"), config)
+    graph = ne.compile(chat(Counter()), checkpointer=saver)
+    drive.run(graph, say("hi"), config)
+    drive.run(graph, say("again"), config)
     runs: Counter[str] = Counter()
-    graph = ne.compile(chat(runs, ProfileV2), checkpointer=async_saver, keep_compatible={"profile"})
-    assert (await ne.aplan(graph, config)).kind is ne.PlanKind.MIGRATE
-    result = await ne.arun(graph, None, config)
-    assert runs == Counter() and _data(result["profile"])["tone"] == "plain"
+    graph = ne.compile(chat(runs, ProfileV2), checkpointer=saver, keep_compatible={"profile"})
+    assert drive.plan(graph, config).kind is ne.PlanKind.MIGRATE
+    result = drive.run(graph, None, config)
+    assert runs == Counter() and as_data(result["profile"])["tone"] == "plain"
     graph = ne.compile(
         chat(runs, ProfileV3),
-        checkpointer=async_saver,
+        checkpointer=saver,
         migrations={"profile": lambda old: ProfileV3(full_name=_name(old))},
     )
-    result = await ne.arun(graph, say("third"), config)
-    assert _data(result["profile"]) == {"full_name": "Ada"}
+    result = drive.run(graph, say("third"), config)
+    assert as_data(result["profile"]) == {"full_name": "Ada"}
     assert runs == Counter({"reply": 1})
 
 
 def test_a_value_from_a_plain_invoke_under_new_code_is_dead_stale(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
-    _two_turns(saver, config)
+    _two_turns(drive, saver, config)
     runs: Counter[str] = Counter()
     graph = ne.compile(chat(runs, summary=SummaryV2), checkpointer=saver)
-    graph.invoke(say("plain"), config)  # a later turn under the new code, not through run()
-    assert ne.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
-    ne.run(graph, say("next"), config)
+    drive.invoke(graph, say("plain"), config)  # a later turn under the new code, not through run()
+    assert drive.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
+    drive.run(graph, say("next"), config)
     assert runs == Counter({"reply": 2})
 
 
 def test_accept_stamps_the_head_as_current_keeping_next_and_interrupts(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
-    _two_turns(saver, config)
+    _two_turns(drive, saver, config)
     runs: Counter[str] = Counter()
     graph = ne.compile(chat(runs, ProfileV3), checkpointer=saver)
-    assert ne.plan(graph, config).blocker
-    before = graph.get_state(config)
-    ne.accept(graph, config)
-    after = graph.get_state(config)
+    assert drive.plan(graph, config).blocker
+    before = drive.get_state(graph, config)
+    drive.accept(graph, config)
+    after = drive.get_state(graph, config)
     assert after.next == before.next and after.interrupts == before.interrupts
     assert (
         after.config["configurable"]["checkpoint_id"]
         != before.config["configurable"]["checkpoint_id"]
     )
-    assert ne.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
-    ne.run(graph, say("third"), config)
+    assert drive.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
+    drive.run(graph, say("third"), config)
     assert runs == Counter({"reply": 1})
 
 
-async def test_aaccept_on_a_rewinding_thread(
-    async_saver: BaseCheckpointSaver[Any], config: RunnableConfig
+def test_accept_on_a_rewinding_thread(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
-    graph = ne.compile(chat(Counter()), checkpointer=async_saver)
-    await ne.arun(graph, say("hi"), config)
+    graph = ne.compile(chat(Counter()), checkpointer=saver)
+    drive.run(graph, say("hi"), config)
     runs: Counter[str] = Counter()
-    graph = ne.compile(chat(runs, summary=SummaryV2), checkpointer=async_saver)
-    assert (await ne.aplan(graph, config)).kind is ne.PlanKind.REWIND
-    await ne.aaccept(graph, config)
-    assert (await ne.aplan(graph, config)).kind is ne.PlanKind.UP_TO_DATE
+    graph = ne.compile(chat(runs, summary=SummaryV2), checkpointer=saver)
+    assert drive.plan(graph, config).kind is ne.PlanKind.REWIND
+    drive.accept(graph, config)
+    assert drive.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
     assert runs == Counter()
 
 
@@ -245,178 +241,175 @@ def _approval(runs: Counter[str], draft_type: Any, *, ask: bool = True) -> Any:
 
 
 def test_keeping_a_value_keeps_the_pending_interrupt_for_its_answer(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
 
-    ne.run(ne.compile(_approval(Counter(), DraftV1), checkpointer=saver), {}, config)
+    drive.run(ne.compile(_approval(Counter(), DraftV1), checkpointer=saver), {}, config)
     runs: Counter[str] = Counter()
     graph = ne.compile(_approval(runs, DraftV2), checkpointer=saver, keep_compatible=True)
-    assert ne.plan(graph, config).kind is ne.PlanKind.MIGRATE
-    result = ne.run(graph, Command(resume="approve"), config)
+    assert drive.plan(graph, config).kind is ne.PlanKind.MIGRATE
+    result = drive.run(graph, Command(resume="approve"), config)
     assert result["answer"] == "approve" and runs == Counter({"review": 1, "send": 1})
-    assert _data(result["draft"]) == {"text": "hello", "tone": "plain"}
+    assert as_data(result["draft"]) == {"text": "hello", "tone": "plain"}
 
 
 def test_an_approval_is_asked_again_when_the_draft_changed(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig, caplog: pytest.LogCaptureFixture
+    drive: Drive,
+    saver: BaseCheckpointSaver[Any],
+    config: RunnableConfig,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
 
-    ne.run(ne.compile(_approval(Counter(), DraftV1), checkpointer=saver), {}, config)
+    drive.run(ne.compile(_approval(Counter(), DraftV1), checkpointer=saver), {}, config)
     runs: Counter[str] = Counter()
     graph = ne.compile(_approval(runs, DraftV2), checkpointer=saver)
-    assert any("asked again" in note for note in ne.plan(graph, config).notes)
+    assert any("asked again" in note for note in drive.plan(graph, config).notes)
     with caplog.at_level("WARNING", logger="neograph_ext"):
-        again = ne.run(graph, Command(resume="approve"), config)
+        again = drive.run(graph, Command(resume="approve"), config)
     assert "the answer given was set aside" in caplog.text
     assert [i.value for i in again["__interrupt__"]] == ["approve?"]
     assert runs == Counter({"draft": 1, "review": 1})  # send did not run
-    result = ne.run(graph, Command(resume="approve"), config)
+    result = drive.run(graph, Command(resume="approve"), config)
     assert result["answer"] == "approve" and runs["send"] == 1
-    assert _data(result["draft"]) == {"text": "hello", "tone": "plain"}  # the new draft
+    assert as_data(result["draft"]) == {"text": "hello", "tone": "plain"}  # the new draft
 
 
-def test_reanswer_sends_at_once(saver: BaseCheckpointSaver[Any], config: RunnableConfig) -> None:
+def test_reanswer_sends_at_once(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
 
-    ne.run(ne.compile(_approval(Counter(), DraftV1), checkpointer=saver), {}, config)
+    drive.run(ne.compile(_approval(Counter(), DraftV1), checkpointer=saver), {}, config)
     runs: Counter[str] = Counter()
     graph = ne.compile(_approval(runs, DraftV2), checkpointer=saver)
-    result = ne.run(graph, Command(resume="approve"), config, reanswer=True)
+    result = drive.run(graph, Command(resume="approve"), config, reanswer=True)
     assert result["answer"] == "approve"
     assert runs == Counter({"draft": 1, "review": 2, "send": 1})
 
 
 def _at_breakpoint(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> Any:
     """A thread stopped by ``interrupt_before=["send"]`` under DraftV1, and the graph of
     DraftV2 (counting into ``runs``) that resumes it."""
     old = ne.compile(
         _approval(Counter(), DraftV1, ask=False), checkpointer=saver, interrupt_before=["send"]
     )
-    ne.run(old, {}, config)
+    drive.run(old, {}, config)
     return ne.compile(
         _approval(runs, DraftV2, ask=False), checkpointer=saver, interrupt_before=["send"]
     )
 
 
 def test_a_static_breakpoint_is_asked_again_too(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
     runs: Counter[str] = Counter()
-    graph = _at_breakpoint(saver, config, runs)
-    ne.run(graph, Command(resume="approve"), config)
+    graph = _at_breakpoint(drive, saver, config, runs)
+    drive.run(graph, Command(resume="approve"), config)
     assert runs == Counter({"draft": 1, "review": 1})
-    assert graph.get_state(config).next == ("send",)
-    ne.run(graph, Command(resume="approve"), config)
+    assert drive.get_state(graph, config).next == ("send",)
+    drive.run(graph, Command(resume="approve"), config)
     assert runs["send"] == 1
 
 
 def test_a_static_breakpoint_with_reanswer_sends_at_once(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
     runs: Counter[str] = Counter()
-    graph = _at_breakpoint(saver, config, runs)
-    ne.run(graph, None, config, reanswer=True)
+    graph = _at_breakpoint(drive, saver, config, runs)
+    drive.run(graph, None, config, reanswer=True)
     assert runs == Counter({"draft": 1, "review": 1, "send": 1})
 
 
-async def test_async_approval_is_asked_again(
-    async_saver: BaseCheckpointSaver[Any], config: RunnableConfig
-) -> None:
-
-    await ne.arun(ne.compile(_approval(Counter(), DraftV1), checkpointer=async_saver), {}, config)
-    runs: Counter[str] = Counter()
-    graph = ne.compile(_approval(runs, DraftV2), checkpointer=async_saver)
-    again = await ne.arun(graph, Command(resume="approve"), config)
-    assert "__interrupt__" in again and runs["send"] == 0
-    result = await ne.arun(graph, Command(resume="approve"), config)
-    assert result["answer"] == "approve" and runs["send"] == 1
-
-
+# Sync only, for now: run async on PostgreSQL, the input a replay records is at times the
+# stored message (with the id ``add_messages`` gave it), so the same input sent again
+# starts a new turn. The async drivers' replay is covered by the test after this one.
+@SYNC_ONLY
 def test_replay_turns_reruns_the_earlier_turn_then_feeds_later_inputs_again(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
-    _two_turns(saver, config)
+    _two_turns(drive, saver, config)
     runs: Counter[str] = Counter()
     graph = ne.compile(chat(runs, ProfileV3), checkpointer=saver)
-    plan = ne.plan(graph, config, replay_turns=True)
+    plan = drive.plan(graph, config, replay_turns=True)
     assert plan.kind is ne.PlanKind.REWIND and plan.blocker is None and len(plan.replayed) == 1
-    result = ne.run(graph, None, config, replay_turns=True)
+    result = drive.run(graph, None, config, replay_turns=True)
     assert runs == Counter({"extract": 1, "reply": 2})
     said = [m.content for m in result["messages"]]
     assert said == ["hi", "re: hi", "again", "re: again"]
-    assert _data(result["profile"]) == {"full_name": "Ada"}
-    assert ne.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
-    stored = ne.run(graph, say("again"), config)  # the replayed input was recorded
+    assert as_data(result["profile"]) == {"full_name": "Ada"}
+    assert drive.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
+    stored = drive.run(graph, say("again"), config)  # the replayed input was recorded
     assert [m.content for m in stored["messages"]] == said and runs["reply"] == 2
 
 
-def test_replay_stops_at_the_first_interrupt_of_a_later_turn(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+@pytest.mark.parametrize("drive", ["async"], indirect=True)  # see the test above
+def test_async_replay_turns(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
     graph = ne.compile(chat(Counter()), checkpointer=saver)
-    ne.run(graph, say("hi"), config)
-    assert "__interrupt__" in ne.run(graph, say("ask"), config)
-    ne.run(graph, Command(resume="yes"), config)
-    ne.run(graph, say("bye"), config)
+    drive.run(graph, say("hi"), config)
+    drive.run(graph, say("again"), config)
+    runs: Counter[str] = Counter()
+    graph = ne.compile(chat(runs, ProfileV3), checkpointer=saver)
+    result = drive.run(graph, None, config, replay_turns=True)
+    assert runs == Counter({"extract": 1, "reply": 2})
+    assert [m.content for m in result["messages"]] == ["hi", "re: hi", "again", "re: again"]
+
+
+def test_replay_stops_at_the_first_interrupt_of_a_later_turn(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    graph = ne.compile(chat(Counter()), checkpointer=saver)
+    drive.run(graph, say("hi"), config)
+    assert "__interrupt__" in drive.run(graph, say("ask"), config)
+    drive.run(graph, Command(resume="yes"), config)
+    drive.run(graph, say("bye"), config)
     runs: Counter[str] = Counter()
     graph = ne.compile(chat(runs, ProfileV3), checkpointer=saver)
 
-    assert len(ne.plan(graph, config, replay_turns=True).replayed) == 2
-    result = ne.run(graph, None, config, replay_turns=True)
+    assert len(drive.plan(graph, config, replay_turns=True).replayed) == 2
+    result = drive.run(graph, None, config, replay_turns=True)
 
     # Turn 1 re-ran, turn 2's input was fed again and asked again; turn 3 waits.
     assert "__interrupt__" in result
     assert runs == Counter({"extract": 1, "reply": 2})
     assert [m.content for m in result["messages"]] == ["hi", "re: hi", "ask"]
-    answered = ne.run(graph, Command(resume="sure"), config)
+    answered = drive.run(graph, Command(resume="sure"), config)
     assert [m.content for m in answered["messages"]][-1] == "re: ask: sure"
 
 
-async def test_async_replay_turns(
-    async_saver: BaseCheckpointSaver[Any], config: RunnableConfig
-) -> None:
-    graph = ne.compile(chat(Counter()), checkpointer=async_saver)
-    await ne.arun(graph, say("hi"), config)
-    await ne.arun(graph, say("again"), config)
-    runs: Counter[str] = Counter()
-    graph = ne.compile(chat(runs, ProfileV3), checkpointer=async_saver)
-    result = await ne.arun(graph, None, config, replay_turns=True)
-    assert runs == Counter({"extract": 1, "reply": 2})
-    assert [m.content for m in result["messages"]] == ["hi", "re: hi", "again", "re: again"]
-
-
 def test_kept_values_and_a_latest_turn_rewind_combine(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
-    _two_turns(saver, config)
+    _two_turns(drive, saver, config)
     runs: Counter[str] = Counter()
     # Only the profile is kept: the summary's change rewinds the latest turn.
     graph = ne.compile(
         chat(runs, ProfileV2, SummaryV2), checkpointer=saver, keep_compatible={"profile"}
     )
-    plan = ne.plan(graph, config)
+    plan = drive.plan(graph, config)
     assert plan.kind is ne.PlanKind.REWIND and plan.migrated == {"profile"}
     assert plan.rerun == {"reply"} and plan.blocker is None
-    result = ne.run(graph, None, config)
+    result = drive.run(graph, None, config)
     assert runs == Counter({"reply": 1})
-    assert _data(result["profile"]) == {"who": "Ada", "tone": "plain"}
+    assert as_data(result["profile"]) == {"who": "Ada", "tone": "plain"}
     assert [m.content for m in result["messages"]] == ["hi", "re: hi", "again", "re: again"]
-    assert ne.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
+    assert drive.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
 
 
 def test_accept_keeps_a_pending_interrupt(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
 
-    ne.run(ne.compile(_approval(Counter(), DraftV1), checkpointer=saver), {}, config)
+    drive.run(ne.compile(_approval(Counter(), DraftV1), checkpointer=saver), {}, config)
     runs: Counter[str] = Counter()
     graph = ne.compile(_approval(runs, DraftV2), checkpointer=saver)
-    before = graph.get_state(config)
-    ne.accept(graph, config)
-    after = graph.get_state(config)
+    before = drive.get_state(graph, config)
+    drive.accept(graph, config)
+    after = drive.get_state(graph, config)
     assert after.next == before.next == ("review",)
     assert [i.value for i in after.interrupts] == [i.value for i in before.interrupts]
-    assert ne.plan(graph, config).kind is ne.PlanKind.CONTINUE
-    result = ne.run(graph, Command(resume="approve"), config)
+    assert drive.plan(graph, config).kind is ne.PlanKind.CONTINUE
+    result = drive.run(graph, Command(resume="approve"), config)
     assert result["answer"] == "approve" and runs == Counter({"review": 1, "send": 1})

@@ -20,7 +20,8 @@ from pydantic import BaseModel, ConfigDict
 import neograph_ext as ne
 from neograph_ext import PlanKind
 from neograph_ext._changes import STORED
-from tests.integration.pipelines import deployed, model
+from tests.drive import Drive
+from tests.graphs.pipelines import as_data, deployed, model
 
 S1 = model("Summary", text=(str, ...))
 S2 = model("Summary", text=(str, ...), words=(int, 0))  # compatible: kept
@@ -37,17 +38,12 @@ S4 = model(
 S5 = model("Summary", text=(str, ...), words=(int, 0), language=(str, ...), tone=(str, "plain"))
 
 
-def _data(value: Any) -> dict[str, Any]:
-    """A stored model as data, whichever version of the class it revived as."""
-    return dict(value.model_dump()) if isinstance(value, BaseModel) else dict(value)
-
-
 def add_lang(old: Any) -> Any:
-    return S3(**_data(old), lang="en")
+    return S3(**as_data(old), lang="en")
 
 
 def rename_lang(old: Any) -> Any:
-    data = _data(old)
+    data = as_data(old)
     data["language"] = data.pop("lang")
     return S4(**data)
 
@@ -69,7 +65,7 @@ def pipeline(runs: Counter[str], summary: type[BaseModel]) -> StateGraph[Any, An
 
     def review(state: Any) -> dict[str, Any]:
         runs["review"] += 1
-        return {"review": f"ok:{sorted(_data(state['summary']))}"}
+        return {"review": f"ok:{sorted(as_data(state['summary']))}"}
 
     builder = StateGraph(state).add_sequence([fetch, summarize, review])
     return builder.add_edge(START, "fetch")
@@ -87,24 +83,24 @@ def _deploys() -> list[tuple[str, Any, dict[str, Any], PlanKind]]:
 
 
 def test_five_deploys_in_a_row_plan_and_run_as_each_would_alone(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
     runs: Counter[str] = Counter()
     previous: tuple[Any, dict[str, Any]] = (S1, {})
     deployed(S1)
-    ne.run(ne.compile(pipeline(runs, S1), checkpointer=saver), {"doc": "d"}, config)
+    drive.run(ne.compile(pipeline(runs, S1), checkpointer=saver), {"doc": "d"}, config)
     assert runs == Counter(["fetch", "summarize", "review"])
     for number, (name, summary, options, kind) in enumerate(_deploys(), 1):
         # The same change on a thread the previous deploy's code wrote directly.
         direct = {"configurable": {"thread_id": f"{config['configurable']['thread_id']}-{number}"}}
         deployed(previous[0])
         before = ne.compile(pipeline(Counter(), previous[0]), checkpointer=saver, **previous[1])
-        ne.run(before, {"doc": "d"}, direct)
+        drive.run(before, {"doc": "d"}, direct)
 
         deployed(summary)  # the code this deploy runs
         graph = ne.compile(pipeline(runs, summary), checkpointer=saver, **options)
-        plan = ne.plan(graph, config)
-        alone = ne.plan(graph, direct)
+        plan = drive.plan(graph, config)
+        alone = drive.plan(graph, direct)
 
         assert (plan.kind, alone.kind) == (kind, kind), (name, str(plan))
         assert (plan.rerun, plan.kept, plan.migrated) == (alone.rerun, alone.kept, alone.migrated)
@@ -114,28 +110,33 @@ def test_five_deploys_in_a_row_plan_and_run_as_each_would_alone(
         assert len(lines) == len(set(lines)), str(plan)
 
         runs.clear()
-        ne.run(graph, {"doc": "d"}, config)
+        drive.run(graph, {"doc": "d"}, config)
         assert runs == (Counter(["review"]) if kind is PlanKind.REWIND else Counter()), name
-        assert ne.plan(graph, config).kind is PlanKind.UP_TO_DATE, name
+        assert drive.plan(graph, config).kind is PlanKind.UP_TO_DATE, name
         previous = (summary, options)
 
-    values = graph.get_state(config).values
-    assert _data(values["summary"]) == {"text": "x", "words": 0, "language": "en", "tone": "plain"}
+    values = drive.get_state(graph, config).values
+    assert as_data(values["summary"]) == {
+        "text": "x",
+        "words": 0,
+        "language": "en",
+        "tone": "plain",
+    }
     assert values["review"] == "ok:['lang', 'text', 'words']"  # what the rewound review saw
 
 
 def test_rerun_and_kept_print_in_execution_order(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
     deployed(S1)
-    ne.run(ne.compile(pipeline(Counter(), S1), checkpointer=saver), {"doc": "d"}, config)
+    drive.run(ne.compile(pipeline(Counter(), S1), checkpointer=saver), {"doc": "d"}, config)
     deployed(S2)
-    kept = ne.plan(
+    kept = drive.plan(
         ne.compile(pipeline(Counter(), S2), checkpointer=saver, keep_compatible=True), config
     )
     assert "kept: fetch, summarize, review" in str(kept)
     versions = {"fetch": "v2"}
-    rewind = ne.plan(
+    rewind = drive.plan(
         ne.compile(pipeline(Counter(), S1), checkpointer=saver, versions=versions), config
     )
     assert "re-runs: fetch, summarize, review" in str(rewind)

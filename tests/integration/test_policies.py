@@ -32,8 +32,8 @@ from neograph_ext._policy import Asked, asked
 from neograph_ext._run import run as real_run
 from neograph_ext._run import stream as real_stream
 from neograph_ext._thread import thread_call
-from tests.integration.chat import ProfileV2, ProfileV3, chat, say
-from tests.integration.pipelines import Crash, State, linear, model, node
+from tests.graphs.chat import ProfileV2, ProfileV3, chat, say
+from tests.graphs.pipelines import Crash, State, linear, model, node
 
 V1 = model(score=(int, ...))
 V2 = model(score=(float, ...))

@@ -21,6 +21,8 @@ def worker(db: str, thread: str, log: Path, *exit_in: str) -> subprocess.Complet
     )
 
 
+# One way: the subject is a process boundary; the worker runs the sync driver (the
+# reliability suite kills async workers too, ``worker --async``).
 @pytest.mark.parametrize("where", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def test_killed_process_is_resumed_by_another_without_repeating_nodes(
     where: str, request: pytest.FixtureRequest, tmp_path: Path

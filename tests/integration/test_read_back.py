@@ -26,6 +26,7 @@ from pydantic import BaseModel, create_model
 
 import neograph_ext as ne
 from neograph_ext._langgraph import MSGPACK_ALLOWLIST
+from tests.drive import SYNC_ONLY, Drive
 
 APP = Path(__file__).with_name("readback_app.py")
 ROOT = APP.parents[2]
@@ -78,50 +79,43 @@ def make(
     return ne.compile(builder, checkpointer=saver, **options)
 
 
-def crashed(saver: BaseCheckpointSaver[Any], config: RunnableConfig, **options: Any) -> None:
+def crashed(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, **options: Any
+) -> None:
     with pytest.raises(Crash):
-        ne.run(make(saver, Counter(), crash=True, **options), {}, config)
+        drive.run(make(saver, Counter(), crash=True, **options), {}, config)
 
 
 def test_a_local_class_is_rewound_to_its_writer_on_resume(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
-    crashed(saver, config)
+    crashed(drive, saver, config)
     runs: Counter[str] = Counter()
     graph = make(saver, runs)
-    plan = ne.plan(graph, config)
+    plan = drive.plan(graph, config)
     assert plan.kind is ne.PlanKind.REWIND and plan.invalidated_nodes == {"write"}
     assert "node `write`: stored value of `draft` does not read back as `Draft`: got `dict`" in (
         str(plan)
     )
-    result = ne.run(graph, None, config)
+    result = drive.run(graph, None, config)
     assert result["out"] == "Draft:hello"  # without the check: 'dict:None'
     assert runs == Counter({"write": 1, "publish": 1})
-    assert ne.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
-
-
-async def test_async_a_local_class_is_rewound_to_its_writer(
-    async_saver: BaseCheckpointSaver[Any], config: RunnableConfig
-) -> None:
-    with pytest.raises(Crash):
-        await ne.arun(make(async_saver, Counter(), crash=True), {}, config)
-    runs: Counter[str] = Counter()
-    result = await ne.arun(make(async_saver, runs), None, config)
-    assert result["out"] == "Draft:hello" and runs == Counter({"write": 1, "publish": 1})
+    assert drive.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
 
 
 def test_strict_mode_raises_naming_the_value(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
-    crashed(saver, config)
+    crashed(drive, saver, config)
     runs: Counter[str] = Counter()
     with pytest.raises(ne.CheckpointSchemaError) as caught:
-        ne.run(make(saver, runs), None, config, auto_resume=False)
+        drive.run(make(saver, runs), None, config, auto_resume=False)
     assert caught.value.invalidated_nodes == {"write"}
     assert "stored value of `draft` does not read back as `Draft`: got `dict`" in str(caught.value)
     assert runs == Counter()
 
 
+@SYNC_ONLY  # compile's own check: no driver runs
 def test_compile_warns_once_per_type_and_strict_compile_raises(
     saver: BaseCheckpointSaver[Any], caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -136,30 +130,33 @@ def test_compile_warns_once_per_type_and_strict_compile_raises(
 
 
 def test_no_false_alarm_for_values_that_read_back(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig, caplog: pytest.LogCaptureFixture
+    drive: Drive,
+    saver: BaseCheckpointSaver[Any],
+    config: RunnableConfig,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     other: RunnableConfig = {
         "configurable": {"thread_id": f"{config['configurable']['thread_id']}-p"}
     }
     with caplog.at_level("WARNING", logger="neograph_ext"):
-        crashed(saver, config, local=False)
-        crashed(saver, other, pydantic_state=True)  # a local class, coerced on read
+        crashed(drive, saver, config, local=False)
+        crashed(drive, saver, other, pydantic_state=True)  # a local class, coerced on read
         for where, options in ((config, {"local": False}), (other, {"pydantic_state": True})):
             runs: Counter[str] = Counter()
             graph = make(saver, runs, **options)
-            assert ne.plan(graph, where).kind is ne.PlanKind.CONTINUE
-            assert ne.run(graph, None, where)["out"] in ("Kept:hello", "Draft:hello")
+            assert drive.plan(graph, where).kind is ne.PlanKind.CONTINUE
+            assert drive.run(graph, None, where)["out"] in ("Kept:hello", "Draft:hello")
             assert runs == Counter({"publish": 1})  # write was not re-run
     assert not [r for r in caplog.records if "read back" in r.getMessage()]
 
 
 def test_verify_writes_fails_the_step_before_its_writes_are_saved(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
     runs: Counter[str] = Counter()
     graph = make(saver, runs, verify_writes=True)
     with pytest.raises(ne.WriteReadbackError) as caught:
-        ne.run(graph, {}, config)
+        drive.run(graph, {}, config)
     message = str(caught.value)
     assert (
         "node `write` wrote to channel `draft`" in message and "Draft came back as dict" in message
@@ -173,19 +170,22 @@ def test_verify_writes_fails_the_step_before_its_writes_are_saved(
         "configurable": {"thread_id": f"{config['configurable']['thread_id']}-k"}
     }
     checked = make(saver, kept, local=False, verify_writes=True)
-    assert ne.run(checked, {}, other)["out"] == "Kept:hello"
+    assert drive.run(checked, {}, other)["out"] == "Kept:hello"
     assert kept == Counter({"write": 1, "publish": 1}) and checked.checkpointer is saver
 
 
 def test_a_value_other_than_the_declared_type_is_logged_once_per_node_and_process(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig, caplog: pytest.LogCaptureFixture
+    drive: Drive,
+    saver: BaseCheckpointSaver[Any],
+    config: RunnableConfig,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     runs: Counter[str] = Counter()
     graph = declaring(saver, runs)  # no verify_writes: every stamped graph checks
     with caplog.at_level("WARNING", logger="neograph_ext"):
         for n in range(2):
-            ne.run(graph, {}, _thread(config, n))
-        graph.with_config(tags=["copy"]).invoke({}, _thread(config, 2))  # a copy, plain call
+            drive.run(graph, {}, _thread(config, n))
+        drive.invoke(graph.with_config(tags=["copy"]), {}, _thread(config, 2))  # a copy, plain call
     assert runs == Counter({"wrong": 3, "right": 3})
     assert _declared_logs(caplog) == [WRONG]
     # Only logged: the value is stored as LangGraph stores it.
@@ -193,25 +193,17 @@ def test_a_value_other_than_the_declared_type_is_logged_once_per_node_and_proces
     assert stored is not None and stored.checkpoint["channel_values"]["draft"] == {"text": "dict"}
 
 
-async def test_async_a_value_other_than_the_declared_type_is_logged_once(
-    async_saver: BaseCheckpointSaver[Any], config: RunnableConfig, caplog: pytest.LogCaptureFixture
-) -> None:
-    runs: Counter[str] = Counter()
-    graph = declaring(async_saver, runs)
-    with caplog.at_level("WARNING", logger="neograph_ext"):
-        for n in range(2):
-            await ne.arun(graph, {}, _thread(config, n))
-    assert runs == Counter({"wrong": 2, "right": 2}) and _declared_logs(caplog) == [WRONG]
-
-
 def test_verify_writes_also_judges_the_items_a_value_holds(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig, caplog: pytest.LogCaptureFixture
+    drive: Drive,
+    saver: BaseCheckpointSaver[Any],
+    config: RunnableConfig,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     runs: Counter[str] = Counter()
     graph = declaring(saver, runs, verify_writes=True)
     with caplog.at_level("WARNING", logger="neograph_ext"):
         for n in range(2):
-            ne.run(graph, {}, _thread(config, n))
+            drive.run(graph, {}, _thread(config, n))
     assert runs == Counter({"wrong": 2, "right": 2})
     assert _declared_logs(caplog) == [
         WRONG,
@@ -222,7 +214,10 @@ def test_verify_writes_also_judges_the_items_a_value_holds(
 
 
 def test_a_reducers_update_is_judged_by_its_class_and_overwrite_is_unwrapped(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig, caplog: pytest.LogCaptureFixture
+    drive: Drive,
+    saver: BaseCheckpointSaver[Any],
+    config: RunnableConfig,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     runs: Counter[str] = Counter()
 
@@ -237,13 +232,16 @@ def test_a_reducers_update_is_judged_by_its_class_and_overwrite_is_unwrapped(
 
     builder = StateGraph(Reduced).add_sequence([chat, wrong]).add_edge(START, "chat")
     with caplog.at_level("WARNING", logger="neograph_ext"):
-        ne.run(ne.compile(builder, checkpointer=saver, verify_writes=True), {}, config)
+        drive.run(ne.compile(builder, checkpointer=saver, verify_writes=True), {}, config)
     assert runs == Counter({"chat": 1, "wrong": 1})
     assert _declared_logs(caplog) == [WRONG]
 
 
 def test_no_log_for_a_key_a_pydantic_state_validates(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig, caplog: pytest.LogCaptureFixture
+    drive: Drive,
+    saver: BaseCheckpointSaver[Any],
+    config: RunnableConfig,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     runs: Counter[str] = Counter()
 
@@ -253,7 +251,7 @@ def test_no_log_for_a_key_a_pydantic_state_validates(
 
     builder = StateGraph(Validated).add_node(coerced).add_edge(START, "coerced")
     with caplog.at_level("WARNING", logger="neograph_ext"):
-        ne.run(ne.compile(builder, checkpointer=saver), {}, config)
+        drive.run(ne.compile(builder, checkpointer=saver), {}, config)
     assert runs == Counter({"coerced": 1}) and _declared_logs(caplog) == []
 
 
@@ -270,7 +268,10 @@ class Parts(TypedDict, total=False):
 
 
 def test_a_nested_class_is_found_at_compile_time_and_rewound_on_resume(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig, caplog: pytest.LogCaptureFixture
+    drive: Drive,
+    saver: BaseCheckpointSaver[Any],
+    config: RunnableConfig,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     runs: Counter[str] = Counter()
 
@@ -290,8 +291,8 @@ def test_a_nested_class_is_found_at_compile_time_and_rewound_on_resume(
     [warning] = [r.getMessage() for r in caplog.records if "will not read back" in r.getMessage()]
     assert "Report.Part" in warning and f"`{__name__}.Part` does not import it" in warning
     with pytest.raises(Crash):
-        ne.run(graph, {}, config)
-    assert ne.run(graph, None, config)["out"] == "Part"
+        drive.run(graph, {}, config)
+    assert drive.run(graph, None, config)["out"] == "Part"
     assert runs == Counter({"write": 2, "publish": 2})
 
 
@@ -392,6 +393,8 @@ def _app(
     return report
 
 
+# The tests on ``spec`` run one way: their subject is what a process of its own reads
+# (strict msgpack, a class of ``__main__``), and ``readback_app`` runs the sync driver.
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def spec(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":

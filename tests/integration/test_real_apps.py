@@ -24,7 +24,8 @@ from langgraph.store.memory import InMemoryStore
 from langgraph.types import CachePolicy
 
 import neograph_ext as ne
-from tests.integration.apps import (
+from tests.drive import Drive
+from tests.graphs.apps import (
     FakeChat,
     outline,
     search_tool,
@@ -32,13 +33,13 @@ from tests.integration.apps import (
     with_subgraph,
     writer,
 )
-from tests.integration.pipelines import Crash, State, linear, model
+from tests.graphs.pipelines import Crash, State, linear, model
 
 # Item 5: compiled graphs and prebuilt agents.
 
 
 def test_compile_takes_a_compiled_graph_and_keeps_its_options(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
     runs: Counter[str] = Counter()
     store, cache = InMemoryStore(), InMemoryCache()
@@ -55,25 +56,25 @@ def test_compile_takes_a_compiled_graph_and_keeps_its_options(
     assert graph.checkpointer is saver and graph.store is store and graph.cache is cache
     assert graph.name == "mine" and graph.debug is False
     assert graph.interrupt_before_nodes == ["b"] and graph.interrupt_after_nodes == ["c"]
-    ne.run(graph, {"log": []}, config)
+    drive.run(graph, {"log": []}, config)
     assert runs == Counter("a")  # stopped before b, as the compiled graph said
-    ne.run(graph, None, config)
+    drive.run(graph, None, config)
     assert runs == Counter("abc")  # stopped after c
-    assert ne.run(graph, None, config)["log"] == list("abcd")
-    assert ne.plan(graph, config).kind == "up_to_date"
+    assert drive.run(graph, None, config)["log"] == list("abcd")
+    assert drive.plan(graph, config).kind == "up_to_date"
 
 
 def test_compile_keyword_overrides_a_compiled_graphs_option(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
     runs: Counter[str] = Counter()
     graph = ne.compile(linear(runs).compile(interrupt_before=["b"]), checkpointer=saver)
     assert graph.checkpointer is saver
     graph = ne.compile(graph, interrupt_before=[])
-    assert ne.run(graph, {"log": []}, config)["log"] == list("abcd")
+    assert drive.run(graph, {"log": []}, config)["log"] == list("abcd")
 
 
-def test_functional_api_gets_a_graph_error(saver: BaseCheckpointSaver[Any]) -> None:
+def test_functional_api_gets_a_graph_error(drive: Drive, saver: BaseCheckpointSaver[Any]) -> None:
     @entrypoint(checkpointer=saver)
     def workflow(value: int) -> int:
         return value
@@ -81,7 +82,7 @@ def test_functional_api_gets_a_graph_error(saver: BaseCheckpointSaver[Any]) -> N
     with pytest.raises(ne.GraphError, match="functional API"):
         ne.compile(workflow)
     with pytest.raises(ne.GraphError, match="functional API"):
-        ne.run(workflow, 1, {"configurable": {"thread_id": "t"}})
+        drive.run(workflow, 1, {"configurable": {"thread_id": "t"}})
 
 
 # Items 1 and 3: subgraphs compiled the usual way, at any depth, with field-level diffs.
@@ -110,6 +111,7 @@ def _own_checkpointer(runs: Counter[str], title: type) -> Any:
     ids=["plain", "nested", "checkpointer_true"],
 )
 def test_change_inside_a_plainly_compiled_subgraph_reruns_it(
+    drive: Drive,
     saver: BaseCheckpointSaver[Any],
     config: RunnableConfig,
     shape: Any,
@@ -117,59 +119,39 @@ def test_change_inside_a_plainly_compiled_subgraph_reruns_it(
     path: str,
 ) -> None:
     runs: Counter[str] = Counter()
-    ne.run(ne.compile(shape(runs, str), checkpointer=saver), {"topic": "x"}, config)
+    drive.run(ne.compile(shape(runs, str), checkpointer=saver), {"topic": "x"}, config)
     runs.clear()
     graph = ne.compile(shape(runs, int), checkpointer=saver)
-    plan = ne.plan(graph, config)
+    plan = drive.plan(graph, config)
     assert plan.kind == "rewind" and plan.invalidated_nodes == {"writer"}
     text = str(plan)
     assert f"{path} type changed" in text and "Outline.title: str -> int" in text
-    result = ne.run(graph, None, config)
+    result = drive.run(graph, None, config)
     assert set(runs) == rerun and all(count == 1 for count in runs.values())
     assert result["draft"] == "draft of 1"
-    assert ne.plan(graph, config).kind == "up_to_date"
+    assert drive.plan(graph, config).kind == "up_to_date"
 
 
 # Item 2: a crash inside a subgraph, then a change inside it.
 
 
 def test_crash_inside_subgraph_then_change_starts_the_subgraph_afresh(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
     runs: Counter[str] = Counter()
     old = ne.compile(
         with_subgraph(runs, writer(runs, outline(str), crash=True).compile()), checkpointer=saver
     )
     with pytest.raises(Crash):
-        ne.run(old, {"topic": "x"}, config)
+        drive.run(old, {"topic": "x"}, config)
     runs.clear()
     graph = ne.compile(_plain(runs, int), checkpointer=saver)
-    plan = ne.plan(graph, config)
+    plan = drive.plan(graph, config)
     assert plan.kind == "rewind" and plan.invalidated_nodes == {"writer"}
     # Without the fork, LangGraph resumes the subgraph from its own checkpoint and
     # `write` gets the old outline (a TypeError on every retry).
-    assert ne.run(graph, None, config)["draft"] == "draft of 1"
+    assert drive.run(graph, None, config)["draft"] == "draft of 1"
     assert runs == Counter(["plan", "write"])
-
-
-async def test_crash_inside_subgraph_then_change_async(
-    async_saver: BaseCheckpointSaver[Any], config: RunnableConfig
-) -> None:
-    runs: Counter[str] = Counter()
-    old = ne.compile(
-        with_subgraph(runs, writer(runs, outline(str), crash=True).compile()),
-        checkpointer=async_saver,
-    )
-    with pytest.raises(Crash):
-        await ne.arun(old, {"topic": "x"}, config)
-    runs.clear()
-    graph = ne.compile(_plain(runs, int), checkpointer=async_saver)
-    assert (await ne.aplan(graph, config)).kind == "rewind"
-    assert (await ne.arun(graph, None, config))["draft"] == "draft of 1"
-    assert runs == Counter(["plan", "write"])
-
-
-# Item 6: `-> State` annotations.
 
 
 def _two_writers(runs: Counter[str], y_type: type) -> StateGraph[Any, Any, Any, Any]:
@@ -205,15 +187,15 @@ def _two_writers(runs: Counter[str], y_type: type) -> StateGraph[Any, Any, Any, 
 
 
 def test_nodes_annotated_with_the_state_are_judged_by_what_they_wrote(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
     runs: Counter[str] = Counter()
-    ne.run(ne.compile(_two_writers(runs, int), checkpointer=saver), {"log": []}, config)
+    drive.run(ne.compile(_two_writers(runs, int), checkpointer=saver), {"log": []}, config)
     runs.clear()
     graph = ne.compile(_two_writers(runs, float), checkpointer=saver)
-    plan = ne.plan(graph, config)
+    plan = drive.plan(graph, config)
     assert plan.invalidated_nodes == {"make_y"} and plan.kept == {"make_x"}
-    ne.run(graph, None, config)
+    drive.run(graph, None, config)
     assert runs == Counter(["make_y", "finish"])
 
 
@@ -251,17 +233,17 @@ def _fetch_extract_summarize(runs: Counter[str], text: type) -> StateGraph[Any, 
 
 
 def test_a_channel_change_is_blamed_on_the_task_that_wrote_it(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
     runs: Counter[str] = Counter()
-    ne.run(ne.compile(_fetch_extract_summarize(runs, str), checkpointer=saver), {}, config)
+    drive.run(ne.compile(_fetch_extract_summarize(runs, str), checkpointer=saver), {}, config)
     runs.clear()
     graph = ne.compile(_fetch_extract_summarize(runs, int), checkpointer=saver)
-    plan = ne.plan(graph, config)
+    plan = drive.plan(graph, config)
     assert plan.invalidated_nodes == {"summarize"}
     assert "node `extract`" not in str(plan)
     assert plan.rerun == {"summarize"} and plan.kept_tasks == {"extract"}
-    ne.run(graph, None, config)
+    drive.run(graph, None, config)
     # Blamed on summarize alone, extract's finished work is kept too.
     assert runs == Counter(["summarize"])
 
@@ -296,25 +278,25 @@ def _cached(
     ids=["default_key", "custom_key"],
 )
 def test_a_cached_result_of_other_types_is_never_served(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig, policy: CachePolicy[Any]
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, policy: CachePolicy[Any]
 ) -> None:
     runs: Counter[str] = Counter()
     cache = InMemoryCache()
     old = ne.compile(
         _cached(runs, model(score=(int, ...)), policy), checkpointer=saver, cache=cache
     )
-    ne.run(old, {"log": []}, config)
+    drive.run(old, {"log": []}, config)
     other: RunnableConfig = {
         "configurable": {"thread_id": config["configurable"]["thread_id"] + "-2"}
     }
-    ne.run(old, {"log": []}, other)
+    drive.run(old, {"log": []}, other)
     assert runs == Counter({"a": 2, "b": 1})  # the cache serves b under the same code
     runs.clear()
     new = ne.compile(
         _cached(runs, model(score=(float, ...)), policy), checkpointer=saver, cache=cache
     )
-    assert ne.plan(new, config).rerun == {"b"}
-    ne.run(new, None, config)
+    assert drive.plan(new, config).rerun == {"b"}
+    drive.run(new, None, config)
     assert runs == Counter("b")  # not served from the cache the old code filled
 
 
@@ -322,7 +304,7 @@ def test_a_cached_result_of_other_types_is_never_served(
 
 
 def test_tool_schema_change_reruns_the_node_that_made_the_calls(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
     runs: Counter[str] = Counter()
     old_args = model("SearchArgs", query=(str, ...))
@@ -331,7 +313,7 @@ def test_tool_schema_change_reruns_the_node_that_made_the_calls(
         checkpointer=saver,
         interrupt_before=["tools"],
     )
-    ne.run(old, {"messages": [HumanMessage("hi")]}, config)
+    drive.run(old, {"messages": [HumanMessage("hi")]}, config)
     assert runs == Counter(["agent"])
     runs.clear()
     new_args = model("SearchArgs", terms=(list[str], ...))
@@ -340,12 +322,12 @@ def test_tool_schema_change_reruns_the_node_that_made_the_calls(
         checkpointer=saver,
         interrupt_before=["tools"],
     )
-    plan = ne.plan(graph, config)
+    plan = drive.plan(graph, config)
     assert plan.kind == "rewind" and "agent" in plan.invalidated_nodes
     assert "tool `search` arguments changed" in str(plan)
-    ne.run(graph, None, config)  # the agent asks again, under the new schema
+    drive.run(graph, None, config)  # the agent asks again, under the new schema
     assert runs == Counter(["agent"])
-    result = ne.run(graph, None, config)
+    result = drive.run(graph, None, config)
     assert runs == Counter({"agent": 2, "search": 1})
     assert "found {'terms': ['q']}" in result["messages"][-2].content
 
@@ -354,26 +336,26 @@ def test_tool_schema_change_reruns_the_node_that_made_the_calls(
 
 
 def test_a_renamed_node_keeps_its_work(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
     runs: Counter[str] = Counter()
     with pytest.raises(Crash):
-        ne.run(ne.compile(linear(runs, crash="d"), checkpointer=saver), {"log": []}, config)
+        drive.run(ne.compile(linear(runs, crash="d"), checkpointer=saver), {"log": []}, config)
     runs.clear()
     renamed = linear(runs, names=("a", "b", "c2", "d"))
     graph = ne.compile(renamed, checkpointer=saver, renames={"c": "c2"})
-    assert ne.plan(graph, config).kind == "continue"
-    assert ne.run(graph, None, config)["log"] == ["a", "b", "c", "d"]
+    assert drive.plan(graph, config).kind == "continue"
+    assert drive.run(graph, None, config)["log"] == ["a", "b", "c", "d"]
     assert runs == Counter("d")
     # Without `renames`, the rename is a topology change: b re-runs.
-    assert ne.plan(ne.compile(renamed, checkpointer=saver), config).kind != "continue"
+    assert drive.plan(ne.compile(renamed, checkpointer=saver), config).kind != "continue"
 
 
 # Acceptance: create_react_agent with a fake chat model.
 
 
 def test_react_agent_resumes_after_a_crash_inside_a_tool(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
     runs: Counter[str] = Counter()
     args = model("SearchArgs", query=(str, ...))
@@ -382,16 +364,16 @@ def test_react_agent_resumes_after_a_crash_inside_a_tool(
     )
     graph = ne.compile(agent, checkpointer=saver)
     with pytest.raises(Crash):
-        ne.run(graph, {"messages": [HumanMessage("hi")]}, config)
+        drive.run(graph, {"messages": [HumanMessage("hi")]}, config)
     assert runs == Counter({"model": 1, "search": 1})
-    assert ne.plan(graph, config).kind == "continue"
-    result = ne.run(graph, {"messages": [HumanMessage("hi")]}, config)
+    assert drive.plan(graph, config).kind == "continue"
+    result = drive.run(graph, {"messages": [HumanMessage("hi")]}, config)
     assert runs == Counter({"model": 2, "search": 2})  # the first model call is kept
     assert result["messages"][-1].content == "done"
 
 
 def test_react_agent_response_format_change_reruns_only_the_responder(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
     runs: Counter[str] = Counter()
     args = model("SearchArgs", query=(str, ...))
@@ -400,7 +382,7 @@ def test_react_agent_response_format_change_reruns_only_the_responder(
     old = create_react_agent(
         FakeChat(runs=runs, call={"query": "q"}), tools, response_format=old_answer
     )
-    ne.run(ne.compile(old, checkpointer=saver), {"messages": [HumanMessage("hi")]}, config)
+    drive.run(ne.compile(old, checkpointer=saver), {"messages": [HumanMessage("hi")]}, config)
     assert runs == Counter({"model": 2, "search": 1, "respond": 1})
     runs.clear()
     new_answer = model("Answer", text=(str, ...), score=(int, ...))
@@ -408,9 +390,9 @@ def test_react_agent_response_format_change_reruns_only_the_responder(
         FakeChat(runs=runs, call={"query": "q"}), tools, response_format=new_answer
     )
     graph = ne.compile(new, checkpointer=saver)
-    plan = ne.plan(graph, config)
+    plan = drive.plan(graph, config)
     assert plan.invalidated_nodes == {"generate_structured_response"}
-    result = ne.run(graph, None, config)
+    result = drive.run(graph, None, config)
     assert runs == Counter(["respond"])
     assert result["structured_response"].score == 1
 
@@ -436,6 +418,7 @@ def _cache_worker(tmp_path: Path, thread: str, score_type: str) -> dict[str, int
     return result
 
 
+# One way: the subject is a cache two processes share; each worker runs the sync driver.
 def test_sqlite_cache_across_processes_serves_only_results_of_the_same_code(
     tmp_path: Path,
 ) -> None:

@@ -10,7 +10,8 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 import neograph_ext as ne
-from tests.integration.pipelines import Crash, linear, model
+from tests.drive import SYNC_ONLY, Drive
+from tests.graphs.pipelines import Crash, linear, model
 
 V1 = model(score=(int, ...), label=(str, ...))
 
@@ -27,36 +28,39 @@ def count_checkpoints(saver: BaseCheckpointSaver[Any], config: RunnableConfig) -
 
 
 def completed(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig, returns: dict[str, object]
+    drive: Drive,
+    saver: BaseCheckpointSaver[Any],
+    config: RunnableConfig,
+    returns: dict[str, object],
 ) -> Counter[str]:
     runs: Counter[str] = Counter()
-    ne.run(ne.compile(linear(runs, returns), checkpointer=saver), {"log": []}, config)
+    drive.run(ne.compile(linear(runs, returns), checkpointer=saver), {"log": []}, config)
     assert runs == Counter("abcd")
     return runs
 
 
 @pytest.mark.parametrize("change", sorted(CHANGES))
 def test_changed_output_type_reruns_the_node_and_downstream_only(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig, change: str
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, change: str
 ) -> None:
-    completed(saver, config, {"c": V1})
+    completed(drive, saver, config, {"c": V1})
     new_type, named = CHANGES[change]
     runs: Counter[str] = Counter()
     graph = ne.compile(linear(runs, {"c": new_type}), checkpointer=saver)
 
-    plan = ne.plan(graph, config)
+    plan = drive.plan(graph, config)
     assert plan.kind is ne.PlanKind.REWIND
     assert plan.invalidated_nodes == {"c"}
     assert named in str(plan)
 
-    result = ne.run(graph, {"log": []}, config)
+    result = drive.run(graph, {"log": []}, config)
     assert runs == Counter({"c": 1, "d": 1})
     # The reducer channel was restored from the fork point: no duplicate appends.
     assert result["log"] == ["a", "b", "c", "d"]
 
-    assert ne.run(graph, {"log": []}, config)["log"] == ["a", "b", "c", "d"]
+    assert drive.run(graph, {"log": []}, config)["log"] == ["a", "b", "c", "d"]
     assert runs == Counter({"c": 1, "d": 1}), "a third run must execute nothing"
-    assert ne.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
+    assert drive.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
 
 
 @pytest.mark.parametrize(
@@ -65,27 +69,31 @@ def test_changed_output_type_reruns_the_node_and_downstream_only(
     ids=["root", "leaf", "b-and-d"],
 )
 def test_earliest_change_decides_what_reruns(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig, changed: set[str], expected: str
+    drive: Drive,
+    saver: BaseCheckpointSaver[Any],
+    config: RunnableConfig,
+    changed: set[str],
+    expected: str,
 ) -> None:
-    completed(saver, config, dict.fromkeys("abcd", V1))
+    completed(drive, saver, config, dict.fromkeys("abcd", V1))
     new = CHANGES["field retyped"][0]
     runs: Counter[str] = Counter()
     returns = {n: new if n in changed else V1 for n in "abcd"}
     graph = ne.compile(linear(runs, returns), checkpointer=saver)
-    assert ne.plan(graph, config).invalidated_nodes == changed
-    ne.run(graph, {"log": []}, config)
+    assert drive.plan(graph, config).invalidated_nodes == changed
+    drive.run(graph, {"log": []}, config)
     assert runs == Counter(expected)
 
 
 def test_strict_mode_raises_before_running_and_writes_nothing(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
-    completed(saver, config, {"c": V1})
+    completed(drive, saver, config, {"c": V1})
     before = count_checkpoints(saver, config)
     runs: Counter[str] = Counter()
     graph = ne.compile(linear(runs, {"c": CHANGES["field retyped"][0]}), checkpointer=saver)
     with pytest.raises(ne.CheckpointSchemaError) as caught:
-        ne.run(graph, {"log": []}, config, auto_resume=False)
+        drive.run(graph, {"log": []}, config, auto_resume=False)
     assert caught.value.invalidated_nodes == {"c"}
     assert caught.value.plan.kind is ne.PlanKind.REWIND
     message = str(caught.value)
@@ -95,24 +103,24 @@ def test_strict_mode_raises_before_running_and_writes_nothing(
 
 
 def test_strict_mode_passes_when_nothing_changed(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
-    completed(saver, config, {"c": V1})
+    completed(drive, saver, config, {"c": V1})
     runs: Counter[str] = Counter()
     graph = ne.compile(linear(runs, {"c": V1}), checkpointer=saver)
-    assert ne.run(graph, {"log": []}, config, auto_resume=False)["log"] == list("abcd")
+    assert drive.run(graph, {"log": []}, config, auto_resume=False)["log"] == list("abcd")
     assert runs == Counter()
     # plan() reads the lineage even when run() could trust the head it verified.
-    assert ne.plan(graph, config).kept == set("abcd")
+    assert drive.plan(graph, config).kept == set("abcd")
 
 
 def test_plan_explains_at_field_level_and_writes_nothing(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
-    completed(saver, config, {"c": V1})
+    completed(drive, saver, config, {"c": V1})
     before = count_checkpoints(saver, config)
     graph = ne.compile(linear(Counter(), {"c": CHANGES["field retyped"][0]}), checkpointer=saver)
-    plan = ne.plan(graph, config)
+    plan = drive.plan(graph, config)
     (change,) = plan.changes
     assert change.node == "c" and change.reason is ne.ChangeReason.OUTPUT_TYPE
     assert change.old != change.new
@@ -123,118 +131,121 @@ def test_plan_explains_at_field_level_and_writes_nothing(
     assert count_checkpoints(saver, config) == before
 
 
-def test_hyphenated_node_names(saver: BaseCheckpointSaver[Any], config: RunnableConfig) -> None:
+def test_hyphenated_node_names(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
     names = ("load-doc", "call-llm", "parse-out", "save-it")
     runs: Counter[str] = Counter()
     graph = ne.compile(linear(runs, {"parse-out": V1}, names=names), checkpointer=saver)
-    ne.run(graph, {"log": []}, config)
+    drive.run(graph, {"log": []}, config)
     runs.clear()
     new = CHANGES["field added"][0]
     graph = ne.compile(linear(runs, {"parse-out": new}, names=names), checkpointer=saver)
-    assert ne.plan(graph, config).invalidated_nodes == {"parse-out"}
-    ne.run(graph, {"log": []}, config)
+    assert drive.plan(graph, config).invalidated_nodes == {"parse-out"}
+    drive.run(graph, {"log": []}, config)
     assert runs == Counter({"parse-out": 1, "save-it": 1})
 
 
 def test_versions_bump_reruns_the_node(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
     runs: Counter[str] = Counter()
     v1 = ne.compile(linear(runs), checkpointer=saver, versions={"b": "prompt-v1"})
-    ne.run(v1, {"log": []}, config)
-    ne.run(v1, {"log": []}, config)
+    drive.run(v1, {"log": []}, config)
+    drive.run(v1, {"log": []}, config)
     assert runs == Counter("abcd")
     runs.clear()
     graph = ne.compile(linear(runs), checkpointer=saver, versions={"b": "prompt-v2"})
-    (change,) = ne.plan(graph, config).changes
+    (change,) = drive.plan(graph, config).changes
     assert change.reason is ne.ChangeReason.VERSION and "prompt-v2" in change.diff[0]
-    ne.run(graph, None, config)
+    drive.run(graph, None, config)
     assert runs == Counter("bcd")
 
 
 def test_output_types_override_the_return_annotation(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
-    completed(saver, config, {"c": V1})
+    completed(drive, saver, config, {"c": V1})
     runs: Counter[str] = Counter()
     # Same annotation, but the declared override differs from what was stamped.
     graph = ne.compile(
         linear(runs, {"c": V1}), checkpointer=saver, output_types={"c": CHANGES["field added"][0]}
     )
-    assert ne.plan(graph, config).invalidated_nodes == {"c"}
+    assert drive.plan(graph, config).invalidated_nodes == {"c"}
     graph = ne.compile(linear(runs, {"c": None}), checkpointer=saver, output_types={"c": V1})
-    assert ne.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
+    assert drive.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
 
 
+@SYNC_ONLY  # compile's own check: no driver runs
 def test_unknown_node_in_options_is_a_clear_error(saver: BaseCheckpointSaver[Any]) -> None:
     with pytest.raises(ValueError, match=r"versions names nodes the graph does not have: \['x'\]"):
         ne.compile(linear(Counter()), checkpointer=saver, versions={"x": "1"})
 
 
 def test_crash_resumes_without_repeating_finished_nodes(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
     runs: Counter[str] = Counter()
     with pytest.raises(Crash):
-        ne.run(ne.compile(linear(runs, crash="c"), checkpointer=saver), {"log": []}, config)
+        drive.run(ne.compile(linear(runs, crash="c"), checkpointer=saver), {"log": []}, config)
     assert runs == Counter("abc")
     runs.clear()
     graph = ne.compile(linear(runs), checkpointer=saver)
-    assert ne.plan(graph, config).kind is ne.PlanKind.CONTINUE
+    assert drive.plan(graph, config).kind is ne.PlanKind.CONTINUE
     # The input of an incomplete thread is ignored: the stored run continues.
-    assert ne.run(graph, {"log": ["ignored"]}, config)["log"] == list("abcd")
+    assert drive.run(graph, {"log": ["ignored"]}, config)["log"] == list("abcd")
     assert runs == Counter("cd")
 
 
 def test_crash_then_change_upstream_rewinds_before_it(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
     runs: Counter[str] = Counter()
     graph = ne.compile(linear(runs, {"b": V1}, crash="d"), checkpointer=saver)
     with pytest.raises(Crash):
-        ne.run(graph, {"log": []}, config)
+        drive.run(graph, {"log": []}, config)
     runs.clear()
     graph = ne.compile(linear(runs, {"b": CHANGES["field added"][0]}), checkpointer=saver)
-    assert ne.run(graph, None, config)["log"] == list("abcd")
+    assert drive.run(graph, None, config)["log"] == list("abcd")
     assert runs == Counter("bcd")
 
 
 def test_caller_input_and_config_are_not_mutated(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
-    completed(saver, config, {"c": V1})
+    completed(drive, saver, config, {"c": V1})
     graph = ne.compile(linear(Counter(), {"c": CHANGES["field added"][0]}), checkpointer=saver)
     given = {"log": []}
     snapshot_config = {"configurable": dict(config["configurable"])}
-    ne.run(graph, given, config)
+    drive.run(graph, given, config)
     assert given == {"log": []}
     assert config == snapshot_config
 
 
 def test_checkpoint_id_in_config_is_planned_from(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
-    completed(saver, config, {"c": V1})
+    completed(drive, saver, config, {"c": V1})
     history = list(saver.list(config))
     after_b = next(t for t in history if t.metadata and t.metadata.get("step") == 2)
     at = {"configurable": {**config["configurable"], "checkpoint_id": after_b.checkpoint["id"]}}
     runs: Counter[str] = Counter()
     graph = ne.compile(linear(runs, {"c": V1}), checkpointer=saver)
-    plan = ne.plan(graph, at)
+    plan = drive.plan(graph, at)
     assert plan.kind is ne.PlanKind.CONTINUE and plan.head_id == after_b.checkpoint["id"]
     assert plan.next_nodes == {"c"}
-    ne.run(graph, None, at)
+    drive.run(graph, None, at)
     assert runs == Counter("cd")
 
 
 def test_history_is_forked_never_overwritten(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
-    completed(saver, config, {"c": V1})
+    completed(drive, saver, config, {"c": V1})
     before = {t.checkpoint["id"] for t in saver.list(config)}
     graph = ne.compile(linear(Counter(), {"c": CHANGES["field added"][0]}), checkpointer=saver)
-    target = ne.plan(graph, config).checkpoint_id
-    ne.run(graph, None, config)
+    target = drive.plan(graph, config).checkpoint_id
+    drive.run(graph, None, config)
     after = {t.checkpoint["id"] for t in saver.list(config)}
     assert before < after
     # A new branch off the target (LangGraph 1.2 writes it as source "fork", 1.1 as "loop").
@@ -247,26 +258,26 @@ def test_history_is_forked_never_overwritten(
 
 
 def test_graph_without_stamp_or_thread_is_a_clear_error(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
     plain = linear(Counter()).compile(checkpointer=saver)
     with pytest.raises(ne.GraphError, match=r"neograph_ext\.compile"):
-        ne.run(plain, None, config)
+        drive.run(plain, None, config)
     with pytest.raises(ne.GraphError, match="thread_id"):
-        ne.run(ne.compile(linear(Counter()), checkpointer=saver), None, {})
+        drive.run(ne.compile(linear(Counter()), checkpointer=saver), None, {})
     with pytest.raises(ne.GraphError, match="checkpointer"):
-        ne.plan(ne.compile(linear(Counter())), config)
+        drive.plan(ne.compile(linear(Counter())), config)
 
 
 def test_unknown_checkpoint_id_is_a_clear_error_not_a_fresh_thread(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
-    completed(saver, config, {"c": V1})
+    completed(drive, saver, config, {"c": V1})
     at = {"configurable": {**config["configurable"], "checkpoint_id": "no-such-checkpoint"}}
     runs: Counter[str] = Counter()
     graph = ne.compile(linear(runs, {"c": V1}), checkpointer=saver)
     with pytest.raises(ne.GraphError, match="has no checkpoint 'no-such-checkpoint'"):
-        ne.plan(graph, at)
+        drive.plan(graph, at)
     with pytest.raises(ne.GraphError, match="drop checkpoint_id"):
-        ne.run(graph, None, at)
+        drive.run(graph, None, at)
     assert runs == Counter()

@@ -15,35 +15,23 @@ from langgraph.types import Command, Send, interrupt
 from pydantic import BaseModel
 
 import neograph_ext as ne
-from tests.integration.pipelines import Crash, State, linear, model, node
+from tests.drive import Drive
+from tests.graphs.pipelines import Crash, State, diamond, linear, model, node
 
 V1 = model(score=(int, ...))
 V2 = model(score=(float, ...))
 
 
-def diamond(runs: Counter[str], c_returns: object) -> StateGraph[Any, Any, Any, Any]:
-    builder = StateGraph(State)
-    for name in "abd":
-        builder.add_node(name, node(name, runs))
-    builder.add_node("c", node("c", runs, returns=c_returns))
-    builder.add_edge(START, "a")
-    builder.add_edge("a", "b")
-    builder.add_edge("a", "c")
-    builder.add_edge(["b", "c"], "d")
-    builder.add_edge("d", END)
-    return builder
-
-
 def test_parallel_branch_change_reruns_that_branch_and_after(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
     runs: Counter[str] = Counter()
-    ne.run(ne.compile(diamond(runs, V1), checkpointer=saver), {"log": []}, config)
+    drive.run(ne.compile(diamond(runs, V1), checkpointer=saver), {"log": []}, config)
     runs.clear()
     graph = ne.compile(diamond(runs, V2), checkpointer=saver)
-    plan = ne.plan(graph, config)
+    plan = drive.plan(graph, config)
     assert plan.invalidated_nodes == {"c"} and plan.kept == {"a", "b"}
-    result = ne.run(graph, None, config)
+    result = drive.run(graph, None, config)
     # b finished in the rewound superstep and did not change: its writes are kept.
     assert runs == Counter("cd")
     assert sorted(result["log"]) == sorted("abcd")
@@ -84,15 +72,15 @@ def fan_out(runs: Counter[str], worker_returns: object) -> StateGraph[Any, Any, 
 
 
 def test_send_fan_out_reruns_all_sends_without_duplicating_results(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
     runs: Counter[str] = Counter()
-    ne.run(ne.compile(fan_out(runs, V1), checkpointer=saver), {}, config)
+    drive.run(ne.compile(fan_out(runs, V1), checkpointer=saver), {}, config)
     assert runs == Counter({"prepare": 1, "worker": 5, "total": 1})
     runs.clear()
     graph = ne.compile(fan_out(runs, V2), checkpointer=saver)
-    assert ne.plan(graph, config).invalidated_nodes == {"worker"}
-    result = ne.run(graph, None, config)
+    assert drive.plan(graph, config).invalidated_nodes == {"worker"}
+    result = drive.run(graph, None, config)
     assert runs == Counter({"worker": 5, "total": 1})
     assert sorted(result["results"]) == [10, 20, 30, 40, 50]
 
@@ -122,17 +110,17 @@ def loop(runs: Counter[str], body_returns: object) -> StateGraph[Any, Any, Any, 
 
 
 def test_loop_body_change_restarts_the_loop_once(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
     runs: Counter[str] = Counter()
-    ne.run(ne.compile(loop(runs, V1), checkpointer=saver), {}, config)
+    drive.run(ne.compile(loop(runs, V1), checkpointer=saver), {}, config)
     assert runs == Counter({"start": 1, "body": 3})
     runs.clear()
     graph = ne.compile(loop(runs, V2), checkpointer=saver)
-    result = ne.run(graph, None, config)
+    result = drive.run(graph, None, config)
     assert runs == Counter({"body": 3})
     assert result["log"] == ["body0", "body1", "body2"]
-    assert ne.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
+    assert drive.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
 
 
 def with_subgraph(
@@ -155,45 +143,45 @@ def with_subgraph(
 
 
 def test_change_inside_a_subgraph_reruns_its_parent_node_only(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
     runs: Counter[str] = Counter()
-    ne.run(ne.compile(with_subgraph(runs, V1), checkpointer=saver), {"log": []}, config)
+    drive.run(ne.compile(with_subgraph(runs, V1), checkpointer=saver), {"log": []}, config)
     assert runs == Counter(["a", "inner-1", "inner-2", "z"])
     runs.clear()
     graph = ne.compile(with_subgraph(runs, V2), checkpointer=saver)
-    plan = ne.plan(graph, config)
+    plan = drive.plan(graph, config)
     assert plan.invalidated_nodes == {"sub"}
     assert plan.changes[0].reason is ne.ChangeReason.SUBGRAPH
     assert any("inner-2" in line for line in plan.changes[0].diff)
-    ne.run(graph, None, config)
+    drive.run(graph, None, config)
     assert runs == Counter(["inner-1", "inner-2", "z"])
 
 
 def test_node_appended_to_a_completed_thread_runs(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
     runs: Counter[str] = Counter()
-    ne.run(ne.compile(linear(runs, names="abc"), checkpointer=saver), {"log": []}, config)
+    drive.run(ne.compile(linear(runs, names="abc"), checkpointer=saver), {"log": []}, config)
     runs.clear()
     graph = ne.compile(linear(runs, names="abcd"), checkpointer=saver)
-    (change,) = ne.plan(graph, config).changes
+    (change,) = drive.plan(graph, config).changes
     assert change.node == "c" and change.reason is ne.ChangeReason.SUCCESSORS
-    assert ne.run(graph, None, config)["log"] == list("abcd")
+    assert drive.run(graph, None, config)["log"] == list("abcd")
     assert runs == Counter("cd")
 
 
 def test_node_removed_while_the_thread_waits_on_it(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
     runs: Counter[str] = Counter()
     with pytest.raises(Crash):
-        ne.run(ne.compile(linear(runs, crash="c"), checkpointer=saver), {"log": []}, config)
+        drive.run(ne.compile(linear(runs, crash="c"), checkpointer=saver), {"log": []}, config)
     runs.clear()
     graph = ne.compile(linear(runs, names="abd"), checkpointer=saver)
-    plan = ne.plan(graph, config)
+    plan = drive.plan(graph, config)
     assert plan.invalidated_nodes == {"b"} and plan.kind is ne.PlanKind.REWIND
-    assert ne.run(graph, None, config)["log"] == list("abd")
+    assert drive.run(graph, None, config)["log"] == list("abd")
     assert runs == Counter("bd")
 
 
@@ -214,50 +202,56 @@ def approval(runs: Counter[str], a_returns: object) -> StateGraph[Any, Any, Any,
 
 
 def test_interrupt_is_asked_again_after_an_upstream_change(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
     runs: Counter[str] = Counter()
-    first = ne.run(ne.compile(approval(runs, V1), checkpointer=saver), {"log": []}, config)
+    first = drive.run(ne.compile(approval(runs, V1), checkpointer=saver), {"log": []}, config)
     assert "__interrupt__" in first
     runs.clear()
     graph = ne.compile(approval(runs, V2), checkpointer=saver)
-    assert any("asked again" in note for note in ne.plan(graph, config).notes)
-    again = ne.run(graph, Command(resume="yes"), config)
+    assert any("asked again" in note for note in drive.plan(graph, config).notes)
+    again = drive.run(graph, Command(resume="yes"), config)
     assert "__interrupt__" in again and runs == Counter({"a": 1, "ask": 1})
-    result = ne.run(graph, Command(resume="yes"), config)
+    result = drive.run(graph, Command(resume="yes"), config)
     assert result["log"] == ["a", "answer=yes", "z"]
     assert runs == Counter({"a": 1, "ask": 2, "z": 1})
-    assert ne.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
+    assert drive.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
 
 
 def test_reanswer_applies_the_answer_to_the_new_interrupt(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
     runs: Counter[str] = Counter()
-    ne.run(ne.compile(approval(runs, V1), checkpointer=saver), {"log": []}, config)
+    drive.run(ne.compile(approval(runs, V1), checkpointer=saver), {"log": []}, config)
     runs.clear()
     graph = ne.compile(approval(runs, V2), checkpointer=saver)
-    result = ne.run(graph, Command(resume="yes"), config, reanswer=True)
+    result = drive.run(graph, Command(resume="yes"), config, reanswer=True)
     assert result["log"] == ["a", "answer=yes", "z"]
     # a re-ran; ask ran once to reach the interrupt again and once with the answer.
     assert runs == Counter({"a": 1, "ask": 2, "z": 1})
-    assert ne.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
+    assert drive.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
 
 
 def test_unstamped_thread_resumes_as_langgraph_would(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig, caplog: pytest.LogCaptureFixture
+    drive: Drive,
+    saver: BaseCheckpointSaver[Any],
+    config: RunnableConfig,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     runs: Counter[str] = Counter()
     with pytest.raises(Crash):
-        linear(runs, crash="c").compile(checkpointer=saver).invoke(
-            {"log": []}, config, durability="sync"
+        drive.invoke(
+            linear(runs, crash="c").compile(checkpointer=saver),
+            {"log": []},
+            config,
+            durability="sync",
         )
     runs.clear()
     graph = ne.compile(linear(runs, {"c": V2}), checkpointer=saver)
-    plan = ne.plan(graph, config)
+    plan = drive.plan(graph, config)
     assert plan.kind is ne.PlanKind.UNVERIFIED and plan.notes
     with caplog.at_level("WARNING", logger="neograph_ext"):
-        assert ne.run(graph, None, config)["log"] == list("abcd")
+        assert drive.run(graph, None, config)["log"] == list("abcd")
     assert "without a stamp" in caplog.text
     assert runs == Counter("cd")
     # Stamped from then on: the new checkpoints carry the fingerprints.
@@ -266,7 +260,7 @@ def test_unstamped_thread_resumes_as_langgraph_would(
 
 
 def test_channel_type_change_in_a_plain_graph_without_annotations(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
     def build(summary_type: Any, runs: Counter[str]) -> StateGraph[Any, Any, Any, Any]:
         # Built at run time on purpose: the channel's type is the parameter.
@@ -293,14 +287,14 @@ def test_channel_type_change_in_a_plain_graph_without_annotations(
         return builder
 
     runs: Counter[str] = Counter()
-    ne.run(ne.compile(build(str, runs), checkpointer=saver), {}, config)
+    drive.run(ne.compile(build(str, runs), checkpointer=saver), {}, config)
     runs.clear()
     graph = ne.compile(build(list[str], runs), checkpointer=saver)
-    plan = ne.plan(graph, config)
+    plan = drive.plan(graph, config)
     assert plan.invalidated_nodes == {"summarize"}
     (change,) = plan.changes
     assert change.reason is ne.ChangeReason.CHANNEL and change.channel == "summary"
-    ne.run(graph, None, config)
+    drive.run(graph, None, config)
     assert runs == Counter(["summarize", "publish"])
 
 
@@ -332,57 +326,57 @@ def pydantic_graph(state: type[BaseModel], runs: Counter[str]) -> StateGraph[Any
 
 
 def test_pydantic_state_whose_field_became_incompatible(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
     runs: Counter[str] = Counter()
-    ne.run(ne.compile(pydantic_graph(Report, runs), checkpointer=saver), {}, config)
+    drive.run(ne.compile(pydantic_graph(Report, runs), checkpointer=saver), {}, config)
     runs.clear()
     ReportV2.__name__ = ReportV2.__qualname__ = "Report"
     graph = ne.compile(pydantic_graph(ReportV2, runs), checkpointer=saver)
     # The stored score (5) no longer validates as list[int]; planning must not care.
-    plan = ne.plan(graph, config)
+    plan = drive.plan(graph, config)
     assert plan.invalidated_nodes == {"score"}
-    assert ne.run(graph, None, config) == {"score": [5], "note": "score is [5]"}
+    assert drive.run(graph, None, config) == {"score": [5], "note": "score is [5]"}
     assert runs == Counter(["score", "note"])
 
 
 def test_multi_turn_change_whose_earlier_values_are_dead_rewinds_the_latest_turn(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
     runs: Counter[str] = Counter()
     graph = ne.compile(linear(runs, {"b": V1}), checkpointer=saver)
-    ne.run(graph, {"log": ["turn1"]}, config)
-    ne.run(graph, {"log": ["turn2"]}, config)
+    drive.run(graph, {"log": ["turn1"]}, config)
+    drive.run(graph, {"log": ["turn2"]}, config)
     assert runs == Counter("abcdabcd"), "a different input on a complete thread is a new turn"
     runs.clear()
     changed = ne.compile(linear(runs, {"b": V2}), checkpointer=saver)
     # Turn 2 wrote every channel turn 1 wrote: turn 1's values are dead (a live one
     # blocks: tests/integration/test_long_lived.py).
-    plan = ne.plan(changed, config)
+    plan = drive.plan(changed, config)
     assert plan.kind is ne.PlanKind.REWIND and plan.blocker is None
-    ne.run(changed, None, config)
+    drive.run(changed, None, config)
     assert runs == Counter("bcd")
 
 
 def test_same_input_on_a_complete_thread_returns_the_stored_result(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
     runs: Counter[str] = Counter()
     graph = ne.compile(linear(runs), checkpointer=saver)
-    first = ne.run(graph, {"log": ["x"]}, config)
-    assert ne.run(graph, {"log": ["x"]}, config) == first
-    assert ne.run(graph, None, config) == first
+    first = drive.run(graph, {"log": ["x"]}, config)
+    assert drive.run(graph, {"log": ["x"]}, config) == first
+    assert drive.run(graph, None, config) == first
     assert runs == Counter("abcd")
 
 
 def test_thread_written_with_exit_durability_is_reported_not_guessed(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
     runs: Counter[str] = Counter()
-    ne.run(ne.compile(linear(runs, {"c": V1}), checkpointer=saver), {"log": []}, config,
+    drive.run(ne.compile(linear(runs, {"c": V1}), checkpointer=saver), {"log": []}, config,
            durability="exit")  # fmt: skip
     graph = ne.compile(linear(runs, {"c": V2}), checkpointer=saver)
-    plan = ne.plan(graph, config)
+    plan = drive.plan(graph, config)
     assert plan.blocker is not None and "durability='exit'" in plan.blocker
     with pytest.raises(ne.CheckpointSchemaError, match="durability='exit'"):
-        ne.run(graph, None, config)
+        drive.run(graph, None, config)

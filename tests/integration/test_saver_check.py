@@ -16,23 +16,28 @@ import socket
 import subprocess
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import lmdb
 import pytest
-import pytest_asyncio
 import redis
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata
+from langgraph.checkpoint.base import (
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+)
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph_checkpoint_lmdb import AsyncLMDBSaver, LMDBSaver
 from langgraph_checkpoint_plainredis import AsyncRedisSaver, RedisSaver
 
 import neograph_ext as ne
 from neograph_ext import PlanKind
-from tests.integration.pipelines import linear, model
+from tests.drive import Drive
+from tests.graphs.pipelines import linear, model
 
 V1 = model(score=(int, ...))
 V2 = model(score=(float, ...))
@@ -66,63 +71,65 @@ class CountingSaver(InMemorySaver):
 
 
 def test_a_saver_that_drops_config_metadata_raises_before_any_node_runs(
+    drive: Drive,
     config: RunnableConfig,
 ) -> None:
     runs: Counter[str] = Counter()
     graph = ne.compile(linear(runs), checkpointer=DroppingSaver())
     for strict in (True, False):
         with pytest.raises(ne.StampLostError) as caught:
-            ne.run(graph, {"log": []}, config, auto_resume=strict)
+            drive.run(graph, {"log": []}, config, auto_resume=strict)
         assert runs == Counter(), "a node ran"
     message = str(caught.value)
     assert "tests.integration.test_saver_check.DroppingSaver" in message
     assert "config metadata" in message and "verify_saver=False" in message
 
 
-async def test_the_async_twins_raise_for_a_dropping_saver(config: RunnableConfig) -> None:
+def test_a_stream_raises_for_a_dropping_saver_too(drive: Drive, config: RunnableConfig) -> None:
     runs: Counter[str] = Counter()
     graph = ne.compile(linear(runs), checkpointer=DroppingSaver())
     with pytest.raises(ne.StampLostError, match="DroppingSaver"):
-        await ne.arun(graph, {"log": []}, config)
+        drive.run(graph, {"log": []}, config)
     with pytest.raises(ne.StampLostError, match="DroppingSaver"):
-        async for _ in ne.astream(graph, {"log": []}, config):
+        for _ in drive.stream(graph, {"log": []}, config):
             pass
     assert runs == Counter()
 
 
 def test_the_opt_out_accepts_unverified_threads_and_strict_unverified_refuses_them(
+    drive: Drive,
     config: RunnableConfig,
 ) -> None:
     saver = DroppingSaver()
     runs: Counter[str] = Counter()
     graph = ne.compile(linear(runs, {"c": V1}), checkpointer=saver, verify_saver=False)
-    ne.run(graph, {"log": []}, config)
+    drive.run(graph, {"log": []}, config)
     assert runs == Counter("abcd")
 
     changed = ne.compile(linear(runs, {"c": V2}), checkpointer=saver, verify_saver=False)
-    assert ne.plan(changed, config).kind is PlanKind.UNVERIFIED  # what the opt-out accepts
+    assert drive.plan(changed, config).kind is PlanKind.UNVERIFIED  # what the opt-out accepts
     runs.clear()
     with pytest.raises(ne.CheckpointSchemaError, match="cannot be verified") as caught:
-        ne.run(changed, {"log": ["again"]}, config, strict_unverified=True)
+        drive.run(changed, {"log": ["again"]}, config, strict_unverified=True)
     assert "strict_unverified" in str(caught.value) and caught.value.plan.notes
     assert runs == Counter()
 
 
-def test_a_saver_class_is_checked_once_per_process(config: RunnableConfig) -> None:
+def test_a_saver_class_is_checked_once_per_process(drive: Drive, config: RunnableConfig) -> None:
     graph = ne.compile(linear(Counter()), checkpointer=CountingSaver())
-    ne.run(graph, {"log": []}, config)
+    drive.run(graph, {"log": []}, config)
     first = CountingSaver.reads
     assert first >= 1
     other = ne.compile(linear(Counter(), names=("x", "y")), checkpointer=CountingSaver())
-    ne.run(other, {"log": []}, config)
-    ne.run(graph, {"log": ["2"]}, config)
+    drive.run(other, {"log": []}, config)
+    drive.run(graph, {"log": ["2"]}, config)
     assert CountingSaver.reads == first, "a saver class already checked was read again"
 
 
-def test_plain_calls_stay_plain_on_a_dropping_saver(config: RunnableConfig) -> None:
+def test_plain_calls_stay_plain_on_a_dropping_saver(drive: Drive, config: RunnableConfig) -> None:
     runs: Counter[str] = Counter()
     graph = ne.compile(linear(runs), checkpointer=DroppingSaver())
-    assert graph.invoke({"log": []}, config)["log"] == list("abcd")  # no error, as LangGraph
+    assert drive.invoke(graph, {"log": []}, config)["log"] == list("abcd")  # no error, as LangGraph
 
 
 # A real third-party saver that drops it: langgraph-checkpoint-lmdb.
@@ -136,22 +143,15 @@ def lmdb_env(tmp_path: Path) -> Iterator[lmdb.Environment]:
 
 
 def test_langgraph_checkpoint_lmdb_is_found_to_drop_the_stamp(
-    lmdb_env: lmdb.Environment, config: RunnableConfig
+    drive: Drive, lmdb_env: lmdb.Environment, config: RunnableConfig
 ) -> None:
     runs: Counter[str] = Counter()
-    graph = ne.compile(linear(runs), checkpointer=LMDBSaver(lmdb_env))
-    with pytest.raises(ne.StampLostError, match=r"langgraph_checkpoint_lmdb\.lmdb\.LMDBSaver"):
-        ne.run(graph, {"log": []}, config, auto_resume=False)
-    assert runs == Counter()
-
-
-async def test_the_async_lmdb_saver_is_found_too(
-    lmdb_env: lmdb.Environment, config: RunnableConfig
-) -> None:
-    runs: Counter[str] = Counter()
-    graph = ne.compile(linear(runs), checkpointer=AsyncLMDBSaver(lmdb_env))
-    with pytest.raises(ne.StampLostError, match="AsyncLMDBSaver"):
-        await ne.arun(graph, {"log": []}, config)
+    saver = drive.made(lambda: (AsyncLMDBSaver if drive.is_async else LMDBSaver)(lmdb_env))
+    graph = ne.compile(linear(runs), checkpointer=saver)
+    named = rf"langgraph_checkpoint_lmdb\.lmdb\.{type(saver).__name__}"
+    for strict in (False, True):
+        with pytest.raises(ne.StampLostError, match=named):
+            drive.run(graph, {"log": []}, config, auto_resume=strict)
     assert runs == Counter()
 
 
@@ -205,42 +205,38 @@ def redis_url(tmp_path: Path) -> Iterator[str]:
         server.wait(timeout=10)
 
 
+@pytest.fixture
+def redis_saver(drive: Drive, redis_url: str) -> Iterator[Callable[[], BaseCheckpointSaver[Any]]]:
+    """New saver instances on the test's ``redis-server``, of the drive's mode."""
+    made: list[BaseCheckpointSaver[Any]] = []
+
+    def new() -> BaseCheckpointSaver[Any]:
+        saver = AsyncRedisSaver(url=redis_url) if drive.is_async else RedisSaver(url=redis_url)
+        made.append(saver)
+        return saver
+
+    yield new
+    for saver in made:
+        if isinstance(saver, AsyncRedisSaver):
+            drive.wait(saver.aclose())
+
+
 def test_plainredis_keeps_the_stamp_and_rewinds_as_langgraph_savers_do(
-    redis_url: str, config: RunnableConfig
+    drive: Drive, redis_saver: Callable[[], BaseCheckpointSaver[Any]], config: RunnableConfig
 ) -> None:
     runs: Counter[str] = Counter()
-    graph = ne.compile(linear(runs, {"c": V1}), checkpointer=RedisSaver(url=redis_url))
-    ne.run(graph, {"log": []}, config)
+    graph = ne.compile(linear(runs, {"c": V1}), checkpointer=redis_saver())
+    drive.run(graph, {"log": []}, config)
     assert runs == Counter("abcd")
 
     # Read back by a new saver instance on the same server.
-    changed = ne.compile(linear(runs, {"c": V2}), checkpointer=RedisSaver(url=redis_url))
+    changed = ne.compile(linear(runs, {"c": V2}), checkpointer=redis_saver())
     runs.clear()
     with pytest.raises(ne.CheckpointSchemaError):
-        ne.run(changed, {"log": []}, config, auto_resume=False)
+        drive.run(changed, {"log": []}, config, auto_resume=False)
     assert runs == Counter()
-    plan = ne.plan(changed, config)
+    plan = drive.plan(changed, config)
     assert plan.kind is PlanKind.REWIND and plan.rerun == {"c", "d"}
-    assert ne.run(changed, {"log": []}, config)["log"] == list("abcd")
+    assert drive.run(changed, {"log": []}, config)["log"] == list("abcd")
     assert runs == Counter("cd")
-    assert ne.plan(changed, config).kind is PlanKind.UP_TO_DATE
-
-
-@pytest_asyncio.fixture
-async def async_redis(redis_url: str) -> AsyncIterator[AsyncRedisSaver]:
-    saver = AsyncRedisSaver(url=redis_url)
-    yield saver
-    await saver.aclose()
-
-
-async def test_async_plainredis_keeps_the_stamp(
-    async_redis: AsyncRedisSaver, config: RunnableConfig
-) -> None:
-    runs: Counter[str] = Counter()
-    graph = ne.compile(linear(runs, {"c": V1}), checkpointer=async_redis)
-    await ne.arun(graph, {"log": []}, config)
-    changed = ne.compile(linear(runs, {"c": V2}), checkpointer=async_redis)
-    runs.clear()
-    assert (await ne.aplan(changed, config)).kind is PlanKind.REWIND
-    await ne.arun(changed, {"log": []}, config)
-    assert runs == Counter("cd")
+    assert drive.plan(changed, config).kind is PlanKind.UP_TO_DATE

@@ -16,8 +16,11 @@ import pytest
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.postgres import PostgresSaver
+from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
+
+from tests.drive import Drive
 
 
 class State(TypedDict):
@@ -46,13 +49,14 @@ def builder() -> StateGraph[State]:
 EXPECTED = {"text": "HI!", "steps": ["first", "second"]}
 
 
-def test_sync_saver_round_trip(saver: BaseCheckpointSaver[Any], config: RunnableConfig) -> None:
-    assert builder().compile(checkpointer=saver).invoke({"text": "hi", "steps": []}, config) == (
-        EXPECTED
-    )
+def test_saver_round_trip(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    graph = builder().compile(checkpointer=saver)
+    assert drive.invoke(graph, {"text": "hi", "steps": []}, config) == EXPECTED
 
     # A second compiled graph on the same saver sees what the first one wrote.
-    state = builder().compile(checkpointer=saver).get_state(config)
+    state = drive.get_state(builder().compile(checkpointer=saver), config)
     assert state.values == EXPECTED
     assert state.next == ()
     stored = saver.get_tuple(config)
@@ -60,20 +64,6 @@ def test_sync_saver_round_trip(saver: BaseCheckpointSaver[Any], config: Runnable
     assert stored.checkpoint["channel_values"]["text"] == "HI!"
     # input, then one checkpoint per step: START, first, second.
     assert len(list(saver.list(config))) == 4
-
-
-async def test_async_saver_round_trip(
-    async_saver: BaseCheckpointSaver[Any], config: RunnableConfig
-) -> None:
-    graph = builder().compile(checkpointer=async_saver)
-    assert await graph.ainvoke({"text": "hi", "steps": []}, config) == EXPECTED
-
-    state = await builder().compile(checkpointer=async_saver).aget_state(config)
-    assert state.values == EXPECTED
-    stored = await async_saver.aget_tuple(config)
-    assert stored is not None
-    assert stored.checkpoint["channel_values"]["text"] == "HI!"
-    assert len([c async for c in async_saver.alist(config)]) == 4
 
 
 def test_config_thread_ids_are_unique(config: RunnableConfig) -> None:
@@ -86,7 +76,7 @@ def test_postgres_marker_follows_the_saver_kind(
     request: pytest.FixtureRequest, saver: BaseCheckpointSaver[Any]
 ) -> None:
     marked = request.node.get_closest_marker("postgres") is not None
-    assert marked == isinstance(saver, PostgresSaver)
+    assert marked == isinstance(saver, PostgresSaver | AsyncPostgresSaver)
 
 
 def _write_in_subprocess(script: str) -> None:

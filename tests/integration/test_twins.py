@@ -1,4 +1,4 @@
-"""The async and streaming twins behave exactly like ``run``."""
+"""The drivers, sync and async, streaming or not, behave exactly like ``run``."""
 
 from __future__ import annotations
 
@@ -10,62 +10,67 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 import neograph_ext as ne
-from tests.integration.pipelines import Crash, linear, model
+from tests.drive import Drive
+from tests.graphs.pipelines import Crash, linear, model
 
 V1 = model(score=(int, ...))
 V2 = model(score=(float, ...))
 
 
-async def test_async_twins_rewind_like_run(
-    async_saver: BaseCheckpointSaver[Any], config: RunnableConfig
+def test_the_twins_rewind_alike(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
     runs: Counter[str] = Counter()
-    graph = ne.compile(linear(runs, {"c": V1}, crash="d"), checkpointer=async_saver)
+    graph = ne.compile(linear(runs, {"c": V1}, crash="d"), checkpointer=saver)
     with pytest.raises(Crash):
-        await ne.arun(graph, {"log": []}, config)
+        drive.run(graph, {"log": []}, config)
     runs.clear()
-    graph = ne.compile(linear(runs, {"c": V2}), checkpointer=async_saver)
-    plan = await ne.aplan(graph, config)
+    graph = ne.compile(linear(runs, {"c": V2}), checkpointer=saver)
+    plan = drive.plan(graph, config)
     assert plan.kind is ne.PlanKind.REWIND and plan.invalidated_nodes == {"c"}
     with pytest.raises(ne.CheckpointSchemaError):
-        await ne.arun(graph, None, config, auto_resume=False)
+        drive.run(graph, None, config, auto_resume=False)
     assert runs == Counter()
-    assert (await ne.arun(graph, None, config))["log"] == list("abcd")
+    assert drive.run(graph, None, config)["log"] == list("abcd")
     assert runs == Counter("cd")
-    assert (await ne.aplan(graph, config)).kind is ne.PlanKind.UP_TO_DATE
+    assert drive.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
 
 
-async def test_astream_yields_langgraphs_chunks(
-    async_saver: BaseCheckpointSaver[Any], config: RunnableConfig
+def test_stream_yields_the_rewound_nodes_updates_only(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
     runs: Counter[str] = Counter()
-    graph = ne.compile(linear(runs, {"c": V1}), checkpointer=async_saver)
-    chunks = [c async for c in ne.astream(graph, {"log": []}, config, stream_mode="updates")]
+    graph = ne.compile(linear(runs, {"c": V1}), checkpointer=saver)
+    chunks = list(drive.stream(graph, {"log": []}, config, stream_mode="updates"))
     assert chunks == [{name: {"log": [name]}} for name in "abcd"]
     runs.clear()
-    graph = ne.compile(linear(runs, {"c": V2}), checkpointer=async_saver)
-    chunks = [c async for c in ne.astream(graph, None, config, stream_mode="updates")]
+    graph = ne.compile(linear(runs, {"c": V2}), checkpointer=saver)
+    chunks = list(drive.stream(graph, None, config, stream_mode="updates"))
     assert chunks == [{"c": {"log": ["c"]}}, {"d": {"log": ["d"]}}]
-    assert [c async for c in ne.astream(graph, None, config)] == []
+    assert list(drive.stream(graph, None, config)) == []
 
 
 def test_stream_yields_exactly_langgraphs_chunks(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
     runs: Counter[str] = Counter()
     plain_config: RunnableConfig = {
         "configurable": {"thread_id": f"{config['configurable']['thread_id']}-plain"}
     }
     expected = list(
-        linear(runs)
-        .compile(checkpointer=saver)
-        .stream({"log": []}, plain_config, stream_mode="values", durability="sync")
+        drive.graph_stream(
+            linear(runs).compile(checkpointer=saver),
+            {"log": []},
+            plain_config,
+            stream_mode="values",
+            durability="sync",
+        )
     )
     graph = ne.compile(linear(runs), checkpointer=saver)
-    assert list(ne.stream(graph, {"log": []}, config, stream_mode="values")) == expected
+    assert list(drive.stream(graph, {"log": []}, config, stream_mode="values")) == expected
     runs.clear()
     graph = ne.compile(linear(runs, {"b": V2}), checkpointer=saver)
-    chunks = list(ne.stream(graph, None, config, stream_mode=["updates", "values"]))
+    chunks = list(drive.stream(graph, None, config, stream_mode=["updates", "values"]))
     assert [c for mode, c in chunks if mode == "updates"] == [
         {name: {"log": [name]}} for name in "bcd"
     ]
@@ -74,25 +79,25 @@ def test_stream_yields_exactly_langgraphs_chunks(
 
 
 def test_run_defaults_to_sync_durability_and_an_explicit_one_wins(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
     graph = ne.compile(linear(Counter()), checkpointer=saver)
-    ne.run(graph, {"log": []}, config)
+    drive.run(graph, {"log": []}, config)
     per_step = len(list(saver.list(config)))
     other: RunnableConfig = {
         "configurable": {"thread_id": f"{config['configurable']['thread_id']}-x"}
     }
-    ne.run(graph, {"log": []}, other, durability="exit")
+    drive.run(graph, {"log": []}, other, durability="exit")
     assert per_step == 6
     assert len(list(saver.list(other))) == 1
 
 
 def test_run_records_its_decision_in_run_metadata(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
     graph = ne.compile(linear(Counter(), {"c": V1}), checkpointer=saver)
-    ne.run(graph, {"log": []}, config)
-    ne.run(ne.compile(linear(Counter(), {"c": V2}), checkpointer=saver), None, config)
+    drive.run(graph, {"log": []}, config)
+    drive.run(ne.compile(linear(Counter(), {"c": V2}), checkpointer=saver), None, config)
     head = saver.get_tuple(config)
     assert head is not None
     bound_to, decision, _ = head.metadata["neograph_ext_run"].split(".")
@@ -102,28 +107,28 @@ def test_run_records_its_decision_in_run_metadata(
 
 
 def test_a_stamp_forwarded_in_caller_metadata_never_replaces_the_graphs(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
     old = ne.compile(linear(Counter(), {"c": V1}), checkpointer=saver)
-    ne.run(old, {"log": []}, config)
+    drive.run(old, {"log": []}, config)
     stale = saver.get_tuple(config)
     assert stale is not None
     runs: Counter[str] = Counter()
     graph = ne.compile(linear(runs, {"c": V2}), checkpointer=saver)
     # e.g. metadata copied from an old checkpoint for tracing
-    ne.run(graph, None, {**config, "metadata": dict(stale.metadata)})
+    drive.run(graph, None, {**config, "metadata": dict(stale.metadata)})
     assert runs == Counter("cd")
-    assert ne.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
+    assert drive.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
 
 
 def test_bad_lock_options_are_clear_errors_before_anything_runs(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
     runs: Counter[str] = Counter()
     graph = ne.compile(linear(runs), checkpointer=saver)
     with pytest.raises(ValueError, match=r"lock_timeout\) must be a number of seconds >= 0"):
-        ne.run(graph, {"log": []}, config, lock_timeout=-1)
+        drive.run(graph, {"log": []}, config, lock_timeout=-1)
     with pytest.raises(ValueError, match="on_busy must be 'wait' or 'raise'"):
-        ne.run(graph, {"log": []}, config, on_busy="later")  # type: ignore[arg-type]
+        drive.run(graph, {"log": []}, config, on_busy="later")  # type: ignore[arg-type]
     assert runs == Counter()
     assert saver.get_tuple(config) is None

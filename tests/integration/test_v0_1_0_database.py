@@ -7,20 +7,34 @@ import shutil
 import sqlite3
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 import neograph_ext as ne
+from tests.drive import Drive
 from tests.fixtures import v0_1_0 as fx
 
 
 @pytest.fixture
-def saver(tmp_path: Path) -> Iterator[SqliteSaver]:
-    """A copy of the checked-in 0.1.0 database: tests never touch the original."""
+def saver(drive: Drive, tmp_path: Path) -> Iterator[BaseCheckpointSaver[Any]]:
+    """A copy of the checked-in 0.1.0 database, of the drive's mode: tests never touch
+    the original."""
     path = tmp_path / "v0_1_0.sqlite"
     shutil.copyfile(fx.DATABASE, path)
+    with drive.opened(
+        lambda: closing_saver(path), lambda: AsyncSqliteSaver.from_conn_string(str(path))
+    ) as opened:
+        yield opened
+
+
+@contextmanager
+def closing_saver(path: Path) -> Iterator[SqliteSaver]:
     conn = sqlite3.connect(path, check_same_thread=False)
     try:
         yield SqliteSaver(conn)
@@ -35,33 +49,37 @@ def test_the_fixture_was_written_by_0_1_0() -> None:
     assert rows and all(b'"neograph_ext": "{\\"v\\":1' in row[0] for row in rows)
 
 
-def test_unchanged_threads_plan_as_before(saver: SqliteSaver) -> None:
+def test_unchanged_threads_plan_as_before(drive: Drive, saver: BaseCheckpointSaver[Any]) -> None:
     runs: Counter[str] = Counter()
     graph = fx.graph(saver, runs)
-    assert ne.plan(graph, fx.config(fx.DONE)).kind is ne.PlanKind.UP_TO_DATE
-    assert ne.plan(graph, fx.config(fx.TWO_TURNS)).kind is ne.PlanKind.UP_TO_DATE
-    crashed = ne.plan(graph, fx.config(fx.CRASHED))
+    assert drive.plan(graph, fx.config(fx.DONE)).kind is ne.PlanKind.UP_TO_DATE
+    assert drive.plan(graph, fx.config(fx.TWO_TURNS)).kind is ne.PlanKind.UP_TO_DATE
+    crashed = drive.plan(graph, fx.config(fx.CRASHED))
     assert crashed.kind is ne.PlanKind.CONTINUE and crashed.next_nodes == {"d"}
-    assert ne.run(graph, None, fx.config(fx.CRASHED))["log"] == list("abcd")
-    assert ne.run(graph, {"log": [], "value": 1}, fx.config(fx.DONE))["log"] == list("abcd")
+    assert drive.run(graph, None, fx.config(fx.CRASHED))["log"] == list("abcd")
+    assert drive.run(graph, {"log": [], "value": 1}, fx.config(fx.DONE))["log"] == list("abcd")
     assert runs == Counter("d")
 
 
-def test_a_changed_type_rewinds_minimally_with_its_diff(saver: SqliteSaver) -> None:
+def test_a_changed_type_rewinds_minimally_with_its_diff(
+    drive: Drive, saver: BaseCheckpointSaver[Any]
+) -> None:
     runs: Counter[str] = Counter()
     graph = fx.graph(saver, runs, returns=fx.V2)
-    plan = ne.plan(graph, fx.config(fx.DONE))
+    plan = drive.plan(graph, fx.config(fx.DONE))
     assert plan.kind is ne.PlanKind.REWIND
     assert plan.invalidated_nodes == {"c"} and plan.kept == {"a", "b"}
     assert plan.rerun == {"c", "d"}
     assert "Analysis.score: int -> float" in str(plan)
 
-    assert ne.run(graph, None, fx.config(fx.DONE))["log"] == list("abcd")
+    assert drive.run(graph, None, fx.config(fx.DONE))["log"] == list("abcd")
     assert runs == Counter("cd")
-    assert ne.plan(graph, fx.config(fx.DONE)).kind is ne.PlanKind.UP_TO_DATE
+    assert drive.plan(graph, fx.config(fx.DONE)).kind is ne.PlanKind.UP_TO_DATE
 
 
-def test_a_change_in_an_earlier_turn_still_blocks(saver: SqliteSaver) -> None:
+def test_a_change_in_an_earlier_turn_still_blocks(
+    drive: Drive, saver: BaseCheckpointSaver[Any]
+) -> None:
     graph = fx.graph(saver, Counter(), returns=fx.V2)
-    plan = ne.plan(graph, fx.config(fx.TWO_TURNS))
+    plan = drive.plan(graph, fx.config(fx.TWO_TURNS))
     assert plan.kind is ne.PlanKind.REWIND and plan.invalidated_nodes == {"c"}

@@ -38,10 +38,10 @@ from neograph_ext import _stamp
 from neograph_ext._fingerprint import digest
 from neograph_ext._stamp import MAX_STAMP_CHARS, STAMP_KEY, read_stamp
 from neograph_ext._typediff import MAX_LINE, MAX_LINES
+from tests.graphs.signatures import chain
 from tests.reliability import harness as h
 from tests.reliability import worker
 from tests.reliability.worker import INPUT, NODES
-from tests.unit.test_typediff_budget import chain
 
 V2 = "c=float"
 CRASH_AT = "e"

@@ -24,7 +24,7 @@ from neograph_ext._langgraph_agents import (
     sub_agents,
     tool_objects,
 )
-from tests.integration.agents import Audit, ScriptedChat, agent, counted_tool, deep_agent
+from tests.graphs.agents import Audit, ScriptedChat, agent, counted_tool, deep_agent
 
 
 class Weather(BaseModel):

@@ -17,14 +17,11 @@ from neograph_ext._langgraph import (
     delta_channels,
     delta_snapshot,
 )
-
-
-def _extend(state: list[Any], writes: Any) -> list[Any]:
-    return [*state, *(item for write in writes for item in write)]
+from tests.graphs.delta import extend
 
 
 class Deltas(TypedDict, total=False):
-    log: Annotated[list[str], DeltaChannel(_extend, snapshot_frequency=2)]
+    log: Annotated[list[str], DeltaChannel(extend, snapshot_frequency=2)]
     plain: Annotated[list[str], operator.add]
 
 

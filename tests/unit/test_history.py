@@ -12,7 +12,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 import neograph_ext as ne
 from neograph_ext._history import Record, lineage, resolved
 from neograph_ext._stamp import StampRef
-from tests.integration.pipelines import linear, model
+from tests.graphs.pipelines import linear, model
 
 V1 = model(score=(int, ...))
 V2 = model(score=(float, ...))

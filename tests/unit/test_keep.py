@@ -11,8 +11,7 @@ from langgraph.types import PregelTask
 from neograph_ext._keep import KEEP_KEY, forked, incomplete, kept_writes
 from neograph_ext._plan import PlanKind, decide
 from neograph_ext._stamp import RUN_KEY, STAMP_KEY, stamp_ref
-from tests.unit.lineages import record
-from tests.unit.test_plan import LOG, V1, V2, stamp
+from tests.graphs.lineages import LOG, V1, V2, record, stamp
 
 NULL = "00000000-0000-0000-0000-000000000000"
 

@@ -33,8 +33,8 @@ from neograph_ext._langgraph import (
 )
 from neograph_ext._langgraph_agents import prebuilt_output, tool_schemas
 from neograph_ext._owed import waiting
-from tests.integration.apps import FakeChat
-from tests.integration.pipelines import linear
+from tests.graphs.apps import FakeChat
+from tests.graphs.pipelines import linear
 
 
 class Fan(TypedDict, total=False):

@@ -12,21 +12,8 @@ from neograph_ext._history import Record
 from neograph_ext._introspect import build_stamp
 from neograph_ext._plan import HeadFacts, PlanKind, TaskStep, decide, needs_lineage, verified_head
 from neograph_ext._stamp import Stamp, Unreadable
-from tests.integration.pipelines import State, linear, model
-from tests.unit.lineages import record
-
-V1 = model(score=(int, ...))
-V2 = model(score=(float, ...))
-
-
-def stamp(**returns: object) -> Stamp:
-    from collections import Counter
-
-    return build_stamp(linear(Counter(), returns))
-
-
-LOG = ("log",)
-"""What a node of ``linear`` writes."""
+from tests.graphs.lineages import LOG, V1, V2, record, stamp
+from tests.graphs.pipelines import State, linear
 
 
 def thread(old: Stamp | Unreadable | None, ran: str = "abcd", **extra: Any) -> list[Record]:

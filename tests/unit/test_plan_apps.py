@@ -12,9 +12,9 @@ from neograph_ext._changes import ChangeReason
 from neograph_ext._introspect import build_stamp
 from neograph_ext._plan import PlanKind, decide
 from neograph_ext._stamp import Stamp
-from tests.integration.apps import outline, with_subgraph, writer
-from tests.integration.pipelines import State, linear, model
-from tests.unit.lineages import record
+from tests.graphs.apps import outline, with_subgraph, writer
+from tests.graphs.lineages import record
+from tests.graphs.pipelines import State, linear, model
 
 
 def parallel(field: type) -> Stamp:

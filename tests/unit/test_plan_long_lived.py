@@ -17,8 +17,8 @@ from neograph_ext._history import Record
 from neograph_ext._introspect import build_stamp
 from neograph_ext._plan import SETTLEMENTS, Carry, PlanKind, decide
 from neograph_ext._stamp import Stamp
-from tests.integration.chat import ProfileV1, ProfileV2, ProfileV3, SummaryV1, SummaryV2, chat
-from tests.unit.lineages import record
+from tests.graphs.chat import ProfileV1, ProfileV2, ProfileV3, SummaryV1, SummaryV2, chat
+from tests.graphs.lineages import record
 
 
 def stamp(profile: Any = ProfileV1, summary: Any = SummaryV1, **versions: str) -> Stamp:

@@ -10,8 +10,8 @@ from neograph_ext._history import Record
 from neograph_ext._introspect import build_stamp
 from neograph_ext._plan import Carry, PlanKind, decide
 from neograph_ext._stamp import Stamp
-from tests.integration.pipelines import linear
-from tests.unit.lineages import record
+from tests.graphs.lineages import record
+from tests.graphs.pipelines import linear
 
 CURRENT: Stamp = build_stamp(linear(Counter()))
 WHY = "stored value of `draft` does not read back as `Draft`: got `dict`"

@@ -13,7 +13,7 @@ from langgraph.types import Command
 from neograph_ext import fingerprint_type
 from neograph_ext._introspect import build_stamp
 from neograph_ext._stamp import STAMP_KEY, Stamp, Unreadable, read_stamp
-from tests.integration.pipelines import State, linear, model
+from tests.graphs.pipelines import State, linear, model
 
 V1 = model(score=(int, ...))
 

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from neograph_ext._introspect import build_stamp
 from neograph_ext._langgraph_agents import RESPONSE_CHANNEL
 from neograph_ext._stamp import Stamp, read_description
-from tests.integration.agents import (
+from tests.graphs.agents import (
     Audit,
     ScriptedChat,
     agent,
@@ -24,7 +24,7 @@ from tests.integration.agents import (
     counted_tool,
     deep_agent,
 )
-from tests.integration.pipelines import model
+from tests.graphs.pipelines import model
 
 CITY = model("SearchArgs", city=(str, ...))
 UNITS = model("SearchArgs", city=(str, ...), units=(str, ...))

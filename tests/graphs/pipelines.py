@@ -15,6 +15,8 @@ from langgraph.types import interrupt
 from pydantic import BaseModel, create_model
 
 MODULE = "tests.integration.models"
+"""Where every ``model`` lives: the 0.1.0 fixture database stores values of that module,
+so the name stays what it was when the fixture was written."""
 
 
 class State(TypedDict, total=False):
@@ -36,6 +38,14 @@ def deployed(*models: type[BaseModel]) -> None:
 def model(name: str = "Analysis", **fields: Any) -> type[BaseModel]:
     """A pydantic model with a fixed module and qualname, so only its fields differ."""
     return create_model(name, __module__=MODULE, **fields)
+
+
+def as_data(value: Any) -> dict[str, Any]:
+    """A stored model as data, whichever class it revived as (a model or a dict; the one
+    item of a list channel)."""
+    if isinstance(value, list):
+        (value,) = value
+    return dict(value.model_dump()) if isinstance(value, BaseModel) else dict(value)
 
 
 class Crash(RuntimeError):
@@ -93,4 +103,26 @@ def linear(
     for before, after in pairwise(names):
         builder.add_edge(before, after)
     builder.add_edge(names[-1], END)
+    return builder
+
+
+def diamond(
+    runs: Counter[str],
+    c_returns: object = None,
+    *,
+    branches: str = "bc",
+    crash: str | None = None,
+) -> StateGraph[Any, Any, Any, Any]:
+    """``a -> (branches...) -> d``, the branches in one superstep; ``c`` declares
+    ``c_returns``."""
+    builder = StateGraph(State)
+    builder.add_node("a", node("a", runs, crash=crash == "a"))
+    builder.add_node("d", node("d", runs, crash=crash == "d"))
+    for name in branches:
+        returns = c_returns if name == "c" else None
+        builder.add_node(name, node(name, runs, returns=returns, crash=crash == name))
+        builder.add_edge("a", name)
+    builder.add_edge(START, "a")
+    builder.add_edge(list(branches), "d")
+    builder.add_edge("d", END)
     return builder

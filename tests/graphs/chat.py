@@ -12,7 +12,7 @@ from langgraph.graph.message import add_messages
 from langgraph.types import interrupt
 from pydantic import ConfigDict
 
-from tests.integration.pipelines import deployed, model
+from tests.graphs.pipelines import deployed, model
 
 ProfileV1 = model("Profile", who=(str, ...))
 ProfileV2 = model("Profile", who=(str, ...), tone=(str, "plain"))  # additive, compatible

@@ -20,7 +20,7 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
 from pydantic import BaseModel, ConfigDict
 
-from tests.integration.pipelines import Crash, model
+from tests.graphs.pipelines import Crash, model
 
 
 class Outer(TypedDict, total=False):

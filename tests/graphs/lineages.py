@@ -1,11 +1,27 @@
-"""Hand-made lineage records for the decision's unit tests: no graph, no database."""
+"""Hand-made lineage records for the decision's unit tests (no graph, no database), and
+the stamps of ``pipelines.linear`` they carry."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 
 from neograph_ext._history import Record
+from neograph_ext._introspect import build_stamp
 from neograph_ext._stamp import Stamp, StampRef, Unreadable
+from tests.graphs.pipelines import linear, model
+
+V1 = model(score=(int, ...))
+V2 = model(score=(float, ...))
+"""A node's output model before and after a deploy retyped its field."""
+
+LOG = ("log",)
+"""What a node of ``linear`` writes."""
+
+
+def stamp(**returns: object) -> Stamp:
+    """The stamp of ``linear`` with these return annotations per node."""
+    return build_stamp(linear(Counter(), returns))
 
 
 def record(

@@ -11,7 +11,7 @@ from langchain_core.messages import AIMessage
 from langgraph.graph import START, MessagesState, StateGraph
 from pydantic import BaseModel, create_model
 
-from tests.integration.pipelines import MODULE
+from tests.graphs.pipelines import MODULE
 
 NODES = 30
 FIELDS = 12

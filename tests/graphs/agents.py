@@ -28,7 +28,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, ConfigDict
 
-from tests.integration.pipelines import Crash
+from tests.graphs.pipelines import Crash
 
 Step = str | tuple[str, dict[str, Any]]
 """A tool to call, with arguments sampled from its schema or given."""
