@@ -14,7 +14,6 @@ from __future__ import annotations
 import binascii
 import hashlib
 import inspect
-import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -256,24 +255,12 @@ def _uuid5_id(namespace: bytes, *parts: str) -> str:
     return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:32]}"
 
 
-_KINDS: weakref.WeakKeyDictionary[
-    Pregel[Any, Any, Any, Any], tuple[object, object, dict[str, Any], bool]
-] = weakref.WeakKeyDictionary()
-"""Per compiled graph: the channel and node mappings read, its DeltaChannels and
-``unsaved_subgraph``; asked on every resume (figure 2a), fixed once it is compiled."""
-
-
 def _kinds(graph: Pregel[Any, Any, Any, Any]) -> tuple[dict[str, Any], bool]:
-    cached = _KINDS.get(graph)
-    if cached is not None and cached[0] is graph.channels and cached[1] is graph.nodes:
-        return cached[2], cached[3]
-    found = (_delta_channels(graph), _unsaved_subgraph(graph))
-    _KINDS[graph] = (graph.channels, graph.nodes, *found)
-    return found
+    return _delta_channels(graph), _unsaved_subgraph(graph)
 
 
 def delta_channels(graph: Pregel[Any, Any, Any, Any]) -> dict[str, Any]:
-    """The graph's ``DeltaChannel`` channels by name (``_delta_channels``), cached."""
+    """The graph's ``DeltaChannel`` channels by name (``_delta_channels``)."""
     return _kinds(graph)[0]
 
 

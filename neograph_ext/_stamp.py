@@ -20,7 +20,6 @@ Rules:
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import re
@@ -303,17 +302,12 @@ def read_run(metadata: Mapping[str, Any], stamp: Stamp | StampRef | Unreadable |
 _NO_MARK = RunMark()
 
 
-@functools.lru_cache(maxsize=64)
 def _ref(raw: str) -> StampRef | None:
-    """Cached, as ``_run_mark``: a thread's checkpoints repeat the same few references."""
     ref = _REF.fullmatch(raw)
     return StampRef(ref.group(1)) if ref else None
 
 
-@functools.lru_cache(maxsize=64)
 def _run_mark(raw: str, stamp_id: str) -> RunMark:
-    """Cached: a thread's checkpoints repeat the same few marks, and a planned resume
-    reads its head's twice (to plan, then to mark what it writes)."""
     mark = _MARK.fullmatch(raw)
     if mark is None or mark.group(1) != stamp_id[:_MARK_ID]:
         return _NO_MARK
@@ -321,9 +315,7 @@ def _run_mark(raw: str, stamp_id: str) -> RunMark:
     return RunMark(stamp_id if checked else None, mark.group(3), mark.group(2), mark.group(4))
 
 
-@functools.lru_cache(maxsize=16)
 def _parse(raw: str) -> Stamp | Unreadable:
-    """Cached: a thread's checkpoints repeat the same few stamps thousands of times."""
     try:
         data = json.loads(raw)
     except (ValueError, RecursionError) as exc:

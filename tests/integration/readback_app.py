@@ -126,7 +126,9 @@ def main(argv: list[str] | None = None) -> None:
             else:
                 graph = build(saver, runs, **options)
                 report["plan"] = str(ne.plan(graph, config))
-                result = ne.run(graph, None, config, auto_resume=role != "strict")
+                # Strict: raise instead of rewinding; else the graph's own policy.
+                strict = {"resume": ne.ResumePolicy(on_change="raise")} if role == "strict" else {}
+                result = ne.run(graph, None, config, **strict)
                 report["out"] = result.get("out")
         except Exception as exc:
             report["error"] = f"{type(exc).__name__}: {exc}"

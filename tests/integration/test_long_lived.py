@@ -66,11 +66,15 @@ def test_keep_compatible_carries_the_value_without_running_a_node(
 ) -> None:
     _two_turns(drive, saver, config)
     runs: Counter[str] = Counter()
-    graph = ne.compile(chat(runs, ProfileV2), checkpointer=saver, keep_compatible=True)
+    graph = ne.compile(
+        chat(runs, ProfileV2), checkpointer=saver, resume=ne.ResumePolicy(keep_compatible=True)
+    )
     plan = drive.plan(graph, config)
     assert plan.kind is ne.PlanKind.MIGRATE and plan.migrated == {"profile"}
     with pytest.raises(ne.CheckpointSchemaError, match="profile"):
-        drive.run(graph, None, config, auto_resume=False)
+        drive.run(
+            graph, None, config, resume=ne.ResumePolicy(keep_compatible=True, on_change="raise")
+        )
     before = _count(saver, config)
     result = drive.run(graph, None, config)
     assert runs == Counter() and _count(saver, config) == before + 1
@@ -92,7 +96,11 @@ def test_a_migration_converts_the_stored_value(
         seen.append(old)
         return ProfileV3(full_name=_name(old))
 
-    graph = ne.compile(chat(runs, ProfileV3), checkpointer=saver, migrations={ProfileV3: to_v3})
+    graph = ne.compile(
+        chat(runs, ProfileV3),
+        checkpointer=saver,
+        resume=ne.ResumePolicy(migrations={ProfileV3: to_v3}),
+    )
     assert drive.plan(graph, config).kind is ne.PlanKind.MIGRATE
     result = drive.run(graph, None, config)
     assert runs == Counter() and len(seen) == 1
@@ -104,7 +112,11 @@ def test_a_failing_migration_writes_nothing(
 ) -> None:
     _two_turns(drive, saver, config)
     runs: Counter[str] = Counter()
-    graph = ne.compile(chat(runs, ProfileV3), checkpointer=saver, migrations={"profile": dict})
+    graph = ne.compile(
+        chat(runs, ProfileV3),
+        checkpointer=saver,
+        resume=ne.ResumePolicy(migrations={"profile": dict}),
+    )
     before = _count(saver, config)
     with pytest.raises(ne.CheckpointSchemaError, match=r"migrations\[profile\].*`profile`"):
         drive.run(graph, None, config)
@@ -120,7 +132,9 @@ def test_a_raising_migration_writes_nothing(
         raise KeyError("nickname")
 
     graph = ne.compile(
-        chat(Counter(), ProfileV3), checkpointer=saver, migrations={"profile": broken}
+        chat(Counter(), ProfileV3),
+        checkpointer=saver,
+        resume=ne.ResumePolicy(migrations={"profile": broken}),
     )
     before = _count(saver, config)
     with pytest.raises(ne.CheckpointSchemaError, match=r"migrations\[profile\] raised on channel"):
@@ -132,7 +146,9 @@ def test_an_incompatible_value_is_not_kept(
     drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
     _two_turns(drive, saver, config)
-    graph = ne.compile(chat(Counter(), ProfileV3), checkpointer=saver, keep_compatible=True)
+    graph = ne.compile(
+        chat(Counter(), ProfileV3), checkpointer=saver, resume=ne.ResumePolicy(keep_compatible=True)
+    )
     plan = drive.plan(graph, config)
     assert plan.blocker and "earlier turn" in plan.blocker and not plan.migrated
 
@@ -144,14 +160,18 @@ def test_a_kept_value_is_migrated_on_a_later_deploy(
     drive.run(graph, say("hi"), config)
     drive.run(graph, say("again"), config)
     runs: Counter[str] = Counter()
-    graph = ne.compile(chat(runs, ProfileV2), checkpointer=saver, keep_compatible={"profile"})
+    graph = ne.compile(
+        chat(runs, ProfileV2),
+        checkpointer=saver,
+        resume=ne.ResumePolicy(keep_compatible={"profile"}),
+    )
     assert drive.plan(graph, config).kind is ne.PlanKind.MIGRATE
     result = drive.run(graph, None, config)
     assert runs == Counter() and as_data(result["profile"])["tone"] == "plain"
     graph = ne.compile(
         chat(runs, ProfileV3),
         checkpointer=saver,
-        migrations={"profile": lambda old: ProfileV3(full_name=_name(old))},
+        resume=ne.ResumePolicy(migrations={"profile": lambda old: ProfileV3(full_name=_name(old))}),
     )
     result = drive.run(graph, say("third"), config)
     assert as_data(result["profile"]) == {"full_name": "Ada"}
@@ -246,7 +266,9 @@ def test_keeping_a_value_keeps_the_pending_interrupt_for_its_answer(
 
     drive.run(ne.compile(_approval(Counter(), DraftV1), checkpointer=saver), {}, config)
     runs: Counter[str] = Counter()
-    graph = ne.compile(_approval(runs, DraftV2), checkpointer=saver, keep_compatible=True)
+    graph = ne.compile(
+        _approval(runs, DraftV2), checkpointer=saver, resume=ne.ResumePolicy(keep_compatible=True)
+    )
     assert drive.plan(graph, config).kind is ne.PlanKind.MIGRATE
     result = drive.run(graph, Command(resume="approve"), config)
     assert result["answer"] == "approve" and runs == Counter({"review": 1, "send": 1})
@@ -281,7 +303,9 @@ def test_reanswer_sends_at_once(
     drive.run(ne.compile(_approval(Counter(), DraftV1), checkpointer=saver), {}, config)
     runs: Counter[str] = Counter()
     graph = ne.compile(_approval(runs, DraftV2), checkpointer=saver)
-    result = drive.run(graph, Command(resume="approve"), config, reanswer=True)
+    result = drive.run(
+        graph, Command(resume="approve"), config, resume=ne.ResumePolicy(reanswer=True)
+    )
     assert result["answer"] == "approve"
     assert runs == Counter({"draft": 1, "review": 2, "send": 1})
 
@@ -317,7 +341,7 @@ def test_a_static_breakpoint_with_reanswer_sends_at_once(
 ) -> None:
     runs: Counter[str] = Counter()
     graph = _at_breakpoint(drive, saver, config, runs)
-    drive.run(graph, None, config, reanswer=True)
+    drive.run(graph, None, config, resume=ne.ResumePolicy(reanswer=True))
     assert runs == Counter({"draft": 1, "review": 1, "send": 1})
 
 
@@ -331,9 +355,9 @@ def test_replay_turns_reruns_the_earlier_turn_then_feeds_later_inputs_again(
     _two_turns(drive, saver, config)
     runs: Counter[str] = Counter()
     graph = ne.compile(chat(runs, ProfileV3), checkpointer=saver)
-    plan = drive.plan(graph, config, replay_turns=True)
+    plan = drive.plan(graph, config, resume=ne.ResumePolicy(replay_turns=True))
     assert plan.kind is ne.PlanKind.REWIND and plan.blocker is None and len(plan.replayed) == 1
-    result = drive.run(graph, None, config, replay_turns=True)
+    result = drive.run(graph, None, config, resume=ne.ResumePolicy(replay_turns=True))
     assert runs == Counter({"extract": 1, "reply": 2})
     said = [m.content for m in result["messages"]]
     assert said == ["hi", "re: hi", "again", "re: again"]
@@ -352,7 +376,7 @@ def test_async_replay_turns(
     drive.run(graph, say("again"), config)
     runs: Counter[str] = Counter()
     graph = ne.compile(chat(runs, ProfileV3), checkpointer=saver)
-    result = drive.run(graph, None, config, replay_turns=True)
+    result = drive.run(graph, None, config, resume=ne.ResumePolicy(replay_turns=True))
     assert runs == Counter({"extract": 1, "reply": 2})
     assert [m.content for m in result["messages"]] == ["hi", "re: hi", "again", "re: again"]
 
@@ -368,8 +392,8 @@ def test_replay_stops_at_the_first_interrupt_of_a_later_turn(
     runs: Counter[str] = Counter()
     graph = ne.compile(chat(runs, ProfileV3), checkpointer=saver)
 
-    assert len(drive.plan(graph, config, replay_turns=True).replayed) == 2
-    result = drive.run(graph, None, config, replay_turns=True)
+    assert len(drive.plan(graph, config, resume=ne.ResumePolicy(replay_turns=True)).replayed) == 2
+    result = drive.run(graph, None, config, resume=ne.ResumePolicy(replay_turns=True))
 
     # Turn 1 re-ran, turn 2's input was fed again and asked again; turn 3 waits.
     assert "__interrupt__" in result
@@ -386,7 +410,9 @@ def test_kept_values_and_a_latest_turn_rewind_combine(
     runs: Counter[str] = Counter()
     # Only the profile is kept: the summary's change rewinds the latest turn.
     graph = ne.compile(
-        chat(runs, ProfileV2, SummaryV2), checkpointer=saver, keep_compatible={"profile"}
+        chat(runs, ProfileV2, SummaryV2),
+        checkpointer=saver,
+        resume=ne.ResumePolicy(keep_compatible={"profile"}),
     )
     plan = drive.plan(graph, config)
     assert plan.kind is ne.PlanKind.REWIND and plan.migrated == {"profile"}

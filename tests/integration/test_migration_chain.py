@@ -132,7 +132,12 @@ def test_rerun_and_kept_print_in_execution_order(
     drive.run(ne.compile(pipeline(Counter(), S1), checkpointer=saver), {"doc": "d"}, config)
     deployed(S2)
     kept = drive.plan(
-        ne.compile(pipeline(Counter(), S2), checkpointer=saver, keep_compatible=True), config
+        ne.compile(
+            pipeline(Counter(), S2),
+            checkpointer=saver,
+            resume=ne.ResumePolicy(keep_compatible=True),
+        ),
+        config,
     )
     assert "kept: fetch, summarize, review" in str(kept)
     versions = {"fetch": "v2"}

@@ -109,7 +109,7 @@ def test_strict_mode_raises_naming_the_value(
     crashed(drive, saver, config)
     runs: Counter[str] = Counter()
     with pytest.raises(ne.CheckpointSchemaError) as caught:
-        drive.run(make(saver, runs), None, config, auto_resume=False)
+        drive.run(make(saver, runs), None, config, resume=ne.ResumePolicy(on_change="raise"))
     assert caught.value.invalidated_nodes == {"write"}
     assert "stored value of `draft` does not read back as `Draft`: got `dict`" in str(caught.value)
     assert runs == Counter()

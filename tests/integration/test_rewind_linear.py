@@ -93,7 +93,7 @@ def test_strict_mode_raises_before_running_and_writes_nothing(
     runs: Counter[str] = Counter()
     graph = ne.compile(linear(runs, {"c": CHANGES["field retyped"][0]}), checkpointer=saver)
     with pytest.raises(ne.CheckpointSchemaError) as caught:
-        drive.run(graph, {"log": []}, config, auto_resume=False)
+        drive.run(graph, {"log": []}, config, resume=ne.ResumePolicy(on_change="raise"))
     assert caught.value.invalidated_nodes == {"c"}
     assert caught.value.plan.kind is ne.PlanKind.REWIND
     message = str(caught.value)
@@ -108,7 +108,9 @@ def test_strict_mode_passes_when_nothing_changed(
     completed(drive, saver, config, {"c": V1})
     runs: Counter[str] = Counter()
     graph = ne.compile(linear(runs, {"c": V1}), checkpointer=saver)
-    assert drive.run(graph, {"log": []}, config, auto_resume=False)["log"] == list("abcd")
+    assert drive.run(graph, {"log": []}, config, resume=ne.ResumePolicy(on_change="raise"))[
+        "log"
+    ] == list("abcd")
     assert runs == Counter()
     # plan() reads the lineage even when run() could trust the head it verified.
     assert drive.plan(graph, config).kept == set("abcd")

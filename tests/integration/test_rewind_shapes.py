@@ -225,7 +225,7 @@ def test_reanswer_applies_the_answer_to_the_new_interrupt(
     drive.run(ne.compile(approval(runs, V1), checkpointer=saver), {"log": []}, config)
     runs.clear()
     graph = ne.compile(approval(runs, V2), checkpointer=saver)
-    result = drive.run(graph, Command(resume="yes"), config, reanswer=True)
+    result = drive.run(graph, Command(resume="yes"), config, resume=ne.ResumePolicy(reanswer=True))
     assert result["log"] == ["a", "answer=yes", "z"]
     # a re-ran; ask ran once to reach the interrupt again and once with the answer.
     assert runs == Counter({"a": 1, "ask": 2, "z": 1})

@@ -78,7 +78,12 @@ def test_a_saver_that_drops_config_metadata_raises_before_any_node_runs(
     graph = ne.compile(linear(runs), checkpointer=DroppingSaver())
     for strict in (True, False):
         with pytest.raises(ne.StampLostError) as caught:
-            drive.run(graph, {"log": []}, config, auto_resume=strict)
+            drive.run(
+                graph,
+                {"log": []},
+                config,
+                resume=ne.ResumePolicy(on_change=("rewind" if strict else "raise")),
+            )
         assert runs == Counter(), "a node ran"
     message = str(caught.value)
     assert "tests.integration.test_saver_check.DroppingSaver" in message
@@ -110,7 +115,9 @@ def test_the_opt_out_accepts_unverified_threads_and_strict_unverified_refuses_th
     assert drive.plan(changed, config).kind is PlanKind.UNVERIFIED  # what the opt-out accepts
     runs.clear()
     with pytest.raises(ne.CheckpointSchemaError, match="cannot be verified") as caught:
-        drive.run(changed, {"log": ["again"]}, config, strict_unverified=True)
+        drive.run(
+            changed, {"log": ["again"]}, config, resume=ne.ResumePolicy(on_unverified="raise")
+        )
     assert "strict_unverified" in str(caught.value) and caught.value.plan.notes
     assert runs == Counter()
 
@@ -151,7 +158,12 @@ def test_langgraph_checkpoint_lmdb_is_found_to_drop_the_stamp(
     named = rf"langgraph_checkpoint_lmdb\.lmdb\.{type(saver).__name__}"
     for strict in (False, True):
         with pytest.raises(ne.StampLostError, match=named):
-            drive.run(graph, {"log": []}, config, auto_resume=strict)
+            drive.run(
+                graph,
+                {"log": []},
+                config,
+                resume=ne.ResumePolicy(on_change=("rewind" if strict else "raise")),
+            )
     assert runs == Counter()
 
 
@@ -233,7 +245,7 @@ def test_plainredis_keeps_the_stamp_and_rewinds_as_langgraph_savers_do(
     changed = ne.compile(linear(runs, {"c": V2}), checkpointer=redis_saver())
     runs.clear()
     with pytest.raises(ne.CheckpointSchemaError):
-        drive.run(changed, {"log": []}, config, auto_resume=False)
+        drive.run(changed, {"log": []}, config, resume=ne.ResumePolicy(on_change="raise"))
     assert runs == Counter()
     plan = drive.plan(changed, config)
     assert plan.kind is PlanKind.REWIND and plan.rerun == {"c", "d"}

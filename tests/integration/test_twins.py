@@ -29,7 +29,7 @@ def test_the_twins_rewind_alike(
     plan = drive.plan(graph, config)
     assert plan.kind is ne.PlanKind.REWIND and plan.invalidated_nodes == {"c"}
     with pytest.raises(ne.CheckpointSchemaError):
-        drive.run(graph, None, config, auto_resume=False)
+        drive.run(graph, None, config, resume=ne.ResumePolicy(on_change="raise"))
     assert runs == Counter()
     assert drive.run(graph, None, config)["log"] == list("abcd")
     assert runs == Counter("cd")
@@ -127,8 +127,8 @@ def test_bad_lock_options_are_clear_errors_before_anything_runs(
     runs: Counter[str] = Counter()
     graph = ne.compile(linear(runs), checkpointer=saver)
     with pytest.raises(ValueError, match=r"lock_timeout\) must be a number of seconds >= 0"):
-        drive.run(graph, {"log": []}, config, lock_timeout=-1)
+        drive.run(graph, {"log": []}, config, lock=ne.LockPolicy(timeout=-1))
     with pytest.raises(ValueError, match="on_busy must be 'wait' or 'raise'"):
-        drive.run(graph, {"log": []}, config, on_busy="later")  # type: ignore[arg-type]
+        drive.run(graph, {"log": []}, config, lock=ne.LockPolicy(on_busy="later"))  # type: ignore[arg-type]
     assert runs == Counter()
     assert saver.get_tuple(config) is None

@@ -149,7 +149,7 @@ def _migrating(saver: BaseCheckpointSaver[Any], log: Path) -> Any:
         worker.build(log, parsed, state=StateV2),
         checkpointer=saver,
         output_types={n: worker.TYPES[t] for n, t in parsed.items()},
-        migrations={"c": lambda old: str(old).encode()},
+        resume=ne.ResumePolicy(migrations={"c": lambda old: str(old).encode()}),
     )
 
 
@@ -195,13 +195,13 @@ def _replay_setup(saver: BaseCheckpointSaver[Any], log: Path, config: RunnableCo
 
 def _replay_call(saver: BaseCheckpointSaver[Any], log: Path, config: RunnableConfig) -> Any:
     graph = _chat(saver, log, "v2")
-    ne.run(graph, None, config, replay_turns=True)
+    ne.run(graph, None, config, resume=ne.ResumePolicy(replay_turns=True))
     return final(graph, config)
 
 
 async def _areplay_call(saver: BaseCheckpointSaver[Any], log: Path, config: RunnableConfig) -> Any:
     graph = _chat(saver, log, "v2")
-    await ne.arun(graph, None, config, replay_turns=True)
+    await ne.arun(graph, None, config, resume=ne.ResumePolicy(replay_turns=True))
     return await afinal(graph, config)
 
 

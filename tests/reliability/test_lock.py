@@ -292,13 +292,13 @@ def test_run_and_stream_refuse_a_busy_thread(sqlite_path: Path, log: Path, threa
         graph = _graph(b, log)
         with thread_lock(a, thread):
             with pytest.raises(ne.ThreadBusyError):
-                ne.run(graph, dict(INPUT), config, on_busy="raise")
+                ne.run(graph, dict(INPUT), config, lock=ne.LockPolicy(on_busy="raise"))
             with pytest.raises(ne.ThreadBusyError, match=r"0\.1 s"):
-                ne.run(graph, dict(INPUT), config, lock_timeout=0.1)
+                ne.run(graph, dict(INPUT), config, lock=ne.LockPolicy(timeout=0.1))
             with pytest.raises(ne.ThreadBusyError):
-                list(ne.stream(graph, dict(INPUT), config, on_busy="raise"))
+                list(ne.stream(graph, dict(INPUT), config, lock=ne.LockPolicy(on_busy="raise")))
         assert not log.exists(), "a node ran while the thread was busy"
-        assert ne.run(graph, dict(INPUT), config, on_busy="raise")["f"]
+        assert ne.run(graph, dict(INPUT), config, lock=ne.LockPolicy(on_busy="raise"))["f"]
 
 
 async def test_arun_and_astream_refuse_a_busy_thread(
@@ -312,14 +312,16 @@ async def test_arun_and_astream_refuse_a_busy_thread(
         graph = _graph(b, log)
         async with athread_lock(a, thread):
             with pytest.raises(ne.ThreadBusyError):
-                await ne.arun(graph, dict(INPUT), config, on_busy="raise")
+                await ne.arun(graph, dict(INPUT), config, lock=ne.LockPolicy(on_busy="raise"))
             with pytest.raises(ne.ThreadBusyError, match=r"0\.1 s"):
-                await ne.arun(graph, dict(INPUT), config, lock_timeout=0.1)
+                await ne.arun(graph, dict(INPUT), config, lock=ne.LockPolicy(timeout=0.1))
             with pytest.raises(ne.ThreadBusyError):
-                async for _ in ne.astream(graph, dict(INPUT), config, on_busy="raise"):
+                async for _ in ne.astream(
+                    graph, dict(INPUT), config, lock=ne.LockPolicy(on_busy="raise")
+                ):
                     pass
         assert not log.exists(), "a node ran while the thread was busy"
-        assert (await ne.arun(graph, dict(INPUT), config, on_busy="raise"))["f"]
+        assert (await ne.arun(graph, dict(INPUT), config, lock=ne.LockPolicy(on_busy="raise")))["f"]
 
 
 def test_a_call_takes_the_lock_only_for_work(sqlite_path: Path, log: Path, thread: str) -> None:
@@ -332,12 +334,12 @@ def test_a_call_takes_the_lock_only_for_work(sqlite_path: Path, log: Path, threa
         done = ne.run(graph, dict(INPUT), config)
         with thread_lock(a, thread):
             # A complete thread has nothing to do: its stored result, no lock taken.
-            assert ne.run(graph, dict(INPUT), config, on_busy="raise") == done
-            assert ne.run(graph, None, config, on_busy="raise") == done
-            assert list(ne.stream(graph, None, config, on_busy="raise")) == []
+            assert ne.run(graph, dict(INPUT), config, lock=ne.LockPolicy(on_busy="raise")) == done
+            assert ne.run(graph, None, config, lock=ne.LockPolicy(on_busy="raise")) == done
+            assert list(ne.stream(graph, None, config, lock=ne.LockPolicy(on_busy="raise"))) == []
             with pytest.raises(ne.ThreadBusyError):
-                ne.run(graph, {**INPUT, "seed": "s1"}, config, on_busy="raise")
-        assert ne.run(graph, None, config, on_busy="raise") == done
+                ne.run(graph, {**INPUT, "seed": "s1"}, config, lock=ne.LockPolicy(on_busy="raise"))
+        assert ne.run(graph, None, config, lock=ne.LockPolicy(on_busy="raise")) == done
 
 
 async def test_a_call_takes_the_lock_only_for_work_async(
@@ -352,9 +354,17 @@ async def test_a_call_takes_the_lock_only_for_work_async(
         done = await ne.arun(graph, dict(INPUT), config)
         async with athread_lock(a, thread):
             # A complete thread has nothing to do: its stored result, no lock taken.
-            assert await ne.arun(graph, dict(INPUT), config, on_busy="raise") == done
-            assert await ne.arun(graph, None, config, on_busy="raise") == done
-            assert [c async for c in ne.astream(graph, None, config, on_busy="raise")] == []
+            assert (
+                await ne.arun(graph, dict(INPUT), config, lock=ne.LockPolicy(on_busy="raise"))
+                == done
+            )
+            assert await ne.arun(graph, None, config, lock=ne.LockPolicy(on_busy="raise")) == done
+            assert [
+                c
+                async for c in ne.astream(graph, None, config, lock=ne.LockPolicy(on_busy="raise"))
+            ] == []
             with pytest.raises(ne.ThreadBusyError):
-                await ne.arun(graph, {**INPUT, "seed": "s1"}, config, on_busy="raise")
-        assert await ne.arun(graph, None, config, on_busy="raise") == done
+                await ne.arun(
+                    graph, {**INPUT, "seed": "s1"}, config, lock=ne.LockPolicy(on_busy="raise")
+                )
+        assert await ne.arun(graph, None, config, lock=ne.LockPolicy(on_busy="raise")) == done

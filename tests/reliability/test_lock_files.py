@@ -71,7 +71,10 @@ def test_a_child_forked_by_a_node_does_not_keep_the_lock(
         assert ne.run(graph, {"seed": "1"}, config) == {"seed": "1", "out": "done(1)"}
         assert len(children) == 1
         # A new input starts a new turn: work to do, so the lock is taken at once or never.
-        assert ne.run(graph, {"seed": "2"}, config, on_busy="raise")["out"] == "done(2)"
+        assert (
+            ne.run(graph, {"seed": "2"}, config, lock=ne.LockPolicy(on_busy="raise"))["out"]
+            == "done(2)"
+        )
         with thread_lock(saver, thread, on_busy="raise"):
             pass
 

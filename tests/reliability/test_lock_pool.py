@@ -187,7 +187,7 @@ def test_a_pool_of_one_connection_serves_locked_runs(pg_dsn: str, thread: str) -
         with thread_lock(saver, thread):
             _touch(saver, thread)  # the pool's only connection is free for the saver
             with pytest.raises(ne.ThreadBusyError):
-                ne.run(graph, {"seed": "x"}, _config(thread), on_busy="raise")
+                ne.run(graph, {"seed": "x"}, _config(thread), lock=ne.LockPolicy(on_busy="raise"))
         _, errors = _concurrently(lambda name: ne.run(graph, {"seed": name}, _config(name)), thread)
     assert errors == []
     assert counts == {"first": RUNS, "second": RUNS}

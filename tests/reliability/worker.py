@@ -303,8 +303,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 graph,
                 dict(INPUT),
                 {"configurable": {"thread_id": args.thread}},
-                on_busy=args.on_busy,
-                lock_timeout=args.lock_timeout,
+                lock=ne.LockPolicy(on_busy=args.on_busy, timeout=args.lock_timeout),
             )
             status = EXIT_OK
             outcome = {"status": "ok", "result": result, "seconds": time.monotonic() - started}

@@ -70,4 +70,6 @@ builder.add_edge("summarize", "publish")
 builder.add_edge("publish", END)
 
 graph = neograph_ext.compile(builder, auto_resume=True)
-strict = neograph_ext.compile(builder, auto_resume=False)
+strict = neograph_ext.compile(
+    builder, auto_resume=True, resume=neograph_ext.ResumePolicy(on_change="raise")
+)
