@@ -8,7 +8,7 @@ awaits their ``a``-twins on an event loop of its own, in a thread of its own.
 Rules:
 - The test body stays synchronous: an ``async`` drive blocks on each awaited call, so
   ``pytest.raises``, counters and assertions read the same both ways.
-- The loop is the test's loop: the ``async`` saver is opened on it (``wait``), and its
+- The loop is the test's loop: the ``async`` saver is opened on it (``opened``), and its
   sync methods (``saver.list``, ``saver.get_tuple``) still work from the test's thread,
   as LangGraph's async savers hand them to their loop.
 - A function is looked up when called, not when the drive is made: a test's
@@ -37,8 +37,8 @@ T = TypeVar("T")
 MODES = ("sync", "async")
 
 SYNC_ONLY = pytest.mark.parametrize("drive", ["sync"], indirect=True)
-"""For a test whose subject is no driver (``compile``, a saver, a subprocess): it runs
-once, on a sync saver. Each use says why beside it."""
+"""For a test that runs one way only, on a sync saver (its subject is no driver, or one
+twin's own functions): each use says why beside it."""
 
 
 class Drive:

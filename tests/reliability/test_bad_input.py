@@ -38,6 +38,7 @@ from neograph_ext import _stamp
 from neograph_ext._fingerprint import digest
 from neograph_ext._stamp import MAX_STAMP_CHARS, STAMP_KEY, read_stamp
 from neograph_ext._typediff import MAX_LINE, MAX_LINES
+from tests.drive import Drive
 from tests.graphs.signatures import chain
 from tests.reliability import harness as h
 from tests.reliability import worker
@@ -586,7 +587,7 @@ STORED_IN = [
 @pytest.mark.parametrize("where", ["every-checkpoint", "all-but-the-head"])
 @pytest.mark.parametrize(("bad", "db"), STORED_IN, indirect=["db"])
 def test_metadata_that_is_not_a_mapping_is_unverified_or_one_documented_error(
-    bad: BadMetadata, where: str, db: str, thread: str, log: Path
+    drive: Drive, bad: BadMetadata, where: str, db: str, thread: str, log: Path
 ) -> None:
     config: dict[str, Any] = {"configurable": {"thread_id": thread}}
     with worker.open_saver(db) as saver:
@@ -597,12 +598,12 @@ def test_metadata_that_is_not_a_mapping_is_unverified_or_one_documented_error(
     _corrupt(db, thread, bad, keep=head.checkpoint["id"] if where == "all-but-the-head" else None)
     kept, before = _rows(db, thread), h.counts(log)
 
-    with worker.open_saver(db) as saver:
+    with drive.opened(lambda: worker.open_saver(db), lambda: worker.aopen_saver(db)) as saver:
         if where == "every-checkpoint" or bad.note is None:
             # Nothing to resume from: one error, naming the thread and the way out.
             for call in (
-                lambda: ne.plan(graph_of(saver, log), config),
-                lambda: ne.run(graph_of(saver, log), dict(INPUT), config),
+                lambda: drive.plan(graph_of(saver, log), config),
+                lambda: drive.run(graph_of(saver, log), dict(INPUT), config),
             ):
                 with pytest.raises(ne.UnreadableCheckpointError) as caught:
                     call()
@@ -612,43 +613,12 @@ def test_metadata_that_is_not_a_mapping_is_unverified_or_one_documented_error(
             assert _rows(db, thread) == kept, "something was written"
             return
 
-        plan = ne.plan(graph_of(saver, log), config)
+        plan = drive.plan(graph_of(saver, log), config)
         assert plan.kind is ne.PlanKind.UNVERIFIED, plan
         assert any(bad.note in note for note in plan.notes), plan.notes
         # The head is intact: the run resumes as LangGraph would, from the crash.
-        result = ne.run(graph_of(saver, log), dict(INPUT), config)
+        result = drive.run(graph_of(saver, log), dict(INPUT), config)
 
     assert h.since(log, before) == {CRASH_AT: 1, "f": 1}
     assert result["f"] == h.reference()["f"]
     assert kept <= _rows(db, thread)
-
-
-@pytest.mark.parametrize("name", ["int", "not-json", "nested-arrays"])
-async def test_the_async_twins_read_garbage_metadata_the_same_way(
-    name: str, sqlite_path: Path, thread: str, log: Path
-) -> None:
-    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-
-    bad = next(b for b in BAD_METADATA if b.name == name)
-    db, config = str(sqlite_path), {"configurable": {"thread_id": thread}}
-    with worker.open_saver(db) as saver:
-        saver.setup()
-        with pytest.raises(RuntimeError, match="crash"):
-            graph_of(saver, log, crash_at=CRASH_AT).invoke(dict(INPUT), config, durability="sync")
-        head = saver.get_tuple(config)
-    assert head is not None
-    _corrupt(db, thread, bad, keep=head.checkpoint["id"])
-    before = h.counts(log)
-
-    async with AsyncSqliteSaver.from_conn_string(db) as saver:
-        if bad.note is None:
-            with pytest.raises(ne.UnreadableCheckpointError, match=repr(thread)):
-                await ne.aplan(graph_of(saver, log), config)
-            with pytest.raises(ne.UnreadableCheckpointError, match=repr(thread)):
-                await ne.arun(graph_of(saver, log), dict(INPUT), config)
-            assert h.since(log, before) == {}
-            return
-        plan = await ne.aplan(graph_of(saver, log), config)
-        assert plan.kind is ne.PlanKind.UNVERIFIED and any(bad.note in n for n in plan.notes)
-        await ne.arun(graph_of(saver, log), dict(INPUT), config)
-    assert h.since(log, before) == {CRASH_AT: 1, "f": 1}

@@ -2,6 +2,7 @@
 
 A kill between LangGraph saving the input checkpoint and saving step 0 leaves a head
 that waits on ``__start__``; it once planned as ``up_to_date`` and ran nothing, forever.
+One way: the subject is what a killed worker process (the sync driver) leaves.
 """
 
 from __future__ import annotations

@@ -13,6 +13,8 @@
   compile.
 - ``accept`` on a head that is current writes nothing: racing or retried calls write one
   fork in all.
+
+The entry-point tables name every twin themselves; the rest run through ``drive``.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from langgraph.types import Command
 
 import neograph_ext as ne
 from neograph_ext._stamp_store import THREAD_PREFIX
+from tests.drive import Drive
 from tests.reliability import harness as h
 from tests.reliability import worker
 from tests.reliability.paths import crashed_in
@@ -97,28 +100,34 @@ def test_a_graph_compiled_with_auto_resume_refuses_a_reserved_thread_id(
 
 
 def test_a_plain_call_on_a_description_thread_no_longer_hides_it(
-    lite: SqliteSaver, log: Path, thread: str
+    drive: Drive, db: str, log: Path, thread: str
 ) -> None:
     config = {"configurable": {"thread_id": thread}}
-    graph = _graph(lite, log)
-    ne.run(graph, dict(worker.INPUT), config)
-    # Plain LangGraph (no auto_resume) runs on any thread id, this one included.
-    hidden = {"configurable": {"thread_id": THREAD_PREFIX + graph.neograph_ext_stamp.id}}
-    graph.invoke(dict(worker.INPUT), hidden)
-    before = h.counts(log)
+    with drive.opened(lambda: worker.open_saver(db), lambda: worker.aopen_saver(db)) as saver:
+        graph = _graph(saver, log)
+        drive.run(graph, dict(worker.INPUT), config)
+        # Plain LangGraph (no auto_resume) runs on any thread id, this one included.
+        hidden = {"configurable": {"thread_id": THREAD_PREFIX + graph.neograph_ext_stamp.id}}
+        drive.invoke(graph, dict(worker.INPUT), hidden)
+        before = h.counts(log)
 
-    ne.run(_graph(lite, log, "e=float"), dict(worker.INPUT), config)
+        drive.run(_graph(saver, log, "e=float"), dict(worker.INPUT), config)
 
     assert h.since(log, before) == Counter("ef"), "the description was hidden: all re-ran"
 
 
 def test_an_answer_to_a_thread_that_does_not_exist_is_refused(
-    lite: SqliteSaver, log: Path, thread: str
+    drive: Drive, db: str, log: Path, thread: str
 ) -> None:
-    graph = _graph(lite, log)
-    with pytest.raises(ne.GraphError, match="has no checkpoint: a Command"):
-        ne.run(graph, Command(resume="yes"), {"configurable": {"thread_id": thread}})
-    assert not log.exists() and list(lite.list(None)) == []
+    config = {"configurable": {"thread_id": thread}}
+    with drive.opened(lambda: worker.open_saver(db), lambda: worker.aopen_saver(db)) as saver:
+        graph = _graph(saver, log)
+        with pytest.raises(ne.GraphError, match="has no checkpoint: a Command"):
+            drive.run(graph, Command(resume="yes"), config)
+        # Nothing at all in the test's own SQLite file; nothing of the thread in the
+        # PostgreSQL database every test shares.
+        scope = config if db.startswith(("postgresql://", "postgres://")) else None
+        assert not log.exists() and list(saver.list(scope)) == []
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,7 @@
 
 The victim signals from inside the node (after logging its execution) and sleeps;
 the parent then kills it with SIGKILL, so nothing in the victim gets to clean up.
+One way: the worker process runs the sync driver (``test_owed`` kills async workers).
 """
 
 from __future__ import annotations

@@ -1,6 +1,8 @@
 """The per-thread lock, in one process: every backend, both modes, both twins.
 
 Cross-process behaviour (a killed holder, racing processes) is in ``test_races``.
+Not through ``drive``: each test's subject is one twin's lock (a thread lock, or an
+asyncio one that must never block the loop), so each names the twin it calls.
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
 A forked child must not keep its parent's lock; every path to one database file must
 take one lock; a lock folder that cannot be used is named, with the fix.
+Not through ``drive``: the subject is the lock file, and the one async test is about an
+async saver's own connection.
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ A run from a ``checkpoint_id`` is a deliberate fork, and a later run from it for
 again. But runners that wait for the lock while another runs the same fork find,
 once they get it, the thread moved on from that checkpoint: they plan from the newest
 checkpoint instead, and find nothing left to do.
+Concurrent runs are not through ``drive``: threads for the sync twin and tasks of one
+loop for the async one are each written out; a lone run is.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 import neograph_ext as ne
 from neograph_ext._lock import thread_lock
+from tests.drive import Drive
 from tests.reliability import worker
 from tests.reliability.worker import INPUT
 
@@ -124,14 +127,16 @@ async def test_concurrent_aruns_from_one_checkpoint_run_the_tail_once(
 
 
 @pytest.mark.parametrize("checkpoint", ["named", "newest"])
-def test_a_lone_run_is_unchanged(db: str, thread: str, log: Path, checkpoint: str) -> None:
+def test_a_lone_run_is_unchanged(
+    drive: Drive, db: str, thread: str, log: Path, checkpoint: str
+) -> None:
     """No waiting, nothing moved: a run from a named checkpoint still forks from it."""
-    with worker.open_saver(db) as saver:
+    with drive.opened(lambda: worker.open_saver(db), lambda: worker.aopen_saver(db)) as saver:
         graph = _graph(saver, log)
-        first = ne.run(graph, dict(INPUT), {"configurable": {"thread_id": thread}})
+        first = drive.run(graph, dict(INPUT), {"configurable": {"thread_id": thread}})
         config = _before_c(graph, thread) if checkpoint == "named" else None
         log.unlink()
-        again = ne.run(graph, None, config or {"configurable": {"thread_id": thread}})
+        again = drive.run(graph, None, config or {"configurable": {"thread_id": thread}})
     assert again == first
     expected = TAIL if checkpoint == "named" else Counter()
     assert Counter(worker.executions(log)) == expected

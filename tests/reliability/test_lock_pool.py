@@ -3,6 +3,7 @@
 Each test times the same concurrent workload twice in one process, with plain
 LangGraph and with ``neograph_ext.run``, and compares the two: a lock that held pool
 connections stalled here until the pool's timeout, and runs failed.
+Not through ``drive``: a sync pool and an async pool are each their own subject.
 """
 
 from __future__ import annotations

@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 
 import neograph_ext as ne
+from tests.drive import Drive
 from tests.reliability import harness as h
 from tests.reliability import worker
 from tests.reliability.paths import PATHS, crashed_in, final, retyped
@@ -182,14 +183,15 @@ def test_storm_kills_at_random_moments_are_finished_by_the_retry(
 
 
 def test_a_deploy_on_a_thread_that_crashed_after_the_sibling_finished_keeps_it(
-    db: str, thread: str, log: Path
+    drive: Drive, db: str, thread: str, log: Path
 ) -> None:
     # c crashed, d finished: a deploy that retypes c's channel leaves d's work valid.
     with worker.open_saver(db) as saver:
         crashed_in(saver, log, _config(thread), "c", frozenset("d"))
-        before = h.counts(log)
+    before = h.counts(log)
+    with drive.opened(lambda: worker.open_saver(db), lambda: worker.aopen_saver(db)) as saver:
         graph = retyped(saver, log)
-        plan = ne.plan(graph, _config(thread))
+        plan = drive.plan(graph, _config(thread))
         assert "d" not in plan.rerun, plan
-        ne.run(graph, dict(worker.INPUT), _config(thread))
+        drive.run(graph, dict(worker.INPUT), _config(thread))
     assert h.since(log, before) == Counter("cef")

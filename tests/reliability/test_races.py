@@ -5,7 +5,7 @@ then wait for a shared go file, so their ``run()`` calls start within a millisec
 or two of each other. Nodes sleep a little so the runs would overlap without the lock.
 
 These tests need ``run(..., on_busy=..., lock_timeout=...)``: the thread lock wired
-into ``run``.
+into ``run``. One way: each racer is a process running the sync driver.
 """
 
 from __future__ import annotations

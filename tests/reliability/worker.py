@@ -49,7 +49,7 @@ import sqlite3
 import sys
 import time
 import traceback
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
@@ -193,6 +193,21 @@ def open_saver(db: str) -> Iterator[BaseCheckpointSaver[Any]]:
             yield SqliteSaver(conn)
         finally:
             conn.close()
+
+
+@contextlib.asynccontextmanager
+async def aopen_saver(db: str) -> AsyncIterator[BaseCheckpointSaver[Any]]:
+    """Async twin of ``open_saver``, bound to the running loop."""
+    if db.startswith(("postgresql://", "postgres://")):
+        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+
+        async with AsyncPostgresSaver.from_conn_string(db) as saver:
+            yield saver
+    else:
+        from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+        async with AsyncSqliteSaver.from_conn_string(db) as lite:
+            yield lite
 
 
 WRITES = "put_writes"
@@ -350,15 +365,7 @@ async def _awrite_path(
     """``--path NAME --async``: the path's async call, on an async saver."""
     from tests.reliability.paths import PATHS
 
-    if args.db.startswith(("postgresql://", "postgres://")):
-        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
-
-        opened: Any = AsyncPostgresSaver.from_conn_string(args.db)
-    else:
-        from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-
-        opened = AsyncSqliteSaver.from_conn_string(args.db)
-    async with opened as saver:
+    async with aopen_saver(args.db) as saver:
         made = _killing(saver, args.kill_before, args.kill_after, ("aput", "aput_writes"))
         if args.ready:
             args.ready.touch()
