@@ -8,7 +8,9 @@ the pool's settings, so it carries it too).
 from __future__ import annotations
 
 import asyncio
+import atexit
 import logging
+import os
 import threading
 import time
 import uuid
@@ -288,3 +290,27 @@ def test_a_lock_connection_dropped_while_idle_is_replaced_silently(
             second = server.holder_of(thread)
     assert first != second
     assert [r for r in caplog.records if r.name == "neograph_ext"] == []
+
+
+def test_a_forked_child_that_exits_leaves_the_parents_lock_connection(
+    pg_dsn: str, thread: str, server: Server
+) -> None:
+    with _pool(pg_dsn, server) as pool:
+        saver = PostgresSaver(pool)
+        with thread_lock(saver, thread):
+            holder = server.holder_of(thread)
+            pid = os.fork()
+            if pid == 0:  # exits as a normal exit would: its exit handlers run
+                try:
+                    atexit._run_exitfuncs()
+                finally:
+                    os._exit(0)
+            os.waitpid(pid, 0)
+            # Ending the session in the child would have ended the parent's, and its lock.
+            assert server.holder_of(thread) == holder
+            with (
+                PostgresSaver.from_conn_string(pg_dsn) as rival,
+                pytest.raises(ne.ThreadBusyError),
+                thread_lock(rival, thread, on_busy="raise"),
+            ):
+                pass
