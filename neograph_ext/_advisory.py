@@ -108,7 +108,8 @@ class AdvisoryLock:
         self.thread_id = thread_id
         self.key = advisory_key(thread_id)
         self.generation: int | None = None
-        """The session connection the lock was taken on; None while not held."""
+        """None while not held; when held, the number of the ``LockSession`` connection it
+        was taken on (0 on the saver's single connection)."""
 
     def try_acquire(self) -> bool:
         if isinstance(self._source, LockSession):
