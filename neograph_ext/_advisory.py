@@ -4,31 +4,50 @@ Rules:
 - The server drops a session's advisory locks when the session ends, so a holder
   that dies cannot leave a thread locked.
 - On the saver's single connection, each statement borrows it briefly under the
-  saver's own lock; with a pool, the lock opens one connection of its own beside the
-  pool, for as long as it waits or holds, so the pool is never starved.
+  saver's own lock. With a pool, the locks of all the pool's runs live on one
+  connection beside the pool (a ``LockSession``, made on the first locked run and
+  closed with the pool's last reference or the process): one session holds advisory
+  locks of many keys, so the pool is never starved and the server sees one extra
+  connection per pool, not one per run. It is held per pool, weakly, because a pool
+  is what says how to connect and lives as long as its savers; a sync and an async
+  pool on one database have a session each (a sync connection would block an event
+  loop, an async one belongs to one loop), and locks on the two exclude each other
+  on the server like those of two processes.
 - A lock this session already holds is refused: advisory locks are re-entrant per
-  session, and a single connection is shared by every caller in the process.
+  session, and a session is shared by every caller in the process.
+- A dropped connection takes its locks with it on the server: the next lock
+  statement reconnects, and each run that held a lock on the dropped connection logs
+  a warning at release (another worker may have run its thread meanwhile).
 - ``psycopg`` is never imported here unless the caller has it imported already.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import inspect
 import logging
+import os
+import threading
+import weakref
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, LiteralString
 
 from neograph_ext._errors import GraphError
 
 if TYPE_CHECKING:
-    import asyncio
-    import threading
-
     from psycopg import AsyncConnection, Connection
     from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
-__all__ = ["AdvisoryLock", "AsyncAdvisoryLock", "advisory_key"]
+__all__ = [
+    "AdvisoryLock",
+    "AsyncAdvisoryLock",
+    "AsyncLockSession",
+    "LockSession",
+    "advisory_key",
+    "alock_session",
+    "lock_session",
+]
 
 logger = logging.getLogger("neograph_ext")
 
@@ -58,6 +77,9 @@ _TRY_SQL = (
 """Refuses a lock this session already holds: advisory locks are re-entrant per
 session, and a saver's single connection is shared by every caller in the process."""
 
+_TRY_KEY_SQL = "SELECT pg_try_advisory_lock(%(key)s) AS locked"
+"""On a lock session, which knows the keys it holds, so re-entry is refused without asking."""
+
 _UNLOCK_SQL = "SELECT pg_advisory_unlock(%(key)s) AS unlocked"
 
 
@@ -72,52 +94,38 @@ class AdvisoryLock:
     On the saver's single connection, each statement runs under the saver's own lock,
     so it never interleaves with the saver's queries; nothing is held between
     statements, so the run itself is never blocked by the lock. With a pool, the lock
-    opens one connection of its own, beside the pool, for the lock's life: a lock held
-    on a pooled connection starved the saver as soon as ``max_size`` runs were locked.
-    Closing that connection ends its session, which drops the lock if unlocking did not.
+    lives on the pool's ``LockSession``.
     """
 
     def __init__(
         self,
-        source: Connection[Any] | ConnectionPool[Any],
+        source: Connection[Any] | LockSession,
         guard: threading.Lock,
         thread_id: str,
-        pooled: bool,
     ) -> None:
         self._source = source
-        self._pooled = pooled
         self._guard = guard
-        self._thread_id = thread_id
-        self._params = _params(advisory_key(thread_id))
-        self._own: Connection[Any] | None = None
-        self._held = False
+        self.thread_id = thread_id
+        self.key = advisory_key(thread_id)
+        self.generation: int | None = None
+        """None while not held; when held, the number of the ``LockSession`` connection it
+        was taken on (0 on the saver's single connection)."""
 
     def try_acquire(self) -> bool:
-        if not self._pooled:
-            conn: Connection[Any] = self._source  # type: ignore[assignment]
-            with self._guard:
-                self._held = _query(conn, _TRY_SQL, self._params)
-            return self._held
-        if self._own is None:
-            self._own = _connect(self._source, self._thread_id)  # type: ignore[arg-type]
-        self._held = _query(self._own, _TRY_SQL, self._params)
-        return self._held
+        if isinstance(self._source, LockSession):
+            return self._source.acquire(self)
+        with self._guard:
+            held = _query(self._source, _TRY_SQL, _params(self.key))
+        self.generation = 0 if held else None
+        return held
 
     def release(self) -> None:
-        own, self._own = self._own, None
-        held, self._held = self._held, False
-        if own is not None:
-            # Unlocking first makes the lock free when release returns; the server
-            # ends a closed session a moment later, which is too late for the next run.
-            try:
-                if held:
-                    _unlock(own, self._params)
-            finally:
-                own.close()
-        elif held:
-            conn: Connection[Any] = self._source  # type: ignore[assignment]
+        if isinstance(self._source, LockSession):
+            return self._source.release(self)
+        if self.generation is not None:
+            self.generation = None
             with self._guard:
-                _unlock(conn, self._params)
+                _unlock(self._source, self.key)
 
 
 class AsyncAdvisoryLock:
@@ -125,43 +133,220 @@ class AsyncAdvisoryLock:
 
     def __init__(
         self,
-        source: AsyncConnection[Any] | AsyncConnectionPool[Any],
+        source: AsyncConnection[Any] | AsyncLockSession,
         guard: asyncio.Lock,
         thread_id: str,
-        pooled: bool,
     ) -> None:
         self._source = source
-        self._pooled = pooled
         self._guard = guard
-        self._thread_id = thread_id
-        self._params = _params(advisory_key(thread_id))
-        self._own: AsyncConnection[Any] | None = None
-        self._held = False
+        self.thread_id = thread_id
+        self.key = advisory_key(thread_id)
+        self.generation: int | None = None
 
     async def atry_acquire(self) -> bool:
-        if not self._pooled:
-            conn: AsyncConnection[Any] = self._source  # type: ignore[assignment]
-            async with self._guard:
-                self._held = await _aquery(conn, _TRY_SQL, self._params)
-            return self._held
-        if self._own is None:
-            self._own = await _aconnect(self._source, self._thread_id)  # type: ignore[arg-type]
-        self._held = await _aquery(self._own, _TRY_SQL, self._params)
-        return self._held
+        if isinstance(self._source, AsyncLockSession):
+            return await self._source.acquire(self)
+        async with self._guard:
+            held = await _aquery(self._source, _TRY_SQL, _params(self.key))
+        self.generation = 0 if held else None
+        return held
 
     async def arelease(self) -> None:
-        own, self._own = self._own, None
-        held, self._held = self._held, False
-        if own is not None:
-            try:
-                if held:
-                    await _aunlock(own, self._params)
-            finally:
-                await own.close()
-        elif held:
-            conn: AsyncConnection[Any] = self._source  # type: ignore[assignment]
+        if isinstance(self._source, AsyncLockSession):
+            return await self._source.release(self)
+        if self.generation is not None:
+            self.generation = None
             async with self._guard:
-                await _aunlock(conn, self._params)
+                await _aunlock(self._source, self.key)
+
+
+class LockSession:
+    """The connection on which a process takes the advisory locks of one pool's runs.
+
+    Every statement runs under the session's guard, one short statement at a time, so
+    threads take turns on the connection; the keys it holds are known here, so a key
+    held already is refused without a round trip. Each connection made has a number,
+    the generation, which a lock remembers: a lock taken on a connection that has
+    since dropped is gone on the server, and its release says so instead of unlocking.
+    """
+
+    def __init__(self, pool: ConnectionPool[Any]) -> None:
+        # Weakly: the session lives as long as the pool and must not keep it alive.
+        self._pool = weakref.ref(pool)
+        self._guard = threading.Lock()
+        self._conn: Connection[Any] | None = None
+        self._held: set[int] = set()
+        self._generation = 0
+
+    def acquire(self, lock: AdvisoryLock) -> bool:
+        with self._guard:
+            if lock.key in self._held:
+                return False
+            try:
+                held = _query(self._connection(lock), _TRY_KEY_SQL, {"key": lock.key})
+            except _operational_error():
+                self._drop()  # a connection that dropped while idle: try a fresh one
+                held = _query(self._connection(lock), _TRY_KEY_SQL, {"key": lock.key})
+            if held:
+                self._held.add(lock.key)
+                lock.generation = self._generation
+            return held
+
+    def release(self, lock: AdvisoryLock) -> None:
+        with self._guard:
+            generation, lock.generation = lock.generation, None
+            if generation is None:
+                return
+            if generation != self._generation or self._conn is None or self._conn.closed:
+                return _lost(lock.thread_id)
+            self._held.discard(lock.key)
+            try:
+                _unlock(self._conn, lock.key)
+            except _operational_error():
+                self._drop()
+                _lost(lock.thread_id)
+
+    def finish(self, pid: int) -> None:
+        """Ends the connection without waiting: its pool is gone, or the process exits."""
+        if self._conn is not None:
+            _finish(self._conn, pid)
+
+    def _connection(self, lock: AdvisoryLock) -> Connection[Any]:
+        if self._conn is None or self._conn.closed:
+            self._drop()
+            self._conn = _connect(_alive(self._pool, lock.thread_id), lock.thread_id)
+            self._generation += 1
+        return self._conn
+
+    def _drop(self) -> None:
+        conn, self._conn = self._conn, None
+        self._held.clear()
+        if conn is not None:
+            _finish(conn, os.getpid())
+
+
+class AsyncLockSession:
+    """Async twin of ``LockSession``.
+
+    Each statement runs in a task of its own, shielded from the caller's cancellation:
+    a run cancelled mid-statement must not leave the shared connection in the middle of
+    a query, and the lock it took meanwhile is recorded for its release to undo.
+    """
+
+    def __init__(self, pool: AsyncConnectionPool[Any]) -> None:
+        self._pool = weakref.ref(pool)
+        self._guard = asyncio.Lock()
+        self._conn: AsyncConnection[Any] | None = None
+        self._held: set[int] = set()
+        self._generation = 0
+
+    async def acquire(self, lock: AsyncAdvisoryLock) -> bool:
+        return await asyncio.shield(self._acquire(lock))
+
+    async def release(self, lock: AsyncAdvisoryLock) -> None:
+        await asyncio.shield(self._release(lock))
+
+    async def _acquire(self, lock: AsyncAdvisoryLock) -> bool:
+        async with self._guard:
+            if lock.key in self._held:
+                return False
+            try:
+                held = await _aquery(await self._connection(lock), _TRY_KEY_SQL, {"key": lock.key})
+            except _operational_error():
+                await self._drop()
+                held = await _aquery(await self._connection(lock), _TRY_KEY_SQL, {"key": lock.key})
+            if held:
+                self._held.add(lock.key)
+                lock.generation = self._generation
+            return held
+
+    async def _release(self, lock: AsyncAdvisoryLock) -> None:
+        async with self._guard:
+            generation, lock.generation = lock.generation, None
+            if generation is None:
+                return
+            if generation != self._generation or self._conn is None or self._conn.closed:
+                return _lost(lock.thread_id)
+            self._held.discard(lock.key)
+            try:
+                await _aunlock(self._conn, lock.key)
+            except _operational_error():
+                await self._drop()
+                _lost(lock.thread_id)
+
+    def finish(self, pid: int) -> None:
+        """Ends the connection without waiting: its pool is gone, or the process exits."""
+        if self._conn is not None:
+            _finish(self._conn, pid)
+
+    async def _connection(self, lock: AsyncAdvisoryLock) -> AsyncConnection[Any]:
+        if self._conn is None or self._conn.closed:
+            await self._drop()
+            self._conn = await _aconnect(_alive(self._pool, lock.thread_id), lock.thread_id)
+            self._generation += 1
+        return self._conn
+
+    async def _drop(self) -> None:
+        conn, self._conn = self._conn, None
+        self._held.clear()
+        if conn is not None:
+            _finish(conn, os.getpid())
+
+
+def lock_session(pool: ConnectionPool[Any]) -> LockSession:
+    """The pool's lock session, made on first use (it connects on its first lock)."""
+    session = _SESSIONS.get(pool)
+    if not isinstance(session, LockSession):
+        session = _remember(pool, LockSession(pool))
+    return session  # type: ignore[return-value]
+
+
+def alock_session(pool: AsyncConnectionPool[Any]) -> AsyncLockSession:
+    """Async twin of ``lock_session``; no I/O, so no ``await``."""
+    session = _SESSIONS.get(pool)
+    if not isinstance(session, AsyncLockSession):
+        session = _remember(pool, AsyncLockSession(pool))
+    return session  # type: ignore[return-value]
+
+
+def _remember(pool: object, made: LockSession | AsyncLockSession) -> LockSession | AsyncLockSession:
+    session = _SESSIONS.setdefault(pool, made)  # one winner among racing threads
+    if session is made:
+        # The pool going (or the process exiting) ends the session's connection.
+        weakref.finalize(pool, made.finish, os.getpid())
+    return session
+
+
+_SESSIONS: weakref.WeakKeyDictionary[object, LockSession | AsyncLockSession] = (
+    weakref.WeakKeyDictionary()
+)
+"""Per pool, its lock session. Weak: a pool's session goes with the pool."""
+
+
+def _finish(conn: Connection[Any] | AsyncConnection[Any], pid: int) -> None:
+    """Ends a session's connection without waiting: the server drops its locks.
+
+    Not in a forked child, which shares the parent's socket: ending the session there
+    would end the parent's, and with it the parent's locks.
+    """
+    if os.getpid() == pid and not conn.closed:
+        conn.pgconn.finish()
+
+
+def _alive(pool: weakref.ref[Any], thread_id: str) -> Any:
+    alive = pool()
+    if alive is None:  # pragma: no cover - a saver, and so a run, keeps its pool alive
+        raise GraphError(f"thread {thread_id!r}: the saver's connection pool is gone")
+    return alive
+
+
+def _lost(thread_id: str) -> None:
+    logger.warning(
+        "thread %r: the connection holding its lock dropped during the run, and the "
+        "server released the lock with it; another worker may have run the thread "
+        "meanwhile. Check what ends sessions (network, idle timeouts, pg_terminate_backend)",
+        thread_id,
+    )
 
 
 def _connect(pool: ConnectionPool[Any], thread_id: str) -> Connection[Any]:
@@ -200,8 +385,8 @@ def _lock_kwargs(kwargs: Mapping[str, Any] | None) -> dict[str, Any]:
 def _connect_failed(thread_id: str, exc: Exception) -> str:
     return (
         f"thread {thread_id!r}: the thread lock could not open its connection to "
-        f"PostgreSQL ({exc}); each locked run holds one connection beside the saver's "
-        "pool: check that the server accepts them (max_connections)"
+        f"PostgreSQL ({exc}); the thread locks of a pool's runs hold one connection "
+        "beside the pool: check that the server accepts it (max_connections)"
     )
 
 
@@ -234,18 +419,18 @@ async def _aquery(conn: AsyncConnection[Any], sql: LiteralString, params: dict[s
     return bool(_first(row))
 
 
-def _unlock(conn: Connection[Any], params: dict[str, int]) -> None:
+def _unlock(conn: Connection[Any], key: int) -> None:
     if conn.closed:
         return  # the session, and every lock it held, is gone already
-    if not _query(conn, _UNLOCK_SQL, params):
-        logger.warning("thread lock %s was not held at release", params["key"])
+    if not _query(conn, _UNLOCK_SQL, {"key": key}):
+        logger.warning("thread lock %s was not held at release", key)
 
 
-async def _aunlock(conn: AsyncConnection[Any], params: dict[str, int]) -> None:
+async def _aunlock(conn: AsyncConnection[Any], key: int) -> None:
     if conn.closed:
         return  # the session, and every lock it held, is gone already
-    if not await _aquery(conn, _UNLOCK_SQL, params):
-        logger.warning("thread lock %s was not held at release", params["key"])
+    if not await _aquery(conn, _UNLOCK_SQL, {"key": key}):
+        logger.warning("thread lock %s was not held at release", key)
 
 
 def _first(row: object) -> object:

@@ -24,8 +24,8 @@ Rules:
   while waiting.
 - The lock never takes a connection the saver needs: with a saver's single connection,
   each lock statement borrows it briefly under the saver's own lock; with a pool, the
-  lock opens one connection of its own beside the pool, for as long as it waits or
-  holds, so a pool of any size (even 1) serves as many concurrent runs as without it.
+  locks of all its runs share one connection beside the pool (``_advisory``), so a
+  pool of any size (even 1) serves as many concurrent runs as without it.
 - Optional drivers are never imported here: a saver whose driver is not imported
   cannot be an instance of it.
 - ``thread_lock`` and ``athread_lock`` differ by ``await`` alone.
@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from neograph_ext._advisory import AdvisoryLock, AsyncAdvisoryLock
+from neograph_ext._advisory import AdvisoryLock, AsyncAdvisoryLock, alock_session, lock_session
 from neograph_ext._errors import GraphError, ThreadBusyError
 from neograph_ext._file_lock import FileLock, flock_available, lock_path, main_file, sqlite_file
 
@@ -169,9 +169,10 @@ def _lock_for(saver: BaseCheckpointSaver[Any], thread_id: str) -> _Lock | None:
     conn = _connection(saver)
     if isinstance(conn, sqlite3.Connection):
         return _file_lock(_database(saver, conn), thread_id, saver)
-    pooled = _is(conn, "psycopg_pool", "ConnectionPool")
-    if pooled or _is(conn, "psycopg", "Connection"):
-        return AdvisoryLock(conn, _saver_lock(saver), thread_id, pooled)
+    if _is(conn, "psycopg_pool", "ConnectionPool"):
+        return AdvisoryLock(lock_session(conn), _saver_lock(saver), thread_id)
+    if _is(conn, "psycopg", "Connection"):
+        return AdvisoryLock(conn, _saver_lock(saver), thread_id)
     if _async_kind(conn):
         logger.warning(
             "thread %r: %s is asynchronous: the sync run() takes no lock; use arun()",
@@ -187,9 +188,10 @@ async def _alock_for(saver: BaseCheckpointSaver[Any], thread_id: str) -> _ALock 
     conn = _connection(saver)
     if _is(conn, "aiosqlite", "Connection"):
         return _file_lock(await _adatabase(saver, conn), thread_id, saver)
-    pooled = _is(conn, "psycopg_pool", "AsyncConnectionPool")
-    if pooled or _is(conn, "psycopg", "AsyncConnection"):
-        return AsyncAdvisoryLock(conn, _saver_alock(saver), thread_id, pooled)
+    if _is(conn, "psycopg_pool", "AsyncConnectionPool"):
+        return AsyncAdvisoryLock(alock_session(conn), _saver_alock(saver), thread_id)
+    if _is(conn, "psycopg", "AsyncConnection"):
+        return AsyncAdvisoryLock(conn, _saver_alock(saver), thread_id)
     # A sync saver never gets here: LangGraph's sync savers refuse arun's aget_tuple.
     _no_lock(saver, thread_id)
     return None

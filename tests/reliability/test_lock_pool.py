@@ -212,7 +212,7 @@ async def test_an_async_pool_of_one_connection_serves_locked_runs(pg_dsn: str, t
     assert counts == {"first": RUNS, "second": RUNS}
 
 
-def test_a_lock_that_gives_up_closes_its_connection(pg_dsn: str, thread: str) -> None:
+def test_a_lock_that_gives_up_leaves_no_connection_open(pg_dsn: str, thread: str) -> None:
     with _pool_of_one(pg_dsn) as pool, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         saver = PostgresSaver(pool)  # type: ignore[arg-type]
