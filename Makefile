@@ -69,6 +69,7 @@ test-oldest: $(OLDEST_STAMP)
 		--ignore=tests/integration/test_auto_resume_dropin.py \
 		--ignore=tests/unit/test_storage_kind.py \
 		--ignore=tests/unit/test_delta_knowledge.py \
+		--ignore=tests/unit/test_fork_delta.py \
 		--ignore=tests/integration/test_agents.py \
 		--ignore=tests/unit/test_stamp_agents.py \
 		--ignore=tests/unit/test_agent_knowledge.py \

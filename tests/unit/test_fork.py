@@ -23,11 +23,8 @@ from neograph_ext._fork import (
     aput_fork,
     forked_checkpoint,
     put_fork,
-    snapshotted,
     task_ids,
 )
-from neograph_ext._langgraph import COUNTERS_KEY, delta_channels
-from tests.graphs.delta import Far, fan
 from tests.graphs.pipelines import diamond
 
 NULL_TASK = "00000000-0000-0000-0000-000000000000"
@@ -236,46 +233,6 @@ def test_the_writes_are_saved_before_the_fork_that_holds_them() -> None:
 
     # A kill between the two leaves writes no checkpoint names: the thread as it was.
     assert saver.calls == [("put_writes", fork.checkpoint["id"]), ("put", fork.checkpoint["id"])]
-
-
-def test_a_delta_channel_gets_a_snapshot_of_its_value_at_the_base(
-    saver: BaseCheckpointSaver[Any],
-) -> None:
-    config = _thread()
-    graph = fan(Far, Counter()).compile(checkpointer=saver)
-    _ran(graph, config)
-    base = _at_step(saver, config, 2)
-    at_base = graph.get_state(base.config).values
-    assert at_base == {"log": ["a1", "b1", "c1"]}
-    assert "log" not in base.checkpoint["channel_values"]  # rebuilt from its ancestors
-    metadata = {**METADATA, "step": 2, COUNTERS_KEY: {"log": 3, "other": 1}}
-    fork = Fork(address(base), forked_checkpoint(base), metadata, {}, ())  # type: ignore[arg-type]
-
-    written = put_fork(graph, saver, fork, graph.get_state(base.config).tasks)
-
-    stored = saver.get_tuple(written)
-    assert stored is not None
-    assert graph.get_state(written).values == at_base
-    assert "log" in stored.checkpoint["channel_values"]
-    assert stored.checkpoint["channel_versions"]["log"] > max(
-        base.checkpoint["channel_versions"].values()
-    )
-    # The counter of the snapshotted channel starts again; the others' stay.
-    assert stored.metadata[COUNTERS_KEY] == {"other": 1}
-
-
-def test_a_channel_the_fork_sets_itself_is_not_snapshotted() -> None:
-    saver = InMemorySaver()
-    config = _thread()
-    graph = fan(Far, Counter()).compile(checkpointer=saver)
-    _ran(graph, config)
-    base = _at_step(saver, config, 2)
-    carried = Fork(address(base), forked_checkpoint(base), METADATA, {"log": "9"}, ())  # type: ignore[arg-type]
-    values = graph.get_state(base.config).values
-
-    kept = snapshotted(carried, base, values, delta_channels(graph), saver.get_next_version)
-
-    assert kept is carried
 
 
 async def test_the_async_twin_writes_the_same_fork() -> None:
