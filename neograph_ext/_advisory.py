@@ -18,21 +18,33 @@ Rules:
 - A dropped connection takes its locks with it on the server: the next lock
   statement reconnects, and each run that held a lock on the dropped connection logs
   a warning at release (another worker may have run its thread meanwhile).
+- The statements and the thread's key are ``_advisory_sql``'s; this module holds the
+  connections they run on.
 - ``psycopg`` is never imported here unless the caller has it imported already.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import inspect
 import logging
 import os
 import threading
 import weakref
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, LiteralString
+from typing import TYPE_CHECKING, Any
 
+from neograph_ext._advisory_sql import (
+    TRY_KEY_SQL,
+    TRY_SQL,
+    advisory_key,
+    aquery,
+    aunlock,
+    operational_error,
+    params,
+    query,
+    unlock,
+)
 from neograph_ext._errors import GraphError
 
 if TYPE_CHECKING:
@@ -44,48 +56,11 @@ __all__ = [
     "AsyncAdvisoryLock",
     "AsyncLockSession",
     "LockSession",
-    "advisory_key",
     "alock_session",
     "lock_session",
 ]
 
 logger = logging.getLogger("neograph_ext")
-
-_NAMESPACE = b"neograph-ext/thread-lock\x00"
-"""Salts the advisory key so it does not collide with other users' advisory locks."""
-
-
-def advisory_key(thread_id: str) -> int:
-    """The PostgreSQL advisory lock key of a thread: a signed 64-bit integer.
-
-    Args:
-        thread_id: The LangGraph thread id.
-
-    Returns:
-        The first 8 bytes of SHA-256 over a namespace and the thread id, as ``bigint``.
-    """
-    data = hashlib.sha256(_NAMESPACE + thread_id.encode("utf-8", "surrogatepass")).digest()
-    return int.from_bytes(data[:8], "big", signed=True)
-
-
-_TRY_SQL = (
-    "SELECT CASE WHEN EXISTS ("
-    " SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()"
-    " AND classid = %(hi)s::oid AND objid = %(lo)s::oid AND objsubid = 1"
-    ") THEN false ELSE pg_try_advisory_lock(%(key)s) END AS locked"
-)
-"""Refuses a lock this session already holds: advisory locks are re-entrant per
-session, and a saver's single connection is shared by every caller in the process."""
-
-_TRY_KEY_SQL = "SELECT pg_try_advisory_lock(%(key)s) AS locked"
-"""On a lock session, which knows the keys it holds, so re-entry is refused without asking."""
-
-_UNLOCK_SQL = "SELECT pg_advisory_unlock(%(key)s) AS unlocked"
-
-
-def _params(key: int) -> dict[str, int]:
-    unsigned = key & 0xFFFF_FFFF_FFFF_FFFF
-    return {"key": key, "hi": unsigned >> 32, "lo": unsigned & 0xFFFF_FFFF}
 
 
 class AdvisoryLock:
@@ -115,7 +90,7 @@ class AdvisoryLock:
         if isinstance(self._source, LockSession):
             return self._source.acquire(self)
         with self._guard:
-            held = _query(self._source, _TRY_SQL, _params(self.key))
+            held = query(self._source, TRY_SQL, params(self.key))
         self.generation = 0 if held else None
         return held
 
@@ -125,7 +100,7 @@ class AdvisoryLock:
         if self.generation is not None:
             self.generation = None
             with self._guard:
-                _unlock(self._source, self.key)
+                unlock(self._source, self.key)
 
 
 class AsyncAdvisoryLock:
@@ -147,7 +122,7 @@ class AsyncAdvisoryLock:
         if isinstance(self._source, AsyncLockSession):
             return await self._source.acquire(self)
         async with self._guard:
-            held = await _aquery(self._source, _TRY_SQL, _params(self.key))
+            held = await aquery(self._source, TRY_SQL, params(self.key))
         self.generation = 0 if held else None
         return held
 
@@ -157,7 +132,7 @@ class AsyncAdvisoryLock:
         if self.generation is not None:
             self.generation = None
             async with self._guard:
-                await _aunlock(self._source, self.key)
+                await aunlock(self._source, self.key)
 
 
 class LockSession:
@@ -183,10 +158,10 @@ class LockSession:
             if lock.key in self._held:
                 return False
             try:
-                held = _query(self._connection(lock), _TRY_KEY_SQL, {"key": lock.key})
-            except _operational_error():
+                held = query(self._connection(lock), TRY_KEY_SQL, {"key": lock.key})
+            except operational_error():
                 self._drop()  # a connection that dropped while idle: try a fresh one
-                held = _query(self._connection(lock), _TRY_KEY_SQL, {"key": lock.key})
+                held = query(self._connection(lock), TRY_KEY_SQL, {"key": lock.key})
             if held:
                 self._held.add(lock.key)
                 lock.generation = self._generation
@@ -201,8 +176,8 @@ class LockSession:
                 return _lost(lock.thread_id)
             self._held.discard(lock.key)
             try:
-                _unlock(self._conn, lock.key)
-            except _operational_error():
+                unlock(self._conn, lock.key)
+            except operational_error():
                 self._drop()
                 _lost(lock.thread_id)
 
@@ -251,10 +226,10 @@ class AsyncLockSession:
             if lock.key in self._held:
                 return False
             try:
-                held = await _aquery(await self._connection(lock), _TRY_KEY_SQL, {"key": lock.key})
-            except _operational_error():
+                held = await aquery(await self._connection(lock), TRY_KEY_SQL, {"key": lock.key})
+            except operational_error():
                 await self._drop()
-                held = await _aquery(await self._connection(lock), _TRY_KEY_SQL, {"key": lock.key})
+                held = await aquery(await self._connection(lock), TRY_KEY_SQL, {"key": lock.key})
             if held:
                 self._held.add(lock.key)
                 lock.generation = self._generation
@@ -269,8 +244,8 @@ class AsyncLockSession:
                 return _lost(lock.thread_id)
             self._held.discard(lock.key)
             try:
-                await _aunlock(self._conn, lock.key)
-            except _operational_error():
+                await aunlock(self._conn, lock.key)
+            except operational_error():
                 await self._drop()
                 _lost(lock.thread_id)
 
@@ -355,7 +330,7 @@ def _connect(pool: ConnectionPool[Any], thread_id: str) -> Connection[Any]:
     kwargs = pool.kwargs() if callable(pool.kwargs) else pool.kwargs
     try:
         conn: Connection[Any] = pool.connection_class.connect(conninfo, **_lock_kwargs(kwargs))
-    except _operational_error() as exc:
+    except operational_error() as exc:
         raise GraphError(_connect_failed(thread_id, exc)) from exc
     return conn
 
@@ -372,7 +347,7 @@ async def _aconnect(pool: AsyncConnectionPool[Any], thread_id: str) -> AsyncConn
         aconn: AsyncConnection[Any] = await pool.connection_class.connect(
             conninfo, **_lock_kwargs(kwargs)
         )
-    except _operational_error() as exc:
+    except operational_error() as exc:
         raise GraphError(_connect_failed(thread_id, exc)) from exc
     return aconn
 
@@ -388,61 +363,3 @@ def _connect_failed(thread_id: str, exc: Exception) -> str:
         f"PostgreSQL ({exc}); the thread locks of a pool's runs hold one connection "
         "beside the pool: check that the server accepts it (max_connections)"
     )
-
-
-def _operational_error() -> type[Exception]:
-    from psycopg import OperationalError  # the caller has psycopg imported already
-
-    return OperationalError
-
-
-def _query(conn: Connection[Any], sql: LiteralString, params: dict[str, int]) -> bool:
-    """One boolean statement; commits the transaction it opened on a non-autocommit
-    connection, so the connection is left as it was found (the lock is session-level)."""
-    opened = not conn.autocommit and conn.info.transaction_status == _idle()
-    with conn.cursor() as cur:
-        cur.execute(sql, params)
-        row = cur.fetchone()
-    if opened:
-        conn.commit()
-    return bool(_first(row))
-
-
-async def _aquery(conn: AsyncConnection[Any], sql: LiteralString, params: dict[str, int]) -> bool:
-    """Async twin of ``_query``."""
-    opened = not conn.autocommit and conn.info.transaction_status == _idle()
-    async with conn.cursor() as cur:
-        await cur.execute(sql, params)
-        row = await cur.fetchone()
-    if opened:
-        await conn.commit()
-    return bool(_first(row))
-
-
-def _unlock(conn: Connection[Any], key: int) -> None:
-    if conn.closed:
-        return  # the session, and every lock it held, is gone already
-    if not _query(conn, _UNLOCK_SQL, {"key": key}):
-        logger.warning("thread lock %s was not held at release", key)
-
-
-async def _aunlock(conn: AsyncConnection[Any], key: int) -> None:
-    if conn.closed:
-        return  # the session, and every lock it held, is gone already
-    if not await _aquery(conn, _UNLOCK_SQL, {"key": key}):
-        logger.warning("thread lock %s was not held at release", key)
-
-
-def _first(row: object) -> object:
-    """The first column of a row, whatever the connection's row factory."""
-    if isinstance(row, dict):
-        return next(iter(row.values()), None)
-    if isinstance(row, tuple | list):
-        return row[0] if row else None
-    return row
-
-
-def _idle() -> object:
-    from psycopg.pq import TransactionStatus  # the caller has psycopg imported already
-
-    return TransactionStatus.IDLE

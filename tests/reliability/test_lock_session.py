@@ -26,7 +26,7 @@ from langgraph.graph import END, START, StateGraph
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 import neograph_ext as ne
-from neograph_ext._advisory import advisory_key
+from neograph_ext._advisory_sql import advisory_key
 from neograph_ext._lock import athread_lock, thread_lock
 from tests.reliability.test_lock import PG_KWARGS
 
