@@ -176,10 +176,14 @@ def read_head(call: ThreadCall) -> Flow[CheckpointTuple | None]:
             f"thread {call.thread_id!r} has no checkpoint {named!r}: drop checkpoint_id "
             "from the config to resume the thread's newest checkpoint"
         )
+    return (yield from _restarted(head))
+
+
+def _restarted(head: CheckpointTuple | None) -> Flow[CheckpointTuple | None]:
+    """``head``, or the checkpoint to plan from instead: the parent of a keeping fork a
+    kill left without some of its writes (``_keep.incomplete``)."""
     restart = incomplete(head)
-    if restart is not None:
-        head = yield ReadTuple(restart)
-    return head
+    return head if restart is None else (yield ReadTuple(restart))
 
 
 def planned(
@@ -238,8 +242,7 @@ def served_plan(call: ThreadCall) -> Flow[tuple[ResumePlan | None, CheckpointTup
     head = resumable((yield ReadTuple(call.config)), call.thread_id)
     if head is None:
         return None, None
-    restart = incomplete(head)
-    start = head if restart is None else (yield ReadTuple(restart))
+    start = yield from _restarted(head)
     return (yield from planned(call, start)), head
 
 

@@ -28,7 +28,13 @@ from neograph_ext._changes import NodeChange, step_changes
 from neograph_ext._history import Record, lineage, references, resolved
 from neograph_ext._stamp import Stamp, StampRef, Unreadable
 from neograph_ext._stamp_store import aload, is_store_thread, load
-from neograph_ext._thread import checkpointer_of, stamped, thread_of
+from neograph_ext._thread import (
+    checkpointer_of,
+    named_checkpoint,
+    stamped,
+    thread_of,
+    whole_thread,
+)
 from neograph_ext._unreadable import reading
 
 __all__ = [
@@ -152,7 +158,7 @@ def history(source: Pregel[Any, Any, Any, Any] | Saver, config: RunnableConfig) 
     """
     saver, current, thread_id = _reader(source, config)
     with reading(thread_id):
-        tuples = [tup for tup in saver.list(_root(thread_id))]
+        tuples = [tup for tup in saver.list(whole_thread(config))]
         records = _lineage(tuples, config)
         found = load(saver, references(records, _id(current)))
     return _history(thread_id, tuples, records, found, current)
@@ -162,7 +168,7 @@ async def ahistory(source: Pregel[Any, Any, Any, Any] | Saver, config: RunnableC
     """Async twin of ``history``."""
     saver, current, thread_id = _reader(source, config)
     with reading(thread_id):
-        tuples = [tup async for tup in saver.alist(_root(thread_id))]
+        tuples = [tup async for tup in saver.alist(whole_thread(config))]
         records = _lineage(tuples, config)
         found = await aload(saver, references(records, _id(current)))
     return _history(thread_id, tuples, records, found, current)
@@ -205,17 +211,11 @@ def _id(stamp: Stamp | None) -> str:
     return stamp.id if stamp is not None else ""
 
 
-def _root(thread_id: str) -> RunnableConfig:
-    """The whole root namespace of the thread: every branch."""
-    return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
-
-
 def _lineage(tuples: Sequence[CheckpointTuple], config: RunnableConfig) -> tuple[Record, ...]:
     """The lineage of the checkpoint ``config`` names, or of the newest; () when absent."""
     if not tuples:
         return ()
-    named = (config.get("configurable") or {}).get("checkpoint_id")
-    head = named if isinstance(named, str) else max(t.checkpoint["id"] for t in tuples)
+    head = named_checkpoint(config) or max(t.checkpoint["id"] for t in tuples)
     try:
         return lineage(tuples, head)
     except KeyError:
