@@ -5,7 +5,8 @@
 thread to just before the earliest node whose types changed, keeping the work
 upstream of it. ``plan`` explains what a resume would do without doing it;
 ``history`` reads a thread's lineage, each step compared with the graph, and
-``list_threads`` a database's threads.
+``list_threads`` a database's threads. ``export_threads`` writes threads as fixtures
+that ``neograph_ext.testing`` plans new code against, offline.
 """
 
 from neograph_ext._accept import aaccept, accept
@@ -15,6 +16,7 @@ from neograph_ext._compile import compile
 from neograph_ext._decision import PlanKind, ResumePlan, TaskStep
 from neograph_ext._errors import (
     CheckpointSchemaError,
+    FixtureError,
     GraphError,
     NeographExtError,
     StampLostError,
@@ -22,7 +24,9 @@ from neograph_ext._errors import (
     UnreadableCheckpointError,
     WriteReadbackError,
 )
+from neograph_ext._export import export_threads
 from neograph_ext._fingerprint import fingerprint_type
+from neograph_ext._fixtures import ThreadFixture, read_fixtures
 from neograph_ext._lineage import (
     History,
     HistoryEntry,
@@ -32,6 +36,7 @@ from neograph_ext._lineage import (
     history,
     list_threads,
 )
+from neograph_ext._offline import plan_fixture
 from neograph_ext._policy import LockPolicy, ResumePolicy
 from neograph_ext._run import aplan, arun, astream, plan, run, stream
 from neograph_ext._stamp_store import is_store_thread as is_reserved_thread
@@ -39,6 +44,7 @@ from neograph_ext._stamp_store import is_store_thread as is_reserved_thread
 __all__ = [
     "ChangeReason",
     "CheckpointSchemaError",
+    "FixtureError",
     "GraphError",
     "History",
     "HistoryEntry",
@@ -52,6 +58,7 @@ __all__ = [
     "StampStatus",
     "TaskStep",
     "ThreadBusyError",
+    "ThreadFixture",
     "UnreadableCheckpointError",
     "WriteReadbackError",
     "aaccept",
@@ -62,12 +69,15 @@ __all__ = [
     "arun",
     "astream",
     "compile",
+    "export_threads",
     "fingerprint_type",
     "history",
     "is_reserved_thread",
     "is_stamped",
     "list_threads",
     "plan",
+    "plan_fixture",
+    "read_fixtures",
     "run",
     "stream",
     "unrevivable_types",

@@ -15,11 +15,13 @@ Every error derives from one root so callers can catch the library as a whole::
     │                           compile() catches it and leaves that type unfingerprinted
     ├── WriteReadbackError      (also a ValueError) with ``compile(verify_writes=True)``: a
     │                           node wrote a value that would not read back as written
-    └── GraphError              the graph given cannot be used (not compiled by neograph-ext,
-                                no checkpointer, no thread_id, a reference that cannot be
-                                loaded, or, in strict mode, a declared type whose values
-                                cannot read back from a checkpoint), or options that
-                                contradict each other (a 0.2 keyword with its policy)
+    ├── GraphError              the graph given cannot be used (not compiled by neograph-ext,
+    │                           no checkpointer, no thread_id, a reference that cannot be
+    │                           loaded, or, in strict mode, a declared type whose values
+    │                           cannot read back from a checkpoint), or options that
+    │                           contradict each other (a 0.2 keyword with its policy)
+    └── FixtureError            a thread fixture cannot be written or read (not a fixture,
+                                a format version this release does not read, malformed)
 
 Third-party errors are translated at the boundary with ``raise ... from exc``.
 """
@@ -33,6 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CheckpointSchemaError",
+    "FixtureError",
     "GraphError",
     "NeographExtError",
     "StampLostError",
@@ -114,3 +117,9 @@ class UnresolvedTypeError(NeographExtError, TypeError):
 
     Callers degrade gracefully: the type is left without a fingerprint.
     """
+
+
+class FixtureError(NeographExtError):
+    """A thread fixture (``export_threads``, ``read_fixtures``) cannot be written or read:
+    not a fixture, of a format version this release does not read, or malformed. The
+    message names the file or thread and the fix."""

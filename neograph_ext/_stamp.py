@@ -44,6 +44,7 @@ __all__ = [
     "RUN_KEY",
     "STAMP_FORMAT",
     "STAMP_KEY",
+    "InputDigest",
     "NodeStamp",
     "RunMark",
     "Stamp",
@@ -343,9 +344,17 @@ def _sig_digest(sig: Signature) -> str | None:
         return None
 
 
+class InputDigest(str):
+    """An input known by its digest alone (a thread fixture exported without values)."""
+
+    __slots__ = ()
+
+
 def input_digest(value: object) -> str | None:
     """SHA-256 (its first 128 bits, as hex) of a run's input as LangGraph's serializer
-    encodes it; None if it cannot."""
+    encodes it; None if it cannot. An ``InputDigest`` is its own digest."""
+    if isinstance(value, InputDigest):
+        return str(value)
     try:
         _, data = _SERDE.dumps_typed(value)
     except Exception:

@@ -1,0 +1,155 @@
+"""Planning against a thread fixture: ``plan``'s own flow, its reads served by the file.
+
+Rules:
+- The flow is ``_flow.thread_plan``, the one ``plan`` drives: the same head checks, the
+  same lineage reader (``_history.lineage``) over the fixture's checkpoint tuples, the
+  same ``decide``. Only the driver differs: it answers each read from the fixture, and
+  planning yields nothing else.
+- No database is touched: the graph planned with is a copy whose checkpointer is an
+  empty in-memory saver, which nothing reads (the stamp descriptions come from the
+  fixture too).
+- What ``run`` would then do (``_steps.work_for``, pure) tells a plan that would raise
+  from one that would rewind.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import StateGraph
+from langgraph.pregel import Pregel
+
+from neograph_ext._compile import compile
+from neograph_ext._decision import ResumePlan
+from neograph_ext._drivers import Driver
+from neograph_ext._errors import CheckpointSchemaError, GraphError, NeographExtError
+from neograph_ext._fixtures import ThreadFixture
+from neograph_ext._flow import (
+    ListThread,
+    LoadDescriptions,
+    Op,
+    ReadLineage,
+    ReadTuple,
+    ReadValues,
+    thread_plan,
+)
+from neograph_ext._history import lineage
+from neograph_ext._policy import ResumePolicy, asked
+from neograph_ext._steps import work_for
+from neograph_ext._thread import ThreadCall, named_checkpoint, stamped, thread_call
+
+__all__ = ["FixtureDriver", "Judged", "judged", "offline_graph", "plan_fixture"]
+
+
+class FixtureDriver(Driver):
+    """Performs a plan flow's reads from a fixture instead of a saver."""
+
+    def __init__(self, call: ThreadCall, fixture: ThreadFixture) -> None:
+        super().__init__(call)
+        self.fixture = fixture
+
+    def perform(self, op: Op) -> Any:
+        """Answer one read from the fixture."""
+        fixture = self.fixture
+        if isinstance(op, ReadTuple):
+            return fixture.tuple_at(named_checkpoint(op.config))
+        if isinstance(op, ReadLineage):
+            return lineage(
+                fixture.tuples, op.head_id, next_nodes=op.next_nodes, described=op.described
+            )
+        if isinstance(op, ListThread):
+            return list(fixture.tuples)
+        if isinstance(op, LoadDescriptions):
+            return {key: stamp for key, stamp in fixture.stamps.items() if key in op.wanted}
+        if isinstance(op, ReadValues):
+            return dict(fixture.head_values)
+        raise GraphError(f"planning from a fixture cannot perform {type(op).__name__}")
+
+
+def offline_graph(graph: object) -> Pregel[Any, Any, Any, Any]:
+    """``graph`` (a builder, or a graph ``compile`` made) with an empty in-memory saver
+    for a checkpointer: planning it against fixtures reaches no database.
+
+    Raises:
+        GraphError: It is neither.
+    """
+    if isinstance(graph, StateGraph):
+        return compile(graph, checkpointer=InMemorySaver())
+    if isinstance(graph, Pregel):
+        # The stamp lives on the graph's class: a copy keeps it.
+        return stamped(graph).copy(update={"checkpointer": InMemorySaver()})
+    raise GraphError(
+        f"cannot plan a {type(graph).__name__} against fixtures: pass a StateGraph builder "
+        "or a graph made by neograph_ext.compile"
+    )
+
+
+def plan_fixture(
+    graph: object, fixture: ThreadFixture, *, resume: ResumePolicy | None = None
+) -> ResumePlan:
+    """What ``plan`` would return for the fixture's thread in its database, planned from
+    the fixture alone.
+
+    Args:
+        graph: The current code: a ``StateGraph`` builder or a graph made by
+            ``neograph_ext.compile`` (its checkpointer is never used).
+        fixture: A thread read by ``read_fixtures``.
+        resume: Plan as ``plan(..., resume=resume)`` would; by default under the graph's
+            policy.
+
+    Raises:
+        GraphError: ``graph`` cannot be planned with.
+        UnreadableCheckpointError: The fixture's head has metadata LangGraph cannot
+            resume from.
+    """
+    call = _call(offline_graph(graph), fixture, resume)
+    with FixtureDriver(call, fixture) as driver:
+        return driver.run(thread_plan(call))
+
+
+class Judged(NamedTuple):
+    """A fixture planned, and what ``run`` would do with the plan."""
+
+    plan: ResumePlan | None
+    """None when planning itself raised."""
+    error: NeographExtError | None
+    """What ``run`` would raise (``CheckpointSchemaError``) or what planning raised."""
+    carries: bool
+    """Whether the policy keeps or migrates values (``keep_compatible``, ``migrations``)."""
+
+
+def judged(
+    graph: Pregel[Any, Any, Any, Any], fixture: ThreadFixture, resume: ResumePolicy | None = None
+) -> Judged:
+    """The fixture's plan and what ``run`` would raise, if anything, before any node ran.
+
+    Args:
+        graph: The current code, as ``offline_graph`` returns it.
+        fixture: A thread read by ``read_fixtures``.
+        resume: As for ``plan_fixture``.
+
+    Raises:
+        GraphError: ``graph`` cannot be planned with at all.
+    """
+    call = _call(graph, fixture, resume)
+    carries = bool(call.carrying.keep or call.carrying.migrations)
+    try:
+        with FixtureDriver(call, fixture) as driver:
+            decision = driver.run(thread_plan(call))
+    except GraphError:
+        raise
+    except NeographExtError as exc:
+        return Judged(None, exc, carries)
+    try:
+        work_for(call, decision, fixture.tuple_at(None), None, {})
+    except CheckpointSchemaError as exc:
+        return Judged(decision, exc, carries)
+    return Judged(decision, None, carries)
+
+
+def _call(
+    graph: Pregel[Any, Any, Any, Any], fixture: ThreadFixture, resume: ResumePolicy | None
+) -> ThreadCall:
+    given, _ = asked("plan", resume, None, {})
+    return thread_call(graph, {"configurable": {"thread_id": fixture.thread_id}}, given)
