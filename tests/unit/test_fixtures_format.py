@@ -142,7 +142,7 @@ def test_a_head_missing_from_its_checkpoints_is_malformed(tmp_path: Path) -> Non
     path = _written(tmp_path, with_values=False)
     document = json.loads(path.read_text())
     path.write_text(json.dumps({**document, "head": "1f000000-0000-6000-8000-00000000dead"}))
-    with pytest.raises(FixtureError, match="malformed.*head"):
+    with pytest.raises(FixtureError, match=r"malformed.*head"):
         read_fixture(path)
 
 
@@ -155,7 +155,7 @@ def test_an_empty_or_missing_directory_names_the_export_command(tmp_path: Path) 
 
 def test_a_value_the_serializer_cannot_encode_names_the_thread() -> None:
     (head,) = [_tuple(HEAD, None, {"secret": object()})]
-    with pytest.raises(FixtureError, match="thread 't'.*without --with-values"):
+    with pytest.raises(FixtureError, match=r"thread 't'.*without --with-values"):
         encoded("t", HEAD, [head], {}, with_values=True, head_values={})
 
 
