@@ -4,7 +4,8 @@ Rules:
 - Read-only: databases are opened read-only where the driver allows it (``_database``),
   no saver ``setup()`` runs, and planning writes nothing. The one exception is ``accept``,
   asked for by name: it opens the database for writing and writes one checkpoint (a fork
-  of the thread's head, through ``neograph_ext.accept``) and the stamp's description.
+  of the thread's head, through ``neograph_ext.accept``) and the stamp's description;
+  ``export`` writes fixture files, never to the database.
 - Built on the public API alone (``compile``, ``plan``, ``accept``, ``history``,
   ``list_threads``, ...): no module here imports a private ``neograph_ext._`` module, as
   a test checks. What the CLI adds is presentation, database opening and GRAPH loading.
@@ -15,7 +16,8 @@ Rules:
   node and class names) is printed with its control characters escaped, never as markup.
 - Needs the ``cli`` extra (typer, rich); without it, says so and exits 2.
 
-Modules: ``_app`` (the commands), ``_show`` (tables, panels, JSON, escaping),
+Modules: ``_app`` (the commands), ``_export`` (``export`` and ``check --fixtures``: the
+offline CI gate), ``_show`` (tables, panels, JSON, escaping),
 ``_boundary`` (errors as one line), ``_graphs`` (GRAPH loading), ``_database`` (--db).
 """
 

@@ -1,4 +1,4 @@
-"""The commands: ``plan``, ``history``, ``check`` and ``accept``.
+"""The commands: ``plan``, ``history``, ``check``, ``accept`` and ``export`` (``_export``).
 
 Each command loads GRAPH, opens ``--db`` and calls the public API; what it prints is
 ``_show``'s, and every error becomes one line through ``_boundary``.
@@ -23,6 +23,7 @@ from neograph_ext import (
 )
 from neograph_ext.cli._boundary import CliError, boundary, reading
 from neograph_ext.cli._database import open_database
+from neograph_ext.cli._export import export_command, fixture_check
 from neograph_ext.cli._graphs import Graph, attach, load
 from neograph_ext.cli._show import (
     console,
@@ -110,7 +111,10 @@ def history_command(
 @app.command("check")
 def check_command(
     graph: GraphArg,
-    db: DbOpt,
+    db: Annotated[
+        str | None,
+        typer.Option(metavar="URL", help="SQLite path, sqlite:///path or postgresql://..."),
+    ] = None,
     thread: Annotated[
         list[str] | None,
         typer.Option("--thread", metavar="ID", help="Check only these threads (repeatable)."),
@@ -120,9 +124,24 @@ def check_command(
     ] = False,
     as_json: JsonOpt = False,
     debug: DebugOpt = False,
+    fixtures: Annotated[
+        str | None,
+        typer.Option(
+            metavar="DIR", help="Plan against threads exported by `export`, offline (no --db)."
+        ),
+    ] = None,
+    allow: Annotated[
+        list[str] | None,
+        typer.Option(metavar="OUTCOME", help="With --fixtures: accept rewinds (--allow rewind)."),
+    ] = None,
 ) -> None:
     """Plan every thread (or those named); exit 1 if any would rewind or is blocked."""
+    if fixtures is not None:
+        fixture_check(graph, fixtures, db, allow or [], as_json, debug)
+        return
     with boundary(debug):
+        if db is None:
+            raise CliError("check needs --db URL, or --fixtures DIR to plan exported threads")
         target = load(graph)
         with open_database(db) as saver, progress() as bar:
             compiled = attach(target, saver, graph)
@@ -177,6 +196,9 @@ def accept_command(
             f"wrote checkpoint {new_id}, a fork of {before.head_id}"
         )
     )
+
+
+app.command("export")(export_command)
 
 
 def main() -> None:

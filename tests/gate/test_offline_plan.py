@@ -29,7 +29,7 @@ Builder = StateGraph[Any, Any, Any, Any]
 
 def _both(
     saver: BaseCheckpointSaver[Any],
-    writer: ne.ResumePlan | Any,
+    writer: Any,
     current: Any,
     config: RunnableConfig,
     folder: Path,

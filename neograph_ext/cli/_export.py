@@ -1,0 +1,125 @@
+"""The CI gate on the command line: ``export`` writes threads as fixtures, and
+``check --fixtures`` plans the current code against them, offline.
+
+Rules:
+- ``export`` reads the database read-only, as every command but ``accept`` does; it
+  writes only the fixture files.
+- ``check --fixtures`` opens no database at all: ``--db`` with it is refused.
+- Both call the public API (``export_threads``, ``neograph_ext.testing``); the report
+  printed is the one ``assert_resumable`` raises with, so CI and pytest read alike.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Annotated, Any
+
+import typer
+
+from neograph_ext import export_threads
+from neograph_ext.cli._boundary import CliError, boundary, reading
+from neograph_ext.cli._database import open_database
+from neograph_ext.cli._graphs import attach, load
+from neograph_ext.cli._show import console, text, to_json
+from neograph_ext.testing import GateReport, check_fixtures
+
+__all__ = ["export_command", "fixture_check"]
+
+_GRAPH = (
+    "module:attribute or path/to/file.py:attribute: a StateGraph builder or a graph made "
+    "by neograph_ext.compile"
+)
+
+
+def export_command(
+    graph: Annotated[str, typer.Argument(metavar="GRAPH", help=_GRAPH)],
+    db: Annotated[
+        str, typer.Option(metavar="URL", help="SQLite path, sqlite:///path or postgresql://...")
+    ],
+    out: Annotated[str, typer.Option("--out", metavar="DIR", help="Write the fixtures here.")],
+    threads: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--threads", "--thread", metavar="ID", help="Export only these threads (repeatable)."
+        ),
+    ] = None,
+    sample: Annotated[
+        int | None,
+        typer.Option(metavar="N", min=1, help="Export N of the threads, chosen at random."),
+    ] = None,
+    unfinished: Annotated[
+        bool,
+        typer.Option(
+            "--unfinished", help="Only threads with work left: nodes to run or a question."
+        ),
+    ] = False,
+    with_values: Annotated[
+        bool,
+        typer.Option(
+            "--with-values",
+            help="Include state values (needed to judge keep_compatible and migrations); "
+            "left out by default, since they may be private.",
+        ),
+    ] = False,
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks.")] = False,
+) -> None:
+    """Export threads as fixtures for an offline CI gate (check --fixtures): lineages,
+    stamps and planning facts, without state values unless --with-values."""
+    with boundary(debug):
+        target = load(graph)
+        with open_database(db) as saver:
+            compiled = attach(target, saver, graph)
+            with reading("the threads to export"):
+                written = export_threads(
+                    compiled,
+                    out,
+                    threads=threads,
+                    sample=sample,
+                    unfinished=unfinished,
+                    with_values=with_values,
+                )
+    what = "with values" if with_values else "without state values"
+    lines = [f"exported {len(written)} thread(s) to {out} ({what})", *map(str, written)]
+    console().print(text(*lines), soft_wrap=True)
+
+
+def fixture_check(
+    graph: str, fixtures: str, db: str | None, allow: list[str], as_json: bool, debug: bool
+) -> None:
+    """``check GRAPH --fixtures DIR``: plan GRAPH against the fixtures, offline; exit 1
+    when a thread would rewind (unless ``--allow rewind``), refuse or raise."""
+    with boundary(debug):
+        if db is not None:
+            raise CliError("--fixtures plans offline, from the files alone: drop --db")
+        report = check_fixtures(load(graph), fixtures, allow=allow)
+    if as_json:
+        typer.echo(to_json(_report_json(report)))
+    else:
+        out = console()
+        for verdict in report.verdicts:
+            style = "" if verdict.passed else "red"
+            out.print(text(*verdict.describe().splitlines(), style=style), soft_wrap=True)
+        summary = str(report).splitlines()[0]
+        out.print(text(summary, style="green" if report.ok else "red"), soft_wrap=True)
+    if not report.ok:
+        raise typer.Exit(1)
+
+
+def _report_json(report: GateReport) -> dict[str, Any]:
+    return {
+        "ok": report.ok,
+        "failing": [v.thread_id for v in report.failing],
+        "allowed": sorted(report.allowed),
+        "threads": [
+            {
+                "thread_id": v.thread_id,
+                "fixture": v.source,
+                "outcome": v.outcome,
+                "passed": v.passed,
+                "error": v.error,
+                "notes": list(v.notes),
+                "plan": dataclasses.asdict(v.plan) if v.plan is not None else None,
+            }
+            for v in report.verdicts
+        ],
+    }
