@@ -135,13 +135,23 @@ def check_command(
         typer.Option(metavar="OUTCOME", help="With --fixtures: accept rewinds (--allow rewind)."),
     ] = None,
 ) -> None:
-    """Plan every thread (or those named); exit 1 if any would rewind or is blocked."""
+    """Plan every thread (or those named), or with --fixtures the exported threads, offline;
+    exit 1 if any would rewind or is blocked."""
     if fixtures is not None:
-        fixture_check(graph, fixtures, db, allow or [], as_json, debug)
+        given = {
+            "--db": db is not None,
+            "--thread": bool(thread),
+            "--strict-unverified": strict_unverified,
+        }
+        fixture_check(
+            graph, fixtures, [k for k, v in given.items() if v], allow or [], as_json, debug
+        )
         return
     with boundary(debug):
         if db is None:
             raise CliError("check needs --db URL, or --fixtures DIR to plan exported threads")
+        if allow:
+            raise CliError("--allow applies to --fixtures; with --db, every rewind fails")
         target = load(graph)
         with open_database(db) as saver, progress() as bar:
             compiled = attach(target, saver, graph)

@@ -84,13 +84,22 @@ def export_command(
 
 
 def fixture_check(
-    graph: str, fixtures: str, db: str | None, allow: list[str], as_json: bool, debug: bool
+    graph: str,
+    fixtures: str,
+    database_options: list[str],
+    allow: list[str],
+    as_json: bool,
+    debug: bool,
 ) -> None:
     """``check GRAPH --fixtures DIR``: plan GRAPH against the fixtures, offline; exit 1
-    when a thread would rewind (unless ``--allow rewind``), refuse or raise."""
+    when a thread would rewind (unless ``--allow rewind``), refuse or raise.
+    ``database_options``: the options given that only a check of a database takes."""
     with boundary(debug):
-        if db is not None:
-            raise CliError("--fixtures plans offline, from the files alone: drop --db")
+        if database_options:
+            raise CliError(
+                f"--fixtures plans offline, from every file of DIR: drop "
+                f"{', '.join(database_options)}"
+            )
         report = check_fixtures(load(graph), fixtures, allow=allow)
     if as_json:
         typer.echo(to_json(_report_json(report)))

@@ -113,6 +113,10 @@ def test_a_fixture_check_with_a_database_or_without_fixtures_is_one_line(
 ) -> None:
     both = cli("check", "tests.gate.app:v1", "--fixtures", exported["blind"], "--db", "x.db")
     assert both.exit_code == 2 and "drop --db" in both.stderr
+    named = cli("check", "tests.gate.app:v1", "--fixtures", exported["blind"], "--thread", DONE)
+    assert named.exit_code == 2 and "drop --thread" in named.stderr
+    allowing = cli("check", "tests.gate.app:v1", "--db", tmp_path / "x.db", "--allow", "rewind")
+    assert allowing.exit_code == 2 and "--allow applies to --fixtures" in allowing.stderr
     empty = cli("check", "tests.gate.app:v1", "--fixtures", tmp_path)
     assert empty.exit_code == 2 and "holds no thread fixture" in empty.stderr
     neither = cli("check", "tests.gate.app:v1")
