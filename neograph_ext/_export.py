@@ -55,7 +55,8 @@ def export_threads(
 
     Args:
         graph: A graph made by ``neograph_ext.compile`` whose checkpointer is the
-            database to export from.
+            database to export from: a sync saver (``SqliteSaver``, ``PostgresSaver``,
+            ...), read through ``get_tuple`` and ``list``.
         directory: Where to write the files (created if missing); a thread exported
             again replaces its file.
         threads: The threads to export; by default every thread of the database.

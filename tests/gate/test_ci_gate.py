@@ -126,3 +126,21 @@ def test_a_fixture_check_with_a_database_or_without_fixtures_is_one_line(
     )
     future = cli("check", "tests.gate.app:v1", "--fixtures", tmp_path)
     assert future.exit_code == 2 and "format 99" in future.stderr
+
+
+def test_a_thread_that_cannot_be_planned_fails_with_the_reason(
+    exported: dict[str, Path], tmp_path: Path
+) -> None:
+    for source in exported["blind"].glob("*.json"):
+        document = json.loads(source.read_text())
+        if document["thread_id"] == DONE:
+            head = next(c for c in document["checkpoints"] if c["id"] == document["head"])
+            head["metadata"]["step"] = "two"  # as damaged metadata would read
+        (tmp_path / source.name).write_text(json.dumps(document))
+    report = check_fixtures(app.deploy("unchanged"), tmp_path, allow="rewind")
+    (damaged,) = report.failing
+    assert damaged.thread_id == DONE and damaged.outcome is Outcome.ERROR
+    assert damaged.error is not None and "cannot be read" in damaged.error
+    result = cli("check", "tests.gate.app:unchanged", "--fixtures", tmp_path)
+    assert result.exit_code == 1 and f"FAIL thread {DONE!r}" in result.stdout
+    assert "raises: thread 'done': its stored checkpoints cannot be read" in result.stdout
