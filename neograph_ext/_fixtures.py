@@ -177,6 +177,7 @@ def _checkpoint(thread_id: str, tup: CheckpointTuple, with_values: bool) -> dict
 
 
 _LEFT_OUT = {"redacted": True}
+"""A pending write's value, left out."""
 _ABSENT = object()
 """A state value left out: its channel is then absent, as if it held nothing."""
 

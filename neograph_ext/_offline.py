@@ -64,6 +64,7 @@ class FixtureDriver(Driver):
             return {key: stamp for key, stamp in fixture.stamps.items() if key in op.wanted}
         if isinstance(op, ReadValues):
             return dict(fixture.head_values)
+        # A plan flow reads only: a write or an invocation here would be a flow bug.
         raise GraphError(f"planning from a fixture cannot perform {type(op).__name__}")
 
 
@@ -137,7 +138,7 @@ def judged(
     try:
         with FixtureDriver(call, fixture) as driver:
             decision = driver.run(thread_plan(call))
-    except GraphError:
+    except GraphError:  # the graph given cannot be planned with: no thread's verdict
         raise
     except NeographExtError as exc:
         return Judged(None, exc, carries)
