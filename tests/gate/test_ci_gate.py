@@ -1,6 +1,6 @@
 """The CI gate end to end: threads exported from a SQLite database, the database removed,
 then three deploys (a breaking change, a compatible change, no change) judged by the
-pytest helper and by ``neograph-ext check --fixtures``, offline."""
+pytest check (``assert_resumable``) and by ``neograph-ext check --fixtures``, offline."""
 
 from __future__ import annotations
 
