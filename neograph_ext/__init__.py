@@ -5,7 +5,7 @@
 thread to just before the earliest node whose types changed, keeping the work
 upstream of it. ``plan`` explains what a resume would do without doing it;
 ``history`` reads a thread's lineage, each step compared with the graph, and
-``list_threads`` a database's threads.
+``list_threads`` a database's threads; ``prune`` removes what rewinds left behind.
 """
 
 from neograph_ext._accept import aaccept, accept
@@ -33,12 +33,15 @@ from neograph_ext._lineage import (
     list_threads,
 )
 from neograph_ext._policy import LockPolicy, ResumePolicy
+from neograph_ext._prune import DescriptionPruned, PruneReport, PruneSkip, ThreadPruned
+from neograph_ext._pruning import aprune, prune
 from neograph_ext._run import aplan, arun, astream, plan, run, stream
 from neograph_ext._stamp_store import is_store_thread as is_reserved_thread
 
 __all__ = [
     "ChangeReason",
     "CheckpointSchemaError",
+    "DescriptionPruned",
     "GraphError",
     "History",
     "HistoryEntry",
@@ -46,12 +49,15 @@ __all__ = [
     "NeographExtError",
     "NodeChange",
     "PlanKind",
+    "PruneReport",
+    "PruneSkip",
     "ResumePlan",
     "ResumePolicy",
     "StampLostError",
     "StampStatus",
     "TaskStep",
     "ThreadBusyError",
+    "ThreadPruned",
     "UnreadableCheckpointError",
     "WriteReadbackError",
     "aaccept",
@@ -59,6 +65,7 @@ __all__ = [
     "ahistory",
     "alist_threads",
     "aplan",
+    "aprune",
     "arun",
     "astream",
     "compile",
@@ -68,6 +75,7 @@ __all__ = [
     "is_stamped",
     "list_threads",
     "plan",
+    "prune",
     "run",
     "stream",
     "unrevivable_types",

@@ -1,0 +1,425 @@
+"""The SQL pruning runs: sizes, deletions, stamp references, per backend.
+
+Rules:
+- The one module that knows the tables of LangGraph's SQLite and PostgreSQL savers
+  (checked on langgraph-checkpoint-sqlite 3.1 and -postgres 3.2): ``checkpoints`` and
+  ``writes`` (SQLite), ``checkpoints``, ``checkpoint_writes`` and ``checkpoint_blobs``
+  (PostgreSQL). Any other saver is a ``GraphError`` (``backend``).
+- Statements are built once (``Cut``, pure) and run by twins that differ by ``await``
+  alone. Each thread's deletion is one transaction: a kill leaves it whole or pruned.
+- Only the root namespace of a thread is cut; a description thread goes only when no
+  checkpoint names its stamp, checked in the deleting statement itself.
+- Bytes are what the rows' payload columns hold (``length`` on SQLite,
+  ``pg_column_size`` on PostgreSQL): what deleting them frees, before ``VACUUM``.
+- Drivers are imported only when the saver is theirs.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import sys
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
+from neograph_ext._errors import GraphError
+from neograph_ext._stamp import REF_FORMAT, STAMP_KEY
+from neograph_ext._stamp_store import THREAD_PREFIX
+
+__all__ = [
+    "Backend",
+    "Cut",
+    "Saver",
+    "Sizes",
+    "acut",
+    "adescriptions",
+    "areferences",
+    "asizes",
+    "athreads",
+    "backend",
+    "cut",
+    "descriptions",
+    "references",
+    "sizes",
+    "threads",
+    "vacuum",
+]
+
+Backend = Literal["sqlite", "postgres"]
+Saver = BaseCheckpointSaver[Any]
+_Statement = tuple[str, Sequence[Any]]
+_CHUNK = 500
+"""Ids per ``IN (...)`` on SQLite, under its limit on bound parameters."""
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """What a set of rows holds."""
+
+    checkpoints: int = 0
+    """Checkpoint rows."""
+    writes: int = 0
+    """Pending-write rows."""
+    blobs: int = 0
+    """Channel-value rows (PostgreSQL stores values apart from checkpoints)."""
+    bytes: int = 0
+    """Bytes of their payload columns."""
+
+    def __add__(self, other: Sizes) -> Sizes:
+        return Sizes(
+            self.checkpoints + other.checkpoints,
+            self.writes + other.writes,
+            self.blobs + other.blobs,
+            self.bytes + other.bytes,
+        )
+
+
+@dataclass(frozen=True)
+class Cut:
+    """The rows of one thread's root namespace that pruning removes.
+
+    Attributes:
+        kind: The backend.
+        thread_id: The thread.
+        checkpoints: The checkpoint ids that go.
+        blobs: ``(channel, version)`` of the values only those checkpoints name
+            (PostgreSQL; empty on SQLite, which stores values in the checkpoint).
+    """
+
+    kind: Backend
+    thread_id: str
+    checkpoints: tuple[str, ...]
+    blobs: tuple[tuple[str, str], ...] = ()
+
+    def measuring(self) -> list[tuple[str, _Statement]]:
+        """The statements sizing the rows, each tagged with what it counts."""
+        return [(table, (sql, args)) for table, sql, args in self._parts(measure=True)]
+
+    def deleting(self) -> list[_Statement]:
+        """The statements deleting the rows, writes before their checkpoints."""
+        return [(sql, args) for _, sql, args in self._parts(measure=False)]
+
+    def _parts(self, *, measure: bool) -> list[tuple[str, str, Sequence[Any]]]:
+        if self.kind == "sqlite":
+            return self._sqlite(measure)
+        return self._postgres(measure)
+
+    def _sqlite(self, measure: bool) -> list[tuple[str, str, Sequence[Any]]]:
+        parts: list[tuple[str, str, Sequence[Any]]] = []
+        for start in range(0, len(self.checkpoints), _CHUNK):
+            ids = self.checkpoints[start : start + _CHUNK]
+            where = (
+                f"WHERE thread_id = ? AND checkpoint_ns = '' "
+                f"AND checkpoint_id IN ({', '.join('?' * len(ids))})"
+            )
+            for table, payload in (("writes", "length(value)"), ("checkpoints", _SQLITE_ROW)):
+                head = f"SELECT count(*), coalesce(sum({payload}), 0)" if measure else "DELETE"
+                parts.append((table, f"{head} FROM {table} {where}", (self.thread_id, *ids)))
+        return parts
+
+    def _postgres(self, measure: bool) -> list[tuple[str, str, Sequence[Any]]]:
+        ids = list(self.checkpoints)
+        where = "WHERE thread_id = %s AND checkpoint_ns = '' AND checkpoint_id = ANY(%s)"
+        parts: list[tuple[str, str, Sequence[Any]]] = []
+        if not ids:
+            return parts
+        for table, payload in (
+            ("writes", "pg_column_size(blob)"),
+            ("checkpoints", "pg_column_size(checkpoint) + pg_column_size(metadata)"),
+        ):
+            name = "checkpoint_writes" if table == "writes" else table
+            head = f"SELECT count(*), coalesce(sum({payload}), 0)" if measure else "DELETE"
+            parts.append((table, f"{head} FROM {name} {where}", (self.thread_id, ids)))
+        if self.blobs:
+            head = (
+                "SELECT count(*), coalesce(sum(pg_column_size(blob)), 0)" if measure else "DELETE"
+            )
+            sql = (
+                f"{head} FROM checkpoint_blobs WHERE thread_id = %s AND checkpoint_ns = '' "
+                "AND (channel, version) IN (SELECT * FROM unnest(%s::text[], %s::text[]))"
+            )
+            channels, versions = [c for c, _ in self.blobs], [v for _, v in self.blobs]
+            parts.append(("blobs", sql, (self.thread_id, channels, versions)))
+        return parts
+
+
+_SQLITE_ROW = "length(checkpoint) + coalesce(length(metadata), 0)"
+
+
+def backend(saver: Saver) -> Backend:
+    """Which tables ``saver`` keeps.
+
+    Raises:
+        GraphError: It is not one of LangGraph's SQLite or PostgreSQL savers.
+    """
+    for module, name, kind in _SAVERS:
+        cls = getattr(sys.modules.get(module), name, None)
+        if isinstance(cls, type) and isinstance(saver, cls):
+            return kind
+    kind_name = f"{type(saver).__module__}.{type(saver).__qualname__}"
+    raise GraphError(
+        f"pruning needs LangGraph's SQLite or PostgreSQL saver (SqliteSaver, "
+        f"AsyncSqliteSaver, PostgresSaver, AsyncPostgresSaver), not {kind_name}: "
+        "its tables are unknown here; prune that store with its own tools"
+    )
+
+
+_SAVERS: tuple[tuple[str, str, Backend], ...] = (
+    ("langgraph.checkpoint.sqlite", "SqliteSaver", "sqlite"),
+    ("langgraph.checkpoint.sqlite.aio", "AsyncSqliteSaver", "sqlite"),
+    ("langgraph.checkpoint.postgres.base", "BasePostgresSaver", "postgres"),
+)
+
+
+def _threads_sql(kind: Backend) -> str:
+    return "SELECT DISTINCT thread_id FROM checkpoints WHERE checkpoint_ns = ''" + (
+        "" if kind == "sqlite" else " ORDER BY thread_id"
+    )
+
+
+def _references_sql(kind: Backend) -> str:
+    """Distinct ``(thread, in the root namespace, stamp reference)`` over every checkpoint."""
+    ref = (
+        f"json_extract(CAST(metadata AS TEXT), '$.{STAMP_KEY}')"
+        if kind == "sqlite"
+        else f"metadata->>'{STAMP_KEY}'"
+    )
+    return f"SELECT DISTINCT thread_id, checkpoint_ns = '', {ref} FROM checkpoints"
+
+
+def _descriptions_sql(kind: Backend) -> str:
+    if kind == "sqlite":
+        return (
+            f"SELECT thread_id, count(*), coalesce(sum({_SQLITE_ROW}), 0) FROM checkpoints "
+            "WHERE substr(thread_id, 1, ?) = ? GROUP BY thread_id"
+        )
+    return (
+        "SELECT c.thread_id, count(*), coalesce(sum(pg_column_size(c.checkpoint) "
+        "+ pg_column_size(c.metadata)), 0) + coalesce((SELECT sum(pg_column_size(b.blob)) "
+        "FROM checkpoint_blobs b WHERE b.thread_id = c.thread_id), 0) FROM checkpoints c "
+        "WHERE substr(c.thread_id, 1, %s) = %s GROUP BY c.thread_id"
+    )
+
+
+def _dropping(kind: Backend, thread_id: str) -> list[_Statement]:
+    """Deleting a description's thread, unless a checkpoint names its stamp meanwhile."""
+    ref = f"{REF_FORMAT}:{thread_id.removeprefix(THREAD_PREFIX)}"
+    if kind == "sqlite":
+        unused = (
+            "NOT EXISTS (SELECT 1 FROM checkpoints WHERE "
+            f"json_extract(CAST(metadata AS TEXT), '$.{STAMP_KEY}') = ? "
+            "AND substr(thread_id, 1, ?) != ?)"
+        )
+        args = (thread_id, ref, len(THREAD_PREFIX), THREAD_PREFIX)
+        return [
+            (f"DELETE FROM {table} WHERE thread_id = ? AND {unused}", args)
+            for table in ("writes", "checkpoints")
+        ]
+    unused = (
+        "NOT EXISTS (SELECT 1 FROM checkpoints WHERE "
+        f"metadata->>'{STAMP_KEY}' = %s AND substr(thread_id, 1, %s) != %s)"
+    )
+    args = (thread_id, ref, len(THREAD_PREFIX), THREAD_PREFIX)
+    return [
+        (f"DELETE FROM {table} WHERE thread_id = %s AND {unused}", args)
+        for table in ("checkpoint_writes", "checkpoint_blobs", "checkpoints")
+    ]
+
+
+def threads(saver: Saver) -> list[str]:
+    """Every thread with a root-namespace checkpoint, description threads too."""
+    return [str(row[0]) for row in _fetch(saver, _threads_sql(backend(saver)), ())]
+
+
+async def athreads(saver: Saver) -> list[str]:
+    """Async twin of ``threads``."""
+    return [str(row[0]) for row in await _afetch(saver, _threads_sql(backend(saver)), ())]
+
+
+def references(saver: Saver) -> list[tuple[str, bool, str]]:
+    """Distinct ``(thread, root namespace, stamp reference)`` of every stamped checkpoint."""
+    rows = _fetch(saver, _references_sql(backend(saver)), ())
+    return [(str(t), bool(root), ref) for t, root, ref in rows if isinstance(ref, str)]
+
+
+async def areferences(saver: Saver) -> list[tuple[str, bool, str]]:
+    """Async twin of ``references``."""
+    rows = await _afetch(saver, _references_sql(backend(saver)), ())
+    return [(str(t), bool(root), ref) for t, root, ref in rows if isinstance(ref, str)]
+
+
+def descriptions(saver: Saver) -> dict[str, Sizes]:
+    """Every description thread, with what it holds."""
+    rows = _fetch(saver, _descriptions_sql(backend(saver)), (len(THREAD_PREFIX), THREAD_PREFIX))
+    return {str(t): Sizes(checkpoints=int(n), bytes=int(b)) for t, n, b in rows}
+
+
+async def adescriptions(saver: Saver) -> dict[str, Sizes]:
+    """Async twin of ``descriptions``."""
+    args = (len(THREAD_PREFIX), THREAD_PREFIX)
+    rows = await _afetch(saver, _descriptions_sql(backend(saver)), args)
+    return {str(t): Sizes(checkpoints=int(n), bytes=int(b)) for t, n, b in rows}
+
+
+def sizes(saver: Saver, found: Cut) -> Sizes:
+    """What the rows of ``found`` hold."""
+    total = Sizes()
+    for table, (sql, args) in found.measuring():
+        ((count, size),) = _fetch(saver, sql, args)
+        total += _sized(table, int(count), int(size))
+    return total
+
+
+async def asizes(saver: Saver, found: Cut) -> Sizes:
+    """Async twin of ``sizes``."""
+    total = Sizes()
+    for table, (sql, args) in found.measuring():
+        ((count, size),) = await _afetch(saver, sql, args)
+        total += _sized(table, int(count), int(size))
+    return total
+
+
+def cut(saver: Saver, found: Cut | None, dropped: Sequence[str] = ()) -> None:
+    """Delete the rows of ``found`` and the description threads ``dropped``, in one
+    transaction (a description still named by a checkpoint stays)."""
+    kind = backend(saver)
+    statements = found.deleting() if found is not None else []
+    for thread_id in dropped:
+        statements += _dropping(kind, thread_id)
+    _transact(saver, statements)
+
+
+async def acut(saver: Saver, found: Cut | None, dropped: Sequence[str] = ()) -> None:
+    """Async twin of ``cut``."""
+    kind = backend(saver)
+    statements = found.deleting() if found is not None else []
+    for thread_id in dropped:
+        statements += _dropping(kind, thread_id)
+    await _atransact(saver, statements)
+
+
+def vacuum(saver: Saver) -> tuple[int, int]:
+    """``VACUUM`` a SQLite database; its size in bytes before and after.
+
+    Raises:
+        GraphError: The saver is not SQLite's sync saver.
+    """
+    conn = getattr(saver, "conn", None)
+    if not isinstance(conn, sqlite3.Connection):
+        raise GraphError(
+            "vacuum is for SQLite (SqliteSaver) only; PostgreSQL reclaims space with its "
+            "own VACUUM (autovacuum, or VACUUM FULL run by an administrator)"
+        )
+    with saver.lock:  # type: ignore[attr-defined]
+        before = _file_size(conn)
+        conn.commit()  # VACUUM cannot run inside a transaction
+        conn.execute("VACUUM")
+        return before, _file_size(conn)
+
+
+def _file_size(conn: sqlite3.Connection) -> int:
+    ((pages,),) = conn.execute("PRAGMA page_count").fetchall()
+    ((size,),) = conn.execute("PRAGMA page_size").fetchall()
+    return int(pages) * int(size)
+
+
+def _sized(table: str, count: int, size: int) -> Sizes:
+    if table == "writes":
+        return Sizes(writes=count, bytes=size)
+    if table == "blobs":
+        return Sizes(blobs=count, bytes=size)
+    return Sizes(checkpoints=count, bytes=size)
+
+
+def _fetch(saver: Saver, sql: str, args: Sequence[Any]) -> list[tuple[Any, ...]]:
+    with _connection(saver) as conn:
+        if isinstance(conn, sqlite3.Connection):
+            rows: list[tuple[Any, ...]] = conn.execute(sql, tuple(args)).fetchall()
+            return rows
+        from psycopg.rows import tuple_row
+
+        with conn.cursor(row_factory=tuple_row) as cur:
+            cur.execute(sql, args)
+            found: list[tuple[Any, ...]] = cur.fetchall()
+            return found
+
+
+async def _afetch(saver: Saver, sql: str, args: Sequence[Any]) -> list[tuple[Any, ...]]:
+    async with _aconnection(saver) as conn:
+        if backend(saver) == "sqlite":
+            async with conn.execute(sql, tuple(args)) as cur:
+                return [tuple(row) for row in await cur.fetchall()]
+        from psycopg.rows import tuple_row
+
+        async with conn.cursor(row_factory=tuple_row) as cur:
+            await cur.execute(sql, args)
+            return await cur.fetchall()  # type: ignore[no-any-return]
+
+
+def _transact(saver: Saver, statements: Sequence[_Statement]) -> None:
+    if not statements:
+        return
+    with _connection(saver) as conn:
+        if isinstance(conn, sqlite3.Connection):
+            conn.commit()  # the saver's own work is committed: ours is a transaction alone
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                for sql, args in statements:
+                    conn.execute(sql, tuple(args))
+            except BaseException:
+                conn.rollback()
+                raise
+            conn.commit()
+            return
+        with conn.transaction(), conn.cursor() as cur:
+            for sql, args in statements:
+                cur.execute(sql, args)
+
+
+async def _atransact(saver: Saver, statements: Sequence[_Statement]) -> None:
+    if not statements:
+        return
+    async with _aconnection(saver) as conn:
+        if backend(saver) == "sqlite":
+            await conn.commit()
+            try:
+                await conn.execute("BEGIN IMMEDIATE")
+                for sql, args in statements:
+                    await conn.execute(sql, tuple(args))
+            except BaseException:
+                await conn.rollback()
+                raise
+            await conn.commit()
+            return
+        async with conn.transaction(), conn.cursor() as cur:
+            for sql, args in statements:
+                await cur.execute(sql, args)
+
+
+@contextmanager
+def _connection(saver: Saver) -> Iterator[Any]:
+    """The saver's connection (one of its pool's), held under the saver's own lock."""
+    backend(saver)
+    conn = saver.conn  # type: ignore[attr-defined]
+    with saver.lock:  # type: ignore[attr-defined]
+        if hasattr(conn, "getconn"):  # a psycopg pool
+            with conn.connection() as pooled:
+                yield pooled
+        else:
+            yield conn
+
+
+@asynccontextmanager
+async def _aconnection(saver: Saver) -> AsyncIterator[Any]:
+    """Async twin of ``_connection``."""
+    backend(saver)
+    conn = saver.conn  # type: ignore[attr-defined]
+    async with saver.lock:  # type: ignore[attr-defined]
+        if hasattr(conn, "getconn"):
+            async with conn.connection() as pooled:
+                yield pooled
+        else:
+            yield conn
