@@ -291,7 +291,11 @@ def _descriptions(
     say what of theirs stays; for the others (busy ones, subgraph namespaces), every
     stamp their checkpoints name counts."""
     read = {pruned.thread_id for pruned, _ in done if pruned.skipped is not PruneSkip.BUSY}
-    named = {ref for thread, root, ref in refs if not root or thread not in read}
+    named = {
+        ref
+        for thread, root, ref in refs
+        if (not root or thread not in read) and not is_store_thread(thread)  # names itself
+    }
     for _, kept in done:
         named |= kept
     named.add(stamp_ref(stamped(graph).neograph_ext_stamp))

@@ -1,4 +1,4 @@
-"""The commands: ``plan``, ``history``, ``check`` and ``accept``.
+"""The commands: ``plan``, ``history``, ``check``, ``accept`` and ``prune`` (``_prune``).
 
 Each command loads GRAPH, opens ``--db`` and calls the public API; what it prints is
 ``_show``'s, and every error becomes one line through ``_boundary``.
@@ -24,6 +24,7 @@ from neograph_ext import (
 from neograph_ext.cli._boundary import CliError, boundary, reading
 from neograph_ext.cli._database import open_database
 from neograph_ext.cli._graphs import Graph, attach, load
+from neograph_ext.cli._prune import prune_command
 from neograph_ext.cli._show import (
     console,
     history_rows,
@@ -177,6 +178,9 @@ def accept_command(
             f"wrote checkpoint {new_id}, a fork of {before.head_id}"
         )
     )
+
+
+app.command("prune")(prune_command)
 
 
 def main() -> None:

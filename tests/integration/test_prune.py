@@ -1,0 +1,212 @@
+"""``prune`` on real SQLite and PostgreSQL databases after rewinds, accepts, a user's own
+fork, a DeltaChannel thread and a thread waiting at an interrupt.
+
+Each database is fresh (a SQLite file, or a PostgreSQL schema of its own), so the whole
+database is what a test made. What ``prune`` reports is checked against the rows
+themselves: the dry run names exactly what ``apply`` removes, the bytes are the bytes
+the tables lost, and every thread reads and plans as before.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END
+
+import neograph_ext as ne
+from neograph_ext import PruneSkip
+from tests.cli.support import Database, cli, postgres_database, sqlite_database
+from tests.graphs.delta import Far, fan
+from tests.graphs.pipelines import State, asking, linear
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Database]:
+    if request.param == "sqlite":
+        yield from sqlite_database(tmp_path / "threads.sqlite")
+    else:
+        yield from postgres_database(request.getfixturevalue("pg_dsn"))
+
+
+def cfg(thread: str) -> RunnableConfig:
+    return {"configurable": {"thread_id": thread}}
+
+
+def written(db: Database) -> ne.Pregel:  # type: ignore[name-defined]
+    """Threads as months of deploys leave them; returns the graph of the last deploy."""
+    runs: Counter[str] = Counter()
+    saver = db.saver
+    # Rewinds: b changed, then a (the rewind to the start abandons b's fork too); an
+    # accept of the head last.
+    for versions in ({}, {"b": "v2"}, {"a": "v3", "b": "v2"}):
+        graph = ne.compile(linear(runs), checkpointer=saver, versions=versions)
+        ne.run(graph, {"log": []} if not versions else None, cfg("rewound"))
+    ne.accept(ne.compile(linear(runs), checkpointer=saver, versions={"a": "v4"}), cfg("rewound"))
+    # A user's own time travel: a plain update at an earlier checkpoint.
+    user = ne.compile(linear(runs), checkpointer=saver)
+    ne.run(user, {"log": []}, cfg("user"))
+    early = [s for s in user.get_state_history(cfg("user"))][2]
+    user.update_state(early.config, {"value": 7})
+    # A DeltaChannel whose only snapshot is its first checkpoint, rewound.
+    for b in ("b1", "b2"):
+        graph = ne.compile(fan(Far, runs, b=b), checkpointer=saver, versions={"b": b})
+        ne.run(graph, {"log": []} if b == "b1" else None, cfg("delta"))
+    # Waiting at an interrupt, asked again after a rewind: it has an abandoned branch.
+    for version in ("v1", "v2"):
+        graph = ne.compile(asking(runs), checkpointer=saver, versions={"a": version})
+        ne.run(graph, {"log": []} if version == "v1" else None, cfg("waiting"))
+    return ne.compile(fan(Far, runs, b="b2"), checkpointer=saver, versions={"b": "b2"})
+
+
+THREADS = ("rewound", "user", "delta", "waiting")
+
+
+def ids(db: Database) -> dict[str, set[str]]:
+    """Every checkpoint id per thread, descriptions' threads too."""
+    found: dict[str, set[str]] = {}
+    for tup in db.saver.list(None):
+        found.setdefault(tup.config["configurable"]["thread_id"], set()).add(tup.checkpoint["id"])
+    return found
+
+
+def payload(db: Database) -> int:
+    """The bytes of every payload column, measured apart from ``prune``."""
+    if db.url.startswith("postgresql"):
+        sql = (
+            "SELECT (SELECT coalesce(sum(pg_column_size(checkpoint) + pg_column_size(metadata)), 0)"
+            " FROM checkpoints) + (SELECT coalesce(sum(pg_column_size(blob)), 0) FROM "
+            "checkpoint_writes) + (SELECT coalesce(sum(pg_column_size(blob)), 0) FROM "
+            "checkpoint_blobs) AS n"
+        )
+        row = db.saver.conn.execute(sql).fetchone()  # type: ignore[attr-defined]
+        return int(row["n"])
+    sql = (
+        "SELECT (SELECT coalesce(sum(length(checkpoint) + length(metadata)), 0) FROM "
+        "checkpoints) + (SELECT coalesce(sum(length(value)), 0) FROM writes)"
+    )
+    return int(db.saver.conn.execute(sql).fetchone()[0])  # type: ignore[attr-defined]
+
+
+def reads(graph: Any, thread: str) -> tuple[Any, ...]:
+    """What a thread reads: its state, the history of the head's lineage (LangGraph's
+    history lists every branch: the lineage is followed by parent), its plan."""
+    state = graph.get_state(cfg(thread))
+    snapshots = {
+        s.config["configurable"]["checkpoint_id"]: s for s in graph.get_state_history(cfg(thread))
+    }
+    lineage, at = [], state
+    while at is not None:
+        lineage.append((at.config["configurable"]["checkpoint_id"], at.values, at.next))
+        parent = (at.parent_config or {}).get("configurable", {}).get("checkpoint_id")
+        at = snapshots.get(parent)
+    return state.values, state.next, lineage, dataclasses.asdict(ne.plan(graph, cfg(thread)))
+
+
+def test_the_dry_run_names_exactly_what_apply_removes_and_every_thread_reads_as_before(
+    db: Database,
+) -> None:
+    graph = written(db)
+    before, size, seen = ids(db), payload(db), {t: reads(graph, t) for t in THREADS}
+
+    dry = ne.prune(graph)
+    assert ids(db) == before and payload(db) == size  # a dry run writes nothing
+    by_thread = {t.thread_id: t for t in dry.threads}
+    assert by_thread["waiting"].skipped is PruneSkip.WAITING
+    assert by_thread["user"].checkpoints == ()  # the user's fork stays by default
+    assert by_thread["rewound"].checkpoints and by_thread["delta"].checkpoints
+    assert dry.descriptions, "the stamp only the abandoned branch named"
+
+    done = ne.prune(graph, apply=True)
+    after = ids(db)
+    assert dataclasses.replace(done, applied=False) == dry
+    for thread in THREADS:
+        assert before[thread] - after[thread] == set(by_thread[thread].checkpoints)
+    gone_threads = set(before) - set(after)
+    assert gone_threads == {d.thread_id for d in dry.descriptions}
+    assert size - payload(db) == dry.bytes > 0
+    for thread in THREADS:
+        assert reads(graph, thread) == seen[thread], thread
+    assert ne.prune(graph).checkpoints == 0
+
+
+def test_all_branches_takes_the_users_fork_too_and_keep_last_keeps_what_is_read(
+    db: Database,
+) -> None:
+    graph = written(db)
+    seen = {t: reads(graph, t)[:2] for t in THREADS}
+    report = ne.prune(graph, all_branches=True, keep_last=1, apply=True)
+    by_thread = {t.thread_id: t for t in report.threads}
+    assert len(by_thread["user"].checkpoints) > 0
+    for thread in THREADS:
+        # State and next nodes read as before (the history before the cut is gone).
+        assert reads(graph, thread)[:2] == seen[thread], thread
+
+
+def test_a_thread_a_running_run_holds_is_skipped(db: Database) -> None:
+    graph = written(db)
+    entered, release = threading.Event(), threading.Event()
+    runs: Counter[str] = Counter()
+
+    def slow(state: State) -> dict[str, Any]:
+        entered.set()
+        release.wait(30)
+        return {"log": ["slow"]}
+
+    builder = linear(runs, names=("a",))
+    builder.add_node("slow", slow)
+    builder.edges.discard(("a", END))
+    builder.add_edge("a", "slow")
+    builder.add_edge("slow", END)
+
+    def deploy(version: str) -> Any:
+        return ne.compile(builder, checkpointer=db.saver, versions={"a": version})
+
+    release.set()
+    ne.run(deploy("v1"), {"log": []}, cfg("busy"))
+    ne.run(deploy("v2"), None, cfg("busy"))  # a rewind: v1's branch is abandoned
+    release.clear()
+    entered.clear()
+    worker = threading.Thread(target=ne.run, args=(deploy("v3"), None, cfg("busy")))
+    try:
+        worker.start()  # the run holds the thread's lock until ``slow`` returns
+        assert entered.wait(30)
+        report = ne.prune(graph, apply=True)
+    finally:
+        release.set()
+        worker.join(30)
+    by_thread = {t.thread_id: t for t in report.threads}
+    assert by_thread["busy"].skipped is PruneSkip.BUSY
+    assert by_thread["rewound"].checkpoints  # the others were pruned meanwhile
+    assert ne.prune(graph).checkpoints > 0  # once free, the abandoned branches are found
+
+
+def test_the_command_line_dry_run_and_apply(db: Database) -> None:
+    written(db)
+    graph = "tests.integration.test_prune:LAST"
+    dry = cli("prune", graph, "--db", db.url, "--json")
+    assert dry.exit_code == 0, dry.output
+    rows = db.rows()
+    shown = cli("prune", graph, "--db", db.url)
+    assert shown.exit_code == 0 and "would remove" in shown.stdout
+    assert db.rows() == rows
+    applied = cli("prune", graph, "--db", db.url, "--apply")
+    assert applied.exit_code == 0, applied.output
+    assert "removed" in applied.stdout and db.rows() < rows
+
+
+LAST = fan(Far, Counter(), b="b2")
+"""The graph the command line is pointed at (its stamp is the last deploy's)."""
+
+
+def test_another_saver_is_a_clear_error() -> None:
+    graph = ne.compile(linear(Counter()), checkpointer=InMemorySaver())
+    with pytest.raises(ne.GraphError, match="SQLite or PostgreSQL saver"):
+        ne.prune(graph)
