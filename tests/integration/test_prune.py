@@ -17,15 +17,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END
 
 import neograph_ext as ne
 from neograph_ext import PruneSkip
 from tests.cli.support import Database, cli, postgres_database, sqlite_database
-from tests.graphs.delta import Far, fan
-from tests.graphs.pipelines import State, asking, linear
+from tests.graphs.pipelines import State, linear
+from tests.graphs.pruning import THREADS, cfg, ids, payload, reads, written
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -36,88 +35,14 @@ def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Database]:
         yield from postgres_database(request.getfixturevalue("pg_dsn"))
 
 
-def cfg(thread: str) -> RunnableConfig:
-    return {"configurable": {"thread_id": thread}}
-
-
-def written(db: Database) -> ne.Pregel:  # type: ignore[name-defined]
-    """Threads as months of deploys leave them; returns the graph of the last deploy."""
-    runs: Counter[str] = Counter()
-    saver = db.saver
-    # Rewinds: b changed, then a (the rewind to the start abandons b's fork too); an
-    # accept of the head last.
-    for versions in ({}, {"b": "v2"}, {"a": "v3", "b": "v2"}):
-        graph = ne.compile(linear(runs), checkpointer=saver, versions=versions)
-        ne.run(graph, {"log": []} if not versions else None, cfg("rewound"))
-    ne.accept(ne.compile(linear(runs), checkpointer=saver, versions={"a": "v4"}), cfg("rewound"))
-    # A user's own time travel: a plain update at an earlier checkpoint.
-    user = ne.compile(linear(runs), checkpointer=saver)
-    ne.run(user, {"log": []}, cfg("user"))
-    early = [s for s in user.get_state_history(cfg("user"))][2]
-    user.update_state(early.config, {"value": 7})
-    # A DeltaChannel whose only snapshot is its first checkpoint, rewound.
-    for b in ("b1", "b2"):
-        graph = ne.compile(fan(Far, runs, b=b), checkpointer=saver, versions={"b": b})
-        ne.run(graph, {"log": []} if b == "b1" else None, cfg("delta"))
-    # Waiting at an interrupt, asked again after a rewind: it has an abandoned branch.
-    for version in ("v1", "v2"):
-        graph = ne.compile(asking(runs), checkpointer=saver, versions={"a": version})
-        ne.run(graph, {"log": []} if version == "v1" else None, cfg("waiting"))
-    return ne.compile(fan(Far, runs, b="b2"), checkpointer=saver, versions={"b": "b2"})
-
-
-THREADS = ("rewound", "user", "delta", "waiting")
-
-
-def ids(db: Database) -> dict[str, set[str]]:
-    """Every checkpoint id per thread, descriptions' threads too."""
-    found: dict[str, set[str]] = {}
-    for tup in db.saver.list(None):
-        found.setdefault(tup.config["configurable"]["thread_id"], set()).add(tup.checkpoint["id"])
-    return found
-
-
-def payload(db: Database) -> int:
-    """The bytes of every payload column, measured apart from ``prune``."""
-    if db.url.startswith("postgresql"):
-        sql = (
-            "SELECT (SELECT coalesce(sum(pg_column_size(checkpoint) + pg_column_size(metadata)), 0)"
-            " FROM checkpoints) + (SELECT coalesce(sum(pg_column_size(blob)), 0) FROM "
-            "checkpoint_writes) + (SELECT coalesce(sum(pg_column_size(blob)), 0) FROM "
-            "checkpoint_blobs) AS n"
-        )
-        row = db.saver.conn.execute(sql).fetchone()  # type: ignore[attr-defined]
-        return int(row["n"])
-    sql = (
-        "SELECT (SELECT coalesce(sum(length(checkpoint) + length(metadata)), 0) FROM "
-        "checkpoints) + (SELECT coalesce(sum(length(value)), 0) FROM writes)"
-    )
-    return int(db.saver.conn.execute(sql).fetchone()[0])  # type: ignore[attr-defined]
-
-
-def reads(graph: Any, thread: str) -> tuple[Any, ...]:
-    """What a thread reads: its state, the history of the head's lineage (LangGraph's
-    history lists every branch: the lineage is followed by parent), its plan."""
-    state = graph.get_state(cfg(thread))
-    snapshots = {
-        s.config["configurable"]["checkpoint_id"]: s for s in graph.get_state_history(cfg(thread))
-    }
-    lineage, at = [], state
-    while at is not None:
-        lineage.append((at.config["configurable"]["checkpoint_id"], at.values, at.next))
-        parent = (at.parent_config or {}).get("configurable", {}).get("checkpoint_id")
-        at = snapshots.get(parent)
-    return state.values, state.next, lineage, dataclasses.asdict(ne.plan(graph, cfg(thread)))
-
-
 def test_the_dry_run_names_exactly_what_apply_removes_and_every_thread_reads_as_before(
     db: Database,
 ) -> None:
-    graph = written(db)
-    before, size, seen = ids(db), payload(db), {t: reads(graph, t) for t in THREADS}
+    graph = written(db.saver)
+    before, size, seen = ids(db.saver), payload(db.saver), {t: reads(graph, t) for t in THREADS}
 
     dry = ne.prune(graph)
-    assert ids(db) == before and payload(db) == size  # a dry run writes nothing
+    assert ids(db.saver) == before and payload(db.saver) == size  # a dry run writes nothing
     by_thread = {t.thread_id: t for t in dry.threads}
     assert by_thread["waiting"].skipped is PruneSkip.WAITING
     assert by_thread["user"].checkpoints == ()  # the user's fork stays by default
@@ -125,13 +50,13 @@ def test_the_dry_run_names_exactly_what_apply_removes_and_every_thread_reads_as_
     assert dry.descriptions, "the stamp only the abandoned branch named"
 
     done = ne.prune(graph, apply=True)
-    after = ids(db)
+    after = ids(db.saver)
     assert dataclasses.replace(done, applied=False) == dry
     for thread in THREADS:
         assert before[thread] - after[thread] == set(by_thread[thread].checkpoints)
     gone_threads = set(before) - set(after)
     assert gone_threads == {d.thread_id for d in dry.descriptions}
-    assert size - payload(db) == dry.bytes > 0
+    assert size - payload(db.saver) == dry.bytes > 0
     for thread in THREADS:
         assert reads(graph, thread) == seen[thread], thread
     assert ne.prune(graph).checkpoints == 0
@@ -140,7 +65,7 @@ def test_the_dry_run_names_exactly_what_apply_removes_and_every_thread_reads_as_
 def test_all_branches_takes_the_users_fork_too_and_keep_last_keeps_what_is_read(
     db: Database,
 ) -> None:
-    graph = written(db)
+    graph = written(db.saver)
     seen = {t: reads(graph, t)[:2] for t in THREADS}
     report = ne.prune(graph, all_branches=True, keep_last=1, apply=True)
     by_thread = {t.thread_id: t for t in report.threads}
@@ -151,7 +76,7 @@ def test_all_branches_takes_the_users_fork_too_and_keep_last_keeps_what_is_read(
 
 
 def test_a_thread_a_running_run_holds_is_skipped(db: Database) -> None:
-    graph = written(db)
+    graph = written(db.saver)
     entered, release = threading.Event(), threading.Event()
     runs: Counter[str] = Counter()
 
@@ -189,8 +114,8 @@ def test_a_thread_a_running_run_holds_is_skipped(db: Database) -> None:
 
 
 def test_the_command_line_dry_run_and_apply(db: Database) -> None:
-    written(db)
-    graph = "tests.integration.test_prune:LAST"
+    written(db.saver)
+    graph = "tests.graphs.pruning:LAST"
     dry = cli("prune", graph, "--db", db.url, "--json")
     assert dry.exit_code == 0, dry.output
     rows = db.rows()
@@ -200,10 +125,6 @@ def test_the_command_line_dry_run_and_apply(db: Database) -> None:
     applied = cli("prune", graph, "--db", db.url, "--apply")
     assert applied.exit_code == 0, applied.output
     assert "removed" in applied.stdout and db.rows() < rows
-
-
-LAST = fan(Far, Counter(), b="b2")
-"""The graph the command line is pointed at (its stamp is the last deploy's)."""
 
 
 def test_another_saver_is_a_clear_error() -> None:
