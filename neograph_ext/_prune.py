@@ -35,6 +35,7 @@ __all__ = [
     "Stored",
     "ThreadPruned",
     "doomed",
+    "doomed_namespaces",
     "unreferenced",
 ]
 
@@ -104,7 +105,12 @@ class ThreadPruned:
     thread_id: str
     """The thread."""
     checkpoints: tuple[str, ...] = ()
-    """The ids of the checkpoints that go, sorted."""
+    """The ids of the root-namespace checkpoints that go, sorted."""
+    namespaces: tuple[str, ...] = ()
+    """The subgraph namespaces that go whole, sorted: those of tasks scheduled at a
+    checkpoint that goes, or whose results only went into checkpoints that go."""
+    subgraph_checkpoints: int = 0
+    """The checkpoints of ``namespaces``."""
     writes: int = 0
     """The pending writes filed under them."""
     blobs: int = 0
@@ -144,6 +150,11 @@ class PruneReport:
     def checkpoints(self) -> int:
         """Checkpoints that go, over every thread."""
         return sum(len(t.checkpoints) for t in self.threads)
+
+    @property
+    def subgraph_checkpoints(self) -> int:
+        """Subgraph checkpoints that go, over every thread."""
+        return sum(t.subgraph_checkpoints for t in self.threads)
 
     @property
     def writes(self) -> int:
@@ -197,6 +208,38 @@ def doomed(stored: Sequence[Stored], head_id: str, options: Pruning) -> frozense
     if options.keep_last is not None:
         going |= set(_older(by_id, line, options.keep_last)) - replayed
     return frozenset(going - _needed(by_id, going))
+
+
+def doomed_namespaces(
+    stored: Sequence[Stored], going: frozenset[str], roots: Mapping[str, frozenset[str] | None]
+) -> frozenset[str]:
+    """The subgraph namespaces of one thread that go with the root checkpoints ``going``.
+
+    A subgraph's checkpoints name the root checkpoint whose task ran it (LangGraph's
+    ``parents[""]``). Its namespace goes when each root it names goes, or had its tasks'
+    results written only into checkpoints that go (its ``loop`` children): a fork
+    re-runs a task under a new id, in a namespace of its own.
+
+    Args:
+        stored: Every root-namespace checkpoint of the thread.
+        going: What ``doomed`` decided.
+        roots: Per subgraph namespace, the root checkpoints its checkpoints name; None
+            when one of them names none (it then stays).
+    """
+    results: dict[str, list[str]] = {}
+    for s in stored:
+        if s.parent_id is not None and s.source == "loop":
+            results.setdefault(s.parent_id, []).append(s.checkpoint_id)
+
+    def gone(root: str) -> bool:
+        children = results.get(root)
+        return root in going or (bool(children) and all(c in going for c in children or ()))
+
+    return frozenset(
+        namespace
+        for namespace, named in roots.items()
+        if named and all(gone(root) for root in named)
+    )
 
 
 def _lineage(by_id: Mapping[str, Stored], head_id: str) -> list[str]:

@@ -46,6 +46,7 @@ __all__ = [
     "sizes",
     "threads",
     "vacuum",
+    "vacuumable",
 ]
 
 Backend = Literal["sqlite", "postgres"]
@@ -65,6 +66,8 @@ class Sizes:
     """Pending-write rows."""
     blobs: int = 0
     """Channel-value rows (PostgreSQL stores values apart from checkpoints)."""
+    subgraphs: int = 0
+    """Checkpoint rows of subgraph namespaces."""
     bytes: int = 0
     """Bytes of their payload columns."""
 
@@ -73,6 +76,7 @@ class Sizes:
             self.checkpoints + other.checkpoints,
             self.writes + other.writes,
             self.blobs + other.blobs,
+            self.subgraphs + other.subgraphs,
             self.bytes + other.bytes,
         )
 
@@ -87,12 +91,14 @@ class Cut:
         checkpoints: The checkpoint ids that go.
         blobs: ``(channel, version)`` of the values only those checkpoints name
             (PostgreSQL; empty on SQLite, which stores values in the checkpoint).
+        namespaces: Subgraph namespaces of the thread that go whole.
     """
 
     kind: Backend
     thread_id: str
     checkpoints: tuple[str, ...]
     blobs: tuple[tuple[str, str], ...] = ()
+    namespaces: tuple[str, ...] = ()
 
     def measuring(self) -> list[tuple[str, _Statement]]:
         """The statements sizing the rows, each tagged with what it counts."""
@@ -118,21 +124,26 @@ class Cut:
             for table, payload in (("writes", "length(value)"), ("checkpoints", _SQLITE_ROW)):
                 head = f"SELECT count(*), coalesce(sum({payload}), 0)" if measure else "DELETE"
                 parts.append((table, f"{head} FROM {table} {where}", (self.thread_id, *ids)))
+        for start in range(0, len(self.namespaces), _CHUNK):
+            names = self.namespaces[start : start + _CHUNK]
+            where = f"WHERE thread_id = ? AND checkpoint_ns IN ({', '.join('?' * len(names))})"
+            for table, tag, payload in (
+                ("writes", "writes", "length(value)"),
+                ("checkpoints", "subgraphs", _SQLITE_ROW),
+            ):
+                head = f"SELECT count(*), coalesce(sum({payload}), 0)" if measure else "DELETE"
+                parts.append((tag, f"{head} FROM {table} {where}", (self.thread_id, *names)))
         return parts
 
     def _postgres(self, measure: bool) -> list[tuple[str, str, Sequence[Any]]]:
         ids = list(self.checkpoints)
         where = "WHERE thread_id = %s AND checkpoint_ns = '' AND checkpoint_id = ANY(%s)"
         parts: list[tuple[str, str, Sequence[Any]]] = []
-        if not ids:
-            return parts
-        for table, payload in (
-            ("writes", "pg_column_size(blob)"),
-            ("checkpoints", "pg_column_size(checkpoint) + pg_column_size(metadata)"),
-        ):
+        for table, payload in (("writes", "pg_column_size(blob)"), ("checkpoints", _PG_ROW)):
             name = "checkpoint_writes" if table == "writes" else table
             head = f"SELECT count(*), coalesce(sum({payload}), 0)" if measure else "DELETE"
-            parts.append((table, f"{head} FROM {name} {where}", (self.thread_id, ids)))
+            if ids:
+                parts.append((table, f"{head} FROM {name} {where}", (self.thread_id, ids)))
         if self.blobs:
             head = (
                 "SELECT count(*), coalesce(sum(pg_column_size(blob)), 0)" if measure else "DELETE"
@@ -143,10 +154,21 @@ class Cut:
             )
             channels, versions = [c for c, _ in self.blobs], [v for _, v in self.blobs]
             parts.append(("blobs", sql, (self.thread_id, channels, versions)))
+        if self.namespaces:
+            names = list(self.namespaces)
+            for table, tag, payload in (
+                ("checkpoint_writes", "writes", "pg_column_size(blob)"),
+                ("checkpoint_blobs", "blobs", "pg_column_size(blob)"),
+                ("checkpoints", "subgraphs", _PG_ROW),
+            ):
+                head = f"SELECT count(*), coalesce(sum({payload}), 0)" if measure else "DELETE"
+                sql = f"{head} FROM {table} WHERE thread_id = %s AND checkpoint_ns = ANY(%s)"
+                parts.append((tag, sql, (self.thread_id, names)))
         return parts
 
 
 _SQLITE_ROW = "length(checkpoint) + coalesce(length(metadata), 0)"
+_PG_ROW = "pg_column_size(checkpoint) + pg_column_size(metadata)"
 
 
 def backend(saver: Saver) -> Backend:
@@ -181,13 +203,13 @@ def _threads_sql(kind: Backend) -> str:
 
 
 def _references_sql(kind: Backend) -> str:
-    """Distinct ``(thread, in the root namespace, stamp reference)`` over every checkpoint."""
+    """Distinct ``(thread, stamp reference)`` over every checkpoint of every namespace."""
     ref = (
         f"json_extract(CAST(metadata AS TEXT), '$.{STAMP_KEY}')"
         if kind == "sqlite"
         else f"metadata->>'{STAMP_KEY}'"
     )
-    return f"SELECT DISTINCT thread_id, checkpoint_ns = '', {ref} FROM checkpoints"
+    return f"SELECT DISTINCT thread_id, {ref} FROM checkpoints"
 
 
 def _descriptions_sql(kind: Backend) -> str:
@@ -239,16 +261,16 @@ async def athreads(saver: Saver) -> list[str]:
     return [str(row[0]) for row in await _afetch(saver, _threads_sql(backend(saver)), ())]
 
 
-def references(saver: Saver) -> list[tuple[str, bool, str]]:
-    """Distinct ``(thread, root namespace, stamp reference)`` of every stamped checkpoint."""
+def references(saver: Saver) -> list[tuple[str, str]]:
+    """Distinct ``(thread, stamp reference)`` of every stamped checkpoint."""
     rows = _fetch(saver, _references_sql(backend(saver)), ())
-    return [(str(t), bool(root), ref) for t, root, ref in rows if isinstance(ref, str)]
+    return [(str(t), ref) for t, ref in rows if isinstance(ref, str)]
 
 
-async def areferences(saver: Saver) -> list[tuple[str, bool, str]]:
+async def areferences(saver: Saver) -> list[tuple[str, str]]:
     """Async twin of ``references``."""
     rows = await _afetch(saver, _references_sql(backend(saver)), ())
-    return [(str(t), bool(root), ref) for t, root, ref in rows if isinstance(ref, str)]
+    return [(str(t), ref) for t, ref in rows if isinstance(ref, str)]
 
 
 def descriptions(saver: Saver) -> dict[str, Sizes]:
@@ -301,8 +323,8 @@ async def acut(saver: Saver, found: Cut | None, dropped: Sequence[str] = ()) -> 
     await _atransact(saver, statements)
 
 
-def vacuum(saver: Saver) -> tuple[int, int]:
-    """``VACUUM`` a SQLite database; its size in bytes before and after.
+def vacuumable(saver: Saver) -> sqlite3.Connection:
+    """The connection ``VACUUM`` runs on.
 
     Raises:
         GraphError: The saver is not SQLite's sync saver.
@@ -310,9 +332,19 @@ def vacuum(saver: Saver) -> tuple[int, int]:
     conn = getattr(saver, "conn", None)
     if not isinstance(conn, sqlite3.Connection):
         raise GraphError(
-            "vacuum is for SQLite (SqliteSaver) only; PostgreSQL reclaims space with its "
-            "own VACUUM (autovacuum, or VACUUM FULL run by an administrator)"
+            "vacuum is for SQLite's sync saver (SqliteSaver) only; PostgreSQL reclaims "
+            "space itself (autovacuum, or VACUUM FULL run by an administrator)"
         )
+    return conn
+
+
+def vacuum(saver: Saver) -> tuple[int, int]:
+    """``VACUUM`` a SQLite database; its size in bytes before and after.
+
+    Raises:
+        GraphError: The saver is not SQLite's sync saver.
+    """
+    conn = vacuumable(saver)
     with saver.lock:  # type: ignore[attr-defined]
         before = _file_size(conn)
         conn.commit()  # VACUUM cannot run inside a transaction
@@ -331,6 +363,8 @@ def _sized(table: str, count: int, size: int) -> Sizes:
         return Sizes(writes=count, bytes=size)
     if table == "blobs":
         return Sizes(blobs=count, bytes=size)
+    if table == "subgraphs":
+        return Sizes(subgraphs=count, bytes=size)
     return Sizes(checkpoints=count, bytes=size)
 
 

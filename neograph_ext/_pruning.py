@@ -23,7 +23,7 @@ from langgraph.channels.binop import BinaryOperatorAggregate
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.pregel import Pregel
 
-from neograph_ext._errors import ThreadBusyError
+from neograph_ext._errors import GraphError, ThreadBusyError
 from neograph_ext._head_state import has_interrupt
 from neograph_ext._langgraph import COUNTERS_KEY, delta_channels
 from neograph_ext._lock import athread_lock, thread_lock
@@ -36,6 +36,7 @@ from neograph_ext._prune import (
     Stored,
     ThreadPruned,
     doomed,
+    doomed_namespaces,
     unreferenced,
 )
 from neograph_ext._prune_sql import (
@@ -53,10 +54,11 @@ from neograph_ext._prune_sql import (
     sizes,
     threads,
     vacuum,
+    vacuumable,
 )
 from neograph_ext._stamp import STAMP_KEY, read_marks, stamp_ref
 from neograph_ext._stamp_store import is_store_thread
-from neograph_ext._thread import checkpointer_of, stamped, whole_thread
+from neograph_ext._thread import checkpointer_of, stamped
 
 __all__ = ["Saver", "aprune", "prune"]
 
@@ -95,10 +97,15 @@ def prune(
 
     Raises:
         GraphError: The graph was not compiled by neograph-ext, or its saver is not
-            LangGraph's SQLite or PostgreSQL saver; ``vacuum_after`` on another.
+            LangGraph's SQLite or PostgreSQL saver; ``vacuum_after`` without ``apply``
+            or on another saver than SQLite's sync one (refused before anything goes).
         ValueError: ``keep_last`` is below 1.
     """
     saver, options, rebuildable = _setup(graph, all_branches, keep_last)
+    if vacuum_after:
+        if not apply:
+            raise GraphError("vacuum_after needs apply=True: a dry run deletes nothing")
+        vacuumable(saver)  # refused before anything is deleted
     names = _names(threads(saver), thread_ids)
     done = [_thread(saver, name, options, rebuildable, apply) for name in names]
     gone: tuple[DescriptionPruned, ...] = ()
@@ -189,39 +196,71 @@ def _names(found: Sequence[str], asked: Sequence[str] | None) -> list[str]:
 
 
 def _config(thread_id: str) -> RunnableConfig:
-    return whole_thread({"configurable": {"thread_id": thread_id}})
+    """Every namespace of the thread: its subgraphs' checkpoints too."""
+    return {"configurable": {"thread_id": thread_id}}
 
 
 def _decided(
     saver: Saver,
     thread_id: str,
-    tuples: Sequence[CheckpointTuple],
+    listed: Sequence[CheckpointTuple],
     options: Pruning,
     rebuildable: frozenset[str],
 ) -> tuple[Cut | None, frozenset[str], PruneSkip | None]:
     """What goes from one thread (None: nothing), the stamp references of what stays,
     and why the thread is skipped, if it is."""
+    tuples = [t for t in listed if not t.config["configurable"].get("checkpoint_ns")]
     if not tuples:
         return None, frozenset(), None
     head = max(tuples, key=lambda tup: tup.checkpoint["id"])
     if has_interrupt(head):
-        return None, _refs(tuples, frozenset()), PruneSkip.WAITING
+        return None, _refs(listed, frozenset(), ()), PruneSkip.WAITING
     by_id = {tup.checkpoint["id"]: tup for tup in tuples}
     stored = [_stored(tup, by_id, rebuildable) for tup in tuples]
     going = doomed(stored, head.checkpoint["id"], options)
-    kept = _refs(tuples, going)
-    if not going:
+    namespaces = sorted(doomed_namespaces(stored, going, _roots(listed)))
+    kept = _refs(listed, going, namespaces)
+    if not going and not namespaces:
         return None, kept, None
     versions = _versions(t for t in tuples if t.checkpoint["id"] not in going)
     blobs = _versions(t for t in tuples if t.checkpoint["id"] in going) - versions
-    found = Cut(backend(saver), thread_id, tuple(sorted(going)), tuple(sorted(blobs)))
+    found = Cut(
+        backend(saver),
+        thread_id,
+        tuple(sorted(going)),
+        tuple(sorted(blobs)),
+        tuple(namespaces),
+    )
     return found, kept, None
 
 
-def _refs(tuples: Sequence[CheckpointTuple], going: frozenset[str]) -> frozenset[str]:
-    """The stamp references of the checkpoints that stay."""
+def _roots(listed: Sequence[CheckpointTuple]) -> dict[str, frozenset[str] | None]:
+    """Per subgraph namespace, the root checkpoints its checkpoints name (LangGraph's
+    ``parents[""]``); None when one names none."""
+    roots: dict[str, frozenset[str] | None] = {}
+    for tup in listed:
+        namespace = tup.config["configurable"].get("checkpoint_ns")
+        if not namespace:
+            continue
+        metadata = tup.metadata if isinstance(tup.metadata, Mapping) else {}
+        parents = metadata.get("parents")
+        root = parents.get("") if isinstance(parents, Mapping) else None
+        known = roots.get(namespace, frozenset())
+        roots[namespace] = known | {root} if isinstance(root, str) and known is not None else None
+    return roots
+
+
+def _refs(
+    listed: Sequence[CheckpointTuple], going: frozenset[str], namespaces: Sequence[str]
+) -> frozenset[str]:
+    """The stamp references of the checkpoints that stay, in every namespace."""
+    gone = set(namespaces)
     return frozenset(
-        ref for tup in tuples if tup.checkpoint["id"] not in going and (ref := _ref(tup))
+        ref
+        for tup in listed
+        if (namespace := tup.config["configurable"].get("checkpoint_ns") or "") not in gone
+        and not (namespace == "" and tup.checkpoint["id"] in going)
+        and (ref := _ref(tup))
     )
 
 
@@ -274,6 +313,8 @@ def _pruned(
     return ThreadPruned(
         thread_id,
         checkpoints=found.checkpoints if found is not None else (),
+        namespaces=found.namespaces if found is not None else (),
+        subgraph_checkpoints=size.subgraphs,
         writes=size.writes,
         blobs=size.blobs,
         bytes=size.bytes,
@@ -284,17 +325,17 @@ def _pruned(
 def _descriptions(
     graph: Pregel[Any, Any, Any, Any],
     stored: Mapping[str, Sizes],
-    refs: Sequence[tuple[str, bool, str]],
+    refs: Sequence[tuple[str, str]],
     done: Sequence[_Done],
 ) -> tuple[DescriptionPruned, ...]:
     """The description threads no checkpoint that stays names: the threads read here
-    say what of theirs stays; for the others (busy ones, subgraph namespaces), every
-    stamp their checkpoints name counts."""
+    (every namespace) say what of theirs stays; for the others (busy ones), every stamp
+    their checkpoints name counts."""
     read = {pruned.thread_id for pruned, _ in done if pruned.skipped is not PruneSkip.BUSY}
     named = {
         ref
-        for thread, root, ref in refs
-        if (not root or thread not in read) and not is_store_thread(thread)  # names itself
+        for thread, ref in refs
+        if thread not in read and not is_store_thread(thread)  # a description names itself
     }
     for _, kept in done:
         named |= kept

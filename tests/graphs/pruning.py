@@ -3,7 +3,9 @@
 ``written`` makes, on one database: ``rewound`` (two rewinds, the second to the start,
 then an ``accept``), ``user`` (a plain ``update_state`` at an earlier checkpoint: the
 user's own fork), ``delta`` (a DeltaChannel whose only snapshot is its first checkpoint,
-rewound) and ``waiting`` (rewound while waiting at an interrupt, asked again).
+rewound), ``waiting`` (rewound while waiting at an interrupt, asked again),
+``migrated`` (a migration of the head, then a rewind before its reader) and ``subgraph``
+(a subgraph node rewound: its old namespace is abandoned too).
 """
 
 from __future__ import annotations
@@ -17,8 +19,10 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.postgres import PostgresSaver
 
 import neograph_ext as ne
+from tests.graphs.apps import outline, with_subgraph, writer
 from tests.graphs.delta import Far, fan
-from tests.graphs.pipelines import asking, linear
+from tests.graphs.pipelines import asking, deployed, linear
+from tests.integration.test_migration_chain import S1, S3, add_lang, pipeline
 
 
 def cfg(thread: str) -> RunnableConfig:
@@ -47,16 +51,37 @@ def written(saver: BaseCheckpointSaver[Any]) -> Any:
     for version in ("v1", "v2"):
         graph = ne.compile(asking(runs), checkpointer=saver, versions={"a": version})
         ne.run(graph, {"log": []} if version == "v1" else None, cfg("waiting"))
+    # A migration of the head, then a rewind to before the migrated value's reader.
+    migrating = ne.ResumePolicy(migrations={S3: add_lang})
+    for summary, resume, versions in (
+        (S1, ne.ResumePolicy(), {}),
+        (S3, migrating, {}),
+        (S3, migrating, {"review": "v2"}),
+    ):
+        deployed(summary)
+        graph = ne.compile(
+            pipeline(runs, summary), checkpointer=saver, resume=resume, versions=versions
+        )
+        ne.run(graph, {"doc": "d"}, cfg("migrated"))
+    # A subgraph node rewound: the old run's subgraph namespace is abandoned with it.
+    for version in ("v1", "v2"):
+        sub = writer(runs, outline(str)).compile()
+        graph = ne.compile(
+            with_subgraph(runs, sub), checkpointer=saver, versions={"writer": version}
+        )
+        ne.run(graph, {"topic": "t"} if version == "v1" else None, cfg("subgraph"))
     return ne.compile(fan(Far, runs, b="b2"), checkpointer=saver, versions={"b": "b2"})
 
 
-THREADS = ("rewound", "user", "delta", "waiting")
+THREADS = ("rewound", "user", "delta", "waiting", "migrated", "subgraph")
 
 
 def ids(saver: BaseCheckpointSaver[Any]) -> dict[str, set[str]]:
-    """Every checkpoint id per thread, descriptions' threads too."""
+    """Every root-namespace checkpoint id per thread, descriptions' threads too."""
     found: dict[str, set[str]] = {}
     for tup in saver.list(None):
+        if tup.config["configurable"].get("checkpoint_ns"):
+            continue
         found.setdefault(tup.config["configurable"]["thread_id"], set()).add(tup.checkpoint["id"])
     return found
 
@@ -96,3 +121,13 @@ def reads(graph: Any, thread: str) -> tuple[Any, ...]:
 
 LAST = fan(Far, Counter(), b="b2")
 """The graph the command line is pointed at (its stamp is the last deploy's)."""
+
+
+def namespaces(saver: BaseCheckpointSaver[Any]) -> dict[str, set[str]]:
+    """Every subgraph namespace per thread."""
+    found: dict[str, set[str]] = {}
+    for tup in saver.list(None):
+        namespace = tup.config["configurable"].get("checkpoint_ns")
+        if namespace:
+            found.setdefault(tup.config["configurable"]["thread_id"], set()).add(namespace)
+    return found

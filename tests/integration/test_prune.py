@@ -24,7 +24,7 @@ import neograph_ext as ne
 from neograph_ext import PruneSkip
 from tests.cli.support import Database, cli, postgres_database, sqlite_database
 from tests.graphs.pipelines import State, linear
-from tests.graphs.pruning import THREADS, cfg, ids, payload, reads, written
+from tests.graphs.pruning import THREADS, cfg, ids, namespaces, payload, reads, written
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -40,13 +40,16 @@ def test_the_dry_run_names_exactly_what_apply_removes_and_every_thread_reads_as_
 ) -> None:
     graph = written(db.saver)
     before, size, seen = ids(db.saver), payload(db.saver), {t: reads(graph, t) for t in THREADS}
+    spaces = namespaces(db.saver)
 
     dry = ne.prune(graph)
     assert ids(db.saver) == before and payload(db.saver) == size  # a dry run writes nothing
     by_thread = {t.thread_id: t for t in dry.threads}
     assert by_thread["waiting"].skipped is PruneSkip.WAITING
     assert by_thread["user"].checkpoints == ()  # the user's fork stays by default
-    assert by_thread["rewound"].checkpoints and by_thread["delta"].checkpoints
+    for thread in ("rewound", "delta", "migrated", "subgraph"):
+        assert by_thread[thread].checkpoints, thread
+    assert len(by_thread["subgraph"].namespaces) == 1
     assert dry.descriptions, "the stamp only the abandoned branch named"
 
     done = ne.prune(graph, apply=True)
@@ -54,6 +57,8 @@ def test_the_dry_run_names_exactly_what_apply_removes_and_every_thread_reads_as_
     assert dataclasses.replace(done, applied=False) == dry
     for thread in THREADS:
         assert before[thread] - after[thread] == set(by_thread[thread].checkpoints)
+        gone = spaces.get(thread, set()) - namespaces(db.saver).get(thread, set())
+        assert gone == set(by_thread[thread].namespaces), thread
     gone_threads = set(before) - set(after)
     assert gone_threads == {d.thread_id for d in dry.descriptions}
     assert size - payload(db.saver) == dry.bytes > 0

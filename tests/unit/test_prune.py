@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from neograph_ext._prune import Pruning, Stored, doomed, unreferenced
+from neograph_ext._prune import Pruning, Stored, doomed, doomed_namespaces, unreferenced
 
 DEFAULT = Pruning()
 
@@ -132,3 +132,24 @@ def test_a_description_goes_only_when_nothing_names_its_stamp() -> None:
 
 def test_an_unknown_head_prunes_nothing() -> None:
     assert doomed(chain("1", "2"), "9", DEFAULT) == frozenset()
+
+
+def test_a_subgraph_namespace_goes_with_the_checkpoints_its_results_went_into() -> None:
+    # 2's task ran a subgraph (namespace "old"); its result went into 3, which a rewind's
+    # fork 4 off 2 abandoned. The fork re-ran the task under a new id ("new").
+    stored = [
+        *chain("1", "2", "3"),
+        Stored("4", "2", "fork", forked=True),
+        Stored("5", "4", "loop", forked=True),
+    ]
+    going = doomed(stored, "5", DEFAULT)
+    assert going == {"3"}
+    roots = {"old": frozenset({"2"}), "new": frozenset({"4"}), "unnamed": None}
+    assert doomed_namespaces(stored, going, roots) == {"old"}
+    # Nothing of 2's went: its subgraph stays.
+    assert doomed_namespaces(stored, frozenset(), roots) == frozenset()
+
+
+def test_the_subgraph_a_head_waits_in_stays() -> None:
+    # The head 2 has no child yet: its task's subgraph is still running.
+    assert doomed_namespaces(chain("1", "2"), frozenset(), {"sub": frozenset({"2"})}) == frozenset()
