@@ -9,22 +9,29 @@ the tables lost, and every thread reads and plans as before.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import dataclasses
 import threading
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.graph import END
+from psycopg.rows import dict_row
 
 import neograph_ext as ne
 from neograph_ext import PruneSkip
 from tests.cli.support import Database, cli, postgres_database, sqlite_database
+from tests.graphs.delta import Far, Near, fan
 from tests.graphs.pipelines import State, linear
-from tests.graphs.pruning import THREADS, cfg, ids, namespaces, payload, reads, written
+from tests.graphs.pruning import LAST, THREADS, cfg, ids, namespaces, payload, reads, written
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -136,3 +143,74 @@ def test_another_saver_is_a_clear_error() -> None:
     graph = ne.compile(linear(Counter()), checkpointer=InMemorySaver())
     with pytest.raises(ne.GraphError, match="SQLite or PostgreSQL saver"):
         ne.prune(graph)
+
+
+@pytest.mark.parametrize("kind", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_aprune_on_the_async_saver_does_what_prune_does(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    opened = (
+        sqlite_database(tmp_path / "threads.sqlite")
+        if kind == "sqlite"
+        else postgres_database(request.getfixturevalue("pg_dsn"))
+    )
+    db = next(opened)
+    try:
+        graph = written(db.saver)
+        dry, before = ne.prune(graph), ids(db.saver)
+
+        async def pruned() -> tuple[ne.PruneReport, ne.PruneReport]:
+            async with _async_saver(db.url) as saver:
+                target = ne.compile(LAST, checkpointer=saver)
+                return await ne.aprune(target), await ne.aprune(target, apply=True)
+
+        async_dry, applied = asyncio.run(pruned())
+        assert async_dry == dry
+        assert dataclasses.replace(applied, applied=False) == dry
+        after = ids(db.saver)
+        for thread in THREADS:
+            assert before[thread] - after[thread] == set(applied_ids(applied, thread))
+    finally:
+        opened.close()
+
+
+def applied_ids(report: ne.PruneReport, thread: str) -> tuple[str, ...]:
+    (found,) = [t for t in report.threads if t.thread_id == thread]
+    return found.checkpoints
+
+
+@contextlib.asynccontextmanager
+async def _async_saver(url: str) -> AsyncIterator[Any]:
+    if url.startswith("postgresql"):
+        conn = await psycopg.AsyncConnection.connect(
+            url, autocommit=True, prepare_threshold=0, row_factory=dict_row
+        )
+        async with conn:
+            yield AsyncPostgresSaver(conn)
+    else:
+        async with AsyncSqliteSaver.from_conn_string(url) as saver:
+            yield saver
+
+
+def test_keep_last_keeps_every_ancestor_a_delta_channel_is_rebuilt_from(db: Database) -> None:
+    """Three turns on two DeltaChannel threads: ``far`` stores its only snapshot in its
+    first checkpoint, ``near`` one at every update. Cutting each lineage to its last
+    turn removes nothing from ``far`` (each value is rebuilt from every ancestor's
+    writes) and the earlier turns of ``near``; both read as before."""
+    runs: Counter[str] = Counter()
+    for state, thread in ((Far, "far"), (Near, "near")):
+        graph = ne.compile(fan(state, runs), checkpointer=db.saver)
+        for turn in range(3):
+            ne.run(graph, {"log": [f"turn {turn}"]}, cfg(thread))
+    seen = {t: reads(graph, t)[:2] for t in ("far", "near")}
+    before = ids(db.saver)
+
+    report = ne.prune(graph, keep_last=1, apply=True)
+
+    by_thread = {t.thread_id: t for t in report.threads}
+    assert by_thread["far"].checkpoints == ()
+    assert len(by_thread["near"].checkpoints) >= 8  # two whole turns, at least
+    assert ids(db.saver)["near"] == before["near"] - set(by_thread["near"].checkpoints)
+    for thread in ("far", "near"):
+        assert reads(graph, thread)[:2] == seen[thread], thread
+    assert graph.get_state(cfg("far")).values["log"][0] == "turn 0"
