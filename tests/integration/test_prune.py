@@ -28,7 +28,7 @@ from psycopg.rows import dict_row
 
 import neograph_ext as ne
 from neograph_ext import PruneSkip
-from tests.cli.support import Database, cli, postgres_database, sqlite_database
+from tests.cli.support import Database, postgres_database, sqlite_database
 from tests.graphs.delta import Far, Near, fan
 from tests.graphs.pipelines import State, linear
 from tests.graphs.pruning import LAST, THREADS, cfg, ids, namespaces, payload, reads, written
@@ -123,20 +123,6 @@ def test_a_thread_a_running_run_holds_is_skipped(db: Database) -> None:
     assert by_thread["busy"].skipped is PruneSkip.BUSY
     assert by_thread["rewound"].checkpoints  # the others were pruned meanwhile
     assert ne.prune(graph).checkpoints > 0  # once free, the abandoned branches are found
-
-
-def test_the_command_line_dry_run_and_apply(db: Database) -> None:
-    written(db.saver)
-    graph = "tests.graphs.pruning:LAST"
-    dry = cli("prune", graph, "--db", db.url, "--json")
-    assert dry.exit_code == 0, dry.output
-    rows = db.rows()
-    shown = cli("prune", graph, "--db", db.url)
-    assert shown.exit_code == 0 and "would remove" in shown.stdout
-    assert db.rows() == rows
-    applied = cli("prune", graph, "--db", db.url, "--apply")
-    assert applied.exit_code == 0, applied.output
-    assert "removed" in applied.stdout and db.rows() < rows
 
 
 def test_another_saver_is_a_clear_error() -> None:
