@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import shutil
+import sqlite3
 import threading
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
@@ -22,6 +24,7 @@ import psycopg
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.graph import END
 from psycopg.rows import dict_row
@@ -29,6 +32,7 @@ from psycopg.rows import dict_row
 import neograph_ext as ne
 from neograph_ext import PruneSkip
 from tests.cli.support import Database, postgres_database, sqlite_database
+from tests.fixtures import v0_1_0 as fx
 from tests.graphs.delta import Far, Near, fan
 from tests.graphs.pipelines import State, linear
 from tests.graphs.pruning import LAST, THREADS, cfg, ids, namespaces, payload, reads, written
@@ -200,3 +204,38 @@ def test_keep_last_keeps_every_ancestor_a_delta_channel_is_rebuilt_from(db: Data
     for thread in ("far", "near"):
         assert reads(graph, thread)[:2] == seen[thread], thread
     assert graph.get_state(cfg("far")).values["log"][0] == "turn 0"
+
+
+def test_a_database_written_by_0_1_0_prunes(tmp_path: Path) -> None:
+    path = tmp_path / "v0_1_0.sqlite"
+    shutil.copyfile(fx.DATABASE, path)
+    conn = sqlite3.connect(path, check_same_thread=False)
+    try:
+        graph = fx.graph(SqliteSaver(conn), Counter(), fx.V2)
+        # 0.1.0 wrote no forks, and its stamps live in metadata: nothing to prune.
+        untouched = ne.prune(graph)
+        assert untouched.checkpoints == 0 and untouched.descriptions == ()
+        ne.run(graph, None, cfg(fx.DONE))  # a rewind to before ``c``, under 0.3's stamp
+        threads = (fx.DONE, fx.CRASHED, fx.TWO_TURNS)
+        seen = {t: reads(graph, t) for t in threads}
+
+        report = ne.prune(graph, apply=True)
+
+        by_thread = {t.thread_id: t for t in report.threads}
+        assert len(by_thread[fx.DONE].checkpoints) == 2  # c's and d's of the 0.1.0 run
+        assert report.checkpoints == 2
+        for thread in threads:
+            assert reads(graph, thread) == seen[thread], thread
+    finally:
+        conn.close()
+
+
+def test_thread_ids_limit_it_to_those_threads(db: Database) -> None:
+    graph = written(db.saver)
+    everything = ne.prune(graph)
+    report = ne.prune(graph, thread_ids=["delta", "missing"], apply=True)
+    assert [t.thread_id for t in report.threads] == ["delta"]
+    assert report.descriptions == () and everything.descriptions
+    (delta,) = [t for t in everything.threads if t.thread_id == "delta"]
+    assert report.threads == (delta,)
+    assert ne.prune(graph).checkpoints == everything.checkpoints - len(delta.checkpoints)
