@@ -39,6 +39,7 @@ __all__ = [
     "areferences",
     "asizes",
     "athreads",
+    "avacuum",
     "backend",
     "cut",
     "descriptions",
@@ -323,39 +324,48 @@ async def acut(saver: Saver, found: Cut | None, dropped: Sequence[str] = ()) -> 
     await _atransact(saver, statements)
 
 
-def vacuumable(saver: Saver) -> sqlite3.Connection:
-    """The connection ``VACUUM`` runs on.
+def vacuumable(saver: Saver) -> None:
+    """Check that ``VACUUM`` can run on ``saver``'s database.
 
     Raises:
-        GraphError: The saver is not SQLite's sync saver.
+        GraphError: The saver is not one of SQLite's.
     """
-    conn = getattr(saver, "conn", None)
-    if not isinstance(conn, sqlite3.Connection):
+    if backend(saver) != "sqlite":
         raise GraphError(
-            "vacuum is for SQLite's sync saver (SqliteSaver) only; PostgreSQL reclaims "
-            "space itself (autovacuum, or VACUUM FULL run by an administrator)"
+            "vacuum is for SQLite only; PostgreSQL reclaims space itself (autovacuum, "
+            "or VACUUM FULL run by an administrator)"
         )
-    return conn
 
 
 def vacuum(saver: Saver) -> tuple[int, int]:
     """``VACUUM`` a SQLite database; its size in bytes before and after.
 
     Raises:
-        GraphError: The saver is not SQLite's sync saver.
+        GraphError: The saver is not one of SQLite's.
     """
-    conn = vacuumable(saver)
-    with saver.lock:  # type: ignore[attr-defined]
-        before = _file_size(conn)
+    vacuumable(saver)
+    with _connection(saver) as conn:
+        before = _pages(conn.execute(_SIZE_SQL).fetchall())
         conn.commit()  # VACUUM cannot run inside a transaction
         conn.execute("VACUUM")
-        return before, _file_size(conn)
+        return before, _pages(conn.execute(_SIZE_SQL).fetchall())
 
 
-def _file_size(conn: sqlite3.Connection) -> int:
-    ((pages,),) = conn.execute("PRAGMA page_count").fetchall()
-    ((size,),) = conn.execute("PRAGMA page_size").fetchall()
-    return int(pages) * int(size)
+async def avacuum(saver: Saver) -> tuple[int, int]:
+    """Async twin of ``vacuum``."""
+    vacuumable(saver)
+    async with _aconnection(saver) as conn:
+        before = _pages(await (await conn.execute(_SIZE_SQL)).fetchall())
+        await conn.commit()
+        await conn.execute("VACUUM")
+        return before, _pages(await (await conn.execute(_SIZE_SQL)).fetchall())
+
+
+_SIZE_SQL = "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()"
+
+
+def _pages(rows: Sequence[Any]) -> int:
+    return int(rows[0][0])
 
 
 def _sized(table: str, count: int, size: int) -> Sizes:

@@ -47,6 +47,7 @@ from neograph_ext._prune_sql import (
     areferences,
     asizes,
     athreads,
+    avacuum,
     backend,
     cut,
     descriptions,
@@ -90,7 +91,8 @@ def prune(
         keep_last: Also the head's lineage older than this many checkpoints, except
             what planning the head or rebuilding a kept value reads.
         thread_ids: Only these threads (descriptions are then left alone).
-        vacuum_after: With ``apply`` on SQLite, ``VACUUM`` the file afterwards.
+        vacuum_after: With ``apply`` on SQLite, ``VACUUM`` the file afterwards (it
+            needs a moment without writers).
 
     Returns:
         Per thread what goes (or went), and why a thread was skipped; in total.
@@ -101,11 +103,7 @@ def prune(
             or on another saver than SQLite's sync one (refused before anything goes).
         ValueError: ``keep_last`` is below 1.
     """
-    saver, options, rebuildable = _setup(graph, all_branches, keep_last)
-    if vacuum_after:
-        if not apply:
-            raise GraphError("vacuum_after needs apply=True: a dry run deletes nothing")
-        vacuumable(saver)  # refused before anything is deleted
+    saver, options, rebuildable = _setup(graph, all_branches, keep_last, apply, vacuum_after)
     names = _names(threads(saver), thread_ids)
     done = [_thread(saver, name, options, rebuildable, apply) for name in names]
     gone: tuple[DescriptionPruned, ...] = ()
@@ -124,9 +122,10 @@ async def aprune(
     all_branches: bool = False,
     keep_last: int | None = None,
     thread_ids: Sequence[str] | None = None,
+    vacuum_after: bool = False,
 ) -> PruneReport:
-    """Async twin of ``prune``, for the async savers (``VACUUM`` is the sync saver's)."""
-    saver, options, rebuildable = _setup(graph, all_branches, keep_last)
+    """Async twin of ``prune``, for the async savers."""
+    saver, options, rebuildable = _setup(graph, all_branches, keep_last, apply, vacuum_after)
     names = _names(await athreads(saver), thread_ids)
     done = [await _athread(saver, name, options, rebuildable, apply) for name in names]
     gone: tuple[DescriptionPruned, ...] = ()
@@ -134,7 +133,8 @@ async def aprune(
         gone = _descriptions(graph, await adescriptions(saver), await areferences(saver), done)
         if apply and gone:
             await acut(saver, None, [d.thread_id for d in gone])
-    return PruneReport(tuple(d for d, _ in done), gone, apply, None)
+    vacuumed = await avacuum(saver) if apply and vacuum_after else None
+    return PruneReport(tuple(d for d, _ in done), gone, apply, vacuumed)
 
 
 _Done = tuple[ThreadPruned, frozenset[str]]
@@ -172,11 +172,21 @@ async def _athread(
 
 
 def _setup(
-    graph: Pregel[Any, Any, Any, Any], all_branches: bool, keep_last: int | None
+    graph: Pregel[Any, Any, Any, Any],
+    all_branches: bool,
+    keep_last: int | None,
+    apply: bool,
+    vacuum_after: bool,
 ) -> tuple[Saver, Pruning, frozenset[str]]:
+    """The saver, the options and the channels LangGraph rebuilds from ancestors; every
+    option is refused here, before anything is deleted."""
     checked = stamped(graph)
     saver = checkpointer_of(checked)
     backend(saver)
+    if vacuum_after:
+        if not apply:
+            raise GraphError("vacuum_after needs apply=True: a dry run deletes nothing")
+        vacuumable(saver)
     options = Pruning(all_branches=all_branches, keep_last=keep_last)
     # LangGraph rebuilds these from ancestors' writes when a checkpoint stores no value
     # of theirs: a DeltaChannel, and a reducer channel once written as one.

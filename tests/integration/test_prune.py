@@ -152,11 +152,16 @@ def test_aprune_on_the_async_saver_does_what_prune_does(
         async def pruned() -> tuple[ne.PruneReport, ne.PruneReport]:
             async with _async_saver(db.url) as saver:
                 target = ne.compile(LAST, checkpointer=saver)
-                return await ne.aprune(target), await ne.aprune(target, apply=True)
+                lite = kind == "sqlite"
+                return await ne.aprune(target), await ne.aprune(
+                    target, apply=True, vacuum_after=lite
+                )
 
         async_dry, applied = asyncio.run(pruned())
         assert async_dry == dry
-        assert dataclasses.replace(applied, applied=False) == dry
+        assert dataclasses.replace(applied, applied=False, vacuumed=None) == dry
+        if kind == "sqlite":
+            assert applied.vacuumed is not None and applied.vacuumed[1] < applied.vacuumed[0]
         after = ids(db.saver)
         for thread in THREADS:
             assert before[thread] - after[thread] == set(applied_ids(applied, thread))
