@@ -245,9 +245,11 @@ def doomed_namespaces(
 def _lineage(by_id: Mapping[str, Stored], head_id: str) -> list[str]:
     """``head_id`` and its stored ancestors, newest first."""
     line: list[str] = []
+    seen: set[str] = set()  # a parent pointer loop in damaged storage ends the walk
     at: str | None = head_id
-    while at is not None and at in by_id and at not in line:
+    while at is not None and at in by_id and at not in seen:
         line.append(at)
+        seen.add(at)
         at = by_id[at].parent_id
     return line
 

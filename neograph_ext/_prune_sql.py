@@ -1,25 +1,21 @@
-"""The SQL pruning runs: sizes, deletions, stamp references, per backend.
+"""The SQL of pruning: the statements that size and delete rows, per backend.
 
 Rules:
 - The one module that knows the tables of LangGraph's SQLite and PostgreSQL savers
   (checked on langgraph-checkpoint-sqlite 3.1 and -postgres 3.2): ``checkpoints`` and
   ``writes`` (SQLite), ``checkpoints``, ``checkpoint_writes`` and ``checkpoint_blobs``
   (PostgreSQL). Any other saver is a ``GraphError`` (``backend``).
-- Statements are built once (``Cut``, pure) and run by twins that differ by ``await``
-  alone. Each thread's deletion is one transaction: a kill leaves it whole or pruned.
-- Only the root namespace of a thread is cut; a description thread goes only when no
-  checkpoint names its stamp, checked in the deleting statement itself.
+- Statements only, no connection: ``_prune_store`` runs them.
+- A description thread goes only when no checkpoint names its stamp, checked in the
+  deleting statement itself (``dropping``).
 - Bytes are what the rows' payload columns hold (``length`` on SQLite,
   ``pg_column_size`` on PostgreSQL): what deleting them frees, before ``VACUUM``.
-- Drivers are imported only when the saver is theirs.
 """
 
 from __future__ import annotations
 
-import sqlite3
 import sys
-from collections.abc import AsyncIterator, Iterator, Sequence
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -30,29 +26,25 @@ from neograph_ext._stamp import REF_FORMAT, STAMP_KEY
 from neograph_ext._stamp_store import THREAD_PREFIX
 
 __all__ = [
+    "SIZE_SQL",
     "Backend",
     "Cut",
     "Saver",
     "Sizes",
-    "acut",
-    "adescriptions",
-    "areferences",
-    "asizes",
-    "athreads",
-    "avacuum",
+    "Statement",
     "backend",
-    "cut",
-    "descriptions",
-    "references",
-    "sizes",
-    "threads",
-    "vacuum",
-    "vacuumable",
+    "descriptions_sql",
+    "dropping",
+    "pages",
+    "references_sql",
+    "sized",
+    "threads_sql",
 ]
 
 Backend = Literal["sqlite", "postgres"]
 Saver = BaseCheckpointSaver[Any]
-_Statement = tuple[str, Sequence[Any]]
+Statement = tuple[str, Sequence[Any]]
+"""One SQL statement and its parameters."""
 _CHUNK = 500
 """Ids per ``IN (...)`` on SQLite, under its limit on bound parameters."""
 
@@ -101,11 +93,11 @@ class Cut:
     blobs: tuple[tuple[str, str], ...] = ()
     namespaces: tuple[str, ...] = ()
 
-    def measuring(self) -> list[tuple[str, _Statement]]:
+    def measuring(self) -> list[tuple[str, Statement]]:
         """The statements sizing the rows, each tagged with what it counts."""
         return [(table, (sql, args)) for table, sql, args in self._parts(measure=True)]
 
-    def deleting(self) -> list[_Statement]:
+    def deleting(self) -> list[Statement]:
         """The statements deleting the rows, writes before their checkpoints."""
         return [(sql, args) for _, sql, args in self._parts(measure=False)]
 
@@ -197,13 +189,13 @@ _SAVERS: tuple[tuple[str, str, Backend], ...] = (
 )
 
 
-def _threads_sql(kind: Backend) -> str:
+def threads_sql(kind: Backend) -> str:
     return "SELECT DISTINCT thread_id FROM checkpoints WHERE checkpoint_ns = ''" + (
         "" if kind == "sqlite" else " ORDER BY thread_id"
     )
 
 
-def _references_sql(kind: Backend) -> str:
+def references_sql(kind: Backend) -> str:
     """Distinct ``(thread, stamp reference)`` over every checkpoint of every namespace."""
     ref = (
         f"json_extract(CAST(metadata AS TEXT), '$.{STAMP_KEY}')"
@@ -213,7 +205,7 @@ def _references_sql(kind: Backend) -> str:
     return f"SELECT DISTINCT thread_id, {ref} FROM checkpoints"
 
 
-def _descriptions_sql(kind: Backend) -> str:
+def descriptions_sql(kind: Backend) -> str:
     if kind == "sqlite":
         return (
             f"SELECT thread_id, count(*), coalesce(sum({_SQLITE_ROW}), 0) FROM checkpoints "
@@ -227,7 +219,7 @@ def _descriptions_sql(kind: Backend) -> str:
     )
 
 
-def _dropping(kind: Backend, thread_id: str) -> list[_Statement]:
+def dropping(kind: Backend, thread_id: str) -> list[Statement]:
     """Deleting a description's thread, unless a checkpoint names its stamp meanwhile."""
     ref = f"{REF_FORMAT}:{thread_id.removeprefix(THREAD_PREFIX)}"
     if kind == "sqlite":
@@ -252,123 +244,17 @@ def _dropping(kind: Backend, thread_id: str) -> list[_Statement]:
     ]
 
 
-def threads(saver: Saver) -> list[str]:
-    """Every thread with a root-namespace checkpoint, description threads too."""
-    return [str(row[0]) for row in _fetch(saver, _threads_sql(backend(saver)), ())]
+SIZE_SQL = "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()"
+"""A SQLite database's size in bytes."""
 
 
-async def athreads(saver: Saver) -> list[str]:
-    """Async twin of ``threads``."""
-    return [str(row[0]) for row in await _afetch(saver, _threads_sql(backend(saver)), ())]
-
-
-def references(saver: Saver) -> list[tuple[str, str]]:
-    """Distinct ``(thread, stamp reference)`` of every stamped checkpoint."""
-    rows = _fetch(saver, _references_sql(backend(saver)), ())
-    return [(str(t), ref) for t, ref in rows if isinstance(ref, str)]
-
-
-async def areferences(saver: Saver) -> list[tuple[str, str]]:
-    """Async twin of ``references``."""
-    rows = await _afetch(saver, _references_sql(backend(saver)), ())
-    return [(str(t), ref) for t, ref in rows if isinstance(ref, str)]
-
-
-def descriptions(saver: Saver) -> dict[str, Sizes]:
-    """Every description thread, with what it holds."""
-    rows = _fetch(saver, _descriptions_sql(backend(saver)), (len(THREAD_PREFIX), THREAD_PREFIX))
-    return {str(t): Sizes(checkpoints=int(n), bytes=int(b)) for t, n, b in rows}
-
-
-async def adescriptions(saver: Saver) -> dict[str, Sizes]:
-    """Async twin of ``descriptions``."""
-    args = (len(THREAD_PREFIX), THREAD_PREFIX)
-    rows = await _afetch(saver, _descriptions_sql(backend(saver)), args)
-    return {str(t): Sizes(checkpoints=int(n), bytes=int(b)) for t, n, b in rows}
-
-
-def sizes(saver: Saver, found: Cut) -> Sizes:
-    """What the rows of ``found`` hold."""
-    total = Sizes()
-    for table, (sql, args) in found.measuring():
-        ((count, size),) = _fetch(saver, sql, args)
-        total += _sized(table, int(count), int(size))
-    return total
-
-
-async def asizes(saver: Saver, found: Cut) -> Sizes:
-    """Async twin of ``sizes``."""
-    total = Sizes()
-    for table, (sql, args) in found.measuring():
-        ((count, size),) = await _afetch(saver, sql, args)
-        total += _sized(table, int(count), int(size))
-    return total
-
-
-def cut(saver: Saver, found: Cut | None, dropped: Sequence[str] = ()) -> None:
-    """Delete the rows of ``found`` and the description threads ``dropped``, in one
-    transaction (a description still named by a checkpoint stays)."""
-    kind = backend(saver)
-    statements = found.deleting() if found is not None else []
-    for thread_id in dropped:
-        statements += _dropping(kind, thread_id)
-    _transact(saver, statements)
-
-
-async def acut(saver: Saver, found: Cut | None, dropped: Sequence[str] = ()) -> None:
-    """Async twin of ``cut``."""
-    kind = backend(saver)
-    statements = found.deleting() if found is not None else []
-    for thread_id in dropped:
-        statements += _dropping(kind, thread_id)
-    await _atransact(saver, statements)
-
-
-def vacuumable(saver: Saver) -> None:
-    """Check that ``VACUUM`` can run on ``saver``'s database.
-
-    Raises:
-        GraphError: The saver is not one of SQLite's.
-    """
-    if backend(saver) != "sqlite":
-        raise GraphError(
-            "vacuum is for SQLite only; PostgreSQL reclaims space itself (autovacuum, "
-            "or VACUUM FULL run by an administrator)"
-        )
-
-
-def vacuum(saver: Saver) -> tuple[int, int]:
-    """``VACUUM`` a SQLite database; its size in bytes before and after.
-
-    Raises:
-        GraphError: The saver is not one of SQLite's.
-    """
-    vacuumable(saver)
-    with _connection(saver) as conn:
-        before = _pages(conn.execute(_SIZE_SQL).fetchall())
-        conn.commit()  # VACUUM cannot run inside a transaction
-        conn.execute("VACUUM")
-        return before, _pages(conn.execute(_SIZE_SQL).fetchall())
-
-
-async def avacuum(saver: Saver) -> tuple[int, int]:
-    """Async twin of ``vacuum``."""
-    vacuumable(saver)
-    async with _aconnection(saver) as conn:
-        before = _pages(await (await conn.execute(_SIZE_SQL)).fetchall())
-        await conn.commit()
-        await conn.execute("VACUUM")
-        return before, _pages(await (await conn.execute(_SIZE_SQL)).fetchall())
-
-
-_SIZE_SQL = "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()"
-
-
-def _pages(rows: Sequence[Any]) -> int:
+def pages(rows: Sequence[Any]) -> int:
+    """The bytes ``SIZE_SQL`` found."""
     return int(rows[0][0])
 
 
-def _sized(table: str, count: int, size: int) -> Sizes:
+def sized(table: str, count: int, size: int) -> Sizes:
+    """What one measuring statement (``Cut.measuring``) found, by what it counts."""
     if table == "writes":
         return Sizes(writes=count, bytes=size)
     if table == "blobs":
@@ -376,94 +262,3 @@ def _sized(table: str, count: int, size: int) -> Sizes:
     if table == "subgraphs":
         return Sizes(subgraphs=count, bytes=size)
     return Sizes(checkpoints=count, bytes=size)
-
-
-def _fetch(saver: Saver, sql: str, args: Sequence[Any]) -> list[tuple[Any, ...]]:
-    with _connection(saver) as conn:
-        if isinstance(conn, sqlite3.Connection):
-            rows: list[tuple[Any, ...]] = conn.execute(sql, tuple(args)).fetchall()
-            return rows
-        from psycopg.rows import tuple_row
-
-        with conn.cursor(row_factory=tuple_row) as cur:
-            cur.execute(sql, args)
-            found: list[tuple[Any, ...]] = cur.fetchall()
-            return found
-
-
-async def _afetch(saver: Saver, sql: str, args: Sequence[Any]) -> list[tuple[Any, ...]]:
-    async with _aconnection(saver) as conn:
-        if backend(saver) == "sqlite":
-            async with conn.execute(sql, tuple(args)) as cur:
-                return [tuple(row) for row in await cur.fetchall()]
-        from psycopg.rows import tuple_row
-
-        async with conn.cursor(row_factory=tuple_row) as cur:
-            await cur.execute(sql, args)
-            return await cur.fetchall()  # type: ignore[no-any-return]
-
-
-def _transact(saver: Saver, statements: Sequence[_Statement]) -> None:
-    if not statements:
-        return
-    with _connection(saver) as conn:
-        if isinstance(conn, sqlite3.Connection):
-            conn.commit()  # the saver's own work is committed: ours is a transaction alone
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-                for sql, args in statements:
-                    conn.execute(sql, tuple(args))
-            except BaseException:
-                conn.rollback()
-                raise
-            conn.commit()
-            return
-        with conn.transaction(), conn.cursor() as cur:
-            for sql, args in statements:
-                cur.execute(sql, args)
-
-
-async def _atransact(saver: Saver, statements: Sequence[_Statement]) -> None:
-    if not statements:
-        return
-    async with _aconnection(saver) as conn:
-        if backend(saver) == "sqlite":
-            await conn.commit()
-            try:
-                await conn.execute("BEGIN IMMEDIATE")
-                for sql, args in statements:
-                    await conn.execute(sql, tuple(args))
-            except BaseException:
-                await conn.rollback()
-                raise
-            await conn.commit()
-            return
-        async with conn.transaction(), conn.cursor() as cur:
-            for sql, args in statements:
-                await cur.execute(sql, args)
-
-
-@contextmanager
-def _connection(saver: Saver) -> Iterator[Any]:
-    """The saver's connection (one of its pool's), held under the saver's own lock."""
-    backend(saver)
-    conn = saver.conn  # type: ignore[attr-defined]
-    with saver.lock:  # type: ignore[attr-defined]
-        if hasattr(conn, "getconn"):  # a psycopg pool
-            with conn.connection() as pooled:
-                yield pooled
-        else:
-            yield conn
-
-
-@asynccontextmanager
-async def _aconnection(saver: Saver) -> AsyncIterator[Any]:
-    """Async twin of ``_connection``."""
-    backend(saver)
-    conn = saver.conn  # type: ignore[attr-defined]
-    async with saver.lock:  # type: ignore[attr-defined]
-        if hasattr(conn, "getconn"):
-            async with conn.connection() as pooled:
-                yield pooled
-        else:
-            yield conn

@@ -39,16 +39,14 @@ from neograph_ext._prune import (
     doomed_namespaces,
     unreferenced,
 )
-from neograph_ext._prune_sql import (
-    Cut,
-    Sizes,
+from neograph_ext._prune_sql import Cut, Sizes, backend
+from neograph_ext._prune_store import (
     acut,
     adescriptions,
     areferences,
     asizes,
     athreads,
     avacuum,
-    backend,
     cut,
     descriptions,
     references,
