@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from neograph_ext._prune import Pruning, Stored, doomed, doomed_namespaces, unreferenced
+from neograph_ext._prune_sql import Cut
 
 DEFAULT = Pruning()
 
@@ -153,3 +154,27 @@ def test_a_subgraph_namespace_goes_with_the_checkpoints_its_results_went_into() 
 def test_the_subgraph_a_head_waits_in_stays() -> None:
     # The head 2 has no child yet: its task's subgraph is still running.
     assert doomed_namespaces(chain("1", "2"), frozenset(), {"sub": frozenset({"2"})}) == frozenset()
+
+
+def test_a_long_cut_is_chunked_under_sqlites_parameter_limit() -> None:
+    ids = tuple(f"{i:04d}" for i in range(1_200))
+    found = Cut("sqlite", "t", ids, namespaces=("sub:1", "sub:2"))
+    measuring = found.measuring()
+    # Three chunks of ids, two tables each, and the namespaces' two tables.
+    assert [tag for tag, _ in measuring] == ["writes", "checkpoints"] * 3 + [
+        "writes",
+        "subgraphs",
+    ]
+    assert all(len(args) <= 501 for _, (_, args) in measuring)
+    named = [arg for _, (_, args) in measuring[:6:2] for arg in args[1:]]
+    assert tuple(named) == ids
+    assert [sql.split()[0] for sql, _ in found.deleting()] == ["DELETE"] * 8
+
+
+def test_postgresql_cuts_in_one_statement_per_table() -> None:
+    found = Cut("postgres", "t", ("1", "2"), blobs=(("log", "3"),), namespaces=("sub:1",))
+    tags = [tag for tag, _ in found.measuring()]
+    assert tags == ["writes", "checkpoints", "blobs", "writes", "blobs", "subgraphs"]
+    # Writes go before the checkpoints they are filed under.
+    tables = [sql.split()[2] for sql, _ in found.deleting()]
+    assert tables.index("checkpoint_writes") < tables.index("checkpoints")
