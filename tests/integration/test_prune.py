@@ -18,7 +18,7 @@ import threading
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import psycopg
 import pytest
@@ -26,7 +26,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-from langgraph.graph import END
+from langgraph.graph import END, START, StateGraph
 from psycopg.rows import dict_row
 
 import neograph_ext as ne
@@ -187,11 +187,15 @@ async def _async_saver(url: str) -> AsyncIterator[Any]:
             yield saver
 
 
-def test_keep_last_keeps_every_ancestor_a_delta_channel_is_rebuilt_from(db: Database) -> None:
-    """Three turns on two DeltaChannel threads: ``far`` stores its only snapshot in its
-    first checkpoint, ``near`` one at every update. Cutting each lineage to its last
-    turn removes nothing from ``far`` (each value is rebuilt from every ancestor's
-    writes) and the earlier turns of ``near``; both read as before."""
+@pytest.mark.parametrize("given", ["its graph", "another graph"])
+def test_keep_last_keeps_every_ancestor_a_delta_channel_is_rebuilt_from(
+    db: Database, given: str
+) -> None:
+    """Three turns on two DeltaChannel threads: ``far`` stores no snapshot, ``near`` one
+    at every update. Cutting each lineage to its last turn removes nothing from ``far``
+    (each value is rebuilt from every ancestor's writes) and the earlier turns of
+    ``near``; both read as before. The same when prune is given a graph without the
+    channel: the checkpoints' own metadata names their DeltaChannels."""
     runs: Counter[str] = Counter()
     for state, thread in ((Far, "far"), (Near, "near")):
         graph = ne.compile(fan(state, runs), checkpointer=db.saver)
@@ -200,7 +204,9 @@ def test_keep_last_keeps_every_ancestor_a_delta_channel_is_rebuilt_from(db: Data
     seen = {t: reads(graph, t)[:2] for t in ("far", "near")}
     before = ids(db.saver)
 
-    report = ne.prune(graph, keep_last=1, apply=True)
+    unrelated = StateGraph(Unrelated).add_node("x", lambda s: {}).add_edge(START, "x")
+    pruning = graph if given == "its graph" else ne.compile(unrelated, checkpointer=db.saver)
+    report = ne.prune(pruning, keep_last=1, apply=True)
 
     by_thread = {t.thread_id: t for t in report.threads}
     assert by_thread["far"].checkpoints == ()
@@ -209,6 +215,12 @@ def test_keep_last_keeps_every_ancestor_a_delta_channel_is_rebuilt_from(db: Data
     for thread in ("far", "near"):
         assert reads(graph, thread)[:2] == seen[thread], thread
     assert graph.get_state(cfg("far")).values["log"][0] == "turn 0"
+
+
+class Unrelated(TypedDict, total=False):
+    """The state of a graph with no DeltaChannel and no reducer."""
+
+    x: int
 
 
 def test_a_database_written_by_0_1_0_prunes(tmp_path: Path) -> None:
