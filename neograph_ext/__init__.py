@@ -5,8 +5,9 @@
 thread to just before the earliest node whose types changed, keeping the work
 upstream of it. ``plan`` explains what a resume would do without doing it;
 ``history`` reads a thread's lineage, each step compared with the graph, and
-``list_threads`` a database's threads. ``export_threads`` writes threads as fixtures
-that ``neograph_ext.testing`` plans new code against, offline.
+``list_threads`` a database's threads; ``prune`` removes what rewinds left behind.
+``export_threads`` writes threads as fixtures that ``neograph_ext.testing`` plans new
+code against, offline.
 """
 
 from neograph_ext._accept import aaccept, accept
@@ -38,12 +39,15 @@ from neograph_ext._lineage import (
 )
 from neograph_ext._offline import plan_fixture
 from neograph_ext._policy import LockPolicy, ResumePolicy
+from neograph_ext._prune import DescriptionPruned, PruneReport, PruneSkip, ThreadPruned
+from neograph_ext._pruning import aprune, prune
 from neograph_ext._run import aplan, arun, astream, plan, run, stream
 from neograph_ext._stamp_store import is_store_thread as is_reserved_thread
 
 __all__ = [
     "ChangeReason",
     "CheckpointSchemaError",
+    "DescriptionPruned",
     "FixtureError",
     "GraphError",
     "History",
@@ -52,6 +56,8 @@ __all__ = [
     "NeographExtError",
     "NodeChange",
     "PlanKind",
+    "PruneReport",
+    "PruneSkip",
     "ResumePlan",
     "ResumePolicy",
     "StampLostError",
@@ -59,6 +65,7 @@ __all__ = [
     "TaskStep",
     "ThreadBusyError",
     "ThreadFixture",
+    "ThreadPruned",
     "UnreadableCheckpointError",
     "WriteReadbackError",
     "aaccept",
@@ -66,6 +73,7 @@ __all__ = [
     "ahistory",
     "alist_threads",
     "aplan",
+    "aprune",
     "arun",
     "astream",
     "compile",
@@ -77,6 +85,7 @@ __all__ = [
     "list_threads",
     "plan",
     "plan_fixture",
+    "prune",
     "read_fixtures",
     "run",
     "stream",

@@ -1,4 +1,5 @@
-"""The commands: ``plan``, ``history``, ``check``, ``accept`` and ``export`` (``_export``).
+"""The commands: ``plan``, ``history``, ``check``, ``accept``, ``export`` (``_export``) and
+``prune`` (``_prune``).
 
 Each command loads GRAPH, opens ``--db`` and calls the public API; what it prints is
 ``_show``'s, and every error becomes one line through ``_boundary``.
@@ -25,6 +26,7 @@ from neograph_ext.cli._boundary import CliError, boundary, reading
 from neograph_ext.cli._database import open_database
 from neograph_ext.cli._export import export_command, fixture_check
 from neograph_ext.cli._graphs import Graph, attach, load
+from neograph_ext.cli._prune import prune_command
 from neograph_ext.cli._show import (
     console,
     history_rows,
@@ -209,6 +211,7 @@ def accept_command(
 
 
 app.command("export")(export_command)
+app.command("prune")(prune_command)
 
 
 def main() -> None:

@@ -1,0 +1,258 @@
+"""``prune`` on real SQLite and PostgreSQL databases after rewinds, accepts, a user's own
+fork, a DeltaChannel thread and a thread waiting at an interrupt.
+
+Each database is fresh (a SQLite file, or a PostgreSQL schema of its own), so the whole
+database is what a test made. What ``prune`` reports is checked against the rows
+themselves: the dry run names exactly what ``apply`` removes, the bytes are the bytes
+the tables lost, and every thread reads and plans as before.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import shutil
+import sqlite3
+import threading
+from collections import Counter
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any, TypedDict
+
+import psycopg
+import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+from langgraph.graph import END, START, StateGraph
+from psycopg.rows import dict_row
+
+import neograph_ext as ne
+from neograph_ext import PruneSkip
+from tests.cli.support import Database, postgres_database, sqlite_database
+from tests.fixtures import v0_1_0 as fx
+from tests.graphs.delta import Far, Near, fan
+from tests.graphs.pipelines import State, linear
+from tests.graphs.pruning import LAST, THREADS, cfg, ids, namespaces, payload, reads, written
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Database]:
+    if request.param == "sqlite":
+        yield from sqlite_database(tmp_path / "threads.sqlite")
+    else:
+        yield from postgres_database(request.getfixturevalue("pg_dsn"))
+
+
+def test_the_dry_run_names_exactly_what_apply_removes_and_every_thread_reads_as_before(
+    db: Database,
+) -> None:
+    graph = written(db.saver)
+    before, size, seen = ids(db.saver), payload(db.saver), {t: reads(graph, t) for t in THREADS}
+    spaces = namespaces(db.saver)
+
+    dry = ne.prune(graph)
+    assert ids(db.saver) == before and payload(db.saver) == size  # a dry run writes nothing
+    by_thread = {t.thread_id: t for t in dry.threads}
+    assert by_thread["waiting"].skipped is PruneSkip.WAITING
+    assert by_thread["user"].checkpoints == ()  # the user's fork stays by default
+    for thread in ("rewound", "delta", "migrated", "subgraph"):
+        assert by_thread[thread].checkpoints, thread
+    assert len(by_thread["subgraph"].namespaces) == 1
+    assert dry.descriptions, "the stamp only the abandoned branch named"
+
+    done = ne.prune(graph, apply=True)
+    after = ids(db.saver)
+    assert dataclasses.replace(done, applied=False) == dry
+    for thread in THREADS:
+        assert before[thread] - after[thread] == set(by_thread[thread].checkpoints)
+        gone = spaces.get(thread, set()) - namespaces(db.saver).get(thread, set())
+        assert gone == set(by_thread[thread].namespaces), thread
+    gone_threads = set(before) - set(after)
+    assert gone_threads == {d.thread_id for d in dry.descriptions}
+    assert size - payload(db.saver) == dry.bytes > 0
+    for thread in THREADS:
+        assert reads(graph, thread) == seen[thread], thread
+    assert ne.prune(graph).checkpoints == 0
+
+
+def test_all_branches_takes_the_users_fork_too_and_keep_last_keeps_what_is_read(
+    db: Database,
+) -> None:
+    graph = written(db.saver)
+    seen = {t: reads(graph, t)[:2] for t in THREADS}
+    report = ne.prune(graph, all_branches=True, keep_last=1, apply=True)
+    by_thread = {t.thread_id: t for t in report.threads}
+    assert len(by_thread["user"].checkpoints) > 0
+    for thread in THREADS:
+        # State and next nodes read as before (the history before the cut is gone).
+        assert reads(graph, thread)[:2] == seen[thread], thread
+
+
+def test_a_thread_a_running_run_holds_is_skipped(db: Database) -> None:
+    graph = written(db.saver)
+    entered, release = threading.Event(), threading.Event()
+    runs: Counter[str] = Counter()
+
+    def slow(state: State) -> dict[str, Any]:
+        entered.set()
+        release.wait(30)
+        return {"log": ["slow"]}
+
+    builder = linear(runs, names=("a",))
+    builder.add_node("slow", slow)
+    builder.edges.discard(("a", END))
+    builder.add_edge("a", "slow")
+    builder.add_edge("slow", END)
+
+    def deploy(version: str) -> Any:
+        return ne.compile(builder, checkpointer=db.saver, versions={"a": version})
+
+    release.set()
+    ne.run(deploy("v1"), {"log": []}, cfg("busy"))
+    ne.run(deploy("v2"), None, cfg("busy"))  # a rewind: v1's branch is abandoned
+    release.clear()
+    entered.clear()
+    worker = threading.Thread(target=ne.run, args=(deploy("v3"), None, cfg("busy")))
+    try:
+        worker.start()  # the run holds the thread's lock until ``slow`` returns
+        assert entered.wait(30)
+        report = ne.prune(graph, apply=True)
+    finally:
+        release.set()
+        worker.join(30)
+    by_thread = {t.thread_id: t for t in report.threads}
+    assert by_thread["busy"].skipped is PruneSkip.BUSY
+    assert by_thread["rewound"].checkpoints  # the others were pruned meanwhile
+    assert ne.prune(graph).checkpoints > 0  # once free, the abandoned branches are found
+
+
+def test_another_saver_is_a_clear_error() -> None:
+    graph = ne.compile(linear(Counter()), checkpointer=InMemorySaver())
+    with pytest.raises(ne.GraphError, match="SQLite or PostgreSQL saver"):
+        ne.prune(graph)
+
+
+@pytest.mark.parametrize("kind", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_aprune_on_the_async_saver_does_what_prune_does(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    opened = (
+        sqlite_database(tmp_path / "threads.sqlite")
+        if kind == "sqlite"
+        else postgres_database(request.getfixturevalue("pg_dsn"))
+    )
+    db = next(opened)
+    try:
+        graph = written(db.saver)
+        dry, before = ne.prune(graph), ids(db.saver)
+
+        async def pruned() -> tuple[ne.PruneReport, ne.PruneReport]:
+            async with _async_saver(db.url) as saver:
+                target = ne.compile(LAST, checkpointer=saver)
+                lite = kind == "sqlite"
+                return await ne.aprune(target), await ne.aprune(
+                    target, apply=True, vacuum_after=lite
+                )
+
+        async_dry, applied = asyncio.run(pruned())
+        assert async_dry == dry
+        assert dataclasses.replace(applied, applied=False, vacuumed=None) == dry
+        if kind == "sqlite":
+            assert applied.vacuumed is not None and applied.vacuumed[1] < applied.vacuumed[0]
+        after = ids(db.saver)
+        for thread in THREADS:
+            assert before[thread] - after[thread] == set(applied_ids(applied, thread))
+    finally:
+        opened.close()
+
+
+def applied_ids(report: ne.PruneReport, thread: str) -> tuple[str, ...]:
+    (found,) = [t for t in report.threads if t.thread_id == thread]
+    return found.checkpoints
+
+
+@contextlib.asynccontextmanager
+async def _async_saver(url: str) -> AsyncIterator[Any]:
+    if url.startswith("postgresql"):
+        conn = await psycopg.AsyncConnection.connect(
+            url, autocommit=True, prepare_threshold=0, row_factory=dict_row
+        )
+        async with conn:
+            yield AsyncPostgresSaver(conn)
+    else:
+        async with AsyncSqliteSaver.from_conn_string(url) as saver:
+            yield saver
+
+
+@pytest.mark.parametrize("given", ["its graph", "another graph"])
+def test_keep_last_keeps_every_ancestor_a_delta_channel_is_rebuilt_from(
+    db: Database, given: str
+) -> None:
+    """Three turns on two DeltaChannel threads: ``far`` stores no snapshot, ``near`` one
+    at every update. Cutting each lineage to its last turn removes nothing from ``far``
+    (each value is rebuilt from every ancestor's writes) and the earlier turns of
+    ``near``; both read as before. The same when prune is given a graph without the
+    channel: the checkpoints' own metadata names their DeltaChannels."""
+    runs: Counter[str] = Counter()
+    for state, thread in ((Far, "far"), (Near, "near")):
+        graph = ne.compile(fan(state, runs), checkpointer=db.saver)
+        for turn in range(3):
+            ne.run(graph, {"log": [f"turn {turn}"]}, cfg(thread))
+    seen = {t: reads(graph, t)[:2] for t in ("far", "near")}
+    before = ids(db.saver)
+
+    unrelated = StateGraph(Unrelated).add_node("x", lambda s: {}).add_edge(START, "x")
+    pruning = graph if given == "its graph" else ne.compile(unrelated, checkpointer=db.saver)
+    report = ne.prune(pruning, keep_last=1, apply=True)
+
+    by_thread = {t.thread_id: t for t in report.threads}
+    assert by_thread["far"].checkpoints == ()
+    assert len(by_thread["near"].checkpoints) >= 8  # two whole turns, at least
+    assert ids(db.saver)["near"] == before["near"] - set(by_thread["near"].checkpoints)
+    for thread in ("far", "near"):
+        assert reads(graph, thread)[:2] == seen[thread], thread
+    assert graph.get_state(cfg("far")).values["log"][0] == "turn 0"
+
+
+class Unrelated(TypedDict, total=False):
+    """The state of a graph with no DeltaChannel and no reducer."""
+
+    x: int
+
+
+def test_a_database_written_by_0_1_0_prunes(tmp_path: Path) -> None:
+    path = tmp_path / "v0_1_0.sqlite"
+    shutil.copyfile(fx.DATABASE, path)
+    conn = sqlite3.connect(path, check_same_thread=False)
+    try:
+        graph = fx.graph(SqliteSaver(conn), Counter(), fx.V2)
+        # 0.1.0 wrote no forks, and its stamps live in metadata: nothing to prune.
+        untouched = ne.prune(graph)
+        assert untouched.checkpoints == 0 and untouched.descriptions == ()
+        ne.run(graph, None, cfg(fx.DONE))  # a rewind to before ``c``, under 0.3's stamp
+        threads = (fx.DONE, fx.CRASHED, fx.TWO_TURNS)
+        seen = {t: reads(graph, t) for t in threads}
+
+        report = ne.prune(graph, apply=True)
+
+        by_thread = {t.thread_id: t for t in report.threads}
+        assert len(by_thread[fx.DONE].checkpoints) == 2  # c's and d's of the 0.1.0 run
+        assert report.checkpoints == 2
+        for thread in threads:
+            assert reads(graph, thread) == seen[thread], thread
+    finally:
+        conn.close()
+
+
+def test_thread_ids_limit_it_to_those_threads(db: Database) -> None:
+    graph = written(db.saver)
+    everything = ne.prune(graph)
+    report = ne.prune(graph, thread_ids=["delta", "missing"], apply=True)
+    assert [t.thread_id for t in report.threads] == ["delta"]
+    assert report.descriptions == () and everything.descriptions
+    (delta,) = [t for t in everything.threads if t.thread_id == "delta"]
+    assert report.threads == (delta,)
+    assert ne.prune(graph).checkpoints == everything.checkpoints - len(delta.checkpoints)
