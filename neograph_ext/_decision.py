@@ -6,7 +6,7 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -107,11 +107,11 @@ class ResumePlan:
         lines = [head]
         lines += [change.describe() for change in self.changes]
         if self.rerun:
-            lines.append(f"re-runs: {', '.join(self._in_order(self.rerun))}")
+            lines.append(f"re-runs: {', '.join(self.in_order(self.rerun))}")
         if self.kept:
-            lines.append(f"kept: {', '.join(self._in_order(self.kept))}")
+            lines.append(f"kept: {', '.join(self.in_order(self.kept))}")
         if self.kept_tasks:
-            lines.append(f"kept in the rewound step: {', '.join(self._in_order(self.kept_tasks))}")
+            lines.append(f"kept in the rewound step: {', '.join(self.in_order(self.kept_tasks))}")
         summary = self.step_summary()
         if summary:
             lines.append(f"steps: {summary}")
@@ -143,8 +143,10 @@ class ResumePlan:
             )
         return "; ".join(parts)
 
-    def _in_order(self, nodes: frozenset[str]) -> list[str]:
-        """``nodes`` in execution order (``order``); nodes it lacks last, by name."""
+    def in_order(self, nodes: Iterable[str]) -> list[str]:
+        """``nodes`` in the order they run (``order``: first run along the lineage, then
+        those the head waits on); nodes it lacks last, by name. How ``rerun``, ``kept``
+        and the rest are printed, here and by the command line."""
         rank = {node: position for position, node in enumerate(self.order)}
         return sorted(nodes, key=lambda node: (rank.get(node, len(rank)), node))
 

@@ -7,6 +7,8 @@ Each command loads GRAPH, opens ``--db`` and calls the public API; what it print
 from __future__ import annotations
 
 import dataclasses
+from contextlib import AbstractContextManager, nullcontext
+from importlib.metadata import version
 from typing import Annotated
 
 import typer
@@ -24,6 +26,7 @@ from neograph_ext import (
 from neograph_ext.cli._boundary import CliError, boundary, reading
 from neograph_ext.cli._database import open_database
 from neograph_ext.cli._graphs import Graph, attach, load
+from neograph_ext.cli._serde import quiet_values, reader
 from neograph_ext.cli._show import (
     console,
     history_rows,
@@ -35,7 +38,7 @@ from neograph_ext.cli._show import (
     to_json,
 )
 
-__all__ = ["app", "main"]
+__all__ = ["DB_ENV", "app", "main"]
 
 app = typer.Typer(
     name="neograph-ext",
@@ -47,8 +50,13 @@ app = typer.Typer(
 
 _GRAPH = "module:attribute or path/to/file.py:attribute: a StateGraph builder or a graph made "
 GraphArg = Annotated[str, typer.Argument(metavar="GRAPH", help=_GRAPH + "by neograph_ext.compile")]
+DB_ENV = "NEOGRAPH_EXT_DB"
+"""Where ``--db`` is read from when it is not given."""
 DbOpt = Annotated[
-    str, typer.Option(metavar="URL", help="SQLite path, sqlite:///path or postgresql://...")
+    str,
+    typer.Option(
+        metavar="URL", envvar=DB_ENV, help="SQLite path, sqlite:///path or postgresql://..."
+    ),
 ]
 ThreadOpt = Annotated[str, typer.Option("--thread", metavar="ID", help="The thread id.")]
 CheckpointOpt = Annotated[
@@ -56,6 +64,24 @@ CheckpointOpt = Annotated[
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
 DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks and engine logs.")]
+
+
+def _print_version(wanted: bool) -> None:
+    if wanted:
+        typer.echo(f"neograph-ext {version('neograph-ext')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    show_version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version."
+        ),
+    ] = False,
+) -> None:
+    """See what resuming LangGraph threads will do after a deploy, before it happens."""
 
 
 @app.command("plan")
@@ -70,7 +96,7 @@ def plan_command(
     """Show what resuming one thread would do: rewind target, changed nodes, diffs."""
     with boundary(debug):
         target = load(graph)
-        with open_database(db) as saver:
+        with open_database(db, serde=reader(target)) as saver:
             decision = _plan(attach(target, saver, graph), thread, checkpoint)
     if as_json:
         typer.echo(to_json(dataclasses.asdict(decision)))
@@ -92,7 +118,7 @@ def history_command(
     """List a thread's lineage: steps, nodes run, fingerprint status, forks."""
     with boundary(debug):
         target = load(graph) if graph else None
-        with open_database(db) as saver:
+        with open_database(db, serde=reader(target)) as saver, _quiet(target):
             source = saver if target is None else attach(target, saver, graph)
             with reading(f"thread {thread!r}"):
                 found = history(source, _config(thread, checkpoint))
@@ -124,7 +150,7 @@ def check_command(
     """Plan every thread (or those named); exit 1 if any would rewind or is blocked."""
     with boundary(debug):
         target = load(graph)
-        with open_database(db) as saver, progress() as bar:
+        with open_database(db, serde=reader(target)) as saver, progress() as bar:
             compiled = attach(target, saver, graph)
             if thread:
                 names = list(dict.fromkeys(thread))
@@ -165,7 +191,7 @@ def accept_command(
     checkpoint, a fork of its head stamped as current, so the next run carries on."""
     with boundary(debug):
         target = load(graph)
-        with open_database(db, write=True) as saver:
+        with open_database(db, write=True, serde=reader(target)) as saver:
             compiled = attach(target, saver, graph)
             before = _plan(compiled, thread, checkpoint)
             with reading(f"thread {thread!r}"):
@@ -189,6 +215,11 @@ def _config(thread: str, checkpoint: str | None) -> RunnableConfig:
     if checkpoint:
         configurable["checkpoint_id"] = checkpoint
     return {"configurable": configurable}
+
+
+def _quiet(target: object | None) -> AbstractContextManager[None]:
+    """Without GRAPH no stored value is printed: the serializer's notes are noise."""
+    return quiet_values() if target is None else nullcontext()
 
 
 def _plan(graph: Graph, thread: str, checkpoint: str | None) -> ResumePlan:

@@ -126,3 +126,7 @@ loop_v1 = looping(ReviewV1)
 
 loop_v2 = looping(ReviewV2)
 """The loop after the deploy: ``c`` now returns ``score: float``."""
+
+
+backwards_v2 = pipeline(ReviewV2, names="zyca")
+"""``z -> y -> c -> a`` after the deploy: the order they run in is not alphabetical."""
