@@ -23,6 +23,7 @@ from neograph_ext import (
     plan,
     unrevivable_types,
 )
+from neograph_ext.cli._accept import DECLINED, confirmed, preview, report
 from neograph_ext.cli._boundary import CliError, boundary, reading
 from neograph_ext.cli._database import open_database
 from neograph_ext.cli._graphs import Graph, attach, load
@@ -185,24 +186,33 @@ def accept_command(
     db: DbOpt,
     thread: ThreadOpt,
     checkpoint: CheckpointOpt = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Say what it would write; write nothing.")
+    ] = False,
+    yes: Annotated[
+        bool, typer.Option("--yes", "-y", help="Write without asking (needed off a terminal).")
+    ] = False,
+    as_json: JsonOpt = False,
     debug: DebugOpt = False,
 ) -> None:
     """Record that a thread was handled by hand (say, its data migrated in SQL): WRITES one
-    checkpoint, a fork of its head stamped as current, so the next run carries on."""
+    checkpoint, a fork of its head stamped as current, so the next run carries on.
+    Asks first (--yes skips; --dry-run writes nothing)."""
     with boundary(debug):
         target = load(graph)
-        with open_database(db, write=True, serde=reader(target)) as saver:
+        with open_database(db, write=not dry_run, serde=reader(target)) as saver:
             compiled = attach(target, saver, graph)
-            before = _plan(compiled, thread, checkpoint)
-            with reading(f"thread {thread!r}"):
-                written = accept(compiled, _config(thread, checkpoint))
-    new_id = (written.get("configurable") or {}).get("checkpoint_id")
-    console().print(
-        text(
-            f"thread {thread}: accepted as written by this graph (was {before.kind}); "
-            f"wrote checkpoint {new_id}, a fork of {before.head_id}"
-        )
-    )
+            config = _config(thread, checkpoint)
+            found = preview(compiled, config, _plan(compiled, thread, checkpoint))
+            if dry_run:
+                written = None
+            elif not confirmed(found, yes):
+                typer.echo("declined: nothing written", err=True)
+                raise typer.Exit(DECLINED)
+            else:
+                with reading(f"thread {thread!r}"):
+                    written = accept(compiled, config)
+    report(found, written, as_json)
 
 
 def main() -> None:

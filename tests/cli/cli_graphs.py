@@ -130,3 +130,25 @@ loop_v2 = looping(ReviewV2)
 
 backwards_v2 = pipeline(ReviewV2, names="zyca")
 """``z -> y -> c -> a`` after the deploy: the order they run in is not alphabetical."""
+
+
+class Note(BaseModel):
+    """A class the state does not declare: its key is typed ``Any``."""
+
+    text: str
+
+
+class Opaque(TypedDict, total=False):
+    """``blob`` holds a ``Note``, which no annotation names."""
+
+    doc: str
+    log: Annotated[list[str], operator.add]
+    blob: Any
+
+
+def _write_note(state: Opaque) -> dict[str, Any]:
+    return {"blob": Note(text="kept as a Note"), "log": ["note"]}
+
+
+opaque = StateGraph(Opaque).add_node("note", _write_note).add_edge(START, "note")
+"""A graph storing a value of a class it does not declare."""
