@@ -8,6 +8,7 @@ that the demo's graph declares; read through GRAPH's allowlist, they revive sile
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -40,18 +41,53 @@ def commands(db: Path) -> dict[str, list[str]]:
         "history": ["history", GRAPH, *where],
         "history without GRAPH": ["history", *where],
         "check": ["check", GRAPH, "--db", str(db)],
+        "threads": ["threads", GRAPH, "--db", str(db)],
+        "threads without GRAPH": ["threads", "--db", str(db)],
+        "show": ["show", GRAPH, *where],
+        "show --json": ["show", GRAPH, *where, "--json"],
+        "diff": ["diff", GRAPH, *where],
+        "accept --dry-run": ["accept", GRAPH, *where, "--dry-run"],
     }
 
 
-@pytest.mark.parametrize(
-    "name", ["plan", "plan --json", "history", "history without GRAPH", "check"]
-)
+NAMES = [
+    "plan",
+    "plan --json",
+    "history",
+    "history without GRAPH",
+    "check",
+    "threads",
+    "threads without GRAPH",
+    "show",
+    "show --json",
+    "diff",
+    "accept --dry-run",
+]
+
+
+@pytest.mark.parametrize("name", NAMES)
 def test_no_command_prints_a_serializer_warning(demo_db: Path, name: str) -> None:
     done = program(*commands(demo_db)[name])
     assert done.returncode in (0, 1), done.stderr
     for stream in (done.stdout, done.stderr):
         assert "Deserializing unregistered type" not in stream
         assert "Blocked deserialization" not in stream
+    assert done.stderr == ""
+
+
+def test_show_revives_the_demo_s_models(demo_db: Path) -> None:
+    done = program("show", GRAPH, "--db", str(demo_db), "--thread", THREAD)
+    assert done.returncode == 0, done.stderr
+    assert "Summary(text='A proposal" in done.stdout and "word_count=9" in done.stdout
+    assert "Review(verdict='approve')" in done.stdout
+
+
+def test_accept_yes_on_the_demo_prints_no_warning(demo_db: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "copy.sqlite"
+    shutil.copy(demo_db, copy)
+    done = program("accept", GRAPH, "--db", str(copy), "--thread", THREAD, "--yes")
+    assert done.returncode == 0, done.stderr
+    assert "accepted as written by this graph (was rewind)" in done.stdout
     assert done.stderr == ""
 
 
