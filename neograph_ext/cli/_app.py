@@ -35,6 +35,7 @@ from neograph_ext.cli._show import (
     plan_panel,
     print_check,
     progress,
+    safe,
     text,
     to_json,
 )
@@ -92,14 +93,25 @@ def plan_command(
     thread: ThreadOpt,
     checkpoint: CheckpointOpt = None,
     as_json: JsonOpt = False,
+    mermaid: Annotated[
+        bool, typer.Option("--mermaid", help="Print the graph as Mermaid, each node marked.")
+    ] = False,
     debug: DebugOpt = False,
 ) -> None:
     """Show what resuming one thread would do: rewind target, changed nodes, diffs."""
     with boundary(debug):
+        if as_json and mermaid:
+            raise CliError("--json and --mermaid are two outputs: pass one")
         target = load(graph)
         with open_database(db, serde=reader(target)) as saver:
-            decision = _plan(attach(target, saver, graph), thread, checkpoint)
-    if as_json:
+            compiled = attach(target, saver, graph)
+            decision = _plan(compiled, thread, checkpoint)
+        drawn = decision.draw_mermaid(compiled) if mermaid else None
+    if drawn is not None:  # escaped as any stored text is, its line breaks and tabs kept
+        typer.echo(
+            "\n".join("\t".join(map(safe, ln.split("\t"))) for ln in drawn.split("\n")), nl=False
+        )
+    elif as_json:
         typer.echo(to_json(dataclasses.asdict(decision)))
     else:
         console().print(plan_panel(decision))

@@ -38,6 +38,7 @@ def commands(db: Path) -> dict[str, list[str]]:
     return {
         "plan": ["plan", GRAPH, *where],
         "plan --json": ["plan", GRAPH, *where, "--json"],
+        "plan --mermaid": ["plan", GRAPH, *where, "--mermaid"],
         "history": ["history", GRAPH, *where],
         "history without GRAPH": ["history", *where],
         "check": ["check", GRAPH, "--db", str(db)],
@@ -53,6 +54,7 @@ def commands(db: Path) -> dict[str, list[str]]:
 NAMES = [
     "plan",
     "plan --json",
+    "plan --mermaid",
     "history",
     "history without GRAPH",
     "check",
