@@ -21,7 +21,6 @@ from collections.abc import Iterable, Mapping
 from enum import StrEnum
 from typing import Any
 
-from langchain_core.runnables.graph_mermaid import _to_safe_id, draw_mermaid_png
 from langgraph.pregel import Pregel
 
 __all__ = ["MARK_STYLES", "Mark", "draw_mermaid", "draw_png", "marks"]
@@ -80,6 +79,10 @@ def draw_mermaid(
     Returns:
         Mermaid flowchart text.
     """
+    # Imported here, as LangGraph's own draw_mermaid does: it loads PyYAML, which
+    # nothing else needs, and ``import neograph_ext`` should not pay for a drawing.
+    from langchain_core.runnables.graph_mermaid import _to_safe_id
+
     drawable = graph.get_graph().reid()
     ids: dict[Mark, list[str]] = {}
     for key, node in list(drawable.nodes.items()):
@@ -98,4 +101,6 @@ def draw_mermaid(
 def draw_png(mermaid: str, **options: Any) -> bytes:
     """``mermaid`` as a PNG, by LangGraph's ``draw_mermaid_png`` (``options`` are its:
     ``output_file_path``, ``draw_method``, ``base_url``, ``background_color``, ...)."""
+    from langchain_core.runnables.graph_mermaid import draw_mermaid_png  # as above
+
     return draw_mermaid_png(mermaid_syntax=mermaid, **options)

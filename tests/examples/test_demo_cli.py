@@ -75,3 +75,16 @@ def test_the_history_hint_lists_the_lineage_with_each_step_compared(hints: list[
         ("review", "changed"),
         ("publish", "same"),
     ]
+
+
+def test_without_the_script_beside_python_the_hint_runs_the_module(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A Python whose ``bin`` has no ``neograph-ext`` (an install without the script)."""
+    monkeypatch.syspath_prepend(str(ROOT / "examples"))
+    import demo  # type: ignore[import-not-found]
+
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))
+    plan, history = demo.cli_hints(tmp_path / "demo.sqlite")
+    assert plan.startswith(f"{tmp_path / 'python'} -m neograph_ext.cli plan ")
+    assert history.startswith(f"{tmp_path / 'python'} -m neograph_ext.cli history ")
