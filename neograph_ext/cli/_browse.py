@@ -127,7 +127,8 @@ def show_command(
     as_json: JsonOpt = False,
     debug: DebugOpt = False,
 ) -> None:
-    """Show a checkpoint's values (the newest, or --checkpoint), as the graph reads them."""
+    """Show a checkpoint's values (the newest, or --checkpoint), as the graph reads them,
+    and what it waits on: next nodes, the questions its interrupts ask."""
     with boundary(debug):
         target = load(graph)
         with open_database(db, serde=reader(target)) as saver:
@@ -142,6 +143,8 @@ def show_command(
     for key in ("checkpoint_id", "parent_id", "step", "source", "created_at"):
         table.add_row(key.replace("_id", "").replace("_", " "), text(described[key] or "-"))
     table.add_row("next", text(", ".join(snapshot.next) or "- (run complete)"))
+    for index, asked in enumerate(described["interrupts"]):
+        table.add_row("" if index else "asks", text(_readable(asked)))
     table.add_row("values", "" if snapshot.values else "-")
     for name, value in snapshot.values.items():
         table.add_row(text(f"  {name}"), text(_readable(value)))
@@ -254,6 +257,7 @@ def _described(snapshot: StateSnapshot) -> dict[str, Any]:
         "source": metadata.get("source"),
         "created_at": snapshot.created_at,
         "next": list(snapshot.next),
+        "interrupts": _plain([asked.value for asked in snapshot.interrupts]),
         "values": _plain(snapshot.values),
     }
 

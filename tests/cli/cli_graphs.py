@@ -13,6 +13,7 @@ from itertools import pairwise
 from typing import Annotated, Any, TypedDict
 
 from langgraph.graph import END, START, StateGraph
+from langgraph.types import interrupt
 from pydantic import BaseModel, create_model
 
 import neograph_ext
@@ -152,3 +153,12 @@ def _write_note(state: Opaque) -> dict[str, Any]:
 
 opaque = StateGraph(Opaque).add_node("note", _write_note).add_edge(START, "note")
 """A graph storing a value of a class it does not declare."""
+
+
+def _ask(state: State) -> dict[str, Any]:
+    answer = interrupt({"question": "publish?", "draft": state.get("doc", "")})
+    return {"log": [f"answer: {answer}"]}
+
+
+asking = StateGraph(State).add_node("ask", _ask).add_edge(START, "ask")
+"""A graph that stops at a question (``interrupt``)."""

@@ -11,17 +11,20 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from neograph_ext import PlanKind
 from tests.cli import cli_graphs
 from tests.cli.support import ROOT, V2, Database, cli, one_error_line
 
 
-def test_yes_writes_one_fork_and_json_names_it(db: Database) -> None:
+@pytest.mark.parametrize("yes", ["--yes", "-y"])
+def test_yes_writes_one_fork_and_json_names_it(db: Database, yes: str) -> None:
     db.run(cli_graphs.v1, "t1")
     before = db.plan(cli_graphs.v2, "t1")
     rows = db.rows()
 
-    result = cli("accept", V2, "--db", db.url, "--thread", "t1", "--yes", "--json")
+    result = cli("accept", V2, "--db", db.url, "--thread", "t1", yes, "--json")
 
     assert result.exit_code == 0, result.output
     got = json.loads(result.stdout)

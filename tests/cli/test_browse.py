@@ -145,3 +145,17 @@ def test_changes_go_field_by_field_into_objects_and_equal_length_lists() -> None
         Change("tags", "changed", [1], [1, 2]),
     ]
     assert changes(old, old) == []
+
+
+def test_show_names_the_question_a_waiting_thread_asks(db: Database) -> None:
+    db.run(cli_graphs.asking, "t1", doc="draft 1")
+    graph = "tests.cli.cli_graphs:asking"
+
+    result = cli("show", graph, "--db", db.url, "--thread", "t1")
+    got = json.loads(cli("show", graph, "--db", db.url, "--thread", "t1", "--json").stdout)
+
+    assert result.exit_code == 0, result.output
+    assert "next        ask" in result.stdout
+    assert "asks        {'question': 'publish?', 'draft': 'draft 1'}" in result.stdout
+    assert got["interrupts"] == [{"question": "publish?", "draft": "draft 1"}]
+    assert got["next"] == ["ask"]
