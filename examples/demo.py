@@ -13,6 +13,7 @@ Nodes sleep briefly instead of calling an LLM, so no API key is needed. The data
 is created fresh in WORKDIR (default: a fixed directory under the system's temp dir).
 """
 
+import shlex
 import shutil
 import sqlite3
 import sys
@@ -91,6 +92,28 @@ def build(
         builder.add_edge(before, after)
     builder.add_edge(NODES[-1], END)
     return builder
+
+
+builder = build(SummaryV2, ReviewV3, [])
+"""The pipeline as the last deploy left it: what the command line loads as GRAPH
+(``examples/demo.py:builder``) to look at the demo's thread."""
+
+
+def cli_hints(db: Path) -> list[str]:
+    """Commands to look at the thread with, as they run from here: ``neograph-ext`` is
+    in the virtualenv's ``bin`` (rarely on PATH), else ``python -m neograph_ext.cli``."""
+    script = Path(sys.executable).with_name("neograph-ext")
+    program = [str(script)] if script.is_file() else [sys.executable, "-m", "neograph_ext.cli"]
+    here = Path.cwd()
+
+    def shown(path: str | Path) -> str:
+        path = Path(path).absolute()
+        return str(path.relative_to(here)) if path.is_relative_to(here) else str(path)
+
+    cli = shlex.join([shown(program[0]), *program[1:]])
+    graph = shlex.quote(f"{shown(__file__)}:builder")
+    where = f"--db {shlex.quote(shown(db))} --thread {THREAD}"
+    return [f"{cli} plan {graph} {where}", f"{cli} history {graph} {where}"]
 
 
 def stage(number: int, title: str) -> None:
@@ -177,7 +200,8 @@ def main(workdir: Path) -> None:
 
     conn.close()
     print(f"\ndone in {time.monotonic() - started:.1f} s. Inspect the thread with:")
-    print(f"  neograph-ext history --db {db} --thread {THREAD}")
+    for hint in cli_hints(db):
+        print(f"  {hint}")
 
 
 if __name__ == "__main__":

@@ -1,16 +1,22 @@
 """What a resume decision says: the records ``decide`` returns and takes.
 
 Rules:
-- Frozen records and enums only, each field documented: no logic beyond printing.
+- Frozen records and enums only, each field documented: no logic beyond printing (as
+  text, or drawn on the graph by ``_drawing``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import TYPE_CHECKING, Any
 
 from neograph_ext._changes import NodeChange
+from neograph_ext._drawing import draw_mermaid, draw_png, marks
+
+if TYPE_CHECKING:
+    from langgraph.pregel import Pregel
 
 __all__ = ["Carriable", "Carry", "HeadFacts", "PlanKind", "ResumePlan", "TaskStep"]
 
@@ -107,11 +113,11 @@ class ResumePlan:
         lines = [head]
         lines += [change.describe() for change in self.changes]
         if self.rerun:
-            lines.append(f"re-runs: {', '.join(self._in_order(self.rerun))}")
+            lines.append(f"re-runs: {', '.join(self.in_order(self.rerun))}")
         if self.kept:
-            lines.append(f"kept: {', '.join(self._in_order(self.kept))}")
+            lines.append(f"kept: {', '.join(self.in_order(self.kept))}")
         if self.kept_tasks:
-            lines.append(f"kept in the rewound step: {', '.join(self._in_order(self.kept_tasks))}")
+            lines.append(f"kept in the rewound step: {', '.join(self.in_order(self.kept_tasks))}")
         summary = self.step_summary()
         if summary:
             lines.append(f"steps: {summary}")
@@ -143,8 +149,29 @@ class ResumePlan:
             )
         return "; ".join(parts)
 
-    def _in_order(self, nodes: frozenset[str]) -> list[str]:
-        """``nodes`` in execution order (``order``); nodes it lacks last, by name."""
+    def draw_mermaid(self, graph: Pregel[Any, Any, Any, Any]) -> str:
+        """The plan drawn on ``graph`` (the graph it was made for) as Mermaid text:
+        LangGraph's own drawing (``graph.get_graph().draw_mermaid()``) with each node the
+        plan names labelled and styled: ``kept``, ``rerun``, ``changed`` (the invalidated
+        nodes, which re-run too) and, for a thread that carries on, ``next``."""
+        waiting = self.next_nodes if self.kind in (PlanKind.CONTINUE, PlanKind.UNVERIFIED) else ()
+        marked = marks(self.kept, self.rerun, self.invalidated_nodes, waiting)
+        title = f"thread {self.thread_id}: {self.kind}"
+        if self.kind is PlanKind.REWIND and self.step is not None:
+            title += f", fork from step {self.step}"
+        return draw_mermaid(graph, marked, title + (" (blocked)" if self.blocker else ""))
+
+    def draw_mermaid_png(self, graph: Pregel[Any, Any, Any, Any], **options: Any) -> bytes:
+        """``draw_mermaid`` as a PNG, drawn by LangGraph's ``draw_mermaid_png``, whose
+        keywords ``options`` are (``output_file_path``, ``draw_method``, ``base_url``, ...).
+        By default that asks the mermaid.ink service over the network; ``base_url`` names
+        a self-hosted one, ``draw_method=MermaidDrawMethod.PYPPETEER`` renders locally."""
+        return draw_png(self.draw_mermaid(graph), **options)
+
+    def in_order(self, nodes: Iterable[str]) -> list[str]:
+        """``nodes`` in the order they run (``order``: first run along the lineage, then
+        those the head waits on); nodes it lacks last, by name. How ``rerun``, ``kept``
+        and the rest are printed, here and by the command line."""
         rank = {node: position for position, node in enumerate(self.order)}
         return sorted(nodes, key=lambda node: (rank.get(node, len(rank)), node))
 

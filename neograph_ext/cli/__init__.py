@@ -17,8 +17,10 @@ Rules:
 - Needs the ``cli`` extra (typer, rich); without it, says so and exits 2.
 
 Modules: ``_app`` (the commands), ``_export`` (``export`` and ``check --fixtures``: the
-offline CI gate), ``_show`` (tables, panels, JSON, escaping),
-``_boundary`` (errors as one line), ``_graphs`` (GRAPH loading), ``_database`` (--db).
+offline CI gate), ``_prune`` (``prune``), ``_browse`` (``threads``, ``show``, ``diff``),
+``_accept`` (``accept``'s preview and question), ``_serde`` (which classes revive),
+``_show`` (tables, panels, JSON, escaping), ``_boundary`` (errors as one line),
+``_graphs`` (GRAPH loading), ``_database`` (--db).
 """
 
 from __future__ import annotations
@@ -33,5 +35,6 @@ except ImportError:  # pragma: no cover - exercised by a subprocess test
     raise SystemExit(2) from None
 
 from neograph_ext.cli._app import app, main
+from neograph_ext.cli._browse import diff_command  # noqa: F401  (registers threads, show, diff)
 
 __all__ = ["app", "main"]

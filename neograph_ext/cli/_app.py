@@ -8,6 +8,8 @@ Each command loads GRAPH, opens ``--db`` and calls the public API; what it print
 from __future__ import annotations
 
 import dataclasses
+from contextlib import AbstractContextManager, nullcontext
+from importlib.metadata import version
 from typing import Annotated
 
 import typer
@@ -22,11 +24,13 @@ from neograph_ext import (
     plan,
     unrevivable_types,
 )
+from neograph_ext.cli._accept import DECLINED, confirmed, preview, report
 from neograph_ext.cli._boundary import CliError, boundary, reading
 from neograph_ext.cli._database import open_database
 from neograph_ext.cli._export import export_command, fixture_check
 from neograph_ext.cli._graphs import Graph, attach, load
 from neograph_ext.cli._prune import prune_command
+from neograph_ext.cli._serde import quiet_values, reader
 from neograph_ext.cli._show import (
     console,
     history_rows,
@@ -34,11 +38,12 @@ from neograph_ext.cli._show import (
     plan_panel,
     print_check,
     progress,
+    safe,
     text,
     to_json,
 )
 
-__all__ = ["app", "main"]
+__all__ = ["DB_ENV", "app", "main"]
 
 app = typer.Typer(
     name="neograph-ext",
@@ -50,8 +55,13 @@ app = typer.Typer(
 
 _GRAPH = "module:attribute or path/to/file.py:attribute: a StateGraph builder or a graph made "
 GraphArg = Annotated[str, typer.Argument(metavar="GRAPH", help=_GRAPH + "by neograph_ext.compile")]
+DB_ENV = "NEOGRAPH_EXT_DB"
+"""Where ``--db`` is read from when it is not given."""
 DbOpt = Annotated[
-    str, typer.Option(metavar="URL", help="SQLite path, sqlite:///path or postgresql://...")
+    str,
+    typer.Option(
+        metavar="URL", envvar=DB_ENV, help="SQLite path, sqlite:///path or postgresql://..."
+    ),
 ]
 ThreadOpt = Annotated[str, typer.Option("--thread", metavar="ID", help="The thread id.")]
 CheckpointOpt = Annotated[
@@ -61,6 +71,24 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tab
 DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks and engine logs.")]
 
 
+def _print_version(wanted: bool) -> None:
+    if wanted:
+        typer.echo(f"neograph-ext {version('neograph-ext')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    show_version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version."
+        ),
+    ] = False,
+) -> None:
+    """See what resuming LangGraph threads will do after a deploy, before it happens."""
+
+
 @app.command("plan")
 def plan_command(
     graph: GraphArg,
@@ -68,14 +96,25 @@ def plan_command(
     thread: ThreadOpt,
     checkpoint: CheckpointOpt = None,
     as_json: JsonOpt = False,
+    mermaid: Annotated[
+        bool, typer.Option("--mermaid", help="Print the graph as Mermaid, each node marked.")
+    ] = False,
     debug: DebugOpt = False,
 ) -> None:
     """Show what resuming one thread would do: rewind target, changed nodes, diffs."""
     with boundary(debug):
+        if as_json and mermaid:
+            raise CliError("--json and --mermaid are two outputs: pass one")
         target = load(graph)
-        with open_database(db) as saver:
-            decision = _plan(attach(target, saver, graph), thread, checkpoint)
-    if as_json:
+        with open_database(db, serde=reader(target)) as saver:
+            compiled = attach(target, saver, graph)
+            decision = _plan(compiled, thread, checkpoint)
+        drawn = decision.draw_mermaid(compiled) if mermaid else None
+    if drawn is not None:  # escaped as any stored text is, its line breaks and tabs kept
+        typer.echo(
+            "\n".join("\t".join(map(safe, ln.split("\t"))) for ln in drawn.split("\n")), nl=False
+        )
+    elif as_json:
         typer.echo(to_json(dataclasses.asdict(decision)))
     else:
         console().print(plan_panel(decision))
@@ -95,7 +134,7 @@ def history_command(
     """List a thread's lineage: steps, nodes run, fingerprint status, forks."""
     with boundary(debug):
         target = load(graph) if graph else None
-        with open_database(db) as saver:
+        with open_database(db, serde=reader(target)) as saver, _quiet(target):
             source = saver if target is None else attach(target, saver, graph)
             with reading(f"thread {thread!r}"):
                 found = history(source, _config(thread, checkpoint))
@@ -155,7 +194,7 @@ def check_command(
         if allow:
             raise CliError("--allow applies to --fixtures; with --db, every rewind fails")
         target = load(graph)
-        with open_database(db) as saver, progress() as bar:
+        with open_database(db, serde=reader(target)) as saver, progress() as bar:
             compiled = attach(target, saver, graph)
             if thread:
                 names = list(dict.fromkeys(thread))
@@ -190,24 +229,33 @@ def accept_command(
     db: DbOpt,
     thread: ThreadOpt,
     checkpoint: CheckpointOpt = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Say what it would write; write nothing.")
+    ] = False,
+    yes: Annotated[
+        bool, typer.Option("--yes", "-y", help="Write without asking (needed off a terminal).")
+    ] = False,
+    as_json: JsonOpt = False,
     debug: DebugOpt = False,
 ) -> None:
     """Record that a thread was handled by hand (say, its data migrated in SQL): WRITES one
-    checkpoint, a fork of its head stamped as current, so the next run carries on."""
+    checkpoint, a fork of its head stamped as current, so the next run carries on.
+    Asks first (--yes skips; --dry-run writes nothing)."""
     with boundary(debug):
         target = load(graph)
-        with open_database(db, write=True) as saver:
+        with open_database(db, write=not dry_run, serde=reader(target)) as saver:
             compiled = attach(target, saver, graph)
-            before = _plan(compiled, thread, checkpoint)
-            with reading(f"thread {thread!r}"):
-                written = accept(compiled, _config(thread, checkpoint))
-    new_id = (written.get("configurable") or {}).get("checkpoint_id")
-    console().print(
-        text(
-            f"thread {thread}: accepted as written by this graph (was {before.kind}); "
-            f"wrote checkpoint {new_id}, a fork of {before.head_id}"
-        )
-    )
+            config = _config(thread, checkpoint)
+            found = preview(compiled, config, _plan(compiled, thread, checkpoint))
+            if dry_run:
+                written = None
+            elif not confirmed(found, yes):
+                typer.echo("declined: nothing written", err=True)
+                raise typer.Exit(DECLINED)
+            else:
+                with reading(f"thread {thread!r}"):
+                    written = accept(compiled, config)
+    report(found, written, as_json)
 
 
 app.command("export")(export_command)
@@ -224,6 +272,11 @@ def _config(thread: str, checkpoint: str | None) -> RunnableConfig:
     if checkpoint:
         configurable["checkpoint_id"] = checkpoint
     return {"configurable": configurable}
+
+
+def _quiet(target: object | None) -> AbstractContextManager[None]:
+    """Without GRAPH no stored value is printed: the serializer's notes are noise."""
+    return quiet_values() if target is None else nullcontext()
 
 
 def _plan(graph: Graph, thread: str, checkpoint: str | None) -> ResumePlan:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from neograph_ext.cli._boundary import CliError, one_line
 
@@ -29,11 +30,14 @@ Saver = BaseCheckpointSaver[Any]
 
 
 @contextmanager
-def open_database(db: str, *, write: bool = False) -> Iterator[Saver]:
+def open_database(
+    db: str, *, write: bool = False, serde: SerializerProtocol | None = None
+) -> Iterator[Saver]:
     """A saver over ``db``, read-only, its schema checked but never created or migrated.
 
     ``write`` (for ``accept`` only) opens it for writing; the schema is still never
-    created or migrated.
+    created or migrated. ``serde`` (``_serde.reader``) replaces LangGraph's default
+    serializer: which stored classes are revived.
 
     ``db`` may hold a password: no message echoes it (see ``_postgres``), and a string that
     is neither a URL this reads nor an existing file is refused naming its scheme only.
@@ -54,6 +58,8 @@ def open_database(db: str, *, write: bool = False) -> Iterator[Saver]:
     else:
         opened = _sqlite(Path(db), write)
     with opened as saver:
+        if serde is not None:
+            saver.serde = serde
         try:
             yield saver
         except BaseException as exc:

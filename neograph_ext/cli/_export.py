@@ -20,6 +20,7 @@ from neograph_ext import export_threads
 from neograph_ext.cli._boundary import CliError, boundary, reading
 from neograph_ext.cli._database import open_database
 from neograph_ext.cli._graphs import attach, load
+from neograph_ext.cli._serde import reader
 from neograph_ext.cli._show import console, text, to_json
 from neograph_ext.testing import GateReport, check_fixtures
 
@@ -67,7 +68,7 @@ def export_command(
     stamps and planning facts, without state values unless --with-values."""
     with boundary(debug):
         target = load(graph)
-        with open_database(db) as saver:
+        with open_database(db, serde=reader(target)) as saver:
             compiled = attach(target, saver, graph)
             with reading("the threads to export"):
                 written = export_threads(

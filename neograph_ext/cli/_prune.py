@@ -15,6 +15,7 @@ from neograph_ext import PruneReport, prune
 from neograph_ext.cli._boundary import boundary, reading
 from neograph_ext.cli._database import open_database
 from neograph_ext.cli._graphs import attach, load
+from neograph_ext.cli._serde import reader
 from neograph_ext.cli._show import console, text, to_json
 
 __all__ = ["prune_command"]
@@ -59,7 +60,7 @@ def prune_command(
     bytes; with --apply, DELETE it, one transaction per thread. Busy threads are skipped."""
     with boundary(debug):
         target = load(graph)
-        with open_database(db, write=apply) as saver:
+        with open_database(db, write=apply, serde=reader(target)) as saver:
             compiled = attach(target, saver, graph)
             with reading("the checkpoints in this database"):
                 report = prune(

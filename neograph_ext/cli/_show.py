@@ -56,11 +56,12 @@ def plan_panel(decision: ResumePlan) -> Panel:
         grid.add_row("rewind to", text(target if decision.checkpoint_id else "-"))
     for index, change in enumerate(decision.changes):
         grid.add_row("invalidated" if index == 0 else "", text(*change.describe().split("\n")))
-    grid.add_row("re-runs", text(", ".join(sorted(decision.rerun)) or "-"))
-    grid.add_row("kept", text(", ".join(sorted(decision.kept)) or "-"))
+    grid.add_row("re-runs", text(", ".join(decision.in_order(decision.rerun)) or "-"))
+    grid.add_row("kept", text(", ".join(decision.in_order(decision.kept)) or "-"))
     if decision.step_summary():
         grid.add_row("steps", text(decision.step_summary()))
-    grid.add_row("next", text(", ".join(sorted(decision.next_nodes)) or "- (run complete)"))
+    waits = ", ".join(decision.in_order(decision.next_nodes))
+    grid.add_row("next", text(waits or "- (run complete)"))
     if decision.blocker:
         grid.add_row("blocked", text(decision.blocker, style="red"))
     for note in notes(decision):
@@ -89,7 +90,7 @@ def print_check(plans: Sequence[ResumePlan], failing: Sequence[ResumePlan], stri
         lines = [line for reason in why or notes(p) for line in reason.split("\n")]
         kind = Text("blocked" if p.blocker else str(p.kind), style="red")
         step = Text("-" if p.step is None else str(p.step))
-        nodes = text(", ".join(sorted(p.invalidated_nodes)) or "-")
+        nodes = text(", ".join(p.in_order(p.invalidated_nodes)) or "-")
         table.add_row(text(p.thread_id), kind, step, nodes, text(*lines))
     out.print(table)
     failed = f"failed: {len(failing)} would not resume cleanly; {summary}"

@@ -13,6 +13,7 @@ from itertools import pairwise
 from typing import Annotated, Any, TypedDict
 
 from langgraph.graph import END, START, StateGraph
+from langgraph.types import interrupt
 from pydantic import BaseModel, create_model
 
 import neograph_ext
@@ -126,3 +127,38 @@ loop_v1 = looping(ReviewV1)
 
 loop_v2 = looping(ReviewV2)
 """The loop after the deploy: ``c`` now returns ``score: float``."""
+
+
+backwards_v2 = pipeline(ReviewV2, names="zyca")
+"""``z -> y -> c -> a`` after the deploy: the order they run in is not alphabetical."""
+
+
+class Note(BaseModel):
+    """A class the state does not declare: its key is typed ``Any``."""
+
+    text: str
+
+
+class Opaque(TypedDict, total=False):
+    """``blob`` holds a ``Note``, which no annotation names."""
+
+    doc: str
+    log: Annotated[list[str], operator.add]
+    blob: Any
+
+
+def _write_note(state: Opaque) -> dict[str, Any]:
+    return {"blob": Note(text="kept as a Note"), "log": ["note"]}
+
+
+opaque = StateGraph(Opaque).add_node("note", _write_note).add_edge(START, "note")
+"""A graph storing a value of a class it does not declare."""
+
+
+def _ask(state: State) -> dict[str, Any]:
+    answer = interrupt({"question": "publish?", "draft": state.get("doc", "")})
+    return {"log": [f"answer: {answer}"]}
+
+
+asking = StateGraph(State).add_node("ask", _ask).add_edge(START, "ask")
+"""A graph that stops at a question (``interrupt``)."""

@@ -438,7 +438,7 @@ def test_accept_writes_one_fork_and_the_next_plan_carries_on(db: Database) -> No
     assert db.plan(cli_graphs.v2, "t1").kind is PlanKind.REWIND
     rows = db.rows()
 
-    result = cli("accept", V2, "--db", db.url, "--thread", "t1")
+    result = cli("accept", V2, "--db", db.url, "--thread", "t1", "--yes")
 
     assert result.exit_code == 0, result.output
     assert "accepted" in result.stdout and "was rewind" in result.stdout

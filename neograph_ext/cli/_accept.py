@@ -1,0 +1,133 @@
+"""``accept``, the one command that writes: what it would write, asked before it does.
+
+Rules:
+- ``--dry-run`` reads alone (the database opened read-only) and says what ``accept``
+  would write: one fork of the head, or nothing when the head is current already.
+- Otherwise it asks first, on stderr, when stdin is a terminal; ``--yes`` skips the
+  question. Where stdin is not a terminal (a pipe, CI, cron) it cannot ask, and it
+  never waits for an answer: without ``--yes`` it refuses (exit 2) and writes nothing.
+  Declined, it writes nothing and exits 1.
+- It copies the head's values into the fork. A value of a class GRAPH does not declare
+  reads back as its fields alone (``_serde``), and would be written so: such a thread is
+  refused before anything is written.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import typer
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.serde.event_hooks import SerdeEvent, register_serde_event_listener
+
+from neograph_ext import ResumePlan, history
+from neograph_ext.cli._boundary import CliError, reading
+from neograph_ext.cli._graphs import Graph
+from neograph_ext.cli._show import console, safe, text, to_json
+
+__all__ = ["DECLINED", "Preview", "confirmed", "preview", "report"]
+
+DECLINED = 1
+"""The exit code when the question was answered no: nothing was written."""
+
+
+@dataclass(frozen=True)
+class Preview:
+    """What ``accept`` would do with one thread, read before anything is written."""
+
+    plan: ResumePlan
+    """The thread's plan under GRAPH now."""
+    current: bool
+    """Whether the head is current already (``run`` or an ``accept`` verified it against
+    GRAPH's fingerprints): then nothing is written."""
+
+
+def preview(graph: Graph, config: RunnableConfig, plan: ResumePlan) -> Preview:
+    """What ``accept`` would write, refusing a head it could not copy faithfully."""
+    thread = config["configurable"]["thread_id"]
+    with reading(f"thread {thread!r}"), _blocked() as blocked:
+        head = history(graph, config)[-1]
+        graph.get_state(config)  # every value and pending write the fork would copy
+    if blocked:
+        names = ", ".join(sorted(blocked))
+        raise CliError(
+            f"thread {thread!r} holds values of classes GRAPH does not declare ({names}): "
+            "they read back as their fields alone, and accept would store them so; "
+            "declare them in GRAPH's state, or call neograph_ext.accept with your app's saver"
+        )
+    stamp = getattr(graph, "neograph_ext_stamp", None)
+    current = head.verified and stamp is not None and head.stamp_id == stamp.id
+    return Preview(plan, current)
+
+
+@contextmanager
+def _blocked() -> Iterator[set[str]]:
+    """The classes LangGraph's serializer declined to revive meanwhile (its events)."""
+    found: set[str] = set()
+
+    def heard(event: SerdeEvent) -> None:
+        if event["kind"] == "msgpack_blocked":
+            found.add(f"{event['module']}.{event['name']}")
+
+    unregister = register_serde_event_listener(heard)
+    try:
+        yield found
+    finally:
+        unregister()
+
+
+def confirmed(found: Preview, yes: bool) -> bool:
+    """``--yes``, or the answer to the question asked on stderr; never waits on a stdin
+    that is not a terminal: refuses instead."""
+    if yes or found.current:
+        return True
+    if not sys.stdin.isatty():
+        raise CliError(
+            "accept writes to the database and stdin is not a terminal to ask on: "
+            "pass --yes to write, or --dry-run to see what it would write"
+        )
+    typer.echo(safe(_would(found)), err=True)
+    return typer.confirm("Write it?", default=False, err=True)
+
+
+def _would(found: Preview) -> str:
+    p = found.plan
+    if found.current:
+        return f"thread {p.thread_id}: its head {p.head_id} is current already; nothing to write"
+    return (
+        f"thread {p.thread_id}: would write one checkpoint, a fork of {p.head_id} stamped "
+        f"with GRAPH's fingerprints (plan now: {p.kind}), so the next run carries on from it"
+    )
+
+
+def report(found: Preview, written: RunnableConfig | None, as_json: bool) -> None:
+    """What was written (``written`` None: a dry run, nothing was)."""
+    new_id = ((written or {}).get("configurable") or {}).get("checkpoint_id")
+    wrote = written is not None and new_id != found.plan.head_id
+    if as_json:
+        out: dict[str, Any] = {
+            "thread_id": found.plan.thread_id,
+            "dry_run": written is None,
+            "was": found.plan.kind,
+            "head_id": found.plan.head_id,
+            "current": found.current,
+            "written": new_id if wrote else None,
+            "plan": dataclasses.asdict(found.plan),
+        }
+        typer.echo(to_json(out))
+    elif written is None:
+        console().print(text(f"dry run: {_would(found)}; nothing written"))
+    elif not wrote:
+        console().print(text(_would(found)))
+    else:
+        console().print(
+            text(
+                f"thread {found.plan.thread_id}: accepted as written by this graph (was "
+                f"{found.plan.kind}); wrote checkpoint {new_id}, a fork of {found.plan.head_id}"
+            )
+        )
