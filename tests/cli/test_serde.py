@@ -48,6 +48,8 @@ def commands(db: Path) -> dict[str, list[str]]:
         "show --json": ["show", GRAPH, *where, "--json"],
         "diff": ["diff", GRAPH, *where],
         "accept --dry-run": ["accept", GRAPH, *where, "--dry-run"],
+        "prune": ["prune", GRAPH, "--db", str(db)],
+        "export": ["export", GRAPH, "--db", str(db), "--out", str(db.parent / "fixtures")],
     }
 
 
@@ -64,6 +66,8 @@ NAMES = [
     "show --json",
     "diff",
     "accept --dry-run",
+    "prune",
+    "export",
 ]
 
 
