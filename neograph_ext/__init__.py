@@ -23,6 +23,8 @@ from neograph_ext._errors import (
     WriteReadbackError,
 )
 from neograph_ext._fingerprint import fingerprint_type
+from neograph_ext._fleet import ThreadCheck, acheck_threads, check_threads
+from neograph_ext._inventory import Inventory, StampThreads, inventory
 from neograph_ext._lineage import (
     History,
     HistoryEntry,
@@ -42,6 +44,7 @@ __all__ = [
     "GraphError",
     "History",
     "HistoryEntry",
+    "Inventory",
     "LockPolicy",
     "NeographExtError",
     "NodeChange",
@@ -50,20 +53,25 @@ __all__ = [
     "ResumePolicy",
     "StampLostError",
     "StampStatus",
+    "StampThreads",
     "TaskStep",
     "ThreadBusyError",
+    "ThreadCheck",
     "UnreadableCheckpointError",
     "WriteReadbackError",
     "aaccept",
     "accept",
+    "acheck_threads",
     "ahistory",
     "alist_threads",
     "aplan",
     "arun",
     "astream",
+    "check_threads",
     "compile",
     "fingerprint_type",
     "history",
+    "inventory",
     "is_reserved_thread",
     "is_stamped",
     "list_threads",

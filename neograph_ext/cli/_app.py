@@ -7,6 +7,7 @@ Each command loads GRAPH, opens ``--db`` and calls the public API; what it print
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable, Iterator
 from typing import Annotated
 
 import typer
@@ -15,19 +16,23 @@ from langchain_core.runnables import RunnableConfig
 from neograph_ext import (
     PlanKind,
     ResumePlan,
+    ThreadCheck,
     accept,
+    check_threads,
     history,
-    list_threads,
+    inventory,
     plan,
     unrevivable_types,
 )
 from neograph_ext.cli._boundary import CliError, boundary, reading
+from neograph_ext.cli._check import Tally, counted
 from neograph_ext.cli._database import open_database
 from neograph_ext.cli._graphs import Graph, attach, load
 from neograph_ext.cli._show import (
     console,
     history_rows,
     history_table,
+    inventory_table,
     plan_panel,
     print_check,
     progress,
@@ -118,39 +123,52 @@ def check_command(
     strict_unverified: Annotated[
         bool, typer.Option("--strict-unverified", help="Also fail on unstamped threads.")
     ] = False,
+    by_stamp: Annotated[
+        bool,
+        typer.Option("--inventory", help="Also count threads by the code that last wrote them."),
+    ] = False,
     as_json: JsonOpt = False,
     debug: DebugOpt = False,
 ) -> None:
     """Plan every thread (or those named); exit 1 if any would rewind or is blocked."""
+    tally = Tally(strict_unverified, as_json)
     with boundary(debug):
         target = load(graph)
         with open_database(db) as saver, progress() as bar:
             compiled = attach(target, saver, graph)
-            if thread:
-                names = list(dict.fromkeys(thread))
-            else:
-                # One scan of every checkpoint, with no total to show: the bar only says so.
-                scan = bar.add_task("reading checkpoints", total=None)
-                with reading("the checkpoints in this database"):
-                    names = list(list_threads(saver))
-                bar.remove_task(scan)
-            plans = [
-                _plan(compiled, name, None) for name in bar.track(names, description="planning")
-            ]
+            names = list(dict.fromkeys(thread)) if thread else None
+            if as_json:
+                typer.echo('{"plans": [', nl=False)
+            with reading("the checkpoints in this database"):
+                checks = counted(check_threads(compiled, names), tally, bar, _count(names))
+                found = inventory(_known(checks))
         # As in strict mode: a declared type whose values cannot read back fails the check.
         unreadable = unrevivable_types(compiled)
-    unverified = PlanKind.UNVERIFIED if strict_unverified else None
-    failing = [p for p in plans if p.blocker or p.kind in (PlanKind.REWIND, unverified)]
     if as_json:
-        ok, failed = not failing and not unreadable, [p.thread_id for p in failing]
-        report = {"ok": ok, "failing": failed, "plans": [dataclasses.asdict(p) for p in plans]}
-        typer.echo(to_json({**report, "types": list(unreadable)}))
+        ok = not tally.failing and not unreadable
+        report = {"ok": ok, "failing": tally.failing, "types": list(unreadable)}
+        rows = [{**dataclasses.asdict(row), "unfinished": row.unfinished} for row in found.stamps]
+        typer.echo("], " + to_json({**report, "inventory": rows})[1:])
     else:
-        print_check(plans, failing, strict_unverified)
+        if by_stamp:
+            console().print(inventory_table(found))
+        print_check(tally.kinds, tally.shown, len(tally.failing), strict_unverified)
         for line in unreadable:
             console().print(text(f"failed: {line}"), style="red", soft_wrap=True)
-    if failing or unreadable:
+    if tally.failing or unreadable:
         raise typer.Exit(1)
+
+
+def _count(names: list[str] | None) -> int | None:
+    return None if names is None else len(names)
+
+
+def _known(checks: Iterable[ThreadCheck]) -> Iterator[ThreadCheck]:
+    """``checks``, refusing a thread named that has no checkpoint."""
+    for check in checks:
+        if check.plan.kind is PlanKind.FRESH:
+            raise CliError(f"thread {check.plan.thread_id!r} has no checkpoints in this database")
+        yield check
 
 
 @app.command("accept")

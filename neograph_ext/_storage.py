@@ -1,0 +1,89 @@
+"""Reading a saver's own tables: thread ids page by page, lineages without state values.
+
+LangGraph's savers list threads only by listing every checkpoint (``list(None)``, which
+``PostgresSaver`` holds whole in memory), and list a thread only with every state value
+decoded. Reading a whole fleet needs less: the thread ids, and per checkpoint what the
+lineage walk (``_history.lineage``) reads. A ``StorageReader`` reads just that from the
+saver's own tables, one reader per saver type (``reader_for``); any other saver gets
+None, and its callers keep the saver-agnostic path (``list``, ``get_tuple``).
+
+Rules:
+- Read-only, through the saver's own connection (and its lock).
+- ``thread_ids`` pages by thread id (``after``, ``limit``): one indexed query a page,
+  so memory holds one page whatever the database size.
+- ``lineages`` reads a batch of threads in a few queries. Each thread comes back
+  newest first, its head (the newest root checkpoint) whole, as ``get_tuple`` returns
+  it, and every other checkpoint light: its metadata, parent, ``v``, ``id``,
+  ``versions_seen`` and ``channel_versions``, of its values only those the walk reads
+  (which channels hold None, the queued ``Send``s and a turn's input, decoded through
+  the saver's serializer), and its pending writes as ``(task id, channel, None)``.
+- A thread a reader cannot read that way (checkpoints of a format before LangGraph's
+  v4, which the saver converts on read) is left out of what ``lineages`` returns: its
+  caller reads it through the saver. So are the reserved threads
+  (``_stamp_store.is_store_thread``).
+
+Savers read here: ``SqliteSaver``, ``AsyncSqliteSaver`` (``_storage_sqlite``),
+``PostgresSaver``, ``AsyncPostgresSaver`` (``_storage_postgres``), checked on
+langgraph-checkpoint-sqlite 3.0-3.1 and langgraph-checkpoint-postgres 3.0-3.2.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
+
+from neograph_ext._storage_postgres import PostgresReader
+from neograph_ext._storage_sqlite import SqliteReader
+
+__all__ = ["StorageReader", "reader_for"]
+
+
+class StorageReader(Protocol):
+    """Reads one saver's tables. A reader of a sync saver is called through its sync
+    methods, of an async saver through its ``a``-prefixed twins."""
+
+    def thread_ids(self, after: str | None, limit: int) -> list[str]:
+        """Up to ``limit`` ids of threads with a root checkpoint, greater than
+        ``after`` (from the first when None), sorted; fewer than ``limit`` only on the
+        last page. The reserved threads are among them (``is_reserved_thread`` tells
+        them): a caller pages on from the last id of a page, whatever it keeps."""
+        ...
+
+    async def athread_ids(self, after: str | None, limit: int) -> list[str]:
+        """Async twin of ``thread_ids``."""
+        ...
+
+    def lineages(self, thread_ids: Sequence[str]) -> dict[str, list[CheckpointTuple]]:
+        """Each thread's root checkpoints, newest first: its head whole, the others
+        light (see the module's rules); a thread with no root checkpoint, or one that
+        must be read through the saver, is absent."""
+        ...
+
+    async def alineages(self, thread_ids: Sequence[str]) -> dict[str, list[CheckpointTuple]]:
+        """Async twin of ``lineages``."""
+        ...
+
+
+def reader_for(saver: BaseCheckpointSaver[Any]) -> StorageReader | None:
+    """The reader of ``saver``'s tables; None for a saver of another type (or a subclass
+    that may store differently), which is read through its own API."""
+    kind = type(saver)
+    if kind in (
+        _named("langgraph.checkpoint.sqlite", "SqliteSaver"),
+        _named("langgraph.checkpoint.sqlite.aio", "AsyncSqliteSaver"),
+    ):
+        return SqliteReader(saver)
+    if kind in (
+        _named("langgraph.checkpoint.postgres", "PostgresSaver"),
+        _named("langgraph.checkpoint.postgres.aio", "AsyncPostgresSaver"),
+    ):
+        return PostgresReader(saver)
+    return None
+
+
+def _named(module: str, name: str) -> object:
+    """A saver class, if its module is imported (a saver of it exists only then)."""
+    return getattr(sys.modules.get(module), name, None)
