@@ -34,7 +34,7 @@ from neograph_ext._history import lineage
 from neograph_ext._lineage import alist_threads, list_threads
 from neograph_ext._stamp import Stamp, StampRef, read_marks
 from neograph_ext._stamp_store import is_store_thread
-from neograph_ext._storage import StorageReader, reader_for
+from neograph_ext._storage import StorageReader, areader_for, reader_for
 from neograph_ext._thread import ThreadCall, checkpointer_of, named_checkpoint, stamped, thread_call
 from neograph_ext._unreadable import reading
 
@@ -112,7 +112,7 @@ async def acheck_threads(
 ) -> AsyncIterator[ThreadCheck]:
     """Async twin of ``check_threads``."""
     saver = checkpointer_of(stamped(graph))
-    reader = reader_for(saver)
+    reader = areader_for(saver)
     scanned = await alist_threads(saver) if reader is None else ()
     async for names in _abatches(threads, batch, reader, scanned):
         listed = await reader.alineages(names) if reader is not None else {}

@@ -5,7 +5,9 @@ LangGraph's savers list threads only by listing every checkpoint (``list(None)``
 decoded. Reading a whole fleet needs less: the thread ids, and per checkpoint what the
 lineage walk (``_history.lineage``) reads. A ``StorageReader`` reads just that from the
 saver's own tables, one reader per saver type (``reader_for``); any other saver gets
-None, and its callers keep the saver-agnostic path (``list``, ``get_tuple``).
+None, and its callers keep the saver-agnostic path (``list``, ``get_tuple``). A sync
+caller asks ``reader_for``, an async one ``areader_for``: each answers only for the
+savers whose own API it would call (a sync saver's, an async saver's).
 
 Rules:
 - Read-only, through the saver's own connection (and its lock).
@@ -38,12 +40,13 @@ from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from neograph_ext._storage_postgres import PostgresReader
 from neograph_ext._storage_sqlite import SqliteReader
 
-__all__ = ["StorageReader", "reader_for"]
+__all__ = ["StorageReader", "areader_for", "reader_for"]
 
 
 class StorageReader(Protocol):
-    """Reads one saver's tables. A reader of a sync saver is called through its sync
-    methods, of an async saver through its ``a``-prefixed twins."""
+    """Reads one saver's tables. A reader of a sync saver (``reader_for``) is called
+    through its sync methods, of an async saver (``areader_for``) through its
+    ``a``-prefixed twins."""
 
     def thread_ids(self, after: str | None, limit: int) -> list[str]:
         """Up to ``limit`` ids of threads with a root checkpoint, greater than
@@ -56,30 +59,41 @@ class StorageReader(Protocol):
         """Async twin of ``thread_ids``."""
         ...
 
-    def lineages(self, thread_ids: Sequence[str]) -> dict[str, list[CheckpointTuple]]:
-        """Each thread's root checkpoints, newest first: its head whole, the others
-        light (see the module's rules); a thread with no root checkpoint, or one that
-        must be read through the saver, is absent."""
+    def lineages(
+        self, thread_ids: Sequence[str], *, heads: bool = True
+    ) -> dict[str, list[CheckpointTuple]]:
+        """Each thread's root checkpoints, newest first: its head whole (``heads``; else
+        light too, for a walk whose caller read the head already), the others light
+        (see the module's rules); a thread with no root checkpoint, or one that must be
+        read through the saver, is absent."""
         ...
 
-    async def alineages(self, thread_ids: Sequence[str]) -> dict[str, list[CheckpointTuple]]:
+    async def alineages(
+        self, thread_ids: Sequence[str], *, heads: bool = True
+    ) -> dict[str, list[CheckpointTuple]]:
         """Async twin of ``lineages``."""
         ...
 
 
 def reader_for(saver: BaseCheckpointSaver[Any]) -> StorageReader | None:
-    """The reader of ``saver``'s tables; None for a saver of another type (or a subclass
-    that may store differently), which is read through its own API."""
+    """The reader of a sync saver's tables, for its sync methods; None for an async
+    saver, or a saver of another type (or a subclass, which may store differently),
+    which is read through its own API."""
     kind = type(saver)
-    if kind in (
-        _named("langgraph.checkpoint.sqlite", "SqliteSaver"),
-        _named("langgraph.checkpoint.sqlite.aio", "AsyncSqliteSaver"),
-    ):
+    if kind is _named("langgraph.checkpoint.sqlite", "SqliteSaver"):
         return SqliteReader(saver)
-    if kind in (
-        _named("langgraph.checkpoint.postgres", "PostgresSaver"),
-        _named("langgraph.checkpoint.postgres.aio", "AsyncPostgresSaver"),
-    ):
+    if kind is _named("langgraph.checkpoint.postgres", "PostgresSaver"):
+        return PostgresReader(saver)
+    return None
+
+
+def areader_for(saver: BaseCheckpointSaver[Any]) -> StorageReader | None:
+    """Async twin of ``reader_for``: the reader of an async saver's tables, for its
+    ``a`` methods; None for a sync saver or one of another type."""
+    kind = type(saver)
+    if kind is _named("langgraph.checkpoint.sqlite.aio", "AsyncSqliteSaver"):
+        return SqliteReader(saver)
+    if kind is _named("langgraph.checkpoint.postgres.aio", "AsyncPostgresSaver"):
         return PostgresReader(saver)
     return None
 

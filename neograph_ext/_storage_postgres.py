@@ -87,10 +87,13 @@ class PostgresReader:
             await cur.execute(*_page(after, limit))
             return _ids(await cur.fetchall())
 
-    def lineages(self, thread_ids: Sequence[str]) -> dict[str, list[CheckpointTuple]]:
+    def lineages(
+        self, thread_ids: Sequence[str], *, heads: bool = True
+    ) -> dict[str, list[CheckpointTuple]]:
         if not thread_ids:
             return {}
         params = _params(thread_ids)
+        whole = None
         with self.saver._cursor() as cur:
             cur.execute(_CHECKPOINTS, params)
             checkpoints = cur.fetchall()
@@ -98,14 +101,18 @@ class PostgresReader:
             blobs = cur.fetchall()
             cur.execute(_WRITES, params)
             writes = cur.fetchall()
-            cur.execute(self.saver.SELECT_SQL + _HEADS, params)
-            heads = [self.saver._load_checkpoint_tuple(row) for row in cur.fetchall()]
-        return _threads(self.saver.serde, checkpoints, blobs, writes, heads)
+            if heads:
+                cur.execute(self.saver.SELECT_SQL + _HEADS, params)
+                whole = [self.saver._load_checkpoint_tuple(row) for row in cur.fetchall()]
+        return _threads(self.saver.serde, checkpoints, blobs, writes, whole)
 
-    async def alineages(self, thread_ids: Sequence[str]) -> dict[str, list[CheckpointTuple]]:
+    async def alineages(
+        self, thread_ids: Sequence[str], *, heads: bool = True
+    ) -> dict[str, list[CheckpointTuple]]:
         if not thread_ids:
             return {}
         params = _params(thread_ids)
+        whole = None
         async with self.saver._cursor() as cur:
             await cur.execute(_CHECKPOINTS, params)
             checkpoints = await cur.fetchall()
@@ -113,9 +120,12 @@ class PostgresReader:
             blobs = await cur.fetchall()
             await cur.execute(_WRITES, params)
             writes = await cur.fetchall()
-            await cur.execute(self.saver.SELECT_SQL + _HEADS, params)
-            heads = [await self.saver._load_checkpoint_tuple(row) for row in await cur.fetchall()]
-        return _threads(self.saver.serde, checkpoints, blobs, writes, heads)
+            if heads:
+                await cur.execute(self.saver.SELECT_SQL + _HEADS, params)
+                whole = [
+                    await self.saver._load_checkpoint_tuple(row) for row in await cur.fetchall()
+                ]
+        return _threads(self.saver.serde, checkpoints, blobs, writes, whole)
 
 
 def _page(after: str | None, limit: int) -> tuple[str, tuple[Any, ...]]:
@@ -135,16 +145,17 @@ def _threads(
     checkpoints: Sequence[Mapping[str, Any]],
     blobs: Sequence[Mapping[str, Any]],
     writes: Sequence[Mapping[str, Any]],
-    heads: Sequence[CheckpointTuple],
+    heads: Sequence[CheckpointTuple] | None,
 ) -> dict[str, list[CheckpointTuple]]:
-    """The rows of a batch as each thread's tuples, newest first, the head whole."""
+    """The rows of a batch as each thread's tuples, newest first, the head whole (one
+    of ``heads``) or, without them, light."""
     stored = {(b["thread_id"], b["channel"], b["version"]): b for b in blobs}
     grouped: dict[tuple[str, str], list[tuple[str, str, str, int, Any]]] = {}
     for w in writes:
         grouped.setdefault((w["thread_id"], w["checkpoint_id"]), []).append(
             (w["task_id"], w["channel"], w["task_path"] or "", int(w["idx"]), None)
         )
-    whole = {str(head.config["configurable"]["thread_id"]): head for head in heads}
+    whole = {str(h.config["configurable"]["thread_id"]): h for h in heads or ()}
     threads: dict[str, list[CheckpointTuple]] = {}
     old: set[str] = set()
     for row in checkpoints:
@@ -156,7 +167,7 @@ def _threads(
             threads.pop(thread_id, None)
             continue
         listed = threads.setdefault(thread_id, [])
-        if not listed:
+        if not listed and heads is not None:
             if thread_id not in whole:  # written between the two reads: read it again
                 old.add(thread_id)
                 threads.pop(thread_id)

@@ -26,7 +26,6 @@ from langgraph.checkpoint.base import CheckpointTuple
 from neograph_ext._stamp_store import is_store_thread
 from neograph_ext._storage_rows import (
     KEPT_VALUES,
-    Writes,
     light_checkpoint,
     sorted_writes,
     walked_tuple,
@@ -56,16 +55,23 @@ class SqliteReader:
             rows = await cur.fetchall()
         return _ids(rows)
 
-    def lineages(self, thread_ids: Sequence[str]) -> dict[str, list[CheckpointTuple]]:
+    def lineages(
+        self, thread_ids: Sequence[str], *, heads: bool = True
+    ) -> dict[str, list[CheckpointTuple]]:
         if not thread_ids:
             return {}
         with self.saver.cursor(transaction=False) as cur:
             paths = _has_task_path(cur.execute(_COLUMNS).fetchall())
             checkpoints = cur.execute(*_checkpoints(thread_ids)).fetchall()
             writes = cur.execute(*_writes(thread_ids, paths)).fetchall()
-        return _threads(self.saver.serde, checkpoints, writes)
+            valued = _head_writes(checkpoints, paths) if heads else None
+            if valued is not None:
+                writes += cur.execute(*valued).fetchall()
+        return _threads(self.saver.serde, checkpoints, writes, heads)
 
-    async def alineages(self, thread_ids: Sequence[str]) -> dict[str, list[CheckpointTuple]]:
+    async def alineages(
+        self, thread_ids: Sequence[str], *, heads: bool = True
+    ) -> dict[str, list[CheckpointTuple]]:
         if not thread_ids:
             return {}
         await self.saver.setup()
@@ -76,8 +82,12 @@ class SqliteReader:
             async with conn.execute(*_checkpoints(thread_ids)) as cur:
                 checkpoints = await cur.fetchall()
             async with conn.execute(*_writes(thread_ids, paths)) as cur:
-                writes = await cur.fetchall()
-        return _threads(self.saver.serde, checkpoints, writes)
+                writes = list(await cur.fetchall())
+            valued = _head_writes(checkpoints, paths) if heads else None
+            if valued is not None:
+                async with conn.execute(*valued) as cur:
+                    writes += await cur.fetchall()
+        return _threads(self.saver.serde, checkpoints, writes, heads)
 
 
 _COLUMNS = "PRAGMA table_info(writes)"
@@ -109,55 +119,95 @@ def _checkpoints(thread_ids: Sequence[str]) -> tuple[str, tuple[Any, ...]]:
 
 
 def _writes(thread_ids: Sequence[str], task_path: bool) -> tuple[str, tuple[Any, ...]]:
-    """Every root write of the threads, the value (and its type) of the heads' alone."""
+    """Every root write of the threads, without its value."""
     marks = ",".join("?" * len(thread_ids))
-    head = (
-        "w.checkpoint_id = (SELECT max(c.checkpoint_id) FROM checkpoints c "
-        "WHERE c.thread_id = w.thread_id AND c.checkpoint_ns = '')"
-    )
-    path = "w.task_path" if task_path else "''"
+    path = "task_path" if task_path else "''"
     return (
-        f"SELECT w.thread_id, w.checkpoint_id, w.task_id, w.channel, {path}, w.idx, "
-        f"CASE WHEN {head} THEN w.type END, CASE WHEN {head} THEN w.value END "
-        f"FROM writes w WHERE w.checkpoint_ns = '' AND w.thread_id IN ({marks})",
+        f"SELECT thread_id, checkpoint_id, task_id, channel, {path}, idx, NULL, NULL "
+        f"FROM writes WHERE checkpoint_ns = '' AND thread_id IN ({marks})",
         tuple(thread_ids),
     )
 
 
+def _head_writes(
+    checkpoints: Sequence[Sequence[Any]], task_path: bool
+) -> tuple[str, tuple[Any, ...]] | None:
+    """The writes of the threads' heads (the first row of each thread), with values."""
+    heads: list[str] = []
+    for row in checkpoints:
+        if not heads or heads[-2] != row[0]:
+            heads += (row[0], row[1])
+    if not heads:
+        return None
+    pairs = ",".join(["(?, ?)"] * (len(heads) // 2))
+    path = "task_path" if task_path else "''"
+    return (
+        f"SELECT thread_id, checkpoint_id, task_id, channel, {path}, idx, type, value "
+        f"FROM writes WHERE checkpoint_ns = '' AND (thread_id, checkpoint_id) IN "
+        f"(VALUES {pairs})",
+        tuple(heads),
+    )
+
+
 def _threads(
-    serde: Any, checkpoints: Sequence[Sequence[Any]], writes: Sequence[Sequence[Any]]
+    serde: Any,
+    checkpoints: Sequence[Sequence[Any]],
+    writes: Sequence[Sequence[Any]],
+    heads: bool,
 ) -> dict[str, list[CheckpointTuple]]:
-    """The rows of a batch as each thread's tuples, newest first, the head whole."""
-    grouped: dict[tuple[str, str], list[tuple[str, str, str, int, Any]]] = {}
+    """The rows of a batch as each thread's tuples, newest first, the head whole when
+    ``heads``."""
+    grouped: dict[tuple[str, str], dict[tuple[str, int], tuple[str, str, str, int, Any]]] = {}
     for thread_id, checkpoint_id, task, channel, path, idx, kind, value in writes:
+        # A head's writes come twice, the second time with their values: those win.
         decoded = serde.loads_typed((kind, value)) if kind is not None else None
-        grouped.setdefault((thread_id, checkpoint_id), []).append(
-            (task, channel, path or "", int(idx), decoded)
+        grouped.setdefault((thread_id, checkpoint_id), {})[task, idx] = (
+            task,
+            channel,
+            path or "",
+            idx,
+            decoded,
         )
     threads: dict[str, list[CheckpointTuple]] = {}
+    listed: list[CheckpointTuple] | None = None
+    current = None
     for thread_id, checkpoint_id, parent_id, kind, blob, metadata in checkpoints:
-        if is_store_thread(thread_id):
+        # Rows come thread by thread, newest first: the first of a thread is its head.
+        whole = thread_id != current
+        if whole:
+            current = thread_id
+            listed = None if is_store_thread(thread_id) else threads.setdefault(thread_id, [])
+        if listed is None:
             continue
-        listed = threads.setdefault(thread_id, [])
-        head = not listed
-        checkpoint = serde.loads_typed((kind, blob)) if head else _light(serde, kind, blob)
-        found: Writes = sorted_writes(grouped.get((thread_id, checkpoint_id), ()))
+        if whole and heads:
+            checkpoint = serde.loads_typed((kind, blob))
+        else:
+            checkpoint = _light(serde, kind, blob)
+        found = grouped.get((thread_id, checkpoint_id))
         meta = json.loads(metadata) if metadata is not None else {}
-        listed.append(walked_tuple(thread_id, checkpoint_id, parent_id, checkpoint, meta, found))
+        listed.append(
+            walked_tuple(
+                thread_id,
+                checkpoint_id,
+                parent_id,
+                checkpoint,
+                meta,
+                sorted_writes(found.values()) if found else [],
+            )
+        )
     return threads
 
 
 def _light(serde: Any, kind: str, blob: bytes) -> dict[str, Any]:
     """A checkpoint's walked fields, its stored objects left undecoded."""
-    if kind != "msgpack":
-        whole = serde.loads_typed((kind, blob))
-        return light_checkpoint(whole, _walked_values(whole.get("channel_values") or {}))
-    raw = ormsgpack.unpackb(blob, ext_hook=_undecoded, option=ormsgpack.OPT_NON_STR_KEYS)
-    values = raw.get("channel_values") or {}
-    if any(values.get(name) is not None for name in KEPT_VALUES):
-        whole = serde.loads_typed((kind, blob))
-        return light_checkpoint(whole, _walked_values(whole.get("channel_values") or {}))
-    return light_checkpoint(raw, {name: None for name, value in values.items() if value is None})
+    if kind == "msgpack":
+        raw = ormsgpack.unpackb(blob, ext_hook=_undecoded, option=ormsgpack.OPT_NON_STR_KEYS)
+        values = raw.get("channel_values") or {}
+        if all(values.get(name) is None for name in KEPT_VALUES):
+            nulls = {name: None for name, value in values.items() if value is None}
+            return light_checkpoint(raw, nulls)
+    whole = serde.loads_typed((kind, blob))
+    return light_checkpoint(whole, _walked_values(whole.get("channel_values") or {}))
 
 
 def _walked_values(values: dict[str, Any]) -> dict[str, Any]:

@@ -32,7 +32,7 @@ from psycopg.rows import dict_row
 import neograph_ext
 from neograph_ext import PlanKind, ThreadCheck, acheck_threads, check_threads
 from neograph_ext._history import lineage
-from neograph_ext._storage import reader_for
+from neograph_ext._storage import areader_for, reader_for
 from tests.cli.support import pg_url
 from tests.graphs.delta import STATES, fan
 from tests.graphs.pipelines import Crash, asking, deployed, diamond, linear, model
@@ -226,7 +226,7 @@ def test_async_readers_plan_as_the_sync_ones(tmp_path: Path, pg_dsn: str) -> Non
 
     async def lite() -> list[ThreadCheck]:
         async with AsyncSqliteSaver.from_conn_string(str(path)) as saver:
-            assert reader_for(saver) is not None
+            assert areader_for(saver) is not None and reader_for(saver) is None
             return await _acheck(saver, diamond(Counter()))
 
     assert asyncio.run(lite()) == expected
@@ -240,7 +240,7 @@ def test_async_readers_plan_as_the_sync_ones(tmp_path: Path, pg_dsn: str) -> Non
 
         async def pg() -> list[ThreadCheck]:
             async with AsyncPostgresSaver.from_conn_string(url) as saver:
-                assert reader_for(saver) is not None
+                assert areader_for(saver) is not None and reader_for(saver) is None
                 return await _acheck(saver, sends(Counter(), V2))
 
         assert asyncio.run(pg()) == expected
