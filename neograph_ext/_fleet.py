@@ -33,8 +33,7 @@ from neograph_ext._head_state import is_paused
 from neograph_ext._history import lineage
 from neograph_ext._lineage import alist_threads, list_threads
 from neograph_ext._stamp import Stamp, StampRef, read_marks
-from neograph_ext._stamp_store import is_store_thread
-from neograph_ext._storage import StorageReader, areader_for, reader_for
+from neograph_ext._storage import StorageReader, apages, areader_for, pages, reader_for
 from neograph_ext._thread import ThreadCall, checkpointer_of, named_checkpoint, stamped, thread_call
 from neograph_ext._unreadable import reading
 
@@ -81,7 +80,8 @@ def check_threads(
     Args:
         graph: A graph made by ``neograph_ext.compile`` with a checkpointer.
         threads: The thread ids to check, in this order; by default every thread with a
-            root checkpoint, sorted, without the reserved ones.
+            root checkpoint but the reserved ones, in the order the database sorts
+            their ids (its collation's), a page at a time.
         batch: How many threads are read and planned together.
 
     Yields:
@@ -145,15 +145,8 @@ def _batches(
         raise ValueError(f"batch must be at least 1, got {size}")
     if threads is not None or reader is None:
         yield from _chunks(dict.fromkeys(threads) if threads is not None else scanned, size)
-        return
-    after: str | None = None
-    while True:
-        page = reader.thread_ids(after, size)
-        if names := [name for name in page if _checkable(name)]:
-            yield names
-        if len(page) < size:
-            return
-        after = page[-1]
+    else:
+        yield from pages(reader, size)
 
 
 async def _abatches(
@@ -168,15 +161,9 @@ async def _abatches(
     if threads is not None or reader is None:
         for chunk in _chunks(dict.fromkeys(threads) if threads is not None else scanned, size):
             yield chunk
-        return
-    after: str | None = None
-    while True:
-        page = await reader.athread_ids(after, size)
-        if names := [name for name in page if _checkable(name)]:
-            yield names
-        if len(page) < size:
-            return
-        after = page[-1]
+    else:
+        async for page in apages(reader, size):
+            yield page
 
 
 def _chunks(names: Iterable[str], size: int) -> Iterator[list[str]]:
@@ -188,10 +175,6 @@ def _chunks(names: Iterable[str], size: int) -> Iterator[list[str]]:
             chunk = []
     if chunk:
         yield chunk
-
-
-def _checkable(name: str) -> bool:
-    return not is_store_thread(name)
 
 
 def _config(thread_id: str) -> RunnableConfig:

@@ -32,15 +32,16 @@ langgraph-checkpoint-sqlite 3.0-3.1 and langgraph-checkpoint-postgres 3.0-3.2.
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any, Protocol
 
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 
+from neograph_ext._stamp_store import is_store_thread
 from neograph_ext._storage_postgres import PostgresReader
 from neograph_ext._storage_sqlite import SqliteReader
 
-__all__ = ["StorageReader", "areader_for", "reader_for"]
+__all__ = ["StorageReader", "apages", "areader_for", "pages", "reader_for"]
 
 
 class StorageReader(Protocol):
@@ -50,8 +51,9 @@ class StorageReader(Protocol):
 
     def thread_ids(self, after: str | None, limit: int) -> list[str]:
         """Up to ``limit`` ids of threads with a root checkpoint, greater than
-        ``after`` (from the first when None), sorted; fewer than ``limit`` only on the
-        last page. The reserved threads are among them (``is_reserved_thread`` tells
+        ``after`` (from the first when None), in the database's collation order (the
+        order its index holds them, which need not be Python's); fewer than ``limit``
+        only on the last page. The reserved threads are among them (``is_reserved_thread`` tells
         them): a caller pages on from the last id of a page, whatever it keeps."""
         ...
 
@@ -96,6 +98,31 @@ def areader_for(saver: BaseCheckpointSaver[Any]) -> StorageReader | None:
     if kind is _named("langgraph.checkpoint.postgres.aio", "AsyncPostgresSaver"):
         return PostgresReader(saver)
     return None
+
+
+def pages(reader: StorageReader, size: int) -> Iterator[list[str]]:
+    """Every thread id of a sync saver's tables, in the database's order, ``size`` at a
+    time (a page may be shorter where it held reserved threads, which are left out)."""
+    after: str | None = None
+    while True:
+        page = reader.thread_ids(after, size)
+        if kept := [name for name in page if not is_store_thread(name)]:
+            yield kept
+        if len(page) < size:
+            return
+        after = page[-1]
+
+
+async def apages(reader: StorageReader, size: int) -> AsyncIterator[list[str]]:
+    """Async twin of ``pages``."""
+    after: str | None = None
+    while True:
+        page = await reader.athread_ids(after, size)
+        if kept := [name for name in page if not is_store_thread(name)]:
+            yield kept
+        if len(page) < size:
+            return
+        after = page[-1]
 
 
 def _named(module: str, name: str) -> object:

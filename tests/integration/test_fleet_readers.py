@@ -159,6 +159,17 @@ def _same(
     """Both paths plan every thread alike, under the old code and the new; the new
     code's checks."""
     assert reader_for(fast) is not None and reader_for(slow) is None
+    # Thread ids paged from the tables, reserved ones left out, as a scan finds them.
+    assert (
+        neograph_ext.list_threads(fast)
+        == neograph_ext.list_threads(slow)
+        == (
+            "t1",
+            "t2",
+            "t3",
+            "unstamped",
+        )
+    )
     old, new, _ = SHAPES[name]
     for version, builder in ((V1, old), (V2, new)):
         deployed(version)
@@ -227,6 +238,7 @@ def test_async_readers_plan_as_the_sync_ones(tmp_path: Path, pg_dsn: str) -> Non
     async def lite() -> list[ThreadCheck]:
         async with AsyncSqliteSaver.from_conn_string(str(path)) as saver:
             assert areader_for(saver) is not None and reader_for(saver) is None
+            assert await neograph_ext.alist_threads(saver) == ("t1", "t2", "t3", "unstamped")
             return await _acheck(saver, diamond(Counter()))
 
     assert asyncio.run(lite()) == expected
