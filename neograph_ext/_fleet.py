@@ -96,7 +96,8 @@ def check_threads(
     """
     saver = checkpointer_of(stamped(graph))
     reader = reader_for(saver)
-    for names in _batches(threads, batch, reader, list_threads(saver) if reader is None else ()):
+    scanned = list_threads(saver) if reader is None and threads is None else ()
+    for names in _batches(threads, batch, reader, scanned):
         listed = reader.lineages(names) if reader is not None else {}
         for name in names:
             call = thread_call(graph, _config(name))
@@ -113,7 +114,7 @@ async def acheck_threads(
     """Async twin of ``check_threads``."""
     saver = checkpointer_of(stamped(graph))
     reader = areader_for(saver)
-    scanned = await alist_threads(saver) if reader is None else ()
+    scanned = await alist_threads(saver) if reader is None and threads is None else ()
     async for names in _abatches(threads, batch, reader, scanned):
         listed = await reader.alineages(names) if reader is not None else {}
         for name in names:

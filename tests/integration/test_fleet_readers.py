@@ -21,6 +21,7 @@ from typing import Annotated, Any, TypedDict
 import psycopg
 import pytest
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
@@ -256,3 +257,25 @@ def test_async_readers_plan_as_the_sync_ones(tmp_path: Path, pg_dsn: str) -> Non
                 return await _acheck(saver, sends(Counter(), V2))
 
         assert asyncio.run(pg()) == expected
+
+
+def test_any_other_saver_is_checked_through_its_own_api() -> None:
+    """An in-memory saver (no reader): every thread, or those named in their order, with
+    a thread named that has no checkpoint planned ``fresh``."""
+    saver = InMemorySaver()
+    deployed(V1)
+    graph = neograph_ext.compile(linear(Counter(), {"c": V1}), checkpointer=saver)
+    for thread in ("b", "a"):
+        neograph_ext.run(graph, {"log": []}, _cfg(thread))
+    assert reader_for(saver) is None
+
+    every = [c.plan.thread_id for c in check_threads(graph)]
+    named = [c.plan for c in check_threads(graph, ["b", "nope", "b"], batch=1)]
+
+    assert every == ["a", "b"]
+    assert [(p.thread_id, p.kind) for p in named] == [
+        ("b", PlanKind.UP_TO_DATE),
+        ("nope", PlanKind.FRESH),
+    ]
+    with pytest.raises(ValueError, match="batch must be at least 1"):
+        next(check_threads(graph, batch=0))
