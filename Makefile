@@ -74,6 +74,7 @@ test-oldest: $(OLDEST_STAMP)
 		--ignore=tests/unit/test_stamp_agents.py \
 		--ignore=tests/unit/test_agent_knowledge.py \
 		--ignore=tests/integration/test_prune.py \
+		--ignore=tests/integration/test_fleet_readers.py \
 		-p no:cacheprovider -q
 
 # All three checks run, so one report shows every problem; any failure fails.

@@ -29,6 +29,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(1, str(ROOT))
 
 import bench_concurrency  # noqa: E402
+import bench_fleet  # noqa: E402
 import bench_keep  # noqa: E402
 import bench_metadata  # noqa: E402
 import bench_overhead  # noqa: E402
@@ -59,9 +60,9 @@ def log(message: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", help="comma-separated figure numbers (1-9); default: all")
+    parser.add_argument("--only", help="comma-separated figure numbers (1-10); default: all")
     args = parser.parse_args()
-    only = {int(n) for n in args.only.split(",")} if args.only else set(range(1, 10))
+    only = {int(n) for n in args.only.split(",")} if args.only else set(range(1, 11))
     started = time.perf_counter()
     results: list[Result] = []
     points: list[bench_plan.Point] = []
@@ -155,6 +156,7 @@ def main() -> None:
             )
 
     figure(9, "metadata bytes per checkpoint", bench_metadata.measure)
+    figure(10, "check of a fleet against the floor", lambda: bench_fleet.rows(dsn=dsn))
 
     plotted = plot(points) if points else "no planning figures were run"
     elapsed = time.perf_counter() - started

@@ -28,6 +28,8 @@ from neograph_ext._errors import (
 from neograph_ext._export import export_threads
 from neograph_ext._fingerprint import fingerprint_type
 from neograph_ext._fixtures import ThreadFixture, read_fixtures
+from neograph_ext._fleet import ThreadCheck, acheck_threads, check_threads
+from neograph_ext._inventory import Inventory, StampThreads, inventory
 from neograph_ext._lineage import (
     History,
     HistoryEntry,
@@ -52,6 +54,7 @@ __all__ = [
     "GraphError",
     "History",
     "HistoryEntry",
+    "Inventory",
     "LockPolicy",
     "NeographExtError",
     "NodeChange",
@@ -62,24 +65,29 @@ __all__ = [
     "ResumePolicy",
     "StampLostError",
     "StampStatus",
+    "StampThreads",
     "TaskStep",
     "ThreadBusyError",
+    "ThreadCheck",
     "ThreadFixture",
     "ThreadPruned",
     "UnreadableCheckpointError",
     "WriteReadbackError",
     "aaccept",
     "accept",
+    "acheck_threads",
     "ahistory",
     "alist_threads",
     "aplan",
     "aprune",
     "arun",
     "astream",
+    "check_threads",
     "compile",
     "export_threads",
     "fingerprint_type",
     "history",
+    "inventory",
     "is_reserved_thread",
     "is_stamped",
     "list_threads",

@@ -28,6 +28,7 @@ from neograph_ext._changes import NodeChange, step_changes
 from neograph_ext._history import Record, lineage, references, resolved
 from neograph_ext._stamp import Stamp, StampRef, Unreadable
 from neograph_ext._stamp_store import aload, is_store_thread, load
+from neograph_ext._storage import apages, areader_for, pages, reader_for
 from neograph_ext._thread import (
     checkpointer_of,
     named_checkpoint,
@@ -178,9 +179,10 @@ def list_threads(checkpointer: Saver) -> tuple[str, ...]:
     """The ids of every thread with a root-namespace checkpoint in ``checkpointer``,
     sorted, without the reserved threads holding stamp descriptions.
 
-    LangGraph's savers have no call that lists threads: this reads every checkpoint
-    once (``checkpointer.list(None)``), in time (and, on PostgreSQL, memory) in
-    proportion to all checkpoints stored.
+    LangGraph's savers have no call that lists threads. For the SQLite and PostgreSQL
+    savers the ids are read from their tables, a page at a time (one indexed query a
+    page); any other saver's checkpoints are each read once
+    (``checkpointer.list(None)``), in time in proportion to all checkpoints stored.
 
     Args:
         checkpointer: The saver whose database to list.
@@ -188,12 +190,23 @@ def list_threads(checkpointer: Saver) -> tuple[str, ...]:
     Returns:
         The thread ids, each once.
     """
+    reader = reader_for(checkpointer)
+    if reader is not None:
+        return tuple(sorted(name for page in pages(reader, _PAGE) for name in page))
     return _sorted({_graph_thread(tup) for tup in checkpointer.list(None)})
 
 
 async def alist_threads(checkpointer: Saver) -> tuple[str, ...]:
     """Async twin of ``list_threads``."""
+    reader = areader_for(checkpointer)
+    if reader is not None:
+        return tuple(sorted([name async for page in apages(reader, _PAGE) for name in page]))
     return _sorted({_graph_thread(tup) async for tup in checkpointer.alist(None)})
+
+
+_PAGE = 1000
+"""Thread ids read per query. Pages come in the database's collation order, which need
+not be Python's: the ids are sorted once all are read."""
 
 
 def _reader(

@@ -8,6 +8,7 @@ Each command loads GRAPH, opens ``--db`` and calls the public API; what it print
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager, nullcontext
 from importlib.metadata import version
 from typing import Annotated
@@ -18,14 +19,17 @@ from langchain_core.runnables import RunnableConfig
 from neograph_ext import (
     PlanKind,
     ResumePlan,
+    ThreadCheck,
     accept,
+    check_threads,
     history,
-    list_threads,
+    inventory,
     plan,
     unrevivable_types,
 )
 from neograph_ext.cli._accept import DECLINED, confirmed, preview, report
 from neograph_ext.cli._boundary import CliError, boundary, reading
+from neograph_ext.cli._check import Tally, counted
 from neograph_ext.cli._database import open_database
 from neograph_ext.cli._export import export_command, fixture_check
 from neograph_ext.cli._graphs import Graph, attach, load
@@ -35,6 +39,7 @@ from neograph_ext.cli._show import (
     console,
     history_rows,
     history_table,
+    inventory_table,
     plan_panel,
     print_check,
     progress,
@@ -163,6 +168,10 @@ def check_command(
     strict_unverified: Annotated[
         bool, typer.Option("--strict-unverified", help="Also fail on unstamped threads.")
     ] = False,
+    by_stamp: Annotated[
+        bool,
+        typer.Option("--inventory", help="Also count threads by the code that last wrote them."),
+    ] = False,
     as_json: JsonOpt = False,
     debug: DebugOpt = False,
     fixtures: Annotated[
@@ -188,6 +197,7 @@ def check_command(
             graph, fixtures, [k for k, v in given.items() if v], allow or [], as_json, debug
         )
         return
+    tally = Tally(strict_unverified, as_json)
     with boundary(debug):
         if db is None:
             raise CliError("check needs --db URL, or --fixtures DIR to plan exported threads")
@@ -196,31 +206,39 @@ def check_command(
         target = load(graph)
         with open_database(db, serde=reader(target)) as saver, progress() as bar:
             compiled = attach(target, saver, graph)
-            if thread:
-                names = list(dict.fromkeys(thread))
-            else:
-                # One scan of every checkpoint, with no total to show: the bar only says so.
-                scan = bar.add_task("reading checkpoints", total=None)
-                with reading("the checkpoints in this database"):
-                    names = list(list_threads(saver))
-                bar.remove_task(scan)
-            plans = [
-                _plan(compiled, name, None) for name in bar.track(names, description="planning")
-            ]
+            names = list(dict.fromkeys(thread)) if thread else None
+            if as_json:
+                typer.echo('{"plans": [', nl=False)
+            with reading("the checkpoints in this database"):
+                checks = counted(check_threads(compiled, names), tally, bar, _count(names))
+                found = inventory(_known(checks))
         # As in strict mode: a declared type whose values cannot read back fails the check.
         unreadable = unrevivable_types(compiled)
-    unverified = PlanKind.UNVERIFIED if strict_unverified else None
-    failing = [p for p in plans if p.blocker or p.kind in (PlanKind.REWIND, unverified)]
     if as_json:
-        ok, failed = not failing and not unreadable, [p.thread_id for p in failing]
-        report = {"ok": ok, "failing": failed, "plans": [dataclasses.asdict(p) for p in plans]}
-        typer.echo(to_json({**report, "types": list(unreadable)}))
+        ok = not tally.failing and not unreadable
+        report = {"ok": ok, "failing": tally.failing, "types": list(unreadable)}
+        rows = [{**dataclasses.asdict(row), "unfinished": row.unfinished} for row in found.stamps]
+        typer.echo("], " + to_json({**report, "inventory": rows})[1:])
     else:
-        print_check(plans, failing, strict_unverified)
+        if by_stamp:
+            console().print(inventory_table(found))
+        print_check(tally.kinds, tally.shown, len(tally.failing), strict_unverified)
         for line in unreadable:
             console().print(text(f"failed: {line}"), style="red", soft_wrap=True)
-    if failing or unreadable:
+    if tally.failing or unreadable:
         raise typer.Exit(1)
+
+
+def _count(names: list[str] | None) -> int | None:
+    return None if names is None else len(names)
+
+
+def _known(checks: Iterable[ThreadCheck]) -> Iterator[ThreadCheck]:
+    """``checks``, refusing a thread named that has no checkpoint."""
+    for check in checks:
+        if check.plan.kind is PlanKind.FRESH:
+            raise CliError(f"thread {check.plan.thread_id!r} has no checkpoints in this database")
+        yield check
 
 
 @app.command("accept")

@@ -14,8 +14,7 @@ import json
 import os
 import re
 import sys
-from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rich.console import Console
@@ -24,12 +23,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 from rich.text import Text
 
-from neograph_ext import ChangeReason, History, HistoryEntry, PlanKind, ResumePlan
+from neograph_ext import ChangeReason, History, HistoryEntry, Inventory, PlanKind, ResumePlan
 
 __all__ = [
     "console",
     "history_rows",
     "history_table",
+    "inventory_table",
     "notes",
     "plan_panel",
     "print_check",
@@ -70,22 +70,27 @@ def plan_panel(decision: ResumePlan) -> Panel:
     return Panel(grid, title=title, border_style=style, expand=False)
 
 
-def print_check(plans: Sequence[ResumePlan], failing: Sequence[ResumePlan], strict: bool) -> None:
-    """The summary line, after a table of the failing threads if there are any."""
+def print_check(
+    counts: Mapping[str, int], shown: Sequence[ResumePlan], failing: int, strict: bool
+) -> None:
+    """The summary line, after a table of the failing threads (the first of them
+    ``shown``) if there are any."""
     out = console()
-    counts = Counter("blocked" if p.blocker else str(p.kind) for p in plans)
-    summary = f"{len(plans)} thread{'' if len(plans) == 1 else 's'} checked: " + (
+    checked = sum(counts.values())
+    summary = f"{checked} thread{'' if checked == 1 else 's'} checked: " + (
         ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items())) or "none"
     )
     if not failing:
-        hint = counts[PlanKind.UNVERIFIED] and not strict
+        hint = counts.get(PlanKind.UNVERIFIED) and not strict
         tail = " (unverified threads pass; --strict-unverified fails them)" if hint else ""
         out.print(Text(f"ok: {summary}{tail}", style="green"), soft_wrap=True)
         return
-    table = Table(title="threads that would not resume cleanly")
+    more = failing - len(shown)
+    caption = f"and {more} more (--json lists them all)" if more > 0 else None
+    table = Table(title="threads that would not resume cleanly", caption=caption)
     for name in ("thread", "plan", "rewind to step", "invalidated", "why"):
         table.add_column(name)
-    for p in failing:
+    for p in shown:
         why = [*([p.blocker] if p.blocker else []), *(c.describe() for c in p.changes)]
         lines = [line for reason in why or notes(p) for line in reason.split("\n")]
         kind = Text("blocked" if p.blocker else str(p.kind), style="red")
@@ -93,8 +98,22 @@ def print_check(plans: Sequence[ResumePlan], failing: Sequence[ResumePlan], stri
         nodes = text(", ".join(p.in_order(p.invalidated_nodes)) or "-")
         table.add_row(text(p.thread_id), kind, step, nodes, text(*lines))
     out.print(table)
-    failed = f"failed: {len(failing)} would not resume cleanly; {summary}"
+    failed = f"failed: {failing} would not resume cleanly; {summary}"
     out.print(Text(failed, style="red"), soft_wrap=True)
+
+
+def inventory_table(found: Inventory) -> Table:
+    """Threads per stamp that last wrote them: what old code still holds."""
+    table = Table(title="threads by the code that last wrote them")
+    columns = ("stamp", "threads", "waiting", "crashed", "would rewind", "refused", "retire")
+    for name in columns:
+        table.add_column(name, justify="left" if name == "stamp" else "right")
+    for row in found.stamps:
+        name = (row.stamp_id or "(unstamped)")[:12] + (" (current)" if row.current else "")
+        counts = (row.threads, row.waiting, row.crashed, row.rewind, row.blocked)
+        retire = "-" if row.current else ("yes" if row.retirable else "not yet")
+        table.add_row(text(name), *(Text(str(n)) for n in counts), Text(retire))
+    return table
 
 
 def notes(decision: ResumePlan, most: int = 3) -> list[str]:

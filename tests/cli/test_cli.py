@@ -213,7 +213,7 @@ def test_check_with_a_progress_bar_on_a_terminal(db: Database) -> None:
 
     assert result.exit_code == 1, result.output
     assert "12 threads checked: 12 rewind" in result.stdout
-    assert "reading checkpoints" in result.stderr  # the bar, on stderr only
+    assert "checking threads" in result.stderr  # the bar, on stderr only
 
 
 # --- history ----------------------------------------------------------------------------

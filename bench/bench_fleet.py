@@ -1,0 +1,209 @@
+"""Figure 10: ``neograph-ext check`` of a whole fleet, against what reading it costs.
+
+One real thread (an 8-node chain, 10 checkpoints) is written by ``run()``, then copied
+to N threads by ``INSERT ... SELECT`` (seconds, even for 1M checkpoints). Each
+measurement runs in a fresh subprocess, so its peak memory (``ru_maxrss``) is its own:
+
+- ``check``: the command line (``neograph-ext check``) under code whose last node
+  changed (``versions=``), so every thread's lineage is walked and every thread rewinds;
+- the floor: ``SELECT DISTINCT thread_id`` plus a read of every checkpoint's metadata
+  (decoded), the least a check reading every thread's metadata can do.
+
+    python bench/bench_fleet.py --threads 1000,10000          # SQLite
+    NEOGRAPH_EXT_PG_DSN=... python bench/bench_fleet.py --pg  # PostgreSQL too
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import resource
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(1, str(ROOT))
+
+from _harness import PG_DSN_ENV, Result, chain_builder, fmt_ratio  # noqa: E402
+from langgraph.checkpoint.sqlite import SqliteSaver  # noqa: E402
+
+import neograph_ext  # noqa: E402
+
+NODES = 8
+SOURCE = "source"
+OLD = neograph_ext.compile(chain_builder(NODES))
+NEW = neograph_ext.compile(chain_builder(NODES), versions={f"node_{NODES - 1:02d}": "v2"})
+"""The code that wrote the threads, and the code checked against them (last node changed)."""
+TARGET_SECONDS, TARGET_MB, TARGET_RATIO = 30.0, 500.0, 2.0
+SIZES = (1_000, 10_000, 100_000)
+
+
+def _write_source(saver: Any) -> None:
+    graph = neograph_ext.compile(chain_builder(NODES), checkpointer=saver)
+    neograph_ext.run(graph, {"n": 0}, {"configurable": {"thread_id": SOURCE}})
+
+
+def build_sqlite(path: Path, threads: int) -> float:
+    """A database of ``threads`` copies of one thread; the seconds it took."""
+    started = time.perf_counter()
+    conn = sqlite3.connect(path, check_same_thread=False)
+    saver = SqliteSaver(conn)
+    saver.setup()
+    _write_source(saver)
+    series = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?) "
+    with conn:
+        conn.execute(
+            series + "INSERT INTO checkpoints SELECT 't' || printf('%07d', i), checkpoint_ns, "
+            "checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata "
+            "FROM checkpoints, n WHERE thread_id = ?",
+            (threads - 1, SOURCE),
+        )
+        conn.execute(
+            series + "INSERT INTO writes SELECT 't' || printf('%07d', i), checkpoint_ns, "
+            "checkpoint_id, task_id, task_path, idx, channel, type, value "
+            "FROM writes, n WHERE thread_id = ?",
+            (threads - 1, SOURCE),
+        )
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    return time.perf_counter() - started
+
+
+def build_pg(dsn: str, threads: int) -> float:
+    """``build_sqlite`` on PostgreSQL (its tables emptied first)."""
+    from langgraph.checkpoint.postgres import PostgresSaver
+
+    started = time.perf_counter()
+    with PostgresSaver.from_conn_string(dsn) as saver:
+        saver.setup()
+        with saver._cursor() as cur:
+            cur.execute("TRUNCATE checkpoints, checkpoint_blobs, checkpoint_writes")
+        _write_source(saver)
+        copies = (
+            "INSERT INTO checkpoints SELECT 't' || lpad(i::text, 7, '0'), checkpoint_ns, "
+            "checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata "
+            "FROM checkpoints, generate_series(1, %(n)s) i WHERE thread_id = %(s)s",
+            "INSERT INTO checkpoint_blobs SELECT 't' || lpad(i::text, 7, '0'), checkpoint_ns, "
+            "channel, version, type, blob "
+            "FROM checkpoint_blobs, generate_series(1, %(n)s) i WHERE thread_id = %(s)s",
+            "INSERT INTO checkpoint_writes SELECT 't' || lpad(i::text, 7, '0'), checkpoint_ns, "
+            "checkpoint_id, task_id, idx, channel, type, blob, task_path "
+            "FROM checkpoint_writes, generate_series(1, %(n)s) i WHERE thread_id = %(s)s",
+        )
+        with saver._cursor() as cur:
+            for sql in copies:
+                cur.execute(sql, {"n": threads - 1, "s": SOURCE})
+            cur.execute("ANALYZE")
+    return time.perf_counter() - started
+
+
+def floor(db: str) -> int:
+    """The floor: every thread id, then every checkpoint's metadata, decoded."""
+    count = 0
+    if db.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(db) as conn:
+            ids = conn.execute(
+                "SELECT DISTINCT thread_id FROM checkpoints WHERE checkpoint_ns = ''"
+            ).fetchall()
+            with conn.cursor(name="metadata") as cur:  # streamed, as check streams
+                cur.execute("SELECT metadata FROM checkpoints WHERE checkpoint_ns = ''")
+                for (metadata,) in cur:
+                    count += len(metadata)
+    else:
+        conn = sqlite3.connect(db)
+        ids = conn.execute(
+            "SELECT DISTINCT thread_id FROM checkpoints WHERE checkpoint_ns = ''"
+        ).fetchall()
+        for (metadata,) in conn.execute(
+            "SELECT metadata FROM checkpoints WHERE checkpoint_ns = ''"
+        ):
+            count += len(json.loads(metadata))
+        conn.close()
+    return len(ids) + count
+
+
+def measured(args: list[str]) -> tuple[float, float, float]:
+    """Seconds, peak memory (MB) and CPU seconds of ``args`` run in a fresh process."""
+    started = time.perf_counter()
+    child = subprocess.run(args, capture_output=True, text=True, cwd=ROOT, check=False)
+    seconds = time.perf_counter() - started
+    if child.returncode not in (0, 1):
+        raise RuntimeError(f"{args}: {child.stderr.strip()}")
+    # The child reports its own peak: RUSAGE_CHILDREN would give the largest child so far.
+    report = child.stderr.rsplit("maxrss_kb=", 1)[-1].split()
+    return seconds, float(report[0]) / 1024, float(report[1].removeprefix("cpu_s="))
+
+
+def _child(mode: str, db: str) -> None:
+    """Run in the measured subprocess: the check or the floor, then its peak memory."""
+    if mode == "check":
+        from neograph_ext.cli import app
+
+        with contextlib.suppress(SystemExit):
+            app(["check", "bench_fleet:NEW", "--db", db], prog_name="neograph-ext")
+    else:
+        floor(db)
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = usage.ru_utime + usage.ru_stime
+    print(f"maxrss_kb={usage.ru_maxrss} cpu_s={cpu:.2f}", file=sys.stderr)
+
+
+def measure(kind: str, db: str, threads: int, built: float) -> list[Result]:
+    """Figure 10's rows for one database."""
+    run: Callable[[str], tuple[float, float, float]] = lambda mode: measured(  # noqa: E731
+        [sys.executable, str(HERE / "bench_fleet.py"), "--child", mode, "--db", db]
+    )
+    floor_s, floor_mb, floor_cpu = run("floor")
+    check_s, check_mb, check_cpu = run("check")
+    ratio = check_s / floor_s
+    what = f"10. `check` of {threads:,} threads / {threads * 10:,} checkpoints, {kind}"
+    result = (
+        f"{check_s:.1f} s, {check_mb:.0f} MB vs floor {floor_s:.1f} s, {floor_mb:.0f} MB: "
+        f"**{fmt_ratio(ratio)}** (CPU {fmt_ratio(check_cpu / floor_cpu)}; built in {built:.0f} s)"
+    )
+    met = check_s < TARGET_SECONDS and check_mb < TARGET_MB and ratio <= TARGET_RATIO
+    target = f"< 30 s, < 500 MB, <= 2x the floor: {'met' if met else '**missed**'}"
+    return [Result((what, result, target), missed=not met)]
+
+
+def rows(sizes: tuple[int, ...] = SIZES, dsn: str | None = None) -> list[Result]:
+    """Figure 10 for SQLite, and PostgreSQL when ``dsn`` names a throwaway database."""
+    found: list[Result] = []
+    for threads in sizes:
+        with tempfile.TemporaryDirectory(prefix="neograph-ext-fleet-") as tmp:
+            path = Path(tmp) / "fleet.sqlite"
+            found += measure("SQLite", str(path), threads, build_sqlite(path, threads))
+        if dsn:
+            found += measure("PostgreSQL", dsn, threads, build_pg(dsn, threads))
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", default=",".join(str(n) for n in SIZES))
+    parser.add_argument("--pg", action="store_true", help=f"also PostgreSQL (${PG_DSN_ENV})")
+    parser.add_argument("--child")
+    parser.add_argument("--db")
+    args = parser.parse_args()
+    if args.child:
+        _child(args.child, args.db)
+        return
+    sizes = tuple(int(n) for n in args.threads.split(","))
+    for result in rows(sizes, os.environ.get(PG_DSN_ENV) if args.pg else None):
+        print(" | ".join(result.row), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,222 @@
+"""Planning every thread of a database: ``check_threads``, the stream ``check`` reads.
+
+Rules:
+- Streams: thread ids come a page at a time from the saver's own tables
+  (``_storage.reader_for``), or, for a saver no reader knows, from one scan of its
+  checkpoints (``list_threads``); threads are planned in batches of ``batch``, so memory
+  holds one batch, whatever the database size.
+- Each thread is read once: its head whole and the rest of its lineage light, in a few
+  queries per batch (``StorageReader.lineages``); the flow of ``run`` plans it
+  (``_flow.planned``), with the verified-head shortcut: a head ``run`` verified against
+  the current stamp decides alone. Anything else the flow asks for (a named
+  checkpoint, the values a carry converts, the turns a replay owes, stamp descriptions)
+  is read through the saver, as ``plan`` reads it.
+- A thread the reader leaves out, and every thread of a saver without a reader, is
+  read through the saver (``list``, ``get_tuple``).
+- Sync and async twins differ by ``await`` alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import CheckpointTuple
+from langgraph.pregel import Pregel
+
+from neograph_ext._decision import ResumePlan
+from neograph_ext._drivers import AsyncDriver, Driver
+from neograph_ext._flow import Flow, Op, ReadLineage, ReadTuple, planned, read_head
+from neograph_ext._head_state import is_paused
+from neograph_ext._history import lineage
+from neograph_ext._lineage import alist_threads, list_threads
+from neograph_ext._stamp import Stamp, StampRef, read_marks
+from neograph_ext._storage import StorageReader, apages, areader_for, pages, reader_for
+from neograph_ext._thread import ThreadCall, checkpointer_of, named_checkpoint, stamped, thread_call
+from neograph_ext._unreadable import reading
+
+__all__ = ["BATCH", "ThreadCheck", "acheck_threads", "check_threads"]
+
+BATCH = 200
+"""Threads read and planned together: a few queries per batch, and one batch in memory."""
+
+
+@dataclass(frozen=True)
+class ThreadCheck:
+    """One thread as ``check_threads`` found it."""
+
+    plan: ResumePlan
+    """What ``run`` would do with it now (``kept`` and ``rerun`` are complete only when
+    its lineage was read: a head ``run`` verified against the current code decides
+    alone, as it does for ``run``)."""
+    written_by: str | None
+    """The id of the stamp its newest checkpoint was written under: the code that last
+    wrote it; None when that checkpoint carries no readable stamp (plain LangGraph)."""
+    paused: bool
+    """Its newest checkpoint waits on a question (an ``interrupt()`` or a breakpoint)."""
+    current: bool = False
+    """``written_by`` is the stamp of the graph checked: the current code wrote it."""
+
+    @property
+    def unfinished(self) -> bool:
+        """It has nodes left to run: waiting on a question, or cut short (a crash)."""
+        return bool(self.plan.next_nodes)
+
+
+def check_threads(
+    graph: Pregel[Any, Any, Any, Any],
+    threads: Iterable[str] | None = None,
+    *,
+    batch: int = BATCH,
+) -> Iterator[ThreadCheck]:
+    """Plan every thread of the graph's checkpointer (or those named), one at a time.
+
+    What ``neograph-ext check`` reads: each thread's plan (as ``run`` would make it,
+    executing and writing nothing), the code that last wrote it, and whether it waits on
+    a question. Memory holds one batch of threads, whatever the database size.
+
+    Args:
+        graph: A graph made by ``neograph_ext.compile`` with a checkpointer.
+        threads: The thread ids to check, in this order; by default every thread with a
+            root checkpoint but the reserved ones, in the order the database sorts
+            their ids (its collation's), a page at a time.
+        batch: How many threads are read and planned together.
+
+    Yields:
+        A ``ThreadCheck`` per thread; a named thread with no checkpoint gets a plan of
+        kind ``fresh``.
+
+    Raises:
+        GraphError: The graph was not compiled by neograph-ext or has no checkpointer,
+            or a named thread is reserved.
+        UnreadableCheckpointError: A thread's stored checkpoints cannot be decoded.
+        ValueError: ``batch`` is not positive.
+    """
+    saver = checkpointer_of(stamped(graph))
+    reader = reader_for(saver)
+    scanned = list_threads(saver) if reader is None and threads is None else ()
+    for names in _batches(threads, batch, reader, scanned):
+        listed = reader.lineages(names) if reader is not None else {}
+        for name in names:
+            call = thread_call(graph, _config(name))
+            with _Listed(call, listed.get(name)) as driver:
+                yield driver.run(_checked(call))
+
+
+async def acheck_threads(
+    graph: Pregel[Any, Any, Any, Any],
+    threads: Iterable[str] | None = None,
+    *,
+    batch: int = BATCH,
+) -> AsyncIterator[ThreadCheck]:
+    """Async twin of ``check_threads``."""
+    saver = checkpointer_of(stamped(graph))
+    reader = areader_for(saver)
+    scanned = await alist_threads(saver) if reader is None and threads is None else ()
+    async for names in _abatches(threads, batch, reader, scanned):
+        listed = await reader.alineages(names) if reader is not None else {}
+        for name in names:
+            call = thread_call(graph, _config(name))
+            async with _AsyncListed(call, listed.get(name)) as driver:
+                yield await driver.run(_checked(call))
+
+
+def _checked(call: ThreadCall) -> Flow[ThreadCheck]:
+    """The flow of one thread: its head, then its plan as ``run`` makes it."""
+    head = yield from read_head(call)
+    plan = yield from planned(call, head)
+    if head is None:
+        return ThreadCheck(plan, None, False)
+    stamp, _ = read_marks(head.metadata or {})
+    written_by = stamp.id if isinstance(stamp, Stamp | StampRef) else None
+    paused = is_paused(call.graph, head)
+    return ThreadCheck(plan, written_by, paused, written_by == call.stamp.id)
+
+
+def _batches(
+    threads: Iterable[str] | None,
+    size: int,
+    reader: StorageReader | None,
+    scanned: Sequence[str],
+) -> Iterator[list[str]]:
+    """The thread ids to check, ``size`` at a time."""
+    if size < 1:
+        raise ValueError(f"batch must be at least 1, got {size}")
+    if threads is not None or reader is None:
+        yield from _chunks(dict.fromkeys(threads) if threads is not None else scanned, size)
+    else:
+        yield from pages(reader, size)
+
+
+async def _abatches(
+    threads: Iterable[str] | None,
+    size: int,
+    reader: StorageReader | None,
+    scanned: Sequence[str],
+) -> AsyncIterator[list[str]]:
+    """Async twin of ``_batches``."""
+    if size < 1:
+        raise ValueError(f"batch must be at least 1, got {size}")
+    if threads is not None or reader is None:
+        for chunk in _chunks(dict.fromkeys(threads) if threads is not None else scanned, size):
+            yield chunk
+    else:
+        async for page in apages(reader, size):
+            yield page
+
+
+def _chunks(names: Iterable[str], size: int) -> Iterator[list[str]]:
+    chunk: list[str] = []
+    for name in names:
+        chunk.append(name)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _config(thread_id: str) -> RunnableConfig:
+    return {"configurable": {"thread_id": thread_id}}
+
+
+_UNSERVED = object()
+"""What ``_served`` returns for an operation the saver must perform."""
+
+
+def _served(op: Op, call: ThreadCall, listed: Sequence[CheckpointTuple] | None) -> Any:
+    """What the listed tuples answer of ``op``: the thread's head, its lineage."""
+    if listed is None:
+        return _UNSERVED
+    if isinstance(op, ReadTuple) and named_checkpoint(op.config) is None:
+        return listed[0]
+    if isinstance(op, ReadLineage):
+        with reading(call.thread_id):
+            return lineage(listed, op.head_id, next_nodes=op.next_nodes, described=op.described)
+    return _UNSERVED
+
+
+class _Listed(Driver):
+    """The sync driver, answering the reads of a thread a reader listed from the list."""
+
+    def __init__(self, call: ThreadCall, listed: Sequence[CheckpointTuple] | None) -> None:
+        super().__init__(call)
+        self.listed = listed
+
+    def perform(self, op: Op) -> Any:
+        served = _served(op, self.call, self.listed)
+        return super().perform(op) if served is _UNSERVED else served
+
+
+class _AsyncListed(AsyncDriver):
+    """Async twin of ``_Listed``."""
+
+    def __init__(self, call: ThreadCall, listed: Sequence[CheckpointTuple] | None) -> None:
+        super().__init__(call)
+        self.listed = listed
+
+    async def perform(self, op: Op) -> Any:
+        served = _served(op, self.call, self.listed)
+        return await super().perform(op) if served is _UNSERVED else served

@@ -1,0 +1,207 @@
+"""The ``StorageReader`` of ``PostgresSaver`` and ``AsyncPostgresSaver`` (``_storage``).
+
+Their tables: ``checkpoints(thread_id, checkpoint_ns, checkpoint_id,
+parent_checkpoint_id, checkpoint jsonb, metadata jsonb)``, the checkpoint without the
+values that are not ``None``, a string, a number or a boolean; those are in
+``checkpoint_blobs(thread_id, checkpoint_ns, channel, version, type, blob)``;
+``checkpoint_writes(thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel,
+type, blob, task_path)``. Checked on langgraph-checkpoint-postgres 3.0-3.2.
+
+Rules:
+- The SQL and the decoding of rows are written once; the sync and async methods differ
+  by ``await`` alone, and read through the saver's own cursor (``_cursor``: its lock,
+  its pool) as its reads do.
+- Light checkpoints are read field by field in SQL (no blob, no write value); the
+  blobs of the channels the walk reads (``_storage_rows.KEPT_VALUES``) are read once a
+  batch and decoded only where a checkpoint's version names one. Heads are read with
+  the saver's own query (``SELECT_SQL``) and turned into tuples by the saver
+  (``_load_checkpoint_tuple``), so a head is exactly what ``get_tuple`` returns.
+- A thread holding a checkpoint of a format before v4 is left out: the saver converts
+  those on read (their pending sends), and only the saver should.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from langgraph.checkpoint.base import CheckpointTuple
+
+from neograph_ext._stamp_store import is_store_thread
+from neograph_ext._storage_rows import KEPT_VALUES, light_checkpoint, sorted_writes, walked_tuple
+
+__all__ = ["PostgresReader"]
+
+_PAGE = (
+    "SELECT DISTINCT thread_id FROM checkpoints WHERE checkpoint_ns = '' AND thread_id > %s "
+    "ORDER BY thread_id LIMIT %s"
+)
+_FIRST_PAGE = (
+    "SELECT DISTINCT thread_id FROM checkpoints WHERE checkpoint_ns = '' "
+    "ORDER BY thread_id LIMIT %s"
+)
+_CHECKPOINTS = """
+SELECT thread_id, checkpoint_id, parent_checkpoint_id, metadata,
+    checkpoint -> 'v' AS v, checkpoint -> 'ts' AS ts,
+    checkpoint -> 'versions_seen' AS versions_seen,
+    checkpoint -> 'channel_versions' AS channel_versions,
+    (SELECT array_agg(key) FROM jsonb_each(checkpoint -> 'channel_values')
+        WHERE jsonb_typeof(value) = 'null') AS nulls,
+    (SELECT jsonb_object_agg(key, value) FROM jsonb_each(checkpoint -> 'channel_values')
+        WHERE key = ANY(%(kept)s)) AS kept
+FROM checkpoints
+WHERE checkpoint_ns = '' AND thread_id = ANY(%(threads)s)
+ORDER BY thread_id, checkpoint_id DESC
+"""
+_KEPT_BLOBS = """
+SELECT thread_id, channel, version, type, blob FROM checkpoint_blobs
+WHERE checkpoint_ns = '' AND thread_id = ANY(%(threads)s) AND channel = ANY(%(kept)s)
+    AND type <> 'empty'
+"""
+_WRITES = """
+SELECT thread_id, checkpoint_id, task_id, channel, task_path, idx FROM checkpoint_writes
+WHERE checkpoint_ns = '' AND thread_id = ANY(%(threads)s)
+"""
+_HEADS = """
+WHERE checkpoint_ns = '' AND (thread_id, checkpoint_id) IN (
+    SELECT thread_id, max(checkpoint_id) FROM checkpoints
+    WHERE checkpoint_ns = '' AND thread_id = ANY(%(threads)s) GROUP BY thread_id
+)
+"""
+
+
+class PostgresReader:
+    """Reads the tables of a ``PostgresSaver`` (sync methods) or an
+    ``AsyncPostgresSaver`` (the ``a`` twins): see ``_storage.StorageReader``."""
+
+    def __init__(self, saver: Any) -> None:
+        self.saver = saver
+
+    def thread_ids(self, after: str | None, limit: int) -> list[str]:
+        with self.saver._cursor() as cur:
+            cur.execute(*_page(after, limit))
+            return _ids(cur.fetchall())
+
+    async def athread_ids(self, after: str | None, limit: int) -> list[str]:
+        async with self.saver._cursor() as cur:
+            await cur.execute(*_page(after, limit))
+            return _ids(await cur.fetchall())
+
+    def lineages(
+        self, thread_ids: Sequence[str], *, heads: bool = True
+    ) -> dict[str, list[CheckpointTuple]]:
+        if not thread_ids:
+            return {}
+        params = _params(thread_ids)
+        whole = None
+        with self.saver._cursor() as cur:
+            cur.execute(_CHECKPOINTS, params)
+            checkpoints = cur.fetchall()
+            cur.execute(_KEPT_BLOBS, params)
+            blobs = cur.fetchall()
+            cur.execute(_WRITES, params)
+            writes = cur.fetchall()
+            if heads:
+                cur.execute(self.saver.SELECT_SQL + _HEADS, params)
+                whole = [self.saver._load_checkpoint_tuple(row) for row in cur.fetchall()]
+        return _threads(self.saver.serde, checkpoints, blobs, writes, whole)
+
+    async def alineages(
+        self, thread_ids: Sequence[str], *, heads: bool = True
+    ) -> dict[str, list[CheckpointTuple]]:
+        if not thread_ids:
+            return {}
+        params = _params(thread_ids)
+        whole = None
+        async with self.saver._cursor() as cur:
+            await cur.execute(_CHECKPOINTS, params)
+            checkpoints = await cur.fetchall()
+            await cur.execute(_KEPT_BLOBS, params)
+            blobs = await cur.fetchall()
+            await cur.execute(_WRITES, params)
+            writes = await cur.fetchall()
+            if heads:
+                await cur.execute(self.saver.SELECT_SQL + _HEADS, params)
+                whole = [
+                    await self.saver._load_checkpoint_tuple(row) for row in await cur.fetchall()
+                ]
+        return _threads(self.saver.serde, checkpoints, blobs, writes, whole)
+
+
+def _page(after: str | None, limit: int) -> tuple[str, tuple[Any, ...]]:
+    return (_FIRST_PAGE, (limit,)) if after is None else (_PAGE, (after, limit))
+
+
+def _ids(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    return [str(row["thread_id"]) for row in rows]
+
+
+def _params(thread_ids: Sequence[str]) -> dict[str, Any]:
+    return {"threads": list(thread_ids), "kept": list(KEPT_VALUES)}
+
+
+def _threads(
+    serde: Any,
+    checkpoints: Sequence[Mapping[str, Any]],
+    blobs: Sequence[Mapping[str, Any]],
+    writes: Sequence[Mapping[str, Any]],
+    heads: Sequence[CheckpointTuple] | None,
+) -> dict[str, list[CheckpointTuple]]:
+    """The rows of a batch as each thread's tuples, newest first, the head whole (one
+    of ``heads``) or, without them, light."""
+    stored = {(b["thread_id"], b["channel"], b["version"]): b for b in blobs}
+    grouped: dict[tuple[str, str], list[tuple[str, str, str, int, Any]]] = {}
+    for w in writes:
+        grouped.setdefault((w["thread_id"], w["checkpoint_id"]), []).append(
+            (w["task_id"], w["channel"], w["task_path"] or "", int(w["idx"]), None)
+        )
+    whole = {str(h.config["configurable"]["thread_id"]): h for h in heads or ()}
+    threads: dict[str, list[CheckpointTuple]] = {}
+    old: set[str] = set()
+    for row in checkpoints:
+        thread_id = row["thread_id"]
+        if is_store_thread(thread_id) or thread_id in old:
+            continue
+        if int(row["v"] or 0) < 4:
+            old.add(thread_id)
+            threads.pop(thread_id, None)
+            continue
+        listed = threads.setdefault(thread_id, [])
+        if not listed and heads is not None:
+            if thread_id not in whole:  # written between the two reads: read it again
+                old.add(thread_id)
+                threads.pop(thread_id)
+                continue
+            listed.append(whole[thread_id])
+            continue
+        values = _values(serde, thread_id, row, stored)
+        checkpoint = light_checkpoint({**row, "id": row["checkpoint_id"]}, values)
+        found = sorted_writes(grouped.get((thread_id, row["checkpoint_id"]), ()))
+        listed.append(
+            walked_tuple(
+                thread_id,
+                row["checkpoint_id"],
+                row["parent_checkpoint_id"],
+                checkpoint,
+                row["metadata"],
+                found,
+            )
+        )
+    return threads
+
+
+def _values(
+    serde: Any,
+    thread_id: str,
+    row: Mapping[str, Any],
+    stored: Mapping[tuple[str, str, str], Mapping[str, Any]],
+) -> dict[str, Any]:
+    """The values of a light checkpoint: its Nones, and the walked channels' values."""
+    values: dict[str, Any] = dict.fromkeys(row["nulls"] or (), None)
+    values.update(row["kept"] or {})
+    versions = row["channel_versions"] or {}
+    for name in KEPT_VALUES:
+        blob = stored.get((thread_id, name, str(versions.get(name))))
+        if blob is not None:
+            values[name] = serde.loads_typed((blob["type"], bytes(blob["blob"])))
+    return values

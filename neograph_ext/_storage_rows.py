@@ -1,0 +1,78 @@
+"""Rows of a saver's tables as the ``CheckpointTuple``s the lineage walk reads, written
+once for every backend (``_storage_sqlite``, ``_storage_postgres``).
+
+Rules:
+- Pure: rows in, tuples out; the serializer is the saver's, handed in.
+- A light checkpoint keeps what ``_history.lineage`` reads of a checkpoint and nothing
+  else: ``v``, ``id``, ``versions_seen``, ``channel_versions``, and of ``channel_values``
+  the channels holding None, the queued ``Send``s and a turn's input.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import CheckpointTuple
+
+from neograph_ext._langgraph import TASKS_CHANNEL
+
+__all__ = [
+    "KEPT_VALUES",
+    "WALKED",
+    "Writes",
+    "light_checkpoint",
+    "sorted_writes",
+    "thread_config",
+    "walked_tuple",
+]
+
+WALKED = ("v", "id", "ts", "versions_seen", "channel_versions")
+"""The fields of a checkpoint the lineage walk reads, but for its values."""
+
+KEPT_VALUES = (TASKS_CHANNEL, "__start__")
+"""The channels whose values the walk reads: the ``Send``s a step queued (their
+nodes ran in the next step) and a turn's input (its digest says which turn)."""
+
+Writes = list[tuple[str, str, Any]]
+"""Pending writes as a ``CheckpointTuple`` holds them: ``(task id, channel, value)``."""
+
+
+def light_checkpoint(checkpoint: Mapping[str, Any], values: Mapping[str, Any]) -> dict[str, Any]:
+    """``checkpoint``'s walked fields, with ``values`` for its ``channel_values``."""
+    light = {key: checkpoint[key] for key in WALKED if checkpoint.get(key) is not None}
+    light["channel_values"] = values
+    return light
+
+
+def thread_config(thread_id: str, checkpoint_id: str) -> RunnableConfig:
+    """The config naming a root-namespace checkpoint, as the savers build it."""
+    return {
+        "configurable": {
+            "thread_id": thread_id,
+            "checkpoint_ns": "",
+            "checkpoint_id": checkpoint_id,
+        }
+    }
+
+
+def walked_tuple(
+    thread_id: str,
+    checkpoint_id: str,
+    parent_id: str | None,
+    checkpoint: dict[str, Any],
+    metadata: Any,
+    writes: Writes,
+) -> CheckpointTuple:
+    """A checkpoint as the savers return it, from what was read of it."""
+    parent = thread_config(thread_id, parent_id) if parent_id else None
+    config = thread_config(thread_id, checkpoint_id)
+    return CheckpointTuple(config, checkpoint, metadata, parent, writes)  # type: ignore[arg-type]
+
+
+def sorted_writes(rows: Iterable[tuple[str, str, str, int, Any]]) -> Writes:
+    """``(task id, channel, task path, idx, value)`` rows as pending writes, in the order
+    the savers return them (task path, task id, index: the order a step applied them)."""
+    ordered = sorted(rows, key=lambda row: (row[2], row[0], row[3]))
+    return [(task, channel, value) for task, channel, _, _, value in ordered]

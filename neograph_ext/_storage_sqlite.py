@@ -1,0 +1,219 @@
+"""The ``StorageReader`` of ``SqliteSaver`` and ``AsyncSqliteSaver`` (``_storage``).
+
+Their tables: ``checkpoints(thread_id, checkpoint_ns, checkpoint_id,
+parent_checkpoint_id, type, checkpoint, metadata)``, the checkpoint one serialized blob
+and the metadata JSON; ``writes(thread_id, checkpoint_ns, checkpoint_id, task_id, idx,
+channel, type, value[, task_path])``. Checked on langgraph-checkpoint-sqlite 3.0-3.1.
+
+Rules:
+- The SQL and the decoding of rows are written once; the sync and async methods differ
+  by ``await`` alone, and hold the saver's lock as its own reads do.
+- A light checkpoint's blob is unpacked without reviving any stored object: msgpack's
+  extension values (what the serializer writes for every class it revives) stay
+  undecoded. A row holding a value the walk reads (``_storage_rows.KEPT_VALUES``), a
+  head, or a blob of another format is decoded whole by the saver's serializer.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import ormsgpack
+from langgraph.checkpoint.base import CheckpointTuple
+
+from neograph_ext._stamp_store import is_store_thread
+from neograph_ext._storage_rows import (
+    KEPT_VALUES,
+    light_checkpoint,
+    sorted_writes,
+    walked_tuple,
+)
+
+__all__ = ["SqliteReader"]
+
+_UNDECODED = object()
+"""What a light read makes of a stored object: not decoded, and not None."""
+
+
+class SqliteReader:
+    """Reads the tables of a ``SqliteSaver`` (sync methods) or an ``AsyncSqliteSaver``
+    (the ``a`` twins): see ``_storage.StorageReader``."""
+
+    def __init__(self, saver: Any) -> None:
+        self.saver = saver
+
+    def thread_ids(self, after: str | None, limit: int) -> list[str]:
+        with self.saver.cursor(transaction=False) as cur:
+            rows = cur.execute(*_page(after, limit)).fetchall()
+        return _ids(rows)
+
+    async def athread_ids(self, after: str | None, limit: int) -> list[str]:
+        await self.saver.setup()
+        async with self.saver.lock, self.saver.conn.execute(*_page(after, limit)) as cur:
+            rows = await cur.fetchall()
+        return _ids(rows)
+
+    def lineages(
+        self, thread_ids: Sequence[str], *, heads: bool = True
+    ) -> dict[str, list[CheckpointTuple]]:
+        if not thread_ids:
+            return {}
+        with self.saver.cursor(transaction=False) as cur:
+            paths = _has_task_path(cur.execute(_COLUMNS).fetchall())
+            checkpoints = cur.execute(*_checkpoints(thread_ids)).fetchall()
+            writes = cur.execute(*_writes(thread_ids, paths)).fetchall()
+            valued = _head_writes(checkpoints, paths) if heads else None
+            if valued is not None:
+                writes += cur.execute(*valued).fetchall()
+        return _threads(self.saver.serde, checkpoints, writes, heads)
+
+    async def alineages(
+        self, thread_ids: Sequence[str], *, heads: bool = True
+    ) -> dict[str, list[CheckpointTuple]]:
+        if not thread_ids:
+            return {}
+        await self.saver.setup()
+        conn = self.saver.conn
+        async with self.saver.lock:
+            async with conn.execute(_COLUMNS) as cur:
+                paths = _has_task_path(await cur.fetchall())
+            async with conn.execute(*_checkpoints(thread_ids)) as cur:
+                checkpoints = await cur.fetchall()
+            async with conn.execute(*_writes(thread_ids, paths)) as cur:
+                writes = list(await cur.fetchall())
+            valued = _head_writes(checkpoints, paths) if heads else None
+            if valued is not None:
+                async with conn.execute(*valued) as cur:
+                    writes += await cur.fetchall()
+        return _threads(self.saver.serde, checkpoints, writes, heads)
+
+
+_COLUMNS = "PRAGMA table_info(writes)"
+
+
+def _has_task_path(columns: Sequence[Sequence[Any]]) -> bool:
+    """Whether the writes table has a ``task_path`` column (added in later versions)."""
+    return any(column[1] == "task_path" for column in columns)
+
+
+def _page(after: str | None, limit: int) -> tuple[str, tuple[Any, ...]]:
+    where = "checkpoint_ns = ''" + (" AND thread_id > ?" if after is not None else "")
+    sql = f"SELECT DISTINCT thread_id FROM checkpoints WHERE {where} ORDER BY thread_id LIMIT ?"
+    return sql, (*([after] if after is not None else []), limit)
+
+
+def _ids(rows: Sequence[Sequence[Any]]) -> list[str]:
+    return [str(row[0]) for row in rows]
+
+
+def _checkpoints(thread_ids: Sequence[str]) -> tuple[str, tuple[Any, ...]]:
+    marks = ",".join("?" * len(thread_ids))
+    return (
+        "SELECT thread_id, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata "
+        f"FROM checkpoints WHERE checkpoint_ns = '' AND thread_id IN ({marks}) "
+        "ORDER BY thread_id, checkpoint_id DESC",
+        tuple(thread_ids),
+    )
+
+
+def _writes(thread_ids: Sequence[str], task_path: bool) -> tuple[str, tuple[Any, ...]]:
+    """Every root write of the threads, without its value."""
+    marks = ",".join("?" * len(thread_ids))
+    path = "task_path" if task_path else "''"
+    return (
+        f"SELECT thread_id, checkpoint_id, task_id, channel, {path}, idx, NULL, NULL "
+        f"FROM writes WHERE checkpoint_ns = '' AND thread_id IN ({marks})",
+        tuple(thread_ids),
+    )
+
+
+def _head_writes(
+    checkpoints: Sequence[Sequence[Any]], task_path: bool
+) -> tuple[str, tuple[Any, ...]] | None:
+    """The writes of the threads' heads (the first row of each thread), with values."""
+    heads: list[str] = []
+    for row in checkpoints:
+        if not heads or heads[-2] != row[0]:
+            heads += (row[0], row[1])
+    if not heads:
+        return None
+    pairs = ",".join(["(?, ?)"] * (len(heads) // 2))
+    path = "task_path" if task_path else "''"
+    return (
+        f"SELECT thread_id, checkpoint_id, task_id, channel, {path}, idx, type, value "
+        f"FROM writes WHERE checkpoint_ns = '' AND (thread_id, checkpoint_id) IN "
+        f"(VALUES {pairs})",
+        tuple(heads),
+    )
+
+
+def _threads(
+    serde: Any,
+    checkpoints: Sequence[Sequence[Any]],
+    writes: Sequence[Sequence[Any]],
+    heads: bool,
+) -> dict[str, list[CheckpointTuple]]:
+    """The rows of a batch as each thread's tuples, newest first, the head whole when
+    ``heads``."""
+    grouped: dict[tuple[str, str], dict[tuple[str, int], tuple[str, str, str, int, Any]]] = {}
+    for thread_id, checkpoint_id, task, channel, path, idx, kind, value in writes:
+        # A head's writes come twice, the second time with their values: those win.
+        decoded = serde.loads_typed((kind, value)) if kind is not None else None
+        grouped.setdefault((thread_id, checkpoint_id), {})[task, idx] = (
+            task,
+            channel,
+            path or "",
+            idx,
+            decoded,
+        )
+    threads: dict[str, list[CheckpointTuple]] = {}
+    listed: list[CheckpointTuple] | None = None
+    current = None
+    for thread_id, checkpoint_id, parent_id, kind, blob, metadata in checkpoints:
+        # Rows come thread by thread, newest first: the first of a thread is its head.
+        whole = thread_id != current
+        if whole:
+            current = thread_id
+            listed = None if is_store_thread(thread_id) else threads.setdefault(thread_id, [])
+        if listed is None:
+            continue
+        if whole and heads:
+            checkpoint = serde.loads_typed((kind, blob))
+        else:
+            checkpoint = _light(serde, kind, blob)
+        found = grouped.get((thread_id, checkpoint_id))
+        meta = json.loads(metadata) if metadata is not None else {}
+        listed.append(
+            walked_tuple(
+                thread_id,
+                checkpoint_id,
+                parent_id,
+                checkpoint,
+                meta,
+                sorted_writes(found.values()) if found else [],
+            )
+        )
+    return threads
+
+
+def _light(serde: Any, kind: str, blob: bytes) -> dict[str, Any]:
+    """A checkpoint's walked fields, its stored objects left undecoded."""
+    if kind == "msgpack":
+        raw = ormsgpack.unpackb(blob, ext_hook=_undecoded, option=ormsgpack.OPT_NON_STR_KEYS)
+        values = raw.get("channel_values") or {}
+        if all(values.get(name) is None for name in KEPT_VALUES):
+            nulls = {name: None for name, value in values.items() if value is None}
+            return light_checkpoint(raw, nulls)
+    whole = serde.loads_typed((kind, blob))
+    return light_checkpoint(whole, _walked_values(whole.get("channel_values") or {}))
+
+
+def _walked_values(values: dict[str, Any]) -> dict[str, Any]:
+    kept = {name: values[name] for name in KEPT_VALUES if values.get(name) is not None}
+    return {**{name: None for name, value in values.items() if value is None}, **kept}
+
+
+def _undecoded(code: int, data: bytes) -> object:
+    return _UNDECODED

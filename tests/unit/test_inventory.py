@@ -1,0 +1,43 @@
+"""``inventory``: checked threads grouped by the stamp that last wrote them (pure)."""
+
+from __future__ import annotations
+
+from neograph_ext import PlanKind, ResumePlan, ThreadCheck, inventory
+
+
+def _check(
+    stamp: str | None, kind: PlanKind, *, waits: str = "", paused: bool = False, **extra: object
+) -> ThreadCheck:
+    plan = ResumePlan(kind, "t", next_nodes=frozenset(waits), **extra)  # type: ignore[arg-type]
+    return ThreadCheck(plan, stamp, paused, current=stamp == "new")
+
+
+def test_threads_are_counted_per_stamp_the_current_one_first() -> None:
+    found = inventory(
+        iter(
+            [
+                _check("old", PlanKind.REWIND, waits="c", paused=True),
+                _check("old", PlanKind.REWIND, waits="c"),
+                _check("old", PlanKind.REWIND, blocker="an earlier turn changed"),
+                _check("older", PlanKind.UP_TO_DATE),
+                _check("new", PlanKind.UP_TO_DATE),
+                _check(None, PlanKind.UNVERIFIED, waits="b"),
+            ]
+        )
+    )
+
+    assert [(e.stamp_id, e.threads) for e in found.stamps] == [
+        ("new", 1),
+        ("old", 3),
+        (None, 1),
+        ("older", 1),
+    ]
+    old = found.stamps[1]
+    assert (old.waiting, old.crashed, old.rewind, old.blocked) == (1, 1, 2, 1)
+    assert old.unfinished == 2 and not old.retirable
+    assert found.stamps[3].retirable and not found.stamps[0].retirable  # current: never
+    assert found.stamps[2].crashed == 1 and found.threads == 6
+
+
+def test_an_empty_fleet() -> None:
+    assert inventory([]).stamps == () and inventory([]).threads == 0
