@@ -9,11 +9,14 @@ upstream of it. ``plan`` explains what a resume would do without doing it;
 """
 
 from neograph_ext._accept import aaccept, accept
+from neograph_ext._budget import Budget, Ledger, Spend
+from neograph_ext._budget_read import aledger, ledger
 from neograph_ext._changes import ChangeReason, NodeChange
 from neograph_ext._checks import is_stamped, unrevivable_types
 from neograph_ext._compile import compile
 from neograph_ext._decision import PlanKind, ResumePlan, TaskStep
 from neograph_ext._errors import (
+    BudgetExceededError,
     CheckpointSchemaError,
     GraphError,
     NeographExtError,
@@ -37,17 +40,21 @@ from neograph_ext._run import aplan, arun, astream, plan, run, stream
 from neograph_ext._stamp_store import is_store_thread as is_reserved_thread
 
 __all__ = [
+    "Budget",
+    "BudgetExceededError",
     "ChangeReason",
     "CheckpointSchemaError",
     "GraphError",
     "History",
     "HistoryEntry",
+    "Ledger",
     "LockPolicy",
     "NeographExtError",
     "NodeChange",
     "PlanKind",
     "ResumePlan",
     "ResumePolicy",
+    "Spend",
     "StampLostError",
     "StampStatus",
     "TaskStep",
@@ -57,6 +64,7 @@ __all__ = [
     "aaccept",
     "accept",
     "ahistory",
+    "aledger",
     "alist_threads",
     "aplan",
     "arun",
@@ -66,6 +74,7 @@ __all__ = [
     "history",
     "is_reserved_thread",
     "is_stamped",
+    "ledger",
     "list_threads",
     "plan",
     "run",

@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from neograph_ext._budget import Spend
 from neograph_ext._changes import NodeChange
 
 __all__ = ["Carriable", "Carry", "HeadFacts", "PlanKind", "ResumePlan", "TaskStep"]
@@ -99,6 +100,11 @@ class ResumePlan:
     """Digest of the input the head's turn started with, as its input checkpoint holds
     it: tells the same input given again from a new turn where no run mark recorded it
     (a turn plain LangGraph started)."""
+    estimated_cost: Spend | None = field(default=None, compare=False)
+    """For a rewind of a thread whose graph has a ``Budget``: what running its re-run tasks
+    again costs, from the spend the thread's ledger recorded for their nodes (each node's
+    last execution) plus one superstep per re-run step; None when nothing was recorded.
+    Filled by ``plan`` (not part of the decision)."""
 
     def __str__(self) -> str:
         head = f"{self.kind}: thread {self.thread_id!r}"
@@ -115,6 +121,8 @@ class ResumePlan:
         summary = self.step_summary()
         if summary:
             lines.append(f"steps: {summary}")
+        if self.estimated_cost is not None:
+            lines.append(f"estimated cost of the re-run: {self.estimated_cost}")
         if self.migrated:
             lines.append(f"values kept or migrated: {', '.join(sorted(self.migrated))}")
         if self.replayed:
