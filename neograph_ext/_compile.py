@@ -122,7 +122,8 @@ def compile(
         GraphError: ``builder`` is a graph of LangGraph's functional API (``@entrypoint``);
             or, with ``ResumePolicy(on_change="raise")``, a declared type's values cannot
             read back from a checkpoint as themselves (otherwise that is logged as a
-            warning); or a 0.2 keyword is given with the policy that covers it.
+            warning); or a 0.2 keyword is given with the policy that covers it; or
+            ``budget`` is not a ``Budget``.
     """
     if budget is not None and not isinstance(budget, Budget):
         raise GraphError(

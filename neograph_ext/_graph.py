@@ -102,7 +102,7 @@ class StampedGraph(CompiledStateGraph[Any, Any, Any, Any], Stamped):
         the graph does not resume, or when its plan leaves LangGraph nothing to change
         (then ``saver``: where to store the description afterwards, as a plain call
         does, although the call carries a run mark)."""
-        stamped = self._counted(input, self._stamped(input, config), asynchronous=False)
+        stamped = self._counted(input, self._stamped(input, config))
         saver = saver or self._unsaved()
         if saver is None:
             yield from super().stream(input, stamped, **kwargs)
@@ -130,7 +130,7 @@ class StampedGraph(CompiledStateGraph[Any, Any, Any, Any], Stamped):
         saver: BaseCheckpointSaver[Any] | None = None,
     ) -> AsyncGenerator[Any, None]:
         """Async twin of ``neograph_ext_plain_stream``."""
-        stamped = self._counted(input, self._stamped(input, config), asynchronous=True)
+        stamped = self._counted(input, self._stamped(input, config))
         saver = saver or self._unsaved()
         # aclosing: a consumer that stops early must close LangGraph's stream at once,
         # which cancels its running tasks, as it would without this wrapper.
@@ -200,10 +200,9 @@ class StampedGraph(CompiledStateGraph[Any, Any, Any, Any], Stamped):
             return saver
         return None
 
-    def _counted(self, input: Any, config: RunnableConfig, *, asynchronous: bool) -> RunnableConfig:
+    def _counted(self, input: Any, config: RunnableConfig) -> RunnableConfig:
         new_turn = input is not None and not isinstance(input, Command)
-        budget, saver = self.neograph_ext_budget, self.checkpointer
-        return counting(config, budget, saver, new_turn, asynchronous=asynchronous)
+        return counting(config, self.neograph_ext_budget, self.checkpointer, new_turn)
 
     def _stamped(self, input: Any, config: RunnableConfig | None) -> RunnableConfig:
         stamp = self.neograph_ext_stamp

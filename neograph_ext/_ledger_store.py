@@ -11,7 +11,8 @@ Rules:
   (``_budget.merged``: the larger of each count), so a write made from an older copy
   never lowers what a later one recorded.
 - Written and read through the saver's public ``put`` / ``list`` only, so every
-  ``BaseCheckpointSaver`` keeps it; sync and async twins differ by ``await`` alone.
+  ``BaseCheckpointSaver`` keeps it. Written from the counting callback only, which is
+  sync in every run (``_spend``); read by sync and async twins that differ by ``await``.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from langgraph.checkpoint.base import (
 
 from neograph_ext._budget import Ledger, decode_ledger, encode_ledger, merged
 
-__all__ = ["LEDGER_NS", "aread_ledger", "awrite_ledger", "read_ledger", "write_ledger"]
+__all__ = ["LEDGER_NS", "aread_ledger", "read_ledger", "write_ledger"]
 
 LEDGER_NS = "neograph-ext-budget"
 """The checkpoint namespace of a thread's ledger (no ``:``, so no task's namespace)."""
@@ -62,11 +63,6 @@ def write_ledger(saver: BaseCheckpointSaver[Any], thread_id: str, ledger: Ledger
         ledger: The whole cumulative ledger.
     """
     saver.put(*_write(saver, thread_id, ledger))
-
-
-async def awrite_ledger(saver: BaseCheckpointSaver[Any], thread_id: str, ledger: Ledger) -> None:
-    """Async twin of ``write_ledger``."""
-    await saver.aput(*_write(saver, thread_id, ledger))
 
 
 def _config(thread_id: str) -> RunnableConfig:

@@ -13,18 +13,22 @@ Rules:
   or its call runs, as any error of a node does: the thread stays resumable.
 - The ledger is read from the thread when the graph's run starts and written back after
   every change (``_ledger_store``), so a kill loses only what changed since the last
-  write finished. ``_Tally`` holds the arithmetic; the two handlers differ by ``await``.
+  write finished. ``_Tally`` holds the bookkeeping, ``SpendCounter`` the I/O.
+- One handler, sync, for sync and async runs alike: LangChain drives an async handler
+  from sync code (a sync node or model inside an async run) on a loop of its own and
+  swallows its errors, so it could neither stop the run nor use an async saver. A sync
+  handler's errors propagate both ways, and an async run calls it in a worker thread,
+  from where an async saver's sync methods reach the saver's loop.
 """
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections.abc import Mapping
 from typing import Any, Literal
 from uuid import UUID
 
-from langchain_core.callbacks import AsyncCallbackHandler, BaseCallbackHandler
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
 from langchain_core.runnables import RunnableConfig
@@ -33,9 +37,9 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from neograph_ext._budget import Budget, Exceeded, Ledger
 from neograph_ext._errors import BudgetExceededError
-from neograph_ext._ledger_store import aread_ledger, awrite_ledger, read_ledger, write_ledger
+from neograph_ext._ledger_store import read_ledger, write_ledger
 
-__all__ = ["AsyncSpendCounter", "SpendCounter", "counting"]
+__all__ = ["SpendCounter", "counting"]
 
 _TASK_ID = "__pregel_task_id"
 """LangGraph's configurable key of the task a graph runs inside (langgraph 1.1-1.2)."""
@@ -46,8 +50,6 @@ def counting(
     budget: Budget | None,
     saver: object,
     new_turn: bool,
-    *,
-    asynchronous: bool,
 ) -> RunnableConfig:
     """``config`` with a handler counting the invocation's spend, when ``budget`` is set
     and the invocation is a root one of a thread on ``saver``; else ``config`` itself.
@@ -57,7 +59,6 @@ def counting(
         budget: The graph's budget.
         saver: The graph's checkpointer.
         new_turn: Whether the invocation starts a turn (it has an input to start with).
-        asynchronous: Whether the invocation is async (``ainvoke``, ``astream``).
     """
     configurable = config.get("configurable") or {}
     thread_id = configurable.get("thread_id")
@@ -67,8 +68,7 @@ def counting(
     if configurable.get("checkpoint_ns") or _TASK_ID in configurable or _TASK_ID in inherited:
         return config  # a graph run inside a task: its spend counts for the root's
     tally = _Tally(budget, str(thread_id), new_turn)
-    handler = AsyncSpendCounter(tally, saver) if asynchronous else SpendCounter(tally, saver)
-    return merge_configs(config, {"callbacks": [handler]})
+    return merge_configs(config, {"callbacks": [SpendCounter(tally, saver)]})
 
 
 class _Tally:
@@ -158,7 +158,7 @@ class _Tally:
 
 
 class SpendCounter(BaseCallbackHandler):
-    """Counts a sync invocation's spend into the thread's ledger (``_Tally``)."""
+    """Counts an invocation's spend into the thread's ledger (``_Tally``)."""
 
     raise_error = True
     """A cap that would be passed stops the run (LangChain re-raises the handler's error)."""
@@ -222,70 +222,3 @@ class SpendCounter(BaseCallbackHandler):
         with self._lock:
             if tally.call_ended(run_id, response):
                 write_ledger(self._saver, tally.thread_id, tally.ledger)
-
-
-class AsyncSpendCounter(AsyncCallbackHandler):
-    """Async twin of ``SpendCounter``."""
-
-    raise_error = True
-    """A cap that would be passed stops the run (LangChain re-raises the handler's error)."""
-
-    def __init__(self, tally: _Tally, saver: BaseCheckpointSaver[Any]) -> None:
-        self._tally = tally
-        self._saver = saver
-        self._lock = asyncio.Lock()  # parallel tasks call back concurrently
-
-    async def on_chain_start(
-        self,
-        serialized: dict[str, Any] | None,
-        inputs: Any,
-        *,
-        run_id: UUID,
-        parent_run_id: UUID | None = None,
-        metadata: dict[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> None:
-        """Async twin of ``SpendCounter.on_chain_start``."""
-        tally = self._tally
-        async with self._lock:
-            if tally.root is None:
-                changed = tally.started(run_id, await aread_ledger(self._saver, tally.thread_id))
-            else:
-                changed = tally.run_started(run_id, parent_run_id, metadata)
-            if changed:
-                await awrite_ledger(self._saver, tally.thread_id, tally.ledger)
-
-    async def on_tool_start(
-        self,
-        serialized: dict[str, Any] | None,
-        input_str: str,
-        *,
-        run_id: UUID,
-        parent_run_id: UUID | None = None,
-        **kwargs: Any,
-    ) -> None:
-        """Async twin of ``SpendCounter.on_tool_start``."""
-        async with self._lock:
-            self._tally.run_started(run_id, parent_run_id, None)
-
-    async def on_chat_model_start(
-        self,
-        serialized: dict[str, Any] | None,
-        messages: Any,
-        *,
-        run_id: UUID,
-        parent_run_id: UUID | None = None,
-        **kwargs: Any,
-    ) -> None:
-        """Async twin of ``SpendCounter.on_chat_model_start``."""
-        tally = self._tally
-        async with self._lock:
-            tally.call_started(run_id, parent_run_id)
-            await awrite_ledger(self._saver, tally.thread_id, tally.ledger)
-
-    async def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
-        """Async twin of ``SpendCounter.on_llm_end``."""
-        tally = self._tally
-        async with self._lock:
-            if tally.call_ended(run_id, response):
-                await awrite_ledger(self._saver, tally.thread_id, tally.ledger)

@@ -8,6 +8,7 @@ inside a subgraph of its own.
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from collections.abc import Container
 from typing import Any, TypedDict
@@ -65,31 +66,37 @@ def check(text: str) -> str:
     return str(UsageChat().invoke(f"check {text}").content)
 
 
-def pipeline(runs: Counter[str], fail: Container[str] = ()) -> StateGraph[Any, Any, Any, Any]:
+def pipeline(
+    runs: Counter[str], fail: Container[str] = (), kill: Container[str] = ()
+) -> StateGraph[Any, Any, Any, Any]:
     """``draft`` -> ``review`` -> ``publish``; a node named in ``fail`` raises ``Crash``
-    after its model calls (a crash whose spend was already paid)."""
+    after its model calls (a crash whose spend was already paid), one named in ``kill``
+    ends the process there (``os._exit``, as a kill would)."""
     model = UsageChat()
+
+    def ended(node: str) -> None:
+        if node in kill:
+            os._exit(17)
+        if node in fail:
+            raise Crash(node)
 
     def draft(state: Doc) -> Doc:
         runs["draft"] += 1
         text = str(model.invoke(f"draft {state.get('topic', '')}").content)
-        if "draft" in fail:
-            raise Crash("draft")
+        ended("draft")
         return {"draft": text}
 
     def review(state: Doc) -> Doc:
         runs["review"] += 1
         checked = check.invoke({"text": state.get("draft", "")})
         text = str(model.invoke(f"review {checked}").content)
-        if "review" in fail:
-            raise Crash("review")
+        ended("review")
         return {"review": text}
 
     def write(state: Doc) -> Doc:
         runs["publish"] += 1
         text = str(model.invoke("publish").content)
-        if "publish" in fail:
-            raise Crash("publish")
+        ended("publish")
         return {"done": text}
 
     inner = StateGraph(Doc)
