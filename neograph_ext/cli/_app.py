@@ -17,6 +17,7 @@ from neograph_ext import (
     ResumePlan,
     accept,
     history,
+    ledger,
     list_threads,
     plan,
     unrevivable_types,
@@ -24,6 +25,7 @@ from neograph_ext import (
 from neograph_ext.cli._boundary import CliError, boundary, reading
 from neograph_ext.cli._database import open_database
 from neograph_ext.cli._graphs import Graph, attach, load
+from neograph_ext.cli._ledger import ledger_table
 from neograph_ext.cli._show import (
     console,
     history_rows,
@@ -96,6 +98,7 @@ def history_command(
             source = saver if target is None else attach(target, saver, graph)
             with reading(f"thread {thread!r}"):
                 found = history(source, _config(thread, checkpoint))
+                spent = ledger(saver, _config(thread, None))
         if not found.checkpoints:
             raise CliError(f"thread {thread!r} has no checkpoints in this database")
         if not found:
@@ -105,6 +108,8 @@ def history_command(
         typer.echo(to_json(rows))
     else:
         console().print(history_table(found, rows, compared=target is not None))
+        if spent is not None:
+            console().print(ledger_table(thread, spent))
 
 
 @app.command("check")

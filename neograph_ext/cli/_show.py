@@ -60,6 +60,8 @@ def plan_panel(decision: ResumePlan) -> Panel:
     grid.add_row("kept", text(", ".join(sorted(decision.kept)) or "-"))
     if decision.step_summary():
         grid.add_row("steps", text(decision.step_summary()))
+    if decision.estimated_cost is not None:
+        grid.add_row("estimated cost", text(str(decision.estimated_cost)))
     grid.add_row("next", text(", ".join(sorted(decision.next_nodes)) or "- (run complete)"))
     if decision.blocker:
         grid.add_row("blocked", text(decision.blocker, style="red"))

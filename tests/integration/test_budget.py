@@ -4,17 +4,23 @@ cap, and a larger cap continues the thread where it stopped."""
 
 from __future__ import annotations
 
+import operator
 import uuid
 from collections import Counter
-from typing import Any
+from typing import Annotated, Any, TypedDict
 
 import pytest
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END, START, StateGraph
 
 import neograph_ext as ne
 from tests.drive import Drive
-from tests.graphs.budget import CALLS, STEPS, TOKENS, Crash, pipeline
+from tests.graphs.budget import CALLS, STEPS, TOKENS, Crash, UsageChat, pipeline
+
+
+class Fan(TypedDict):
+    said: Annotated[list[str], operator.add]
 
 
 def _thread() -> RunnableConfig:
@@ -183,3 +189,38 @@ def test_plain_calls_are_counted_too(drive: Drive, saver: BaseCheckpointSaver[An
     with pytest.raises(ne.BudgetExceededError):
         drive.invoke(graph, {"topic": "u"}, config, durability="sync")
     assert _spent(saver, config).model_calls == 5
+
+
+# One way: a sync run cannot run an async node.
+@pytest.mark.parametrize("drive", ["async"], indirect=True)
+def test_calls_of_async_nodes_and_parallel_tasks_are_counted(
+    drive: Drive, saver: BaseCheckpointSaver[Any]
+) -> None:
+    model = UsageChat()
+
+    async def ask(state: Fan) -> Fan:
+        await model.ainvoke("a")
+        await model.ainvoke("b")
+        return {"said": ["ask"]}
+
+    def tell(state: Fan) -> Fan:
+        model.invoke("c")
+        return {"said": ["tell"]}
+
+    builder = StateGraph(Fan)
+    builder.add_node("ask", ask)
+    builder.add_node("tell", tell)
+    builder.add_edge(START, "ask")
+    builder.add_edge(START, "tell")  # one superstep, two parallel tasks
+    builder.add_edge("ask", END)
+    builder.add_edge("tell", END)
+    graph = ne.compile(builder, checkpointer=saver, budget=ne.Budget(max_model_calls=4))
+    config = _thread()
+    drive.run(graph, {"said": []}, config)
+    ledger = ne.ledger(saver, config)
+    assert ledger is not None
+    assert ledger.total == ne.Spend(supersteps=1, model_calls=3, tokens=3 * TOKENS)
+    assert ledger.nodes["ask"].model_calls == 2 and ledger.nodes["tell"].model_calls == 1
+    with pytest.raises(ne.BudgetExceededError):
+        drive.run(graph, {"said": ["again"]}, config)  # of 3 more calls, 1 fits
+    assert _spent(saver, config).model_calls == 4
