@@ -32,7 +32,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
 from langchain_core.runnables import RunnableConfig
-from langchain_core.runnables.config import merge_configs, var_child_runnable_config
+from langchain_core.runnables.config import merge_configs
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from neograph_ext._budget import Budget, Exceeded, Ledger
@@ -64,9 +64,8 @@ def counting(
     thread_id = configurable.get("thread_id")
     if budget is None or not isinstance(saver, BaseCheckpointSaver) or thread_id is None:
         return config
-    inherited = (var_child_runnable_config.get() or {}).get("configurable") or {}
-    if configurable.get("checkpoint_ns") or _TASK_ID in configurable or _TASK_ID in inherited:
-        return config  # a graph run inside a task: its spend counts for the root's
+    if configurable.get("checkpoint_ns") or _TASK_ID in configurable:
+        return config  # a subgraph's task: its spend counts for the root graph's
     tally = _Tally(budget, str(thread_id), new_turn)
     return merge_configs(config, {"callbacks": [SpendCounter(tally, saver)]})
 
