@@ -6,10 +6,14 @@ Rules:
   graph's checkpoints names the root namespace (``checkpoint_ns=""``), LangGraph's
   time travel included, so no rewind, fork or state read ever sees or restores it, and
   ``delete_thread`` removes it with the thread.
-- Each write appends a checkpoint holding the whole cumulative ledger (``_budget``
-  encodes it); nothing is overwritten. Reading merges every one of them
-  (``_budget.merged``: the larger of each count), so a write made from an older copy
-  never lowers what a later one recorded.
+- Each invocation of a budgeted graph keeps one record there (a checkpoint holding the
+  whole cumulative ledger, as ``_budget`` encodes it), rewritten as it grows, each time
+  with a new channel version: it only ever grows, and starts from the merged ledger of
+  every earlier record. Reading merges the newest ``RECENT`` records (``_budget.merged``:
+  the larger of each count): a record written from an older copy never lowers another,
+  and an older record's later spend is missed only if more than ``RECENT`` invocations
+  of one thread overlapped (``run`` and ``auto_resume`` calls hold the thread's lock, so
+  theirs never do). The read costs the same however long the thread.
 - Written and read through the saver's public ``put`` / ``list`` only, so every
   ``BaseCheckpointSaver`` keeps it. Written from the counting callback only, which is
   sync in every run (``_spend``); read by sync and async twins that differ by ``await``.
@@ -18,7 +22,7 @@ Rules:
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -31,12 +35,24 @@ from langgraph.checkpoint.base import (
 
 from neograph_ext._budget import Ledger, decode_ledger, encode_ledger, merged
 
-__all__ = ["LEDGER_NS", "aread_ledger", "read_ledger", "write_ledger"]
+__all__ = [
+    "LEDGER_NS",
+    "RECENT",
+    "LedgerRecord",
+    "aread_ledger",
+    "new_record",
+    "read_ledger",
+    "write_ledger",
+]
 
 LEDGER_NS = "neograph-ext-budget"
 """The checkpoint namespace of a thread's ledger (no ``:``, so no task's namespace)."""
 
 _CHANNEL = "ledger"
+
+RECENT = 32
+"""Records merged by a read: the newest, each holding what every record before it held
+when its invocation started."""
 
 
 def read_ledger(saver: BaseCheckpointSaver[Any], thread_id: str) -> Ledger | None:
@@ -46,23 +62,45 @@ def read_ledger(saver: BaseCheckpointSaver[Any], thread_id: str) -> Ledger | Non
         saver: The checkpointer holding the thread.
         thread_id: The thread.
     """
-    return _merged(saver.list(_config(thread_id)))
+    return _merged(saver.list(_config(thread_id), limit=RECENT))
 
 
 async def aread_ledger(saver: BaseCheckpointSaver[Any], thread_id: str) -> Ledger | None:
     """Async twin of ``read_ledger``."""
-    return _merged([tup async for tup in saver.alist(_config(thread_id))])
+    return _merged([tup async for tup in saver.alist(_config(thread_id), limit=RECENT)])
 
 
-def write_ledger(saver: BaseCheckpointSaver[Any], thread_id: str, ledger: Ledger) -> None:
-    """Append ``ledger`` to the thread's stored ledger.
+class LedgerRecord(NamedTuple):
+    """Where one invocation keeps its ledger: its checkpoint in the ledger's namespace."""
+
+    checkpoint_id: str
+    """Made when the invocation starts (``new_record``)."""
+    version: Any = None
+    """The channel version of its last write; None before the first."""
+
+
+def new_record() -> LedgerRecord:
+    """A record for a new invocation: a checkpoint id newer than every earlier one."""
+    return LedgerRecord(empty_checkpoint()["id"])
+
+
+def write_ledger(
+    saver: BaseCheckpointSaver[Any], thread_id: str, record: LedgerRecord, ledger: Ledger
+) -> LedgerRecord:
+    """Write ``ledger`` as the invocation's ``record`` of the thread's ledger.
 
     Args:
         saver: The checkpointer holding the thread.
         thread_id: The thread.
-        ledger: The whole cumulative ledger.
+        record: The invocation's record, as the previous write returned it.
+        ledger: The whole cumulative ledger, no smaller than the record's last.
+
+    Returns:
+        The record, for the next write.
     """
-    saver.put(*_write(saver, thread_id, ledger))
+    version = saver.get_next_version(record.version, None)
+    saver.put(*_write(thread_id, record.checkpoint_id, version, ledger))
+    return LedgerRecord(record.checkpoint_id, version)
 
 
 def _config(thread_id: str) -> RunnableConfig:
@@ -70,10 +108,10 @@ def _config(thread_id: str) -> RunnableConfig:
 
 
 def _write(
-    saver: BaseCheckpointSaver[Any], thread_id: str, ledger: Ledger
+    thread_id: str, checkpoint_id: str, version: Any, ledger: Ledger
 ) -> tuple[RunnableConfig, Checkpoint, CheckpointMetadata, dict[str, Any]]:
-    version = saver.get_next_version(None, None)
     checkpoint = empty_checkpoint()
+    checkpoint["id"] = checkpoint_id
     checkpoint["channel_values"] = {_CHANNEL: encode_ledger(ledger)}
     checkpoint["channel_versions"] = {_CHANNEL: version}
     metadata: CheckpointMetadata = {"source": "update", "step": -1, "parents": {}}

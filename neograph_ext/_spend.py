@@ -37,7 +37,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from neograph_ext._budget import Budget, Exceeded, Ledger
 from neograph_ext._errors import BudgetExceededError
-from neograph_ext._ledger_store import read_ledger, write_ledger
+from neograph_ext._ledger_store import new_record, read_ledger, write_ledger
 
 __all__ = ["SpendCounter", "counting"]
 
@@ -165,6 +165,7 @@ class SpendCounter(BaseCallbackHandler):
     def __init__(self, tally: _Tally, saver: BaseCheckpointSaver[Any]) -> None:
         self._tally = tally
         self._saver = saver
+        self._record = new_record()
         self._lock = threading.Lock()  # parallel tasks call back from several threads
 
     def on_chain_start(
@@ -185,7 +186,7 @@ class SpendCounter(BaseCallbackHandler):
             else:
                 changed = tally.run_started(run_id, parent_run_id, metadata)
             if changed:
-                write_ledger(self._saver, tally.thread_id, tally.ledger)
+                self._write()
 
     def on_tool_start(
         self,
@@ -213,11 +214,15 @@ class SpendCounter(BaseCallbackHandler):
         tally = self._tally
         with self._lock:
             tally.call_started(run_id, parent_run_id)
-            write_ledger(self._saver, tally.thread_id, tally.ledger)
+            self._write()
 
     def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
         """Counts the tokens a model call reported."""
         tally = self._tally
         with self._lock:
             if tally.call_ended(run_id, response):
-                write_ledger(self._saver, tally.thread_id, tally.ledger)
+                self._write()
+
+    def _write(self) -> None:
+        tally = self._tally
+        self._record = write_ledger(self._saver, tally.thread_id, self._record, tally.ledger)

@@ -15,6 +15,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 
 import neograph_ext as ne
+from neograph_ext._ledger_store import RECENT
 from tests.drive import Drive
 from tests.graphs.budget import CALLS, STEPS, TOKENS, Crash, UsageChat, pipeline
 
@@ -224,3 +225,27 @@ def test_calls_of_async_nodes_and_parallel_tasks_are_counted(
     with pytest.raises(ne.BudgetExceededError):
         drive.run(graph, {"said": ["again"]}, config)  # of 3 more calls, 1 fits
     assert _spent(saver, config).model_calls == 4
+
+
+def test_a_thread_of_more_invocations_than_the_ledger_reads_keeps_every_count(
+    drive: Drive, saver: BaseCheckpointSaver[Any]
+) -> None:
+    model = UsageChat()
+
+    def say(state: Fan) -> Fan:
+        model.invoke("hi")
+        return {"said": ["hi"]}
+
+    builder = StateGraph(Fan)
+    builder.add_node("say", say)
+    builder.add_edge(START, "say")
+    graph = ne.compile(builder, checkpointer=saver, budget=ne.Budget(max_model_calls=RECENT + 3))
+    config = _thread()
+    for turn in range(RECENT + 3):
+        drive.run(graph, {"said": [str(turn)]}, config)
+    ledger = ne.ledger(saver, config)
+    assert ledger is not None
+    assert ledger.total == ne.Spend(RECENT + 3, RECENT + 3, (RECENT + 3) * TOKENS)
+    assert len(ledger.turns) == RECENT + 3
+    with pytest.raises(ne.BudgetExceededError):
+        drive.run(graph, {"said": ["one more"]}, config)
