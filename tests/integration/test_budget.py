@@ -249,3 +249,21 @@ def test_a_thread_of_more_invocations_than_the_ledger_reads_keeps_every_count(
     assert len(ledger.turns) == RECENT + 3
     with pytest.raises(ne.BudgetExceededError):
         drive.run(graph, {"said": ["one more"]}, config)
+
+
+def test_a_budget_adds_nothing_to_the_graphs_checkpoints(
+    drive: Drive, saver: BaseCheckpointSaver[Any]
+) -> None:
+    plain, counted = _thread(), _thread()
+    drive.run(ne.compile(pipeline(Counter()), checkpointer=saver), {"topic": "t"}, plain)
+    budgeted = ne.compile(pipeline(Counter()), checkpointer=saver, budget=ne.Budget())
+    drive.run(budgeted, {"topic": "t"}, counted)
+
+    def metadata(config: RunnableConfig) -> dict[int, dict[str, Any]]:
+        root = {"configurable": {**config["configurable"], "checkpoint_ns": ""}}
+        return {tup.metadata["step"]: dict(tup.metadata) for tup in saver.list(root)}
+
+    assert metadata(plain) == metadata(counted)
+    assert [s.values for s in drive.get_state_history(budgeted, counted)] == [
+        s.values for s in drive.get_state_history(budgeted, plain)
+    ]
