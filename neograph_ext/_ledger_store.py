@@ -17,10 +17,16 @@ Rules:
 - Written and read through the saver's public ``put`` / ``list`` only, so every
   ``BaseCheckpointSaver`` keeps it. Written from the counting callback only, which is
   sync in every run (``_spend``); read by sync and async twins that differ by ``await``.
+- LangGraph's async savers (``AsyncSqliteSaver``, ``AsyncPostgresSaver``; checked on
+  checkpoint-sqlite 3.1 and checkpoint-postgres 3.2) run a sync call on their own loop
+  (``saver.loop``) and wait for it: called from that loop's thread (sync code inside an
+  async node) it would wait forever. There a write is scheduled on the loop instead,
+  after the writes scheduled before it (``write_ledger_soon``).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
@@ -40,9 +46,11 @@ __all__ = [
     "RECENT",
     "LedgerRecord",
     "aread_ledger",
+    "blocks_on_loop",
     "new_record",
     "read_ledger",
     "write_ledger",
+    "write_ledger_soon",
 ]
 
 LEDGER_NS = "neograph-ext-budget"
@@ -101,6 +109,39 @@ def write_ledger(
     version = saver.get_next_version(record.version, None)
     saver.put(*_write(thread_id, record.checkpoint_id, version, ledger))
     return LedgerRecord(record.checkpoint_id, version)
+
+
+def blocks_on_loop(saver: BaseCheckpointSaver[Any]) -> bool:
+    """Whether ``saver``'s sync calls would wait on this thread's running loop (an async
+    saver's, called from its loop's thread): then write with ``write_ledger_soon``."""
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return getattr(saver, "loop", None) is running
+
+
+def write_ledger_soon(
+    saver: BaseCheckpointSaver[Any],
+    thread_id: str,
+    record: LedgerRecord,
+    ledger: Ledger,
+    after: asyncio.Task[None] | None,
+) -> tuple[LedgerRecord, asyncio.Task[None]]:
+    """``write_ledger``, scheduled on the running loop once ``after`` is done.
+
+    Returns:
+        The record for the next write, and the task writing this one.
+    """
+    version = saver.get_next_version(record.version, None)
+    args = _write(thread_id, record.checkpoint_id, version, ledger)
+
+    async def written() -> None:
+        if after is not None:
+            await after
+        await saver.aput(*args)
+
+    return LedgerRecord(record.checkpoint_id, version), asyncio.create_task(written())
 
 
 def _config(thread_id: str) -> RunnableConfig:

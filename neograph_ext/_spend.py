@@ -23,6 +23,7 @@ Rules:
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Mapping
 from typing import Any, Literal
@@ -37,7 +38,13 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from neograph_ext._budget import Budget, Exceeded, Ledger
 from neograph_ext._errors import BudgetExceededError
-from neograph_ext._ledger_store import new_record, read_ledger, write_ledger
+from neograph_ext._ledger_store import (
+    blocks_on_loop,
+    new_record,
+    read_ledger,
+    write_ledger,
+    write_ledger_soon,
+)
 
 __all__ = ["SpendCounter", "counting"]
 
@@ -166,6 +173,8 @@ class SpendCounter(BaseCallbackHandler):
         self._tally = tally
         self._saver = saver
         self._record = new_record()
+        self._soon: asyncio.Task[None] | None = None
+        """The last write scheduled on an async saver's loop (``write_ledger_soon``)."""
         self._lock = threading.Lock()  # parallel tasks call back from several threads
 
     def on_chain_start(
@@ -224,5 +233,10 @@ class SpendCounter(BaseCallbackHandler):
                 self._write()
 
     def _write(self) -> None:
-        tally = self._tally
-        self._record = write_ledger(self._saver, tally.thread_id, self._record, tally.ledger)
+        tally, saver = self._tally, self._saver
+        if not blocks_on_loop(saver):
+            self._record = write_ledger(saver, tally.thread_id, self._record, tally.ledger)
+        else:  # sync code on the loop of an async saver: waiting would block the loop
+            self._record, self._soon = write_ledger_soon(
+                saver, tally.thread_id, self._record, tally.ledger, self._soon
+            )

@@ -267,3 +267,25 @@ def test_a_budget_adds_nothing_to_the_graphs_checkpoints(
     assert [s.values for s in drive.get_state_history(budgeted, counted)] == [
         s.values for s in drive.get_state_history(budgeted, plain)
     ]
+
+
+# One way: the subject is sync code inside an async node, on the loop of an async saver.
+@pytest.mark.parametrize("drive", ["async"], indirect=True)
+def test_a_sync_model_call_inside_an_async_node_is_counted(
+    drive: Drive, saver: BaseCheckpointSaver[Any]
+) -> None:
+    model = UsageChat()
+
+    async def ask(state: Fan) -> Fan:
+        model.invoke("blocking")  # on the event loop's thread, as some nodes do
+        return {"said": ["ask"]}
+
+    builder = StateGraph(Fan)
+    builder.add_node("ask", ask)
+    builder.add_edge(START, "ask")
+    graph = ne.compile(builder, checkpointer=saver, budget=ne.Budget(max_model_calls=1))
+    config = _thread()
+    drive.run(graph, {"said": []}, config)
+    assert _spent(saver, config) == ne.Spend(supersteps=1, model_calls=1, tokens=TOKENS)
+    with pytest.raises(ne.BudgetExceededError):
+        drive.run(graph, {"said": ["again"]}, config)
