@@ -4,7 +4,8 @@ plan estimates for a rewind.
 Rules:
 - Reads only (``_ledger_store``); the arithmetic is ``_budget``'s.
 - A rewind re-runs tasks whose nodes already ran: their cost again is estimated from
-  what the ledger recorded for those nodes' last executions (``_budget.estimated``).
+  what the ledger recorded for those nodes' last executions (``_budget.estimated``),
+  when the graph planning has a budget; without one, ``plan`` reads what it always did.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from langgraph.pregel import Pregel
 
 from neograph_ext._budget import Ledger, estimated
 from neograph_ext._decision import PlanKind, ResumePlan
+from neograph_ext._graph import StampedGraph
 from neograph_ext._ledger_store import aread_ledger, read_ledger
 from neograph_ext._thread import checkpointer_of, thread_of
 
@@ -52,16 +54,19 @@ async def aledger(
     return await aread_ledger(saver, thread_of(config))
 
 
-def costed(plan: ResumePlan, saver: BaseCheckpointSaver[Any]) -> ResumePlan:
-    """``plan`` with its ``estimated_cost``, for a rewind on a thread with a ledger."""
-    if plan.kind is not PlanKind.REWIND:
+def costed(plan: ResumePlan, graph: StampedGraph, saver: BaseCheckpointSaver[Any]) -> ResumePlan:
+    """``plan`` with its ``estimated_cost``, for a rewind by a graph with a budget (a
+    graph without one reads nothing more than it did before budgets)."""
+    if plan.kind is not PlanKind.REWIND or graph.neograph_ext_budget is None:
         return plan
     return _with_cost(plan, read_ledger(saver, plan.thread_id))
 
 
-async def acosted(plan: ResumePlan, saver: BaseCheckpointSaver[Any]) -> ResumePlan:
+async def acosted(
+    plan: ResumePlan, graph: StampedGraph, saver: BaseCheckpointSaver[Any]
+) -> ResumePlan:
     """Async twin of ``costed``."""
-    if plan.kind is not PlanKind.REWIND:
+    if plan.kind is not PlanKind.REWIND or graph.neograph_ext_budget is None:
         return plan
     return _with_cost(plan, await aread_ledger(saver, plan.thread_id))
 

@@ -101,7 +101,7 @@ class ResumePlan:
     it: tells the same input given again from a new turn where no run mark recorded it
     (a turn plain LangGraph started)."""
     estimated_cost: Spend | None = field(default=None, compare=False)
-    """For a rewind of a thread whose graph has a ``Budget``: what running its re-run tasks
+    """For a rewind planned by a graph with a ``Budget``: what running its re-run tasks
     again costs, from the spend the thread's ledger recorded for their nodes (each node's
     last execution) plus one superstep per re-run step; None when nothing was recorded.
     Filled by ``plan`` (not part of the decision)."""

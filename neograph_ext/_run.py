@@ -68,7 +68,7 @@ def plan(
     """
     call = thread_call(graph, config, _planning("plan", resume, deprecated))
     with Driver(call) as driver:
-        return costed(driver.run(thread_plan(call)), call.saver)
+        return costed(driver.run(thread_plan(call)), call.graph, call.saver)
 
 
 async def aplan(
@@ -81,7 +81,7 @@ async def aplan(
     """Async twin of ``plan``."""
     call = thread_call(graph, config, _planning("aplan", resume, deprecated))
     async with AsyncDriver(call) as driver:
-        return await acosted(await driver.run(thread_plan(call)), call.saver)
+        return await acosted(await driver.run(thread_plan(call)), call.graph, call.saver)
 
 
 def _planning(function: str, resume: ResumePolicy | None, deprecated: Mapping[str, Any]) -> Asked:

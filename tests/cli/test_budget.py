@@ -10,7 +10,9 @@ import neograph_ext as ne
 from tests.cli.support import Database, cli
 from tests.graphs.budget import CALLS, TOKENS, pipeline
 
-reviewed_v2 = ne.compile(pipeline(Counter()), checkpointer=None, versions={"review": "v2"})
+reviewed_v2 = ne.compile(
+    pipeline(Counter()), checkpointer=None, versions={"review": "v2"}, budget=ne.Budget()
+)
 """The pipeline after a deploy that changed ``review``."""
 
 
