@@ -5,9 +5,8 @@ Rows, on one SQLite file saver, with the pipeline of ``tests.graphs.budget`` (3 
 real model call takes a second or more):
 
 - a fresh run with ``Budget()`` against the same graph compiled without one;
-- a fresh turn of a thread whose ledger already holds ``LONG`` writes (each is one
-  checkpoint of the ledger's namespace, all read when the run starts) against the same
-  run on a thread with an empty ledger.
+- a new turn of a thread of ``TURNS`` turns (one ledger record each, the newest
+  ``RECENT`` read when a run starts) against the same on a thread as long, unbudgeted.
 
 Runs alone (``python bench/bench_budget.py``) and prints its rows.
 """
@@ -23,13 +22,14 @@ from typing import Any
 from _harness import Case, Row, compared, interleave, sqlite_saver
 
 import neograph_ext
+from neograph_ext._ledger_store import RECENT
 
 sys.path.insert(1, str(Path(__file__).resolve().parents[1]))  # the model and graph of the tests
 from tests.graphs.budget import CALLS, pipeline
 
 REPS = 21
-LONG = 1_000
-"""Ledger writes on the long thread: one per superstep, two per model call."""
+TURNS = 100
+"""Turns of the long threads: one ledger record each."""
 
 
 def measure(saver: Any, reps: int = REPS) -> list[Row]:
@@ -63,32 +63,39 @@ def measure(saver: Any, reps: int = REPS) -> list[Row]:
         )
     ]
 
-    long_thread = fresh()
-    per_run = 3 + 2 * CALLS
-    for turn in range(LONG // per_run):
-        neograph_ext.run(counted, {"topic": f"turn {turn}"}, long_thread)
+    counted_thread, plain_thread = fresh(), fresh()
+    for turn in range(TURNS):
+        neograph_ext.run(counted, {"topic": f"turn {turn}"}, counted_thread)
+        neograph_ext.run(plain, {"topic": f"turn {turn}"}, plain_thread)
     turns = itertools.count()
 
-    def next_turn(config: Any) -> object:
+    def next_counted(config: Any) -> object:
         return neograph_ext.run(counted, {"topic": f"more {next(turns)}"}, config)
 
-    short = fresh()
+    def next_plain(config: Any) -> object:
+        return neograph_ext.run(plain, {"topic": f"more {next(turns)}"}, config)
+
     timings = interleave(
         [
-            Case("long", next_turn, lambda: long_thread, check),
-            Case("short", next_turn, lambda: short, check),
+            Case("counted", next_counted, lambda: counted_thread, check),
+            Case("plain", next_plain, lambda: plain_thread, check),
         ],
         reps,
     )
     rows.append(
         (
-            f"10b. A new turn of a thread whose ledger holds {LONG:,} writes vs one holding "
-            f"{per_run}, SQLite: `run()` with `Budget()`",
-            compared(timings, "long", "short"),
-            "no target; the ledger is read whole when a run starts",
+            f"10b. A new turn of a thread of {TURNS} turns ({TURNS} ledger records, "
+            f"{RECENT} read), SQLite: `run()` with `Budget()` vs without",
+            compared(timings, "counted", "plain"),
+            f"no target; {_extra(timings, 'counted', 'plain')} more per run "
+            f"({CALLS} model calls and the ledger read)",
         )
     )
     return rows
+
+
+def _extra(timings: Any, a: str, b: str) -> str:
+    return f"{(timings.median(a) - timings.median(b)) * 1000:.2f} ms"
 
 
 def _per_call(timings: Any, a: str, b: str) -> str:
