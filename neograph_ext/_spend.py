@@ -38,6 +38,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from neograph_ext._budget import Budget, Exceeded, Ledger
 from neograph_ext._errors import BudgetExceededError
+from neograph_ext._langgraph import TASK_ID_KEY
 from neograph_ext._ledger_store import (
     blocks_on_loop,
     new_record,
@@ -47,9 +48,6 @@ from neograph_ext._ledger_store import (
 )
 
 __all__ = ["SpendCounter", "counting"]
-
-_TASK_ID = "__pregel_task_id"
-"""LangGraph's configurable key of the task a graph runs inside (langgraph 1.1-1.2)."""
 
 
 def counting(
@@ -71,7 +69,7 @@ def counting(
     thread_id = configurable.get("thread_id")
     if budget is None or not isinstance(saver, BaseCheckpointSaver) or thread_id is None:
         return config
-    if configurable.get("checkpoint_ns") or _TASK_ID in configurable:
+    if configurable.get("checkpoint_ns") or TASK_ID_KEY in configurable:
         return config  # a subgraph's task: its spend counts for the root graph's
     tally = _Tally(budget, str(thread_id), new_turn)
     return merge_configs(config, {"callbacks": [SpendCounter(tally, saver)]})
