@@ -289,3 +289,14 @@ def test_a_sync_model_call_inside_an_async_node_is_counted(
     assert _spent(saver, config) == ne.Spend(supersteps=1, model_calls=1, tokens=TOKENS)
     with pytest.raises(ne.BudgetExceededError):
         drive.run(graph, {"said": ["again"]}, config)
+
+
+def test_the_ledger_is_deleted_with_its_thread(
+    drive: Drive, saver: BaseCheckpointSaver[Any]
+) -> None:
+    config = _thread()
+    graph = ne.compile(pipeline(Counter()), checkpointer=saver, budget=ne.Budget())
+    drive.run(graph, {"topic": "t"}, config)
+    assert ne.ledger(saver, config) is not None
+    saver.delete_thread(config["configurable"]["thread_id"])
+    assert ne.ledger(saver, config) is None
