@@ -11,11 +11,14 @@ code against, offline.
 """
 
 from neograph_ext._accept import aaccept, accept
+from neograph_ext._budget import Budget, Ledger, Spend
+from neograph_ext._budget_read import aledger, ledger
 from neograph_ext._changes import ChangeReason, NodeChange
 from neograph_ext._checks import is_stamped, unrevivable_types
 from neograph_ext._compile import compile
 from neograph_ext._decision import PlanKind, ResumePlan, TaskStep
 from neograph_ext._errors import (
+    BudgetExceededError,
     CheckpointSchemaError,
     FixtureError,
     GraphError,
@@ -47,6 +50,8 @@ from neograph_ext._run import aplan, arun, astream, plan, run, stream
 from neograph_ext._stamp_store import is_store_thread as is_reserved_thread
 
 __all__ = [
+    "Budget",
+    "BudgetExceededError",
     "ChangeReason",
     "CheckpointSchemaError",
     "DescriptionPruned",
@@ -55,6 +60,7 @@ __all__ = [
     "History",
     "HistoryEntry",
     "Inventory",
+    "Ledger",
     "LockPolicy",
     "NeographExtError",
     "NodeChange",
@@ -63,6 +69,7 @@ __all__ = [
     "PruneSkip",
     "ResumePlan",
     "ResumePolicy",
+    "Spend",
     "StampLostError",
     "StampStatus",
     "StampThreads",
@@ -77,6 +84,7 @@ __all__ = [
     "accept",
     "acheck_threads",
     "ahistory",
+    "aledger",
     "alist_threads",
     "aplan",
     "aprune",
@@ -90,6 +98,7 @@ __all__ = [
     "inventory",
     "is_reserved_thread",
     "is_stamped",
+    "ledger",
     "list_threads",
     "plan",
     "plan_fixture",

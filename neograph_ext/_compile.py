@@ -23,6 +23,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.pregel import Pregel
 
 from neograph_ext._auto_resume import AutoResumingGraph
+from neograph_ext._budget import Budget
 from neograph_ext._carrying import carrying
 from neograph_ext._errors import GraphError
 from neograph_ext._graph import StampedGraph, cache_salts, metadata_of
@@ -52,6 +53,7 @@ def compile(
     lock: LockPolicy | None = None,
     verify_writes: bool = False,
     verify_saver: bool = True,
+    budget: Budget | None = None,
     **compile_kwargs: Any,
 ) -> StampedGraph:
     """Compile a StateGraph whose checkpoints carry the fingerprints of its types.
@@ -94,6 +96,11 @@ def compile(
             description back, once per saver class and process, and raises
             ``StampLostError`` if the saver dropped the config metadata the stamp rides
             in. False accepts such a saver: its threads plan as ``unverified``.
+        budget: What each thread may spend (``Budget``: supersteps, chat-model calls,
+            tokens; per thread or per turn), counted across resumes, rewinds, crashes
+            and kills in a ledger stored with the thread; the next superstep or model
+            call that would pass a cap raises ``BudgetExceededError`` instead of
+            starting. Left out: nothing is counted.
         **compile_kwargs: Every other keyword of ``StateGraph.compile``. 0.2's
             ``keep_compatible=`` and ``migrations=`` (now ``ResumePolicy`` fields) and
             ``auto_resume=False`` (now ``auto_resume=True,
@@ -115,8 +122,14 @@ def compile(
         GraphError: ``builder`` is a graph of LangGraph's functional API (``@entrypoint``);
             or, with ``ResumePolicy(on_change="raise")``, a declared type's values cannot
             read back from a checkpoint as themselves (otherwise that is logged as a
-            warning); or a 0.2 keyword is given with the policy that covers it.
+            warning); or a 0.2 keyword is given with the policy that covers it; or
+            ``budget`` is not a ``Budget``.
     """
+    if budget is not None and not isinstance(budget, Budget):
+        raise GraphError(
+            f"compile(budget={budget!r}): pass a neograph_ext.Budget(max_supersteps=..., "
+            "max_model_calls=..., max_tokens=...), or leave budget out"
+        )
     strict_plain = auto_resume is False  # 0.2's spelling: plain calls plan, strictly
     given, compile_kwargs = asked(
         "compile",
@@ -179,6 +192,7 @@ def compile(
             "neograph_ext_channel_types": types,
             "neograph_ext_revival": revived,
             "neograph_ext_verify_saver": verify_saver,
+            "neograph_ext_budget": budget,
             "_neograph_ext_saved": weakref.WeakSet(),
             "_neograph_ext_described": weakref.WeakKeyDictionary(),
         },

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
+from neograph_ext._budget import Spend
 from neograph_ext._changes import NodeChange
 from neograph_ext._drawing import draw_mermaid, draw_png, marks
 
@@ -105,6 +106,11 @@ class ResumePlan:
     """Digest of the input the head's turn started with, as its input checkpoint holds
     it: tells the same input given again from a new turn where no run mark recorded it
     (a turn plain LangGraph started)."""
+    estimated_cost: Spend | None = field(default=None, compare=False)
+    """For a rewind planned by a graph with a ``Budget``: what running its re-run tasks
+    again costs, from the spend the thread's ledger recorded for their nodes (each node's
+    last execution) plus one superstep per re-run step; None when nothing was recorded.
+    Filled by ``plan`` (not part of the decision)."""
 
     def __str__(self) -> str:
         head = f"{self.kind}: thread {self.thread_id!r}"
@@ -121,6 +127,8 @@ class ResumePlan:
         summary = self.step_summary()
         if summary:
             lines.append(f"steps: {summary}")
+        if self.estimated_cost is not None:
+            lines.append(f"estimated cost of the re-run: {self.estimated_cost}")
         if self.migrated:
             lines.append(f"values kept or migrated: {', '.join(sorted(self.migrated))}")
         if self.replayed:

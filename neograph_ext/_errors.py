@@ -3,6 +3,8 @@
 Every error derives from one root so callers can catch the library as a whole::
 
     NeographExtError
+    ├── BudgetExceededError     the next superstep or model call would pass a cap of the
+    │                           graph's ``Budget``; the thread stays resumable
     ├── CheckpointSchemaError   (also a ValueError) a resume would reuse checkpoints written
     │                           by other types
     ├── StampLostError          the checkpointer does not keep the metadata LangGraph
@@ -31,9 +33,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from neograph_ext._budget import Spend
     from neograph_ext._decision import ResumePlan
 
 __all__ = [
+    "BudgetExceededError",
     "CheckpointSchemaError",
     "FixtureError",
     "GraphError",
@@ -123,3 +127,26 @@ class FixtureError(NeographExtError):
     """A thread fixture (``export_threads``, ``read_fixtures``) cannot be written or read:
     not a fixture, of a format version this release does not read, or malformed. The
     message names the file or thread and the fix."""
+
+
+class BudgetExceededError(NeographExtError):
+    """The next superstep or model call would pass a cap of the graph's ``Budget``.
+
+    Raised inside the run, before that superstep or call starts: the thread is left as a
+    crash leaves it (the step that stopped is resumable), so compiling the graph with a
+    larger cap and calling ``run`` again continues where it stopped.
+
+    Attributes:
+        thread_id: The thread.
+        cap: The ``Budget`` field that would be passed (``max_supersteps``,
+            ``max_model_calls`` or ``max_tokens``).
+        limit: Its value.
+        spent: What the thread (or, with ``per="turn"``, its current turn) has spent.
+    """
+
+    def __init__(self, message: str, thread_id: str, cap: str, limit: int, spent: Spend) -> None:
+        super().__init__(message)
+        self.thread_id = thread_id
+        self.cap = cap
+        self.limit = limit
+        self.spent = spent

@@ -14,6 +14,7 @@ Rules:
   the digest of the input a plain call starts with: a caller's metadata cannot forge
   a mark, and a graph invoked inside a node of a run does not inherit one.
 - Planning plain calls first is ``_auto_resume``'s subclass, above the drivers.
+- A graph compiled with a ``Budget`` counts every root invocation's spend (``_spend``).
 """
 
 from __future__ import annotations
@@ -32,8 +33,10 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
 
+from neograph_ext._budget import Budget
 from neograph_ext._policy import LockPolicy, ResumePolicy
 from neograph_ext._revive import Revival
+from neograph_ext._spend import counting
 from neograph_ext._stamp import (
     PLAIN_CALL,
     RUN_KEY,
@@ -79,6 +82,8 @@ class StampedGraph(CompiledStateGraph[Any, Any, Any, Any], Stamped):
     """The declared types, and which of them cannot read back from a checkpoint."""
     neograph_ext_verify_saver: ClassVar[bool] = True
     """``compile(verify_saver=...)``: whether ``run`` checks that the saver keeps the stamp."""
+    neograph_ext_budget: ClassVar[Budget | None] = None
+    """``compile(budget=...)``: what the graph's threads may spend; None: not counted."""
 
     def stream(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
@@ -97,7 +102,7 @@ class StampedGraph(CompiledStateGraph[Any, Any, Any, Any], Stamped):
         the graph does not resume, or when its plan leaves LangGraph nothing to change
         (then ``saver``: where to store the description afterwards, as a plain call
         does, although the call carries a run mark)."""
-        stamped = self._stamped(input, config)
+        stamped = self._counted(input, self._stamped(input, config))
         saver = saver or self._unsaved()
         if saver is None:
             yield from super().stream(input, stamped, **kwargs)
@@ -125,7 +130,7 @@ class StampedGraph(CompiledStateGraph[Any, Any, Any, Any], Stamped):
         saver: BaseCheckpointSaver[Any] | None = None,
     ) -> AsyncGenerator[Any, None]:
         """Async twin of ``neograph_ext_plain_stream``."""
-        stamped = self._stamped(input, config)
+        stamped = self._counted(input, self._stamped(input, config))
         saver = saver or self._unsaved()
         # aclosing: a consumer that stops early must close LangGraph's stream at once,
         # which cancels its running tasks, as it would without this wrapper.
@@ -194,6 +199,10 @@ class StampedGraph(CompiledStateGraph[Any, Any, Any, Any], Stamped):
         if isinstance(saver, BaseCheckpointSaver) and saver not in self._neograph_ext_saved:
             return saver
         return None
+
+    def _counted(self, input: Any, config: RunnableConfig) -> RunnableConfig:
+        new_turn = input is not None and not isinstance(input, Command)
+        return counting(config, self.neograph_ext_budget, self.checkpointer, new_turn)
 
     def _stamped(self, input: Any, config: RunnableConfig | None) -> RunnableConfig:
         stamp = self.neograph_ext_stamp

@@ -36,6 +36,7 @@ __all__ = [
     "SAFE_MSGPACK_TYPES",
     "STORED_IS_AVAILABLE",
     "TASKS_CHANNEL",
+    "TASK_ID_KEY",
     "compile_options",
     "delta_channels",
     "delta_snapshot",
@@ -77,6 +78,10 @@ TASKS_CHANNEL = "__pregel_tasks"
 
 COUNTERS_KEY = "counters_since_delta_snapshot"
 """Checkpoint metadata: per DeltaChannel, updates and steps since its last snapshot."""
+
+TASK_ID_KEY = "__pregel_task_id"
+"""The ``configurable`` key naming the task a graph runs inside: a graph invoked with it
+is a subgraph of that task's graph."""
 
 try:
     from langgraph.checkpoint.serde import _msgpack

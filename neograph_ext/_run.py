@@ -18,6 +18,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.pregel import Pregel
 
+from neograph_ext._budget_read import acosted, costed
 from neograph_ext._decision import ResumePlan
 from neograph_ext._drivers import AsyncDriver, Driver
 from neograph_ext._flow import resumed, thread_plan
@@ -67,7 +68,7 @@ def plan(
     """
     call = thread_call(graph, config, _planning("plan", resume, deprecated))
     with Driver(call) as driver:
-        return driver.run(thread_plan(call))
+        return costed(driver.run(thread_plan(call)), call.graph, call.saver)
 
 
 async def aplan(
@@ -80,7 +81,7 @@ async def aplan(
     """Async twin of ``plan``."""
     call = thread_call(graph, config, _planning("aplan", resume, deprecated))
     async with AsyncDriver(call) as driver:
-        return await driver.run(thread_plan(call))
+        return await acosted(await driver.run(thread_plan(call)), call.graph, call.saver)
 
 
 def _planning(function: str, resume: ResumePolicy | None, deprecated: Mapping[str, Any]) -> Asked:

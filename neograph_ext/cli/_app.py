@@ -24,6 +24,7 @@ from neograph_ext import (
     check_threads,
     history,
     inventory,
+    ledger,
     plan,
     unrevivable_types,
 )
@@ -33,6 +34,7 @@ from neograph_ext.cli._check import Tally, counted
 from neograph_ext.cli._database import open_database
 from neograph_ext.cli._export import export_command, fixture_check
 from neograph_ext.cli._graphs import Graph, attach, load
+from neograph_ext.cli._ledger import ledger_table
 from neograph_ext.cli._prune import prune_command
 from neograph_ext.cli._serde import quiet_values, reader
 from neograph_ext.cli._show import (
@@ -143,6 +145,7 @@ def history_command(
             source = saver if target is None else attach(target, saver, graph)
             with reading(f"thread {thread!r}"):
                 found = history(source, _config(thread, checkpoint))
+                spent = ledger(saver, _config(thread, None))
         if not found.checkpoints:
             raise CliError(f"thread {thread!r} has no checkpoints in this database")
         if not found:
@@ -152,6 +155,8 @@ def history_command(
         typer.echo(to_json(rows))
     else:
         console().print(history_table(found, rows, compared=target is not None))
+        if spent is not None:
+            console().print(ledger_table(thread, spent))
 
 
 @app.command("check")

@@ -60,6 +60,8 @@ def plan_panel(decision: ResumePlan) -> Panel:
     grid.add_row("kept", text(", ".join(decision.in_order(decision.kept)) or "-"))
     if decision.step_summary():
         grid.add_row("steps", text(decision.step_summary()))
+    if decision.estimated_cost is not None:
+        grid.add_row("estimated cost", text(str(decision.estimated_cost)))
     waits = ", ".join(decision.in_order(decision.next_nodes))
     grid.add_row("next", text(waits or "- (run complete)"))
     if decision.blocker:

@@ -34,7 +34,13 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
 import neograph_ext
-from neograph_ext import NeographExtError, PlanKind, ResumePlan, WriteReadbackError
+from neograph_ext import (
+    BudgetExceededError,
+    NeographExtError,
+    PlanKind,
+    ResumePlan,
+    WriteReadbackError,
+)
 from neograph_ext._decision_log import WARNED
 from neograph_ext._drivers import AsyncDriver, Driver
 from neograph_ext._flow import thread_plan
@@ -303,7 +309,9 @@ def _check_without_state(call: Call, raised: Any) -> None:
     if isinstance(raised, WriteReadbackError):  # a step's own failure, after its node ran
         _agree(bool(ran), plan, ran, "a write was verified though no node ran")
         return
-    if isinstance(raised, NeographExtError):  # every other error comes before any node runs
+    # A budget stops a run inside a task, as a node's own error does: checked like one.
+    if isinstance(raised, NeographExtError) and not isinstance(raised, BudgetExceededError):
+        # every other error comes before any node runs
         _agree(not ran, plan, ran, "an error of neograph-ext was raised after nodes ran")
         return
     if plan is None or plan.kind is PlanKind.FRESH or call.new_turn or plan.replayed:

@@ -9,6 +9,7 @@ from collections import Counter
 from typing import Annotated, Any, TypedDict
 
 import pytest
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import StructuredTool
 from langgraph.cache.memory import InMemoryCache
 from langgraph.channels.base import BaseChannel
@@ -24,6 +25,7 @@ from neograph_ext._langgraph import (
     MSGPACK_ALLOWLIST,
     SAFE_MSGPACK_TYPES,
     STORED_IS_AVAILABLE,
+    TASK_ID_KEY,
     compile_options,
     fold_cache_keys,
     strict_msgpack,
@@ -233,3 +235,17 @@ def test_the_msgpack_allowlist_is_known_to_exist_or_not() -> None:
         ("langchain_core.messages.human", "HumanMessage") in SAFE_MSGPACK_TYPES
     ) is has_allowlist
     assert not strict_msgpack()  # LANGGRAPH_STRICT_MSGPACK is unset in this process
+
+
+def test_a_task_names_itself_in_its_config_under_the_task_id_key() -> None:
+    class Seen(TypedDict, total=False):
+        keys: list[str]
+
+    def node(state: Seen, config: RunnableConfig) -> Seen:
+        return {"keys": sorted(config["configurable"])}
+
+    builder = StateGraph(Seen)
+    builder.add_node("node", node)
+    builder.add_edge(START, "node")
+    keys = builder.compile().invoke({})["keys"]
+    assert TASK_ID_KEY in keys

@@ -7,6 +7,8 @@ import inspect
 import neograph_ext
 
 EXPECTED = [
+    "Budget",
+    "BudgetExceededError",
     "ChangeReason",
     "CheckpointSchemaError",
     "DescriptionPruned",
@@ -15,6 +17,7 @@ EXPECTED = [
     "History",
     "HistoryEntry",
     "Inventory",
+    "Ledger",
     "LockPolicy",
     "NeographExtError",
     "NodeChange",
@@ -23,6 +26,7 @@ EXPECTED = [
     "PruneSkip",
     "ResumePlan",
     "ResumePolicy",
+    "Spend",
     "StampLostError",
     "StampStatus",
     "StampThreads",
@@ -37,6 +41,7 @@ EXPECTED = [
     "accept",
     "acheck_threads",
     "ahistory",
+    "aledger",
     "alist_threads",
     "aplan",
     "aprune",
@@ -50,6 +55,7 @@ EXPECTED = [
     "inventory",
     "is_reserved_thread",
     "is_stamped",
+    "ledger",
     "list_threads",
     "plan",
     "plan_fixture",
