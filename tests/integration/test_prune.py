@@ -33,6 +33,7 @@ import neograph_ext as ne
 from neograph_ext import PruneSkip
 from tests.cli.support import Database, postgres_database, sqlite_database
 from tests.fixtures import v0_1_0 as fx
+from tests.graphs.budget import pipeline as budget_pipeline
 from tests.graphs.delta import Far, Near, fan
 from tests.graphs.pipelines import State, linear
 from tests.graphs.pruning import LAST, THREADS, cfg, ids, namespaces, payload, reads, written
@@ -256,3 +257,20 @@ def test_thread_ids_limit_it_to_those_threads(db: Database) -> None:
     (delta,) = [t for t in everything.threads if t.thread_id == "delta"]
     assert report.threads == (delta,)
     assert ne.prune(graph).checkpoints == everything.checkpoints - len(delta.checkpoints)
+
+
+def test_a_budget_s_ledger_survives_pruning_the_branch_its_rewind_left(db: Database) -> None:
+    runs: Counter[str] = Counter()
+    budget = ne.Budget(max_model_calls=100)
+    config = cfg("budgeted")
+    ne.run(ne.compile(budget_pipeline(runs), checkpointer=db.saver, budget=budget), {}, config)
+    deployed = ne.compile(
+        budget_pipeline(runs), checkpointer=db.saver, budget=budget, versions={"review": "v2"}
+    )
+    ne.run(deployed, None, config)  # a rewind: the first run's review and publish are left
+    spent = ne.ledger(db.saver, config)
+    assert spent is not None and spent.total.model_calls == 7
+
+    report = ne.prune(deployed, apply=True, thread_ids=["budgeted"])
+    assert applied_ids(report, "budgeted")  # the abandoned branch went
+    assert ne.ledger(db.saver, config) == spent  # the spend it paid did not
