@@ -35,6 +35,7 @@ from neograph_ext._lineage import (
 from neograph_ext._policy import LockPolicy, ResumePolicy
 from neograph_ext._run import aplan, arun, astream, plan, run, stream
 from neograph_ext._stamp_store import is_store_thread as is_reserved_thread
+from neograph_ext._telemetry import Telemetry
 
 __all__ = [
     "ChangeReason",
@@ -51,6 +52,7 @@ __all__ = [
     "StampLostError",
     "StampStatus",
     "TaskStep",
+    "Telemetry",
     "ThreadBusyError",
     "UnreadableCheckpointError",
     "WriteReadbackError",

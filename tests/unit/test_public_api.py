@@ -21,6 +21,7 @@ EXPECTED = [
     "StampLostError",
     "StampStatus",
     "TaskStep",
+    "Telemetry",
     "ThreadBusyError",
     "UnreadableCheckpointError",
     "WriteReadbackError",
