@@ -20,7 +20,8 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 import neograph_ext as ne
 import neograph_ext._run as run_module
-from tests.drive import Drive
+from tests.drive import SYNC_ONLY, Drive
+from tests.graphs.chat import ProfileV2, ProfileV3, chat, say
 from tests.graphs.pipelines import Crash, linear, model
 
 V1 = model(score=(int, ...))
@@ -123,6 +124,66 @@ def test_a_new_thread_and_a_continued_one_are_told_as_such(
     assert drive.run(graph, None, _watched(config, recorder)) == DONE
     assert [told["kind"] for told in recorder.plans()] == ["continue"]
     assert runs == Counter({"a": 1, "b": 1, "c": 2, "d": 1})
+
+
+def test_a_plain_call_of_an_auto_resume_graph_tells_its_decision(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    runs: Counter[str] = Counter()
+    crashing = ne.compile(linear(runs, crash="c"), checkpointer=saver)
+    with pytest.raises(Crash):
+        drive.invoke(crashing, {"log": []}, config)
+    graph = ne.compile(linear(runs), checkpointer=saver, auto_resume=True, telemetry=TOLD)
+    recorder = Recorder()
+    assert drive.invoke(graph, None, _watched(config, recorder)) == DONE
+    assert [told["kind"] for told in recorder.plans()] == ["continue"]
+    assert runs == Counter({"a": 1, "b": 1, "c": 2, "d": 1})
+
+
+def test_a_migration_is_told_once_as_a_migration(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    """The call writes the fork that carries the values, then plans again from it (up to
+    date): the decision it tells is the one it carried out. Streamed: ``run`` of a thread
+    that needs no node invokes nothing, so tells only the run it is called in."""
+    first = ne.compile(chat(Counter()), checkpointer=saver)
+    drive.run(first, say("hi"), config)
+    drive.run(first, say("again"), config)
+    runs: Counter[str] = Counter()
+    graph = ne.compile(
+        chat(runs, ProfileV2),
+        checkpointer=saver,
+        resume=ne.ResumePolicy(keep_compatible=True),
+        telemetry=TOLD,
+    )
+    recorder = Recorder()
+    list(drive.stream(graph, None, _watched(config, recorder)))
+    assert runs == Counter()
+    (told,) = recorder.plans()
+    assert told["kind"] == "migrate" and told["migrated"] == ["profile"]
+
+
+# Sync only, as test_long_lived's replay test (the async replay on PostgreSQL at times
+# records the stored message as the input).
+@SYNC_ONLY
+def test_a_rewind_that_replays_later_turns_is_told_once(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    first = ne.compile(chat(Counter()), checkpointer=saver)
+    drive.run(first, say("hi"), config)
+    drive.run(first, say("again"), config)
+    runs: Counter[str] = Counter()
+    graph = ne.compile(
+        chat(runs, ProfileV3),
+        checkpointer=saver,
+        resume=ne.ResumePolicy(replay_turns=True),
+        telemetry=TOLD,
+    )
+    recorder = Recorder()
+    drive.run(graph, None, _watched(config, recorder))
+    assert runs == Counter({"extract": 1, "reply": 2})  # two invocations
+    (told,) = recorder.plans()
+    assert told["kind"] == "rewind" and len(told["replayed"]) == 1
 
 
 def test_an_up_to_date_run_tells_the_run_it_is_called_in(
