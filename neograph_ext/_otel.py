@@ -5,6 +5,8 @@ Rules:
 - The API alone: without an SDK configured, every call here is OpenTelemetry's no-op.
 - The log event is emitted in the current context, so an SDK correlates it to the
   current span (its trace and span ids), as OpenTelemetry's logs do.
+- An ``opentelemetry-api`` older than ``OLDEST`` is not used: importing this module
+  raises ``ImportError``, as if the API were absent.
 - Attribute values are bounded sets (kinds, reasons), never ids: ids are high-cardinality
   and belong in the log event, not on a counter.
 
@@ -13,6 +15,7 @@ Checked on opentelemetry-api and -sdk 1.45.
 
 from __future__ import annotations
 
+from importlib.metadata import version
 from typing import Any
 
 from opentelemetry import metrics
@@ -20,7 +23,14 @@ from opentelemetry._logs import SeverityNumber, get_logger
 
 from neograph_ext._decision import ResumePlan
 
-__all__ = ["SCOPE", "record_decision"]
+__all__ = ["OLDEST", "SCOPE", "record_decision"]
+
+OLDEST = (1, 45)
+"""The oldest ``opentelemetry-api`` used (keyword ``Logger.emit(event_name=...)``): an
+older one, installed for another package, counts as absent rather than failing runs."""
+
+if tuple(int(part) for part in version("opentelemetry-api").split(".")[:2]) < OLDEST:
+    raise ImportError(f"opentelemetry-api {version('opentelemetry-api')} is older than 1.45")
 
 SCOPE = "neograph_ext"
 """The instrumentation scope of the meter and the logger."""

@@ -122,7 +122,7 @@ def decision_tags(plan: ResumePlan) -> list[str]:
 
 def decision_metadata(plan: ResumePlan) -> dict[str, str]:
     """The root run's metadata: the decision, and the checkpoints that find the original
-    run (the thread id is LangChain's own ``thread_id`` key)."""
+    run (the thread id is already there: LangGraph adds ``thread_id``)."""
     metadata = {"neograph_ext.decision": str(plan.kind)}
     if plan.head_id is not None:
         metadata["neograph_ext.head_id"] = plan.head_id
@@ -201,10 +201,11 @@ async def atold_outside(config: RunnableConfig, plan: ResumePlan) -> None:
 
 def _within(herald: Herald | AsyncHerald, run_id: UUID) -> RunnableConfig:
     """The config whose callbacks dispatch into run ``run_id``: the run's own callbacks,
-    with that run as the parent, tagged with the decision."""
+    with that run as the parent, tagged as the run is."""
     manager = _manager(herald.callbacks)
     manager.parent_run_id = run_id
-    return {"callbacks": manager, "tags": decision_tags(herald.plan)}
+    plan = herald.plan
+    return {"callbacks": manager, "tags": decision_tags(plan), "metadata": decision_metadata(plan)}
 
 
 def _manager(callbacks: Any) -> BaseCallbackManager:

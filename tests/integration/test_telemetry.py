@@ -271,6 +271,7 @@ async def test_astream_events_of_an_auto_resume_graph_hold_one_plan_event_per_ca
     assert roots[0]["metadata"]["neograph_ext.decision"] == "rewind"
     assert "neograph_ext.decision=rewind" in roots[0]["tags"]
     assert told["tags"] == ["neograph_ext.decision=rewind"]
+    assert told["metadata"]["neograph_ext.checkpoint_id"] == expected.checkpoint_id
     nested = [e for e in events if e["parent_ids"]]
     assert nested and not [e for e in nested if "neograph_ext.decision" in e["metadata"]]
 

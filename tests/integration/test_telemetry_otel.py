@@ -127,12 +127,23 @@ def test_a_plain_call_of_an_auto_resume_graph_is_counted(
     assert exporters.counted()["neograph_ext.decisions"] == {fresh: 1}
 
 
+ABSENT = """
+import sys
+sys.modules["opentelemetry"] = None  # as if opentelemetry-api were not installed
+"""
+TOO_OLD = """
+import importlib.metadata
+newest = importlib.metadata.version
+importlib.metadata.version = lambda name: "1.20.0" if name == "opentelemetry-api" else newest(name)
+"""
+
+
 @SYNC_ONLY  # its subject is the import of the package, in a subprocess
-def test_without_opentelemetry_the_event_is_still_dispatched(drive: Drive) -> None:
-    script = textwrap.dedent(
+@pytest.mark.parametrize("without", [ABSENT, TOO_OLD], ids=["absent", "too-old"])
+def test_without_opentelemetry_the_event_is_still_dispatched(drive: Drive, without: str) -> None:
+    script = without + textwrap.dedent(
         """
         import sys
-        sys.modules["opentelemetry"] = None  # as if opentelemetry-api were not installed
         from collections import Counter
         from langgraph.checkpoint.memory import InMemorySaver
         from langchain_core.callbacks import BaseCallbackHandler
