@@ -156,7 +156,7 @@ def _told(
     if telemetry is None:
         return call.config
     plan = recorded(decision or fresh_plan(call.thread_id), telemetry)
-    return told(call.config, plan, herald)
+    return told(call.config, plan, herald, call.graph.config)
 
 
 def _plain_mark(

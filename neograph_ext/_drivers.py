@@ -166,7 +166,7 @@ class Driver:
     def _told(self, config: RunnableConfig) -> RunnableConfig:
         """``config``, carrying the decision told, for the call's first invocation."""
         plan, self._telling = self._telling, None
-        return config if plan is None else told(config, plan, Herald)
+        return config if plan is None else told(config, plan, Herald, self.call.graph.config)
 
 
 class AsyncDriver:
@@ -265,7 +265,7 @@ class AsyncDriver:
     def _told(self, config: RunnableConfig) -> RunnableConfig:
         """Async twin of ``Driver._told``."""
         plan, self._telling = self._telling, None
-        return config if plan is None else told(config, plan, AsyncHerald)
+        return config if plan is None else told(config, plan, AsyncHerald, self.call.graph.config)
 
 
 def _close(listing: Iterable[CheckpointTuple]) -> None:

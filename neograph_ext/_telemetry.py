@@ -34,7 +34,11 @@ from langchain_core.callbacks.manager import (
     dispatch_custom_event,
 )
 from langchain_core.runnables import RunnableConfig
-from langchain_core.runnables.config import ensure_config, get_callback_manager_for_config
+from langchain_core.runnables.config import (
+    ensure_config,
+    get_callback_manager_for_config,
+    merge_configs,
+)
 
 from neograph_ext._decision import PlanKind, ResumePlan
 
@@ -173,12 +177,20 @@ class AsyncHerald(AsyncCallbackHandler):
 
 
 def told(
-    config: RunnableConfig, plan: ResumePlan, herald: type[Herald] | type[AsyncHerald]
+    config: RunnableConfig,
+    plan: ResumePlan,
+    herald: type[Herald] | type[AsyncHerald],
+    graph_config: RunnableConfig | None,
 ) -> RunnableConfig:
-    """``config`` for the invocation that carries ``plan``: its callbacks (or those of the
-    run it is called in) with ``herald``, the tags and the metadata local to the root run.
-    A new config; ``config`` is not mutated."""
-    callbacks = ensure_config(config).get("callbacks")
+    """``config`` for the invocation that carries ``plan``: the callbacks the graph's run
+    gets (the graph's own, ``graph_config``'s, and the call's, or those of the run it is
+    called in) with ``herald``, the tags and the metadata local to the root run. A new
+    config; ``config`` is not mutated.
+
+    The graph's callbacks are merged in here, before ``herald``: LangGraph merges them
+    again and skips those already there, so ``herald`` stays the last.
+    """
+    callbacks = merge_configs(graph_config or {}, config).get("callbacks")
     manager = _manager(callbacks)
     manager.add_tags(decision_tags(plan), inherit=False)
     manager.add_metadata(decision_metadata(plan), inherit=False)

@@ -211,6 +211,19 @@ def test_an_up_to_date_run_tells_the_run_it_is_called_in(
     assert run_id == recorder.seen[0][1][0]  # the lambda's run
 
 
+def test_handlers_the_graph_is_configured_with_see_the_event_inside_its_run(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    recorder = Recorder()
+    graph = ne.compile(linear(Counter()), checkpointer=saver, telemetry=TOLD)
+    configured = graph.with_config(callbacks=[recorder])
+    given = Recorder()
+    assert drive.run(configured, {"log": []}, _watched(config, given)) == DONE
+    for seen in (recorder, given):
+        assert [kind for kind, _ in seen.seen] == ["root", EVENT]
+        assert [told["kind"] for told in seen.plans()] == ["fresh"]
+
+
 def test_telemetry_adds_nothing_to_checkpoints(
     drive: Drive, saver: BaseCheckpointSaver[Any]
 ) -> None:
