@@ -53,14 +53,14 @@ OLDEST_STAMP := $(OLDEST)/.installed
 $(OLDEST_STAMP): pyproject.toml .ci/oldest.txt
 	$(OLDEST)/bin/python -m pip --version >/dev/null 2>&1 || $(PYTHON) -m venv --clear $(OLDEST)
 	$(OLDEST)/bin/python -m pip install --upgrade pip
-	$(OLDEST)/bin/python -m pip install -c .ci/oldest.txt -e '.[sqlite,postgres,cli]' \
-		pytest pytest-asyncio hypothesis
+	$(OLDEST)/bin/python -m pip install -c .ci/oldest.txt -e '.[sqlite,postgres,cli,otel]' \
+		pytest pytest-asyncio hypothesis opentelemetry-sdk
 	touch $@
 
 # Left out, run by make test on the newest versions: the third-party savers and the agent
 # builders, whose own floors are above ours (plainredis needs checkpoint 4.1, langchain 1.5
-# langchain-core 1.8), DeltaChannel, which arrived in langgraph 1.2 (the conformance
-# matrix has DeltaChannel columns), and OpenTelemetry (the otel extra, not installed here).
+# langchain-core 1.8), and DeltaChannel, which arrived in langgraph 1.2 (the conformance
+# matrix has DeltaChannel columns).
 test-oldest: $(OLDEST_STAMP)
 	$(OLDEST)/bin/python -m pytest tests/unit tests/integration -m "not postgres" \
 		--ignore=tests/integration/test_saver_check.py \
@@ -73,7 +73,6 @@ test-oldest: $(OLDEST_STAMP)
 		--ignore=tests/integration/test_agents.py \
 		--ignore=tests/unit/test_stamp_agents.py \
 		--ignore=tests/unit/test_agent_knowledge.py \
-		--ignore=tests/integration/test_telemetry_otel.py \
 		-p no:cacheprovider -q
 
 # All three checks run, so one report shows every problem; any failure fails.
