@@ -53,8 +53,8 @@ OLDEST_STAMP := $(OLDEST)/.installed
 $(OLDEST_STAMP): pyproject.toml .ci/oldest.txt
 	$(OLDEST)/bin/python -m pip --version >/dev/null 2>&1 || $(PYTHON) -m venv --clear $(OLDEST)
 	$(OLDEST)/bin/python -m pip install --upgrade pip
-	$(OLDEST)/bin/python -m pip install -c .ci/oldest.txt -e '.[sqlite,postgres,cli]' \
-		pytest pytest-asyncio hypothesis
+	$(OLDEST)/bin/python -m pip install -c .ci/oldest.txt -e '.[sqlite,postgres,cli,otel]' \
+		pytest pytest-asyncio hypothesis opentelemetry-sdk
 	touch $@
 
 # Left out, run by make test on the newest versions: the third-party savers and the agent

@@ -48,6 +48,7 @@ from neograph_ext._prune import DescriptionPruned, PruneReport, PruneSkip, Threa
 from neograph_ext._pruning import aprune, prune
 from neograph_ext._run import aplan, arun, astream, plan, run, stream
 from neograph_ext._stamp_store import is_store_thread as is_reserved_thread
+from neograph_ext._telemetry import Telemetry
 
 __all__ = [
     "Budget",
@@ -74,6 +75,7 @@ __all__ = [
     "StampStatus",
     "StampThreads",
     "TaskStep",
+    "Telemetry",
     "ThreadBusyError",
     "ThreadCheck",
     "ThreadFixture",

@@ -34,6 +34,7 @@ from neograph_ext._head_state import started_input
 from neograph_ext._policy import Asked, ResumePolicy
 from neograph_ext._run import astream, stream
 from neograph_ext._stamp import encode_run, input_digest
+from neograph_ext._telemetry import AsyncHerald, Herald, fresh_plan, recorded, told
 from neograph_ext._thread import ThreadCall, thread_call
 
 __all__ = ["AutoResumingGraph", "aserved", "served"]
@@ -109,6 +110,7 @@ def served(
     if not _as_given(decision, call.resume):
         yield from stream(graph, input, config, resume=resume, **kwargs)
         return
+    config = _told(call, decision, Herald)
     with marking(call.stamp, _plain_mark(call, decision, head, input)):
         yield from graph.neograph_ext_plain_stream(input, config, kwargs, call.saver)
 
@@ -125,7 +127,8 @@ async def aserved(
         chunks = astream(graph, input, config, resume=resume, **kwargs)
     else:
         mark = _plain_mark(call, decision, head, input)
-        plain = graph.neograph_ext_plain_astream(input, config, kwargs, call.saver)
+        told_config = _told(call, decision, AsyncHerald)
+        plain = graph.neograph_ext_plain_astream(input, told_config, kwargs, call.saver)
         chunks = amarked(call.stamp, mark, plain)
     async with aclosing(cast("AsyncGenerator[Any, None]", chunks)) as served_chunks:
         async for chunk in served_chunks:
@@ -141,6 +144,19 @@ def _as_given(decision: ResumePlan | None, resume: ResumePolicy) -> bool:
     if decision.kind is PlanKind.UNVERIFIED:
         return resume.on_unverified == "resume"
     return decision.kind in _PLAIN_KINDS
+
+
+def _told(
+    call: ThreadCall, decision: ResumePlan | None, herald: type[Herald] | type[AsyncHerald]
+) -> RunnableConfig:
+    """The config of a served call LangGraph runs as given: the caller's, carrying the
+    decision when the graph was compiled with ``telemetry`` (``_telemetry.told``); a call
+    ``stream`` serves tells its own."""
+    telemetry = call.graph.neograph_ext_telemetry
+    if telemetry is None:
+        return call.config
+    plan = recorded(decision or fresh_plan(call.thread_id), telemetry)
+    return told(call.config, plan, herald, call.graph.config)
 
 
 def _plain_mark(

@@ -32,6 +32,7 @@ from neograph_ext._langgraph import compile_options, fold_cache_keys
 from neograph_ext._policy import LockPolicy, ResumePolicy, asked, resolve
 from neograph_ext._revive import allowed_pairs, declared, report, revival
 from neograph_ext._stamp import STAMP_KEY, stamp_ref
+from neograph_ext._telemetry import Telemetry
 from neograph_ext._verify_writes import verifying
 from neograph_ext._written_types import watching
 
@@ -54,6 +55,7 @@ def compile(
     verify_writes: bool = False,
     verify_saver: bool = True,
     budget: Budget | None = None,
+    telemetry: Telemetry | None = None,
     **compile_kwargs: Any,
 ) -> StampedGraph:
     """Compile a StateGraph whose checkpoints carry the fingerprints of its types.
@@ -101,6 +103,12 @@ def compile(
             and kills in a ledger stored with the thread; the next superstep or model
             call that would pass a cap raises ``BudgetExceededError`` instead of
             starting. Left out: nothing is counted.
+        telemetry: ``Telemetry()``: every planned call (``run`` and its twins, plain
+            calls with ``auto_resume``) dispatches the LangChain custom event
+            ``neograph_ext.plan`` inside the graph's root run, tags and adds metadata to
+            that run naming the decision, and (with ``opentelemetry-api`` installed)
+            emits an OpenTelemetry log event and adds to counters. Default None: none of
+            that, so event streams and traces are LangGraph's own.
         **compile_kwargs: Every other keyword of ``StateGraph.compile``. 0.2's
             ``keep_compatible=`` and ``migrations=`` (now ``ResumePolicy`` fields) and
             ``auto_resume=False`` (now ``auto_resume=True,
@@ -193,6 +201,7 @@ def compile(
             "neograph_ext_revival": revived,
             "neograph_ext_verify_saver": verify_saver,
             "neograph_ext_budget": budget,
+            "neograph_ext_telemetry": telemetry,
             "_neograph_ext_saved": weakref.WeakSet(),
             "_neograph_ext_described": weakref.WeakKeyDictionary(),
         },

@@ -19,8 +19,10 @@ from contextlib import AsyncExitStack, ExitStack, aclosing
 from types import TracebackType
 from typing import Any, TypeVar, cast
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple
 
+from neograph_ext._decision import ResumePlan
 from neograph_ext._flow import (
     CarryValues,
     Flow,
@@ -35,6 +37,7 @@ from neograph_ext._flow import (
     ReadValues,
     StoreDescription,
     TakeLock,
+    Tell,
 )
 from neograph_ext._graph import marking
 from neograph_ext._head_state import output_of
@@ -44,6 +47,7 @@ from neograph_ext._lock import athread_lock, thread_lock
 from neograph_ext._migrate import acarry, carry
 from neograph_ext._stamp import Stamp
 from neograph_ext._stamp_store import aload, load
+from neograph_ext._telemetry import AsyncHerald, Herald, atold_outside, recorded, told, told_outside
 from neograph_ext._thread import ThreadCall, whole_thread
 from neograph_ext._unreadable import reading
 
@@ -69,6 +73,8 @@ class Driver:
     def __init__(self, call: ThreadCall) -> None:
         self.call = call
         self._held = ExitStack()
+        self._telling: ResumePlan | None = None
+        """A decision told (``Tell``) whose event the next invocation carries."""
 
     def __enter__(self) -> Driver:
         return self
@@ -100,10 +106,10 @@ class Driver:
             sent = None
             if isinstance(op, Invoke):
                 with marking(stamp, op.mark):
-                    yield from graph.stream(op.input, op.config, **op.kwargs)
+                    yield from graph.stream(op.input, self._told(op.config), **op.kwargs)
             elif isinstance(op, Idle):
                 with marking(stamp, IDLE_MARK):
-                    yield from graph.stream(None, op.config, **op.kwargs)
+                    yield from graph.stream(None, self._told(op.config), **op.kwargs)
             else:
                 sent = self.perform(op)
 
@@ -145,12 +151,22 @@ class Driver:
         if isinstance(op, KeepTasks):
             with marking(call.stamp, op.mark):
                 return keep(graph, saver, op.target, op.nodes, call.stamp, op.mark)
+        if isinstance(op, Tell):
+            self._telling = recorded(op.plan, call.graph.neograph_ext_telemetry)
+            return None
         if isinstance(op, Invoke):
             with marking(call.stamp, op.mark):
-                return graph.invoke(op.input, op.config, **op.kwargs)
+                return graph.invoke(op.input, self._told(op.config), **op.kwargs)
+        if self._telling is not None:
+            told_outside(op.config, self._telling)
         if op.stored is not None:
             return op.stored[0]
         return output_of(graph, graph.get_state(op.config).values)
+
+    def _told(self, config: RunnableConfig) -> RunnableConfig:
+        """``config``, carrying the decision told, for the call's first invocation."""
+        plan, self._telling = self._telling, None
+        return config if plan is None else told(config, plan, Herald, self.call.graph.config)
 
 
 class AsyncDriver:
@@ -159,6 +175,7 @@ class AsyncDriver:
     def __init__(self, call: ThreadCall) -> None:
         self.call = call
         self._held = AsyncExitStack()
+        self._telling: ResumePlan | None = None
 
     async def __aenter__(self) -> AsyncDriver:
         return self
@@ -188,11 +205,11 @@ class AsyncDriver:
                 return
             sent = None
             if isinstance(op, Invoke):
-                chunks = graph.astream(op.input, op.config, **op.kwargs)
+                chunks = graph.astream(op.input, self._told(op.config), **op.kwargs)
                 async for chunk in amarked(stamp, op.mark, chunks):
                     yield chunk
             elif isinstance(op, Idle):
-                chunks = graph.astream(None, op.config, **op.kwargs)
+                chunks = graph.astream(None, self._told(op.config), **op.kwargs)
                 async for chunk in amarked(stamp, IDLE_MARK, chunks):
                     yield chunk
             else:
@@ -233,12 +250,22 @@ class AsyncDriver:
         if isinstance(op, KeepTasks):
             with marking(call.stamp, op.mark):
                 return await akeep(graph, saver, op.target, op.nodes, call.stamp, op.mark)
+        if isinstance(op, Tell):
+            self._telling = recorded(op.plan, call.graph.neograph_ext_telemetry)
+            return None
         if isinstance(op, Invoke):
             with marking(call.stamp, op.mark):
-                return await graph.ainvoke(op.input, op.config, **op.kwargs)
+                return await graph.ainvoke(op.input, self._told(op.config), **op.kwargs)
+        if self._telling is not None:
+            await atold_outside(op.config, self._telling)
         if op.stored is not None:
             return op.stored[0]
         return output_of(graph, (await graph.aget_state(op.config)).values)
+
+    def _told(self, config: RunnableConfig) -> RunnableConfig:
+        """Async twin of ``Driver._told``."""
+        plan, self._telling = self._telling, None
+        return config if plan is None else told(config, plan, AsyncHerald, self.call.graph.config)
 
 
 def _close(listing: Iterable[CheckpointTuple]) -> None:

@@ -55,6 +55,7 @@ __all__ = [
     "ReadValues",
     "StoreDescription",
     "TakeLock",
+    "Tell",
     "planned",
     "read_head",
     "resumed",
@@ -149,6 +150,13 @@ class Idle(NamedTuple):
     kwargs: Mapping[str, Any]
 
 
+class Tell(NamedTuple):
+    """Tell traces and metrics the call's decision (``compile(telemetry=...)``), before
+    the invocation it is told inside (``_telemetry``)."""
+
+    plan: ResumePlan
+
+
 Op = (
     ReadTuple
     | ReadLineage
@@ -161,6 +169,7 @@ Op = (
     | KeepTasks
     | Invoke
     | Idle
+    | Tell
 )
 Flow = Generator[Op, Any, _T]
 
@@ -255,9 +264,11 @@ def resumed(call: ThreadCall, input: Any, kwargs: Mapping[str, Any]) -> Flow[Any
     plan = yield from planned(call, head)
     work = work_for(call, plan, head, input, kwargs)
     if not work.invocations and work.carry is None:
+        yield from _told(call, plan)
         return (yield Idle(call.config, work.stored, work.kwargs))
     yield TakeLock()
-    call, work = yield from _settled(call, newest, head, work, input, kwargs)
+    call, work, plan = yield from _settled(call, newest, head, work, plan, input, kwargs)
+    yield from _told(call, plan)
     if not work.invocations:
         return (yield Idle(at_checkpoint(call.config, None), work.stored, work.kwargs))
     yield StoreDescription()
@@ -281,18 +292,20 @@ def _settled(
     newest: CheckpointTuple | None,
     head: CheckpointTuple | None,
     work: Work,
+    plan: ResumePlan,
     input: Any,
     kwargs: Mapping[str, Any],
-) -> Flow[tuple[ThreadCall, Work]]:
-    """What to invoke, once the thread's lock is held: planned again when the thread
-    moved while this call waited for the lock (``_followed``, ``_moved``); a plan that
-    carries values first writes the fork that carries them, then is planned again from
-    it (the fork is the thread's newest: it is resumed, finished tasks and interrupts
-    kept, rather than forked again)."""
+) -> Flow[tuple[ThreadCall, Work, ResumePlan]]:
+    """What to invoke, once the thread's lock is held, and the decision it carries out:
+    planned again when the thread moved while this call waited for the lock
+    (``_followed``, ``_moved``); a plan that carries values first writes the fork that
+    carries them, then is planned again from it (the fork is the thread's newest: it is
+    resumed, finished tasks and interrupts kept, rather than forked again)."""
     locked = yield from _followed(call, newest)
     if locked is not call or _moved(head, (yield ReadTuple(call.config))):
         head = yield from read_head(locked)
-        work = work_for(locked, (yield from planned(locked, head)), head, input, kwargs)
+        plan = yield from planned(locked, head)
+        work = work_for(locked, plan, head, input, kwargs)
     if work.carry is not None:
         written = yield CarryValues(work.carry, locked.config, call.carrying)
         logger.info(
@@ -303,7 +316,13 @@ def _settled(
         locked = locked._replace(config=at_checkpoint(locked.config, None))
         head = yield from read_head(locked)
         work = work_for(locked, (yield from planned(locked, head)), head, input, kwargs)
-    return locked, work
+    return locked, work, plan
+
+
+def _told(call: ThreadCall, plan: ResumePlan) -> Flow[None]:
+    """Tell the decision, when the graph was compiled with ``telemetry``."""
+    if call.graph.neograph_ext_telemetry is not None:
+        yield Tell(plan)
 
 
 def _followed(call: ThreadCall, newest: CheckpointTuple | None) -> Flow[ThreadCall]:

@@ -50,6 +50,7 @@ from neograph_ext._stamp import (
 from neograph_ext._stamp_store import asave, save
 from neograph_ext._stamp_store import averify as acheck_saver
 from neograph_ext._stamp_store import verify as check_saver
+from neograph_ext._telemetry import Telemetry
 
 __all__ = ["StampedGraph", "cache_salts", "marking", "metadata_of"]
 
@@ -84,6 +85,8 @@ class StampedGraph(CompiledStateGraph[Any, Any, Any, Any], Stamped):
     """``compile(verify_saver=...)``: whether ``run`` checks that the saver keeps the stamp."""
     neograph_ext_budget: ClassVar[Budget | None] = None
     """``compile(budget=...)``: what the graph's threads may spend; None: not counted."""
+    neograph_ext_telemetry: ClassVar[Telemetry | None] = None
+    """``compile(telemetry=...)``: what planned calls tell traces and metrics; None: nothing."""
 
     def stream(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any

@@ -31,6 +31,7 @@ EXPECTED = [
     "StampStatus",
     "StampThreads",
     "TaskStep",
+    "Telemetry",
     "ThreadBusyError",
     "ThreadCheck",
     "ThreadFixture",
