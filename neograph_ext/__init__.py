@@ -19,6 +19,7 @@ from neograph_ext._errors import (
     NeographExtError,
     StampLostError,
     ThreadBusyError,
+    ThreadSupersededError,
     UnreadableCheckpointError,
     WriteReadbackError,
 )
@@ -52,6 +53,7 @@ __all__ = [
     "StampStatus",
     "TaskStep",
     "ThreadBusyError",
+    "ThreadSupersededError",
     "UnreadableCheckpointError",
     "WriteReadbackError",
     "aaccept",

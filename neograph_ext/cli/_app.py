@@ -15,6 +15,7 @@ from langchain_core.runnables import RunnableConfig
 from neograph_ext import (
     PlanKind,
     ResumePlan,
+    ResumePolicy,
     accept,
     history,
     list_threads,
@@ -64,6 +65,14 @@ def plan_command(
     db: DbOpt,
     thread: ThreadOpt,
     checkpoint: CheckpointOpt = None,
+    take_over: Annotated[
+        bool,
+        typer.Option(
+            "--take-over",
+            help="Plan as a take-over: what this graph would do to a thread newer code "
+            "owns, were it rolled back to (run with ResumePolicy(take_over=True)).",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
     debug: DebugOpt = False,
 ) -> None:
@@ -71,7 +80,8 @@ def plan_command(
     with boundary(debug):
         target = load(graph)
         with open_database(db) as saver:
-            decision = _plan(attach(target, saver, graph), thread, checkpoint)
+            resume = ResumePolicy(take_over=True) if take_over else None
+            decision = _plan(attach(target, saver, graph), thread, checkpoint, resume)
     if as_json:
         typer.echo(to_json(dataclasses.asdict(decision)))
     else:
@@ -171,10 +181,11 @@ def accept_command(
             with reading(f"thread {thread!r}"):
                 written = accept(compiled, _config(thread, checkpoint))
     new_id = (written.get("configurable") or {}).get("checkpoint_id")
+    took = f"; taken over from newer code (stamp {before.owner[:16]})" if before.owner else ""
     console().print(
         text(
             f"thread {thread}: accepted as written by this graph (was {before.kind}); "
-            f"wrote checkpoint {new_id}, a fork of {before.head_id}"
+            f"wrote checkpoint {new_id}, a fork of {before.head_id}{took}"
         )
     )
 
@@ -191,9 +202,11 @@ def _config(thread: str, checkpoint: str | None) -> RunnableConfig:
     return {"configurable": configurable}
 
 
-def _plan(graph: Graph, thread: str, checkpoint: str | None) -> ResumePlan:
+def _plan(
+    graph: Graph, thread: str, checkpoint: str | None, resume: ResumePolicy | None = None
+) -> ResumePlan:
     with reading(f"thread {thread!r}"):
-        decision = plan(graph, _config(thread, checkpoint))
+        decision = plan(graph, _config(thread, checkpoint), resume=resume)
     if decision.kind is PlanKind.FRESH:
         where = f"checkpoint {checkpoint!r}" if checkpoint else "checkpoints in this database"
         raise CliError(f"thread {thread!r} has no {where}")

@@ -22,6 +22,7 @@ EXPECTED = [
     "StampStatus",
     "TaskStep",
     "ThreadBusyError",
+    "ThreadSupersededError",
     "UnreadableCheckpointError",
     "WriteReadbackError",
     "aaccept",

@@ -1,0 +1,146 @@
+"""The order in which a database first stored each stamp: which code is newer.
+
+During a rolling deploy, workers of the old and the new code serve the same threads. To
+tell which code is newer without trusting any worker's clock, each database keeps the
+stamps it has stored, in the order it first stored them: the code that first wrote to
+the database later is the newer one (``_ownership`` decides with it).
+
+Rules:
+- The order is one reserved thread beside the stamp descriptions (``ORDER_THREAD``),
+  written and read through the saver's public ``put`` / ``list``, so every saver keeps
+  it. Its checkpoint ids are ``<position, 8 hex>-0000-6000-8000-<stamp id, 12 hex>``:
+  the position is one more than the highest listed when the stamp was added, so the
+  order is the database's own, the same for every worker.
+- A stamp is added once, when its description is first stored from a process
+  (``_graph.StampedGraph.neograph_ext_save``); a stamp listed already is not added
+  again. Two stamps added at once share a position and are ordered by their ids; the
+  same stamp added twice at once writes the same checkpoint twice. Nothing is deleted
+  or overwritten.
+- A stamp not listed has never been stored through a graph that writes here: it counts
+  as newer than every stamp listed (code about to be deployed) when it is the current
+  code's, and as older than all of them otherwise (code of before the order was kept).
+- The order a process read is kept per saver (``_KNOWN``) and read again only when the
+  stamp asked about is not in it: a stamp's place never changes once listed, and a
+  stamp listed later is newer than every one kept.
+- Only this module knows the layout; sync and async twins differ by ``await`` alone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import weakref
+from collections.abc import Iterable
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    BaseCheckpointSaver,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    empty_checkpoint,
+)
+
+from neograph_ext._stamp import Stamp
+from neograph_ext._stamp_store import THREAD_PREFIX
+
+__all__ = ["ORDER_THREAD", "aorder", "aregister", "order", "register"]
+
+ORDER_THREAD = THREAD_PREFIX + "order"
+"""The thread holding the order (reserved like every description's thread)."""
+
+_CHANNEL = "stamp"
+
+_KNOWN: weakref.WeakKeyDictionary[BaseCheckpointSaver[Any], tuple[str, ...]] = (
+    weakref.WeakKeyDictionary()
+)
+"""Per saver, the order as this process last read or wrote it."""
+
+
+def order(saver: BaseCheckpointSaver[Any], wanted: str) -> tuple[str, ...]:
+    """The stamp ids ``saver`` holds, oldest first (each once, at its first position),
+    read again unless the order already read lists ``wanted``."""
+    known = _KNOWN.get(saver, ())
+    if wanted in known:
+        return known
+    return _kept(saver, _ordered(saver.list(_thread())))
+
+
+async def aorder(saver: BaseCheckpointSaver[Any], wanted: str) -> tuple[str, ...]:
+    """Async twin of ``order``."""
+    known = _KNOWN.get(saver, ())
+    if wanted in known:
+        return known
+    return _kept(saver, _ordered([tup async for tup in saver.alist(_thread())]))
+
+
+def register(saver: BaseCheckpointSaver[Any], stamp: Stamp) -> None:
+    """Add ``stamp`` at the end of ``saver``'s order, unless it is listed already."""
+    listed = list(saver.list(_thread()))
+    found = _ordered(listed)
+    if stamp.id not in found:
+        saver.put(*_write(saver, stamp, _next(listed)))
+    _kept(saver, found if stamp.id in found else (*found, stamp.id))
+
+
+async def aregister(saver: BaseCheckpointSaver[Any], stamp: Stamp) -> None:
+    """Async twin of ``register``."""
+    listed = [tup async for tup in saver.alist(_thread())]
+    found = _ordered(listed)
+    if stamp.id not in found:
+        await saver.aput(*_write(saver, stamp, _next(listed)))
+    _kept(saver, found if stamp.id in found else (*found, stamp.id))
+
+
+def _kept(saver: BaseCheckpointSaver[Any], found: tuple[str, ...]) -> tuple[str, ...]:
+    # A saver that cannot be weakly referenced is read every time.
+    with contextlib.suppress(TypeError):
+        _KNOWN[saver] = found
+    return found
+
+
+def _thread() -> RunnableConfig:
+    return {"configurable": {"thread_id": ORDER_THREAD, "checkpoint_ns": ""}}
+
+
+def _entries(tuples: Iterable[CheckpointTuple]) -> list[tuple[int, str]]:
+    """``(position, stamp id)`` per checkpoint of the order that reads as one."""
+    found = []
+    for tup in tuples:
+        position = _position(tup.checkpoint.get("id"))
+        stamp_id = tup.checkpoint.get("channel_values", {}).get(_CHANNEL)
+        if position is not None and isinstance(stamp_id, str) and len(stamp_id) == 64:
+            found.append((position, stamp_id))
+    return found
+
+
+def _ordered(tuples: Iterable[CheckpointTuple]) -> tuple[str, ...]:
+    first: dict[str, None] = {}
+    for _, stamp_id in sorted(_entries(tuples)):
+        first.setdefault(stamp_id, None)
+    return tuple(first)
+
+
+def _next(listed: Iterable[CheckpointTuple]) -> int:
+    return max((position for position, _ in _entries(listed)), default=-1) + 1
+
+
+def _position(checkpoint_id: object) -> int | None:
+    if not isinstance(checkpoint_id, str) or len(checkpoint_id) != 36:
+        return None
+    try:
+        return int(checkpoint_id[:8], 16)
+    except ValueError:
+        return None
+
+
+def _write(
+    saver: BaseCheckpointSaver[Any], stamp: Stamp, position: int
+) -> tuple[RunnableConfig, Checkpoint, CheckpointMetadata, dict[str, Any]]:
+    version = saver.get_next_version(None, None)
+    checkpoint = empty_checkpoint()
+    checkpoint["id"] = f"{position:08x}-0000-6000-8000-{stamp.id[:12]}"
+    checkpoint["channel_values"] = {_CHANNEL: stamp.id}
+    checkpoint["channel_versions"] = {_CHANNEL: version}
+    metadata: CheckpointMetadata = {"source": "update", "step": position, "parents": {}}
+    return _thread(), checkpoint, metadata, {_CHANNEL: version}
