@@ -36,6 +36,7 @@ from neograph_ext._stamp import (
     read_marks,
     stamp_ref,
 )
+from neograph_ext._stamp_order import aregister, register
 from neograph_ext._stamp_store import asave, save
 
 __all__ = ["Rebuilt", "acarry", "carry", "fork"]
@@ -154,6 +155,7 @@ def carry(
     # Read before anything is written: if the state cannot be read, nothing is.
     old = graph.get_state(new.parent).tasks if new.writes else ()
     save(saver, stamp)  # the fork names the stamp: its description must be found
+    register(saver, stamp)
     return put_fork(graph, saver, new, old)
 
 
@@ -186,6 +188,7 @@ async def acarry(
     )
     old = (await graph.aget_state(new.parent)).tasks if new.writes else ()
     await asave(saver, stamp)
+    await aregister(saver, stamp)
     return await aput_fork(graph, saver, new, old)
 
 
