@@ -19,9 +19,13 @@ Rules:
 - A stamp not listed has never been stored through a graph that writes here: it counts
   as newer than every stamp listed (code about to be deployed) when it is the current
   code's, and as older than all of them otherwise (code of before the order was kept).
-- The order a process read is kept per saver (``_KNOWN``) and read again only when the
-  stamp asked about is not in it: a stamp's place never changes once listed, and a
-  stamp listed later is newer than every one kept.
+- The order a process read is kept per saver (``_KNOWN``): a stamp's place never
+  changes once listed, and a stamp listed later is newer than every one kept. It is
+  listed again only when the stamp asked about is not in it and the order's newest
+  checkpoint (one indexed read) is not the one it ended with: so a thread written by
+  code that never took a place (a version of neograph-ext before the order) costs one
+  read, not a listing. A stamp added at the very moment another took the same
+  position, with a lower id, is seen once a later stamp is added.
 - Only this module knows the layout; sync and async twins differ by ``await`` alone.
 """
 
@@ -51,52 +55,58 @@ ORDER_THREAD = THREAD_PREFIX + "order"
 
 _CHANNEL = "stamp"
 
-_KNOWN: weakref.WeakKeyDictionary[BaseCheckpointSaver[Any], tuple[str, ...]] = (
+_KNOWN: weakref.WeakKeyDictionary[BaseCheckpointSaver[Any], tuple[tuple[str, ...], str | None]] = (
     weakref.WeakKeyDictionary()
 )
-"""Per saver, the order as this process last read or wrote it."""
+"""Per saver, the order as this process last listed it, and its newest checkpoint's id."""
 
 
 def order(saver: BaseCheckpointSaver[Any], wanted: str) -> tuple[str, ...]:
-    """The stamp ids ``saver`` holds, oldest first (each once, at its first position),
-    read again unless the order already read lists ``wanted``."""
-    known = _KNOWN.get(saver, ())
-    if wanted in known:
+    """The stamp ids ``saver`` holds, oldest first (each once, at its first position);
+    listed again only if the order kept lacks ``wanted`` and has grown since."""
+    known, newest = _KNOWN.get(saver, ((), None))
+    if wanted in known or (newest is not None and newest == _id(saver.get_tuple(_thread()))):
         return known
-    return _kept(saver, _ordered(saver.list(_thread())))
+    return _kept(saver, list(saver.list(_thread())))
 
 
 async def aorder(saver: BaseCheckpointSaver[Any], wanted: str) -> tuple[str, ...]:
     """Async twin of ``order``."""
-    known = _KNOWN.get(saver, ())
-    if wanted in known:
+    known, newest = _KNOWN.get(saver, ((), None))
+    if wanted in known or (newest is not None and newest == _id(await saver.aget_tuple(_thread()))):
         return known
-    return _kept(saver, _ordered([tup async for tup in saver.alist(_thread())]))
+    return _kept(saver, [tup async for tup in saver.alist(_thread())])
 
 
 def register(saver: BaseCheckpointSaver[Any], stamp: Stamp) -> None:
     """Add ``stamp`` at the end of ``saver``'s order, unless it is listed already."""
     listed = list(saver.list(_thread()))
-    found = _ordered(listed)
-    if stamp.id not in found:
+    if stamp.id not in _ordered(listed):
         saver.put(*_write(saver, stamp, _next(listed)))
-    _kept(saver, found if stamp.id in found else (*found, stamp.id))
+        listed = list(saver.list(_thread()))
+    _kept(saver, listed)
 
 
 async def aregister(saver: BaseCheckpointSaver[Any], stamp: Stamp) -> None:
     """Async twin of ``register``."""
     listed = [tup async for tup in saver.alist(_thread())]
-    found = _ordered(listed)
-    if stamp.id not in found:
+    if stamp.id not in _ordered(listed):
         await saver.aput(*_write(saver, stamp, _next(listed)))
-    _kept(saver, found if stamp.id in found else (*found, stamp.id))
+        listed = [tup async for tup in saver.alist(_thread())]
+    _kept(saver, listed)
 
 
-def _kept(saver: BaseCheckpointSaver[Any], found: tuple[str, ...]) -> tuple[str, ...]:
-    # A saver that cannot be weakly referenced is read every time.
+def _kept(saver: BaseCheckpointSaver[Any], listed: list[CheckpointTuple]) -> tuple[str, ...]:
+    found = _ordered(listed)
+    newest = max((tup.checkpoint["id"] for tup in listed), default=None)
+    # A saver that cannot be weakly referenced is listed every time.
     with contextlib.suppress(TypeError):
-        _KNOWN[saver] = found
+        _KNOWN[saver] = (found, newest)
     return found
+
+
+def _id(tup: CheckpointTuple | None) -> str | None:
+    return tup.checkpoint["id"] if tup is not None else None
 
 
 def _thread() -> RunnableConfig:

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.sqlite import SqliteSaver
 
 import neograph_ext
 from neograph_ext import GraphError
@@ -50,3 +51,18 @@ def test_the_order_is_a_reserved_thread(
         drive.run(old.serving(), {"doc": "x"}, {"configurable": {"thread_id": ORDER_THREAD}})
     if not drive.is_async:
         assert ORDER_THREAD not in set(neograph_ext.list_threads(saver))
+
+
+def test_a_stamp_another_process_added_since_the_order_was_read_is_seen(tmp_path: Path) -> None:
+    """Two processes on one SQLite file: each saver instance keeps the order it read."""
+    path = str(tmp_path / "fleet.sqlite")
+    with SqliteSaver.from_conn_string(path) as mine, SqliteSaver.from_conn_string(path) as theirs:
+        old = Release(SummaryV1, mine)
+        started = {"configurable": {"thread_id": "started-by-new"}}
+        neograph_ext.run(old.serving(), {"doc": "mine"}, {"configurable": {"thread_id": "o"}})
+        assert order(mine, old.graph.neograph_ext_stamp.id) == (old.graph.neograph_ext_stamp.id,)
+        new = Release(SummaryV2, theirs)  # a worker of the next release, elsewhere
+        neograph_ext.run(new.serving(), {"doc": "theirs"}, started)
+        decided = neograph_ext.plan(old.serving(), started)
+        assert decided.kind is neograph_ext.PlanKind.SUPERSEDED
+        assert decided.owner == new.graph.neograph_ext_stamp.id
