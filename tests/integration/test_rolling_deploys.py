@@ -59,6 +59,7 @@ def test_after_the_new_code_took_a_thread_the_old_code_runs_nothing_on_it(
         with pytest.raises(ThreadSupersededError) as refused:
             drive.run(old.serving(), given, config)
         assert refused.value.owner == new.graph.neograph_ext_stamp.id
+        assert isinstance(refused.value, ValueError)  # a server passes its message on
         assert "take_over=True" in str(refused.value)
         assert new.graph.neograph_ext_stamp.id[:16] in str(refused.value)
     assert sum(old.runs.values()) == before  # the old code ran nothing
