@@ -11,11 +11,13 @@ Rules:
   it. Its checkpoint ids are ``<position, 8 hex>-0000-6000-8000-<stamp id, 12 hex>``:
   the position is one more than the highest listed when the stamp was added, so the
   order is the database's own, the same for every worker.
-- A stamp is added once, when its description is first stored from a process
-  (``_graph.StampedGraph.neograph_ext_save``); a stamp listed already is not added
-  again. Two stamps added at once share a position and are ordered by their ids; the
-  same stamp added twice at once writes the same checkpoint twice. Nothing is deleted
-  or overwritten.
+- A stamp takes its place when its description is stored, once per process and saver
+  (``_graph.StampedGraph.neograph_ext_save``): at the end of the order, or, listed
+  already, at its place again (the same checkpoint id and stamp, as a description is
+  written again), so a process makes the same writes whatever the database holds.
+  Two stamps added at once share a position and are ordered by their ids; the same
+  stamp added twice at once writes the same checkpoint twice. No place is ever moved
+  or deleted.
 - A stamp not listed has never been stored through a graph that writes here: it counts
   as newer than every stamp listed (code about to be deployed) when it is the current
   code's, and as older than all of them otherwise (code of before the order was kept).
@@ -79,21 +81,17 @@ async def aorder(saver: BaseCheckpointSaver[Any], wanted: str) -> tuple[str, ...
 
 
 def register(saver: BaseCheckpointSaver[Any], stamp: Stamp) -> None:
-    """Add ``stamp`` at the end of ``saver``'s order, unless it is listed already."""
+    """Write ``stamp``'s place in ``saver``'s order: at the end, or where it is listed."""
     listed = list(saver.list(_thread()))
-    if stamp.id not in _ordered(listed):
-        saver.put(*_write(saver, stamp, _next(listed)))
-        listed = list(saver.list(_thread()))
-    _kept(saver, listed)
+    saver.put(*_write(saver, stamp, _place(listed, stamp)))
+    _kept(saver, list(saver.list(_thread())))
 
 
 async def aregister(saver: BaseCheckpointSaver[Any], stamp: Stamp) -> None:
     """Async twin of ``register``."""
     listed = [tup async for tup in saver.alist(_thread())]
-    if stamp.id not in _ordered(listed):
-        await saver.aput(*_write(saver, stamp, _next(listed)))
-        listed = [tup async for tup in saver.alist(_thread())]
-    _kept(saver, listed)
+    await saver.aput(*_write(saver, stamp, _place(listed, stamp)))
+    _kept(saver, [tup async for tup in saver.alist(_thread())])
 
 
 def _kept(saver: BaseCheckpointSaver[Any], listed: list[CheckpointTuple]) -> tuple[str, ...]:
@@ -131,8 +129,13 @@ def _ordered(tuples: Iterable[CheckpointTuple]) -> tuple[str, ...]:
     return tuple(first)
 
 
-def _next(listed: Iterable[CheckpointTuple]) -> int:
-    return max((position for position, _ in _entries(listed)), default=-1) + 1
+def _place(listed: Iterable[CheckpointTuple], stamp: Stamp) -> int:
+    """Where ``stamp`` is listed first, else one past the highest position."""
+    entries = _entries(listed)
+    mine = [position for position, stamp_id in entries if stamp_id == stamp.id]
+    if mine:
+        return min(mine)
+    return max((position for position, _ in entries), default=-1) + 1
 
 
 def _position(checkpoint_id: object) -> int | None:
