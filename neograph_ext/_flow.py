@@ -109,8 +109,8 @@ class ReadStampOrder(NamedTuple):
     (``_stamp_order.order``): sends back the stamp ids, oldest first."""
 
     owner: str
-    """The stamp id of the code that wrote the thread last: the order is read again
-    unless the one read before lists it."""
+    """The stamp id of the code that wrote the thread last: the order a process kept
+    is read again only when it lacks this stamp."""
 
 
 class TakeLock(NamedTuple):

@@ -146,7 +146,8 @@ class StampedGraph(CompiledStateGraph[Any, Any, Any, Any], Stamped):
         await self.neograph_ext_asave(saver, verify=False)
 
     def neograph_ext_save(self, saver: BaseCheckpointSaver[Any], *, verify: bool = True) -> None:
-        """Store the stamp's description in ``saver``, once per saver and process, and
+        """Store the stamp's description in ``saver`` and its place in the saver's order
+        of stamps (``_stamp_order``), once per saver and process, and
         (``verify``, unless compiled with ``verify_saver=False``) check that the saver
         keeps the stamp, once per saver class and process.
 
