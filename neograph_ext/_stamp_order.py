@@ -28,6 +28,8 @@ Rules:
   code that never took a place (a version of neograph-ext before the order) costs one
   read, not a listing. A stamp added at the very moment another took the same
   position, with a lower id, is seen once a later stamp is added.
+- A saver that cannot list (``list`` left unimplemented) keeps no order: a plain call
+  on it works as under LangGraph's own compile.
 - Only this module knows the layout; sync and async twins differ by ``await`` alone.
 """
 
@@ -82,14 +84,20 @@ async def aorder(saver: BaseCheckpointSaver[Any], wanted: str) -> tuple[str, ...
 
 def register(saver: BaseCheckpointSaver[Any], stamp: Stamp) -> None:
     """Write ``stamp``'s place in ``saver``'s order: at the end, or where it is listed."""
-    listed = list(saver.list(_thread()))
+    try:
+        listed = list(saver.list(_thread()))
+    except NotImplementedError:
+        return  # a saver that cannot list keeps no order (nor can it plan a lineage)
     saver.put(*_write(saver, stamp, _place(listed, stamp)))
     _kept(saver, list(saver.list(_thread())))
 
 
 async def aregister(saver: BaseCheckpointSaver[Any], stamp: Stamp) -> None:
     """Async twin of ``register``."""
-    listed = [tup async for tup in saver.alist(_thread())]
+    try:
+        listed = [tup async for tup in saver.alist(_thread())]
+    except NotImplementedError:
+        return
     await saver.aput(*_write(saver, stamp, _place(listed, stamp)))
     _kept(saver, [tup async for tup in saver.alist(_thread())])
 

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 import neograph_ext
@@ -66,3 +67,23 @@ def test_a_stamp_another_process_added_since_the_order_was_read_is_seen(tmp_path
         decided = neograph_ext.plan(old.serving(), started)
         assert decided.kind is neograph_ext.PlanKind.SUPERSEDED
         assert decided.owner == new.graph.neograph_ext_stamp.id
+
+
+class _Unlisting(InMemorySaver):
+    """A saver that cannot list (``BaseCheckpointSaver.list`` left unimplemented); its
+    async listing follows, as ``InMemorySaver.alist`` reads ``list``."""
+
+    def list(self, config: RunnableConfig | None, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+
+def test_a_plain_call_on_a_saver_that_cannot_list_is_langgraphs_own(
+    drive: Drive, config: RunnableConfig
+) -> None:
+    """The order needs a listing: such a saver keeps none, and a plain call that would
+    work under LangGraph's compile works the same (the description is stored)."""
+    saver = _Unlisting()
+    release = Release(SummaryV1, saver, ask=False)
+    result = drive.invoke(release.serving(), {"doc": "unlisted"}, config)
+    assert result["verdict"] == "published: auto"
+    assert release.runs["publish"] == 1
