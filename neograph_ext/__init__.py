@@ -25,6 +25,7 @@ from neograph_ext._errors import (
     NeographExtError,
     StampLostError,
     ThreadBusyError,
+    ThreadSupersededError,
     UnreadableCheckpointError,
     WriteReadbackError,
 )
@@ -80,6 +81,7 @@ __all__ = [
     "ThreadCheck",
     "ThreadFixture",
     "ThreadPruned",
+    "ThreadSupersededError",
     "UnreadableCheckpointError",
     "WriteReadbackError",
     "aaccept",

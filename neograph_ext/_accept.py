@@ -2,6 +2,9 @@
 
 Rules:
 - Never automatic: only a call of ``accept`` writes it, and it is logged as a warning.
+- On a thread newer code owns (``superseded``), it takes the thread over: its fork
+  names the stamp it takes the thread from (``_ownership``), so that code must take it
+  over in turn.
 - It writes one checkpoint, a fork of the head under the current stamp, marked as
   verified, holding the head's values, pending writes and interrupts unchanged
   (``_migrate.carry`` with nothing to carry). Nothing is deleted or overwritten.
@@ -76,8 +79,9 @@ def _accepted(call: ThreadCall) -> Flow[RunnableConfig]:
     current = _current(call, decision, head)
     if current is not None:
         return current
-    written = yield CarryValues(_as_accepted(decision), call.config, Carrying(), "accept")
-    return _logged(decision, written)
+    accepted = _as_accepted(decision)
+    written = yield CarryValues(accepted, call.config, Carrying(), "accept")
+    return _logged(accepted, written)
 
 
 def _current(
@@ -96,20 +100,31 @@ def _current(
 
 
 def _as_accepted(decision: ResumePlan) -> ResumePlan:
-    """The plan ``carry`` applies: the head, nothing converted, its pending writes kept."""
+    """The plan ``carry`` applies: the head, nothing converted, its pending writes kept;
+    taken over from the code that owns it, if newer code does."""
     if decision.kind is PlanKind.FRESH:
         raise GraphError(
             f"thread {decision.thread_id!r} has no checkpoint to accept: check the thread_id"
         )
-    return replace(decision, kind=PlanKind.MIGRATE, migrated=frozenset())
+    return replace(
+        decision,
+        kind=PlanKind.MIGRATE,
+        migrated=frozenset(),
+        owner=None,
+        taken_from=decision.owner if decision.kind is PlanKind.SUPERSEDED else None,
+    )
 
 
 def _logged(decision: ResumePlan, written: RunnableConfig) -> RunnableConfig:
+    took = decision.taken_from
     logger.warning(
         "thread %r: accepted by hand as written by the current graph (checkpoint %s, "
-        "a fork of %s); changes before it no longer count",
+        "a fork of %s); changes before it no longer count%s",
         decision.thread_id,
         (written.get("configurable") or {}).get("checkpoint_id"),
         decision.head_id,
+        f"; taken over from newer code (stamp {took[:16]}), which must take it over in turn"
+        if took
+        else "",
     )
     return written

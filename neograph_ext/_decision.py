@@ -37,6 +37,9 @@ class PlanKind(StrEnum):
     """Written without fingerprints: resume as LangGraph would."""
     MIGRATE = "migrate"
     """Every change is handled by keeping or migrating the stored values: nothing re-runs."""
+    SUPERSEDED = "superseded"
+    """Newer code owns the thread (``owner``): this older code runs and writes nothing
+    (``ResumePolicy(take_over=True)`` or ``accept`` take it over deliberately)."""
 
 
 @dataclass(frozen=True)
@@ -111,11 +114,21 @@ class ResumePlan:
     again costs, from the spend the thread's ledger recorded for their nodes (each node's
     last execution) plus one superstep per re-run step; None when nothing was recorded.
     Filled by ``plan`` (not part of the decision)."""
+    owner: str | None = None
+    """For ``superseded``: the stamp id of the newer code that owns the thread."""
+    taken_from: str | None = None
+    """For a plan that takes the thread over (``ResumePolicy(take_over=True)``): the
+    stamp id of the newer code it is taken from; the plan is what it would be if that
+    code were older."""
 
     def __str__(self) -> str:
         head = f"{self.kind}: thread {self.thread_id!r}"
         if self.kind is PlanKind.REWIND:
             head += f", fork from checkpoint {self.checkpoint_id} (step {self.step})"
+        if self.owner:
+            head += f", owned by newer code (stamp {self.owner[:16]})"
+        if self.taken_from:
+            head += f", taken over from newer code (stamp {self.taken_from[:16]})"
         lines = [head]
         lines += [change.describe() for change in self.changes]
         if self.rerun:
@@ -220,6 +233,10 @@ class HeadFacts:
     owed: tuple[str, ...] = ()
     """When ``replaying``: the input checkpoints of the turns that replay has not started
     yet (``_owed.owed_turns``), oldest first."""
+    stamp_order: tuple[str, ...] = ()
+    """Stamp ids in the order the database first stored them (``_stamp_order``), oldest
+    first: which code is newer (``_ownership``). Read only when other code owns the
+    thread."""
 
 
 Carriable = Callable[[frozenset[str]], Carry]

@@ -33,6 +33,7 @@ from neograph_ext._flow import (
     LoadDescriptions,
     Op,
     ReadLineage,
+    ReadStampOrder,
     ReadTuple,
     ReadValues,
     StoreDescription,
@@ -46,6 +47,7 @@ from neograph_ext._keep import akeep, keep
 from neograph_ext._lock import athread_lock, thread_lock
 from neograph_ext._migrate import acarry, carry
 from neograph_ext._stamp import Stamp
+from neograph_ext._stamp_order import aorder, order
 from neograph_ext._stamp_store import aload, load
 from neograph_ext._telemetry import AsyncHerald, Herald, atold_outside, recorded, told, told_outside
 from neograph_ext._thread import ThreadCall, whole_thread
@@ -140,6 +142,8 @@ class Driver:
             return load(saver, op.wanted)
         if isinstance(op, ReadValues):
             return graph.get_state(op.config).values
+        if isinstance(op, ReadStampOrder):
+            return order(saver, op.owner)
         if isinstance(op, TakeLock):
             policy = call.lock
             lock = thread_lock(saver, thread_id, on_busy=policy.on_busy, timeout=policy.timeout)
@@ -237,6 +241,8 @@ class AsyncDriver:
             return await aload(saver, op.wanted)
         if isinstance(op, ReadValues):
             return (await graph.aget_state(op.config)).values
+        if isinstance(op, ReadStampOrder):
+            return await aorder(saver, op.owner)
         if isinstance(op, TakeLock):
             policy = call.lock
             lock = athread_lock(saver, thread_id, on_busy=policy.on_busy, timeout=policy.timeout)

@@ -10,6 +10,9 @@ Every error derives from one root so callers can catch the library as a whole::
     ├── StampLostError          the checkpointer does not keep the metadata LangGraph
     │                           passes it, so the stamp would be lost from every checkpoint
     ├── ThreadBusyError         another process holds the thread's lock
+    ├── ThreadSupersededError   (also a ValueError) newer code owns the thread (a rolling
+    │                           deploy): older code leaves it alone unless told to take
+    │                           it over
     ├── UnreadableCheckpointError
     │                           the thread's stored checkpoints cannot be decoded, or the
     │                           one to resume from has metadata LangGraph cannot resume from
@@ -44,6 +47,7 @@ __all__ = [
     "NeographExtError",
     "StampLostError",
     "ThreadBusyError",
+    "ThreadSupersededError",
     "UnreadableCheckpointError",
     "UnresolvedTypeError",
     "WriteReadbackError",
@@ -90,6 +94,29 @@ class StampLostError(NeographExtError):
 class ThreadBusyError(NeographExtError):
     """Another process is resuming the same thread: at once with
     ``LockPolicy(on_busy="raise")``, else after waiting ``LockPolicy.timeout`` seconds."""
+
+
+class ThreadSupersededError(NeographExtError, ValueError):
+    """Newer code owns the thread: its workers wrote it last, and this code is older (the
+    database stored this code's stamp first, or that code took the thread over from it).
+
+    A ``ValueError`` too, so a LangGraph server passes its message on to clients, as for
+    ``CheckpointSchemaError``.
+
+    Raised before any node runs and before anything is written, when resuming would undo
+    the newer code's work, so that old and new workers of a rolling deploy do not rewind
+    each other's work in turn. The message names the owning stamp and how to roll back:
+    ``ResumePolicy(take_over=True)``, or ``neograph-ext accept``.
+
+    Attributes:
+        owner: The stamp id of the code that owns the thread.
+        plan: The ``superseded`` plan, with what this code would re-run.
+    """
+
+    def __init__(self, message: str, plan: ResumePlan) -> None:
+        super().__init__(message)
+        self.plan = plan
+        self.owner: str | None = plan.owner
 
 
 class GraphError(NeographExtError):

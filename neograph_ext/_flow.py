@@ -35,6 +35,7 @@ from neograph_ext._langgraph import delta_channels
 from neograph_ext._lineage_facts import verified
 from neograph_ext._misread import head_misread
 from neograph_ext._owed import owed_turns
+from neograph_ext._ownership import owner
 from neograph_ext._plan import decide, needs_lineage
 from neograph_ext._stamp import Stamp, encode_run, input_digest, read_marks
 from neograph_ext._steps import Due, ReplayInput, Work, is_due, work_for
@@ -51,6 +52,7 @@ __all__ = [
     "LoadDescriptions",
     "Op",
     "ReadLineage",
+    "ReadStampOrder",
     "ReadTuple",
     "ReadValues",
     "StoreDescription",
@@ -101,6 +103,15 @@ class ReadValues(NamedTuple):
     """A checkpoint's values as LangGraph rebuilds them (``get_state``): sends them back."""
 
     config: RunnableConfig
+
+
+class ReadStampOrder(NamedTuple):
+    """Read the order in which the database first stored each stamp
+    (``_stamp_order.order``): sends back the stamp ids, oldest first."""
+
+    owner: str
+    """The stamp id of the code that wrote the thread last: the order a process kept
+    is read again only when it lacks this stamp."""
 
 
 class TakeLock(NamedTuple):
@@ -163,6 +174,7 @@ Op = (
     | ListThread
     | LoadDescriptions
     | ReadValues
+    | ReadStampOrder
     | TakeLock
     | StoreDescription
     | CarryValues
@@ -219,6 +231,10 @@ def planned(
     if facts.replaying is not None:
         listed = yield ListThread(call.config)
         facts = replace(facts, owed=owed_turns(listed, facts.checkpoint_id, facts.replaying))
+    holder = owner(records)
+    if holder is not None and holder != call.stamp.id:
+        # Other code wrote the thread last: whether it is newer decides (``_ownership``).
+        facts = replace(facts, stamp_order=(yield ReadStampOrder(holder)))
     carriable = yield from _carriable(call, head, facts)
     plan = decide(
         records,
@@ -227,6 +243,7 @@ def planned(
         carriable,
         replay_turns=call.resume.replay_turns,
         head=facts,
+        take_over=call.resume.take_over,
     )
     if plan.kind is PlanKind.CONTINUE and plan.replayed:
         logger.warning(

@@ -7,8 +7,9 @@ Rules:
 - Every checkpoint the graph writes carries its own stamp reference, whatever a
   caller or an enclosing graph put into the config's metadata.
 - The stamp's description is stored in each saver the graph writes to, once per saver
-  and process (``_stamp_store``): by ``run()`` before it invokes, by a plain call when
-  it ends (see ``StampedGraph._unsaved`` for why not before).
+  and process (``_stamp_store``), and the stamp takes its place in the saver's order of
+  stamps (``_stamp_order``): by ``run()`` before it invokes, by a plain call when it
+  ends (see ``StampedGraph._unsaved`` for why not before).
 - The run mark (``_stamp.RUN_KEY``) comes from ``run()``, through a context variable
   bound to the stamp it was made for, or else from the graph itself, recording only
   the digest of the input a plain call starts with: a caller's metadata cannot forge
@@ -47,6 +48,7 @@ from neograph_ext._stamp import (
     input_digest,
     stamp_ref,
 )
+from neograph_ext._stamp_order import aregister, register
 from neograph_ext._stamp_store import asave, save
 from neograph_ext._stamp_store import averify as acheck_saver
 from neograph_ext._stamp_store import verify as check_saver
@@ -152,7 +154,8 @@ class StampedGraph(CompiledStateGraph[Any, Any, Any, Any], Stamped):
         await self.neograph_ext_asave(saver, verify=False)
 
     def neograph_ext_save(self, saver: BaseCheckpointSaver[Any], *, verify: bool = True) -> None:
-        """Store the stamp's description in ``saver``, once per saver and process, and
+        """Store the stamp's description in ``saver`` and its place in the saver's order
+        of stamps (``_stamp_order``), once per saver and process, and
         (``verify``, unless compiled with ``verify_saver=False``) check that the saver
         keeps the stamp, once per saver class and process.
 
@@ -165,6 +168,7 @@ class StampedGraph(CompiledStateGraph[Any, Any, Any, Any], Stamped):
         """
         if saver not in self._neograph_ext_saved:
             save(saver, self.neograph_ext_stamp)
+            register(saver, self.neograph_ext_stamp)
             self._neograph_ext_saved.add(saver)
         if verify and self.neograph_ext_verify_saver:
             check_saver(saver, self.neograph_ext_stamp)
@@ -175,6 +179,7 @@ class StampedGraph(CompiledStateGraph[Any, Any, Any, Any], Stamped):
         """Async twin of ``neograph_ext_save``."""
         if saver not in self._neograph_ext_saved:
             await asave(saver, self.neograph_ext_stamp)
+            await aregister(saver, self.neograph_ext_stamp)
             self._neograph_ext_saved.add(saver)
         if verify and self.neograph_ext_verify_saver:
             await acheck_saver(saver, self.neograph_ext_stamp)

@@ -93,6 +93,9 @@ class Record(NamedTuple):
     """For the input checkpoint of the lineage's latest turn: the digest
     (``_stamp.input_digest``) of the input it holds, which LangGraph saves there
     (``__start__``) however the turn was started; None for every other record."""
+    took_from: str | None = None
+    """When ``run`` wrote it taking the thread over from other code (``RunMark``): the
+    first 16 hex digits of that code's stamp id."""
 
 
 def lineage(
@@ -205,6 +208,7 @@ def _with_stamp(r: Record, stamp: Stamp) -> Record:
         r.pending_wrote,
         r.nulled,
         r.input,
+        r.took_from,
     )
 
 
@@ -225,7 +229,8 @@ class _Walk:
         self.next_nodes = next_nodes
         self.described = described
         self.marks: dict[
-            tuple[str, str | None], tuple[Stamp | StampRef | Unreadable, str | None]
+            tuple[str, str | None],
+            tuple[Stamp | StampRef | Unreadable, str | None, str | None],
         ] = {}
         self.names: dict[frozenset[str], frozenset[str]] = {}
         self.ran: dict[tuple[str, ...], frozenset[str]] = {}
@@ -234,8 +239,9 @@ class _Walk:
 
     def marked(
         self, metadata: Mapping[str, Any]
-    ) -> tuple[Stamp | StampRef | Unreadable | None, str | None]:
-        """The stamp a checkpoint's metadata names, and the stamp id its run mark verified."""
+    ) -> tuple[Stamp | StampRef | Unreadable | None, str | None, str | None]:
+        """The stamp a checkpoint's metadata names, the stamp id its run mark verified,
+        and the stamp its run took the thread over from."""
         raw, run = metadata.get(STAMP_KEY), metadata.get(RUN_KEY)
         key = (raw, run) if type(raw) is str and (run is None or type(run) is str) else None
         found = self.marks.get(key) if key is not None else None
@@ -245,8 +251,8 @@ class _Walk:
         verified = mark.verified
         if not isinstance(stamp, StampRef | Unreadable):
             # A 0.1.0 stamp's marks live under other keys: read those every time.
-            return stamp, verified
-        marked = (self._described(stamp), verified)
+            return stamp, verified, None
+        marked = (self._described(stamp), verified, mark.took_from)
         if key is not None:
             self.marks[key] = marked
         return marked
@@ -314,7 +320,7 @@ class _Walk:
         source = metadata.get("source", "")
         if type(source) is not str:
             source = str(source)
-        stamp, verified = self.marked(metadata)
+        stamp, verified, took_from = self.marked(metadata)
         if odd and not isinstance(tup.metadata, Mapping | None):
             stamp = Unreadable(
                 "format", f"metadata is a {type(tup.metadata).__name__}, not a mapping"
@@ -346,6 +352,7 @@ class _Walk:
                 frozenset(c for _, c, _ in writes if c not in _SPECIAL_WRITES) if writes else _NONE,
                 self.nulled_in(checkpoint, wrote),
                 self.turn_input(checkpoint) if source == "input" else None,
+                took_from,
             ),
         )
 

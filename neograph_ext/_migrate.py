@@ -36,6 +36,7 @@ from neograph_ext._stamp import (
     read_marks,
     stamp_ref,
 )
+from neograph_ext._stamp_order import aregister, register
 from neograph_ext._stamp_store import asave, save
 
 __all__ = ["Rebuilt", "acarry", "carry", "fork"]
@@ -49,6 +50,7 @@ def fork(
     decision: str,
     *,
     keep_writes: bool,
+    took_from: str | None = None,
 ) -> Fork:
     """The checkpoint that carries ``values`` on from ``base``; writes nothing.
 
@@ -59,6 +61,7 @@ def fork(
         stamp: The current stamp.
         decision: The run mark's decision (``migrate`` or ``accept``).
         keep_writes: Copy the base's pending writes (its finished tasks, interrupts).
+        took_from: The stamp id of the code the fork takes the thread over from, if any.
     """
     checkpoint = forked_checkpoint(base)
     metadata: dict[str, Any] = dict(base.metadata or {})
@@ -77,7 +80,7 @@ def fork(
             "source": "fork",
             "parents": {},
             STAMP_KEY: stamp_ref(stamp),
-            RUN_KEY: encode_run(stamp, decision, stored),
+            RUN_KEY: encode_run(stamp, decision, stored, took_from=took_from),
         }
     )
     grouped: dict[str, list[tuple[str, Any]]] = {}
@@ -140,10 +143,19 @@ def carry(
         for cp in ([base.checkpoint["id"], *sources] if channels else ())
     }
     values = _values(options, plan, base, sources, Rebuilt(channels, rebuilt))
-    new = fork(saver, base, values, stamp, decision, keep_writes=plan.kind is not PlanKind.REWIND)
+    new = fork(
+        saver,
+        base,
+        values,
+        stamp,
+        decision,
+        keep_writes=plan.kind is not PlanKind.REWIND,
+        took_from=plan.taken_from,
+    )
     # Read before anything is written: if the state cannot be read, nothing is.
     old = graph.get_state(new.parent).tasks if new.writes else ()
     save(saver, stamp)  # the fork names the stamp: its description must be found
+    register(saver, stamp)
     return put_fork(graph, saver, new, old)
 
 
@@ -165,9 +177,18 @@ async def acarry(
         for cp in ([base.checkpoint["id"], *sources] if channels else ())
     }
     values = _values(options, plan, base, sources, Rebuilt(channels, rebuilt))
-    new = fork(saver, base, values, stamp, decision, keep_writes=plan.kind is not PlanKind.REWIND)
+    new = fork(
+        saver,
+        base,
+        values,
+        stamp,
+        decision,
+        keep_writes=plan.kind is not PlanKind.REWIND,
+        took_from=plan.taken_from,
+    )
     old = (await graph.aget_state(new.parent)).tasks if new.writes else ()
     await asave(saver, stamp)
+    await aregister(saver, stamp)
     return await aput_fork(graph, saver, new, old)
 
 

@@ -22,6 +22,8 @@ Rules:
   that applies (the tuple ``decide`` runs): its values are dead, carried, rewound
   within the latest turn, rewound with the later turns' inputs replayed, or else the
   plan is blocked, naming the ways out.
+- A plan that would undo the work of newer code that owns the thread is
+  ``superseded`` instead, unless it takes the thread over (``_ownership.owned``).
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ from neograph_ext._lineage_facts import (
     waiting_subgraphs,
     with_misread,
 )
+from neograph_ext._ownership import owned
 from neograph_ext._settlements import SETTLEMENTS, Settling, settle, with_carried
 from neograph_ext._stamp import Stamp, Unreadable
 
@@ -96,6 +99,7 @@ def decide(
     replay_turns: bool = False,
     misread: Mapping[str, str] | None = None,
     head: HeadFacts | None = None,
+    take_over: bool = False,
 ) -> ResumePlan:
     """Plan the resume of a thread: the whole decision, in one place.
 
@@ -116,7 +120,10 @@ def decide(
         misread: Per live channel of the head whose stored value does not read back as
             its declared type, the reason; ``head.misread`` when ``head`` is given.
         head: What the head holds: the verified-head shortcut, a question asked again
-            after a rewind, the turns a replay cut short still owes.
+            after a rewind, the turns a replay cut short still owes, the order of the
+            stamps that tells whether newer code owns the thread.
+        take_over: Take a thread newer code owns over (``ResumePolicy.take_over``)
+            rather than leave it ``superseded``.
 
     Returns:
         The plan; ``blocker`` is set when it must not be carried out silently.
@@ -133,6 +140,7 @@ def decide(
             plan = _decide_steps(records, current, thread_id, found, replay_turns, misread)
     if head is None:
         return plan
+    plan = owned(plan, records, current, head.stamp_order, take_over=take_over)
     if plan.kind is PlanKind.REWIND and head.paused:
         plan = replace(plan, notes=(*plan.notes, ASKED_AGAIN))
     owes = head.owed and head.verified and not head.paused

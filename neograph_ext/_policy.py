@@ -95,6 +95,16 @@ class ResumePolicy:
     the answer to the new question instead: for questions that do not show upstream
     content."""
 
+    take_over: bool = False
+    """For a thread newer code owns (its workers wrote it last, and this code is older:
+    the database stored this code's stamp first, or that code took the thread over from
+    it), the resume leaves it alone: the plan is ``superseded``, and ``run`` raises
+    ``ThreadSupersededError`` before anything runs, so that old and new workers of a
+    rolling deploy never undo each other's work. True takes the thread over instead (a
+    rollback, or switching a branch back in development): the resume proceeds as if
+    that code were older, logged as a warning, and from then on that code must take
+    the thread over in turn."""
+
     def __post_init__(self) -> None:
         _one_of("ResumePolicy", "on_change", self.on_change, ("rewind", "raise"))
         _one_of("ResumePolicy", "on_unverified", self.on_unverified, ("resume", "raise"))

@@ -67,8 +67,9 @@ STAMP_KEY = "neograph_ext"
 
 RUN_KEY = "neograph_ext_run"
 """Metadata written by ``run()``: ``<stamp id, 16 hex>.<decision>.<input digest>``, and
-``.<checkpoint id>`` while turns of that head are replayed; a plain call of the graph
-writes ``PLAIN_CALL`` as decision."""
+``.<checkpoint id>`` while turns of that head are replayed, and ``~<stamp id, 16 hex>``
+when the run takes the thread over from that stamp's code (``ResumePolicy.take_over``);
+a plain call of the graph writes ``PLAIN_CALL`` as decision."""
 
 PLAIN_CALL = "invoke"
 """The decision of a run mark written by a plain call: nothing was checked."""
@@ -89,9 +90,11 @@ REF_FORMAT: Final = 2
 """Version of what ``STAMP_KEY`` holds when it is a reference (0.1.0 held a description)."""
 
 _REF = re.compile(rf"{REF_FORMAT}:([0-9a-f]{{64}})")
-_MARK = re.compile(r"([0-9a-f]{16})\.([a-z_]{1,20})\.([0-9a-f]{32})?(?:\.([0-9a-f-]{36}))?")
+_MARK = re.compile(
+    r"([0-9a-f]{16})\.([a-z_]{1,20})\.([0-9a-f]{32})?(?:\.([0-9a-f-]{36}))?(?:~([0-9a-f]{16}))?"
+)
 _REF_CHARS = len(f"{REF_FORMAT}:") + 64
-_MARK_CHARS = 16 + 1 + 20 + 1 + 32 + 1 + 36
+_MARK_CHARS = 16 + 1 + 20 + 1 + 32 + 1 + 36 + 1 + 16
 _CHECKPOINT_ID = re.compile(r"[0-9a-f-]{36}")
 """The longest run mark ``_MARK`` matches: longer strings are not parsed (nor cached)."""
 _MARK_ID = 16
@@ -201,6 +204,10 @@ class RunMark:
     replaying: str | None = None
     """The checkpoint id of the head whose later turns the run replays (``replay_turns``):
     the turns it has not started yet are owed."""
+    took_from: str | None = None
+    """The first 16 hex digits of the stamp id whose code the run took the thread over
+    from (``ResumePolicy.take_over``, ``accept``): on this thread, the run's code counts
+    as newer than that code's (``_ownership``)."""
 
 
 ASK_AGAIN = "ask_again"
@@ -214,7 +221,11 @@ def stamp_ref(stamp: Stamp) -> str:
 
 
 def encode_run(
-    stamp: Stamp, decision: str, given_input: str | None, replaying: str | None = None
+    stamp: Stamp,
+    decision: str,
+    given_input: str | None,
+    replaying: str | None = None,
+    took_from: str | None = None,
 ) -> str:
     """The run mark ``run()`` writes under ``RUN_KEY``.
 
@@ -224,10 +235,14 @@ def encode_run(
         given_input: The input's digest (``input_digest``), if the run started one.
         replaying: The id of the head whose later turns are being replayed, if any (an
             id of another shape than LangGraph's is not recorded).
+        took_from: The id of the stamp whose code the run takes the thread over from,
+            if it does (``ResumePolicy.take_over``, ``accept``).
     """
     mark = f"{stamp.id[:_MARK_ID]}.{decision}.{(given_input or '')[:_INPUT_DIGITS]}"
     if replaying is not None and _CHECKPOINT_ID.fullmatch(replaying):
         mark += f".{replaying}"
+    if took_from is not None:
+        mark += f"~{took_from[:_MARK_ID]}"
     return mark
 
 
@@ -313,7 +328,9 @@ def _run_mark(raw: str, stamp_id: str) -> RunMark:
     if mark is None or mark.group(1) != stamp_id[:_MARK_ID]:
         return _NO_MARK
     checked = mark.group(2) not in ("unverified", PLAIN_CALL)
-    return RunMark(stamp_id if checked else None, mark.group(3), mark.group(2), mark.group(4))
+    return RunMark(
+        stamp_id if checked else None, mark.group(3), mark.group(2), mark.group(4), mark.group(5)
+    )
 
 
 def _parse(raw: str) -> Stamp | Unreadable:

@@ -27,7 +27,7 @@ from langgraph.types import Command
 
 from neograph_ext._changes import ChangeReason
 from neograph_ext._decision import PlanKind, ResumePlan
-from neograph_ext._errors import CheckpointSchemaError, GraphError
+from neograph_ext._errors import CheckpointSchemaError, GraphError, ThreadSupersededError
 from neograph_ext._head_state import (
     has_interrupt,
     is_paused,
@@ -36,6 +36,7 @@ from neograph_ext._head_state import (
     waiting_nodes,
 )
 from neograph_ext._langgraph import unsaved_subgraph
+from neograph_ext._ownership import superseded_message
 from neograph_ext._stamp import ASK_AGAIN, encode_run, input_digest, read_marks
 from neograph_ext._thread import ThreadCall, at_checkpoint
 
@@ -109,6 +110,8 @@ def work_for(
     anything runs when it must."""
     reanswer = call.resume.reanswer
     strict = call.resume.on_change == "raise"
+    if decision.kind is PlanKind.SUPERSEDED:
+        raise ThreadSupersededError(superseded_message(decision), decision)
     if decision.blocker:
         raise CheckpointSchemaError(_message(decision, decision.blocker), decision)
     if decision.kind is PlanKind.UNVERIFIED and call.resume.on_unverified == "raise":
@@ -134,7 +137,10 @@ def work_for(
     # A replay names the head whose turns it replays: the plan's head, or for a replay
     # cut short, the one its checkpoints name (``HeadFacts.owed``).
     source = _source(decision, head)
-    here = encode_run(call.stamp, ASK_AGAIN if asking else decision.kind, stored_input, source)
+    took = decision.taken_from
+    here = encode_run(
+        call.stamp, ASK_AGAIN if asking else decision.kind, stored_input, source, took
+    )
     complete = head is not None and not decision.next_nodes and not has_interrupt(head)
     # A complete thread given another input starts a new turn; the same input (or an
     # input whose digest is unknown) asks for the stored result. A turn no run mark
@@ -155,7 +161,9 @@ def work_for(
         # Until the question asked again is stored, the checkpoints say so: an answer a
         # retry sends meanwhile was given to the old question (``_asking``).
         asking_again = paused and not reanswer
-        asked = encode_run(call.stamp, ASK_AGAIN, stored_input, source) if asking_again else here
+        asked = (
+            encode_run(call.stamp, ASK_AGAIN, stored_input, source, took) if asking_again else here
+        )
         rewind = at_checkpoint(call.config, decision.checkpoint_id)
         steps = (Invocation(None, rewind, asked),)
         if decision.kept_tasks:
@@ -231,7 +239,7 @@ def _turn(
     call: ThreadCall, decision: ResumePlan, input: Any, given: str | None, when: Due = Due.ALWAYS
 ) -> Invocation:
     """A new turn on the thread's newest checkpoint, marked with the input's digest."""
-    mark = encode_run(call.stamp, decision.kind, given)
+    mark = encode_run(call.stamp, decision.kind, given, took_from=decision.taken_from)
     return Invocation(input, at_checkpoint(call.config, None), mark, when)
 
 

@@ -35,6 +35,7 @@ from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
+from neograph_ext._stamp_order import ORDER_THREAD
 from tests.drive import MODES, Drive
 
 SAVER_KINDS = ("memory", "sqlite", "postgres")
@@ -107,6 +108,10 @@ def opened_saver(kind: str, tmp_path: Path) -> Iterator[BaseCheckpointSaver[Any]
     else:
         with PostgresSaver.from_conn_string(_require_pg_dsn()) as pg_saver:
             pg_saver.setup()
+            # Tests share the database, not a history of releases: as in a fresh one,
+            # the order of stamps starts empty, so a test's releases take their places
+            # in the order it runs them (``_stamp_order``).
+            pg_saver.delete_thread(ORDER_THREAD)
             yield pg_saver
 
 
@@ -121,6 +126,7 @@ async def aopened_saver(kind: str, tmp_path: Path) -> AsyncIterator[BaseCheckpoi
     else:
         async with AsyncPostgresSaver.from_conn_string(_require_pg_dsn()) as pg_saver:
             await pg_saver.setup()
+            await pg_saver.adelete_thread(ORDER_THREAD)  # as in ``opened_saver``
             yield pg_saver
 
 

@@ -129,5 +129,11 @@ def report(found: Preview, written: RunnableConfig | None, as_json: bool) -> Non
             text(
                 f"thread {found.plan.thread_id}: accepted as written by this graph (was "
                 f"{found.plan.kind}); wrote checkpoint {new_id}, a fork of {found.plan.head_id}"
+                + _took(found.plan)
             )
         )
+
+
+def _took(plan: ResumePlan) -> str:
+    """A take-over names the newer code the thread was taken from."""
+    return f"; taken over from newer code (stamp {plan.owner[:16]})" if plan.owner else ""

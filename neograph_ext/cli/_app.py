@@ -19,6 +19,7 @@ from langchain_core.runnables import RunnableConfig
 from neograph_ext import (
     PlanKind,
     ResumePlan,
+    ResumePolicy,
     ThreadCheck,
     accept,
     check_threads,
@@ -102,6 +103,14 @@ def plan_command(
     db: DbOpt,
     thread: ThreadOpt,
     checkpoint: CheckpointOpt = None,
+    take_over: Annotated[
+        bool,
+        typer.Option(
+            "--take-over",
+            help="Plan as a take-over: what this graph would do to a thread newer code "
+            "owns, were it rolled back to (run with ResumePolicy(take_over=True)).",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
     mermaid: Annotated[
         bool, typer.Option("--mermaid", help="Print the graph as Mermaid, each node marked.")
@@ -115,7 +124,8 @@ def plan_command(
         target = load(graph)
         with open_database(db, serde=reader(target)) as saver:
             compiled = attach(target, saver, graph)
-            decision = _plan(compiled, thread, checkpoint)
+            resume = ResumePolicy(take_over=True) if take_over else None
+            decision = _plan(compiled, thread, checkpoint, resume)
         drawn = decision.draw_mermaid(compiled) if mermaid else None
     if drawn is not None:  # escaped as any stored text is, its line breaks and tabs kept
         typer.echo(
@@ -302,9 +312,11 @@ def _quiet(target: object | None) -> AbstractContextManager[None]:
     return quiet_values() if target is None else nullcontext()
 
 
-def _plan(graph: Graph, thread: str, checkpoint: str | None) -> ResumePlan:
+def _plan(
+    graph: Graph, thread: str, checkpoint: str | None, resume: ResumePolicy | None = None
+) -> ResumePlan:
     with reading(f"thread {thread!r}"):
-        decision = plan(graph, _config(thread, checkpoint))
+        decision = plan(graph, _config(thread, checkpoint), resume=resume)
     if decision.kind is PlanKind.FRESH:
         where = f"checkpoint {checkpoint!r}" if checkpoint else "checkpoints in this database"
         raise CliError(f"thread {thread!r} has no {where}")

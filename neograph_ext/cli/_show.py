@@ -39,7 +39,11 @@ __all__ = [
     "to_json",
 ]
 
-_KIND_STYLE = {PlanKind.REWIND: "red", PlanKind.UNVERIFIED: "yellow"}
+_KIND_STYLE = {
+    PlanKind.REWIND: "red",
+    PlanKind.UNVERIFIED: "yellow",
+    PlanKind.SUPERSEDED: "yellow",
+}
 _STATUS_STYLE = {"same": "green", "changed": "red", "removed": "red", "unstamped": "yellow"}
 
 
@@ -51,6 +55,10 @@ def plan_panel(decision: ResumePlan) -> Panel:
     style = "red" if decision.blocker else _KIND_STYLE.get(decision.kind, "green")
     grid.add_row("kind", Text(str(decision.kind), style=style))
     grid.add_row("head", text(decision.head_id or "-"))
+    if decision.owner:
+        grid.add_row("owned by", text(f"newer code, stamp {decision.owner[:16]}"))
+    if decision.taken_from:
+        grid.add_row("taken over", text(f"from newer code, stamp {decision.taken_from[:16]}"))
     if decision.kind is PlanKind.REWIND:
         target = f"step {decision.step}, checkpoint {decision.checkpoint_id}"
         grid.add_row("rewind to", text(target if decision.checkpoint_id else "-"))

@@ -37,6 +37,7 @@ def record(
     pending: int = 0,
     writers: frozenset[tuple[str, str]] | None = None,
     nulled: Iterable[str] = (),
+    took_from: str | None = None,
 ) -> Record:
     """The checkpoint after ``step``: ``cp{step + 1}``, its parent ``cp{step}``.
 
@@ -59,4 +60,5 @@ def record(
         next_nodes=frozenset(next_nodes),
         writers=writers,
         nulled=frozenset(nulled),
+        took_from=took_from,
     )

@@ -7,6 +7,8 @@ are its parent node's execution), and they are checked against the plan:
 
 - an error of neograph-ext: nothing ran (it is raised before any node runs), but for a
   ``WriteReadbackError``, which fails the step of the node that wrote;
+- ``superseded`` (newer code owns the thread): the call raised ``ThreadSupersededError``,
+  and a call that raised it was planned ``superseded``;
 - ``up_to_date``, or any complete thread given no new input: nothing ran;
 - ``continue``, ``unverified`` and ``migrate`` of an incomplete thread: the first step
   executed runs only nodes the plan names as waiting (``next_nodes``);
@@ -39,6 +41,7 @@ from neograph_ext import (
     NeographExtError,
     PlanKind,
     ResumePlan,
+    ThreadSupersededError,
     WriteReadbackError,
 )
 from neograph_ext._decision_log import WARNED
@@ -306,6 +309,9 @@ def _check_without_state(call: Call, raised: Any) -> None:
     """The checks that need no read of the thread."""
     plan, ran = call.plan, call.executions.tasks
     names = {node for _, node in ran}
+    superseded = plan is not None and plan.kind is PlanKind.SUPERSEDED
+    refused = isinstance(raised, ThreadSupersededError)
+    _agree(superseded == refused, plan, ran, f"planned {plan and plan.kind}, raised {raised!r}")
     if isinstance(raised, WriteReadbackError):  # a step's own failure, after its node ran
         _agree(bool(ran), plan, ran, "a write was verified though no node ran")
         return

@@ -18,6 +18,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 
 import neograph_ext as ne
+from neograph_ext._stamp_order import ORDER_THREAD
 from neograph_ext._stamp_store import THREAD_PREFIX, save
 from tests.drive import Drive
 from tests.graphs import big
@@ -97,9 +98,11 @@ def test_a_plain_call_adds_no_write_before_langgraphs_own(drive: Drive) -> None:
     drive.invoke(graph, {"log": []}, config)
     assert saver.written[0] == config["configurable"]["thread_id"]
     assert saver.written[-1].startswith(THREAD_PREFIX)
-    assert sum(t.startswith(THREAD_PREFIX) for t in saver.written) == 1
+    # The description, then the stamp's place in the order of stamps (``_stamp_order``).
+    reserved = [THREAD_PREFIX + graph.neograph_ext_stamp.id, ORDER_THREAD]
+    assert [t for t in saver.written if t.startswith(THREAD_PREFIX)] == reserved
     drive.invoke(graph, {"log": []}, _thread())
-    assert sum(t.startswith(THREAD_PREFIX) for t in saver.written) == 1  # once per saver
+    assert [t for t in saver.written if t.startswith(THREAD_PREFIX)] == reserved  # once per saver
 
 
 def test_a_missing_description_counts_as_changed_never_as_unchanged(

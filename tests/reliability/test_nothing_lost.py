@@ -1,7 +1,8 @@
 """Property: whatever happens to a thread, nothing is lost and the end is right.
 
 Hypothesis draws sequences of operations on one thread of the reliability graph:
-runs, crashes inside a node, output-type changes (a deploy) and LangGraph time
+runs, crashes inside a node, output-type changes (a deploy, or, for types drawn
+before, a rollback: every run takes the thread over, ``ROLLING``) and LangGraph time
 travel (``run`` from an earlier checkpoint of any branch). After every operation,
 every checkpoint that existed before it still exists; at the end, one more ``run``
 returns exactly what a fresh run of the final code returns.
@@ -27,6 +28,10 @@ from tests.reliability import worker
 from tests.reliability.worker import INPUT, NODES
 
 Op = tuple[Any, ...]
+
+ROLLING = ne.ResumePolicy(take_over=True)
+"""Code drawn again is older than code stored since (docs/deploys.md): each run is a
+deliberate deploy, so it takes over a thread newer code wrote."""
 
 OPS = st.one_of(
     st.just(("run",)),
@@ -81,7 +86,7 @@ def apply(
         config["configurable"]["checkpoint_id"] = ids[op[1] % len(ids)]
     graph = worker.compiled(saver, worker.build(log, code, crash_at=crash_at), code)
     try:
-        ne.run(graph, dict(INPUT), config)
+        ne.run(graph, dict(INPUT), config, resume=ROLLING)
     except RuntimeError as exc:
         if crash_at is None or f"crash in {crash_at}" not in str(exc):
             raise
@@ -111,7 +116,7 @@ def test_nothing_is_lost_and_the_end_is_a_fresh_run(
 
         graph = worker.compiled(saver, worker.build(log, code), code)
         config = {"configurable": {"thread_id": thread}}
-        result = ne.run(graph, dict(INPUT), config)
+        result = ne.run(graph, dict(INPUT), config, resume=ROLLING)
 
         assert result == h.reference(code_text(code))
         assert ne.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE

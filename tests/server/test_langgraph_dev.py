@@ -170,3 +170,14 @@ def test_a_served_thread_rewinds_after_a_deploy(server: Server) -> None:
     assert _values(again) == [_values(parts)[-1]]
     assert [p for p in again if p.event == "updates"] == []
     assert server.counted() == Counter()
+
+    # A rollback to the old release leaves the threads the new release wrote alone: the
+    # client gets the reason (a ValueError's message, which the server passes on).
+    server.stop()
+    server.deploy(SUMMARY_V2, SUMMARY_V1)
+    server.start()
+    client = get_sync_client(url=server.url)
+    with pytest.raises(Exception, match="ThreadSupersededError") as refused:
+        client.runs.wait(waited, "pipeline", input=None)
+    assert "owned by newer code" in str(refused.value) and "take_over=True" in str(refused.value)
+    assert server.counted() == Counter()

@@ -36,6 +36,7 @@ EXPECTED = [
     "ThreadCheck",
     "ThreadFixture",
     "ThreadPruned",
+    "ThreadSupersededError",
     "UnreadableCheckpointError",
     "WriteReadbackError",
     "aaccept",

@@ -181,3 +181,29 @@ def test_a_replaying_run_mark_names_its_source_and_fits_the_budget() -> None:
     assert read_run(
         {**metadata, RUN_KEY: encode_run(current, "rewind", None, "x/../y")}, ref
     ) == read_run({**metadata, RUN_KEY: encode_run(current, "rewind", None)}, ref)
+
+
+def test_a_take_over_run_mark_names_the_stamp_it_took_from_and_fits_the_budget() -> None:
+    from neograph_ext._stamp import (
+        ASK_AGAIN,
+        MAX_METADATA_BYTES,
+        RUN_KEY,
+        encode_run,
+        input_digest,
+        read_run,
+        stamp_ref,
+    )
+
+    current = build_stamp(linear(Counter()))
+    other = "ab" * 32
+    source = "1f1ed77b-4a22-6364-8002-0891fb12109f"
+    longest = encode_run(current, "x" * 20, input_digest("hi"), source, other)
+    metadata = {STAMP_KEY: stamp_ref(current), RUN_KEY: longest}
+    assert len(json.dumps(metadata).encode()) <= MAX_METADATA_BYTES
+    ref = read_stamp(metadata[STAMP_KEY])
+    mark = read_run({**metadata, RUN_KEY: encode_run(current, ASK_AGAIN, None, None, other)}, ref)
+    assert (mark.took_from, mark.decision, mark.verified) == (other[:16], ASK_AGAIN, current.id)
+    assert read_run(metadata, ref).replaying == source
+    assert (
+        read_run({**metadata, RUN_KEY: encode_run(current, "rewind", None)}, ref).took_from is None
+    )

@@ -1,0 +1,186 @@
+"""Rolling deploys: workers of an old and a new release serve the same threads, and the
+old code never undoes the new code's work; a rollback takes a thread over deliberately.
+
+Counted as the issue measured it: a thread waiting for approval (or crashed, or
+complete) served by old and new workers taking turns six times. Before, every turn was
+a rewind (``summarize``, an LLM call, ran 6 times and the human was asked 6 times).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
+from neograph_ext import PlanKind, ResumePolicy, ThreadSupersededError
+from tests.drive import Drive
+from tests.graphs.deploys import Release, SummaryV1, SummaryV2, SummaryV3
+from tests.graphs.pipelines import Crash
+
+SHAPES = ("waiting", "crashed", "complete")
+"""The thread the old code left: at an interrupt, after a crash, or complete."""
+
+
+def _started(drive: Drive, old: Release, shape: str, config: RunnableConfig) -> Any:
+    """The thread as the old release's workers left it; the input of its turn."""
+    given = {"doc": shape}
+    if shape == "crashed":
+        old.failing.add("publish")
+        with pytest.raises(Crash):
+            drive.run(old.serving(), given, config)
+        old.failing.clear()
+    else:
+        drive.run(old.serving(), given, config)
+    return given if shape == "complete" else None
+
+
+def _questions(result: Any) -> set[str]:
+    """The ids of the questions a run returned: a question asked again has a new one."""
+    return {found.id for found in (result or {}).get("__interrupt__", ())}
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_after_the_new_code_took_a_thread_the_old_code_runs_nothing_on_it(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, shape: str
+) -> None:
+    ask = shape == "waiting"
+    old = Release(SummaryV1, saver, ask=ask)
+    new = Release(SummaryV2, saver, ask=ask)
+    given = _started(drive, old, shape, config)
+    before = sum(old.runs.values())
+    asked: set[str] = set()
+    for turn in range(6):
+        if turn % 2 == 0:
+            asked |= _questions(drive.run(new.serving(), given, config))
+            continue
+        with pytest.raises(ThreadSupersededError) as refused:
+            drive.run(old.serving(), given, config)
+        assert refused.value.owner == new.graph.neograph_ext_stamp.id
+        assert isinstance(refused.value, ValueError)  # a server passes its message on
+        assert "take_over=True" in str(refused.value)
+        assert new.graph.neograph_ext_stamp.id[:16] in str(refused.value)
+    assert sum(old.runs.values()) == before  # the old code ran nothing
+    assert new.runs["summarize"] == 1  # was 6: once per turn
+    assert new.runs["draft"] == 0  # upstream work kept
+    if ask:
+        assert len(asked) == 1  # the human was asked once (was 6 times)
+    else:
+        assert new.runs["publish"] == 1
+    decided = drive.plan(old.serving(), config)
+    assert decided.kind is PlanKind.SUPERSEDED
+    assert decided.owner == new.graph.neograph_ext_stamp.id
+    assert decided.invalidated_nodes == {"summarize"}
+
+
+def test_a_served_graph_of_the_old_code_leaves_the_new_codes_thread_alone(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    old = Release(SummaryV1, saver, auto_resume=True)
+    new = Release(SummaryV2, saver, auto_resume=True)
+    drive.invoke(old.serving(), {"doc": "served"}, config)
+    drive.invoke(new.serving(), None, config)
+    assert new.runs["summarize"] == 1
+    before = dict(old.runs)
+    with pytest.raises(ThreadSupersededError):
+        drive.invoke(old.serving(), None, config)
+    assert dict(old.runs) == before
+    drive.invoke(new.serving(), None, config)
+    assert new.runs["summarize"] == 1
+
+
+def test_a_rollback_takes_the_thread_over_and_then_the_new_code_must_take_it_back(
+    drive: Drive,
+    saver: BaseCheckpointSaver[Any],
+    config: RunnableConfig,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    old = Release(SummaryV1, saver)
+    new = Release(SummaryV2, saver)
+    drive.run(old.serving(), {"doc": "rollback"}, config)
+    drive.run(new.serving(), None, config)
+    taking = ResumePolicy(take_over=True)
+    shown = drive.plan(old.serving(), config, resume=taking)
+    assert shown.kind is PlanKind.REWIND
+    assert shown.taken_from == new.graph.neograph_ext_stamp.id
+    with caplog.at_level(logging.WARNING, logger="neograph_ext"):
+        drive.run(old.serving(), None, config, resume=taking)
+    assert any("takes it over" in r.getMessage() for r in caplog.records)
+    assert old.runs["summarize"] == 2  # its own first run, and the take-over's
+    # The old code owns the thread now: it runs on, and nothing re-runs.
+    drive.run(old.serving(), None, config)
+    assert old.runs["summarize"] == 2
+    # Now the new code is the one that must take the thread over: no ping-pong.
+    with pytest.raises(ThreadSupersededError) as refused:
+        drive.run(new.serving(), None, config)
+    assert refused.value.owner == old.graph.neograph_ext_stamp.id
+    assert new.runs["summarize"] == 1
+    drive.run(new.serving(), None, config, resume=taking)
+    assert new.runs["summarize"] == 2
+    with pytest.raises(ThreadSupersededError):
+        drive.run(old.serving(), None, config)
+    assert old.runs["summarize"] == 2
+
+
+def test_accept_takes_the_thread_over_without_running_anything(
+    drive: Drive,
+    saver: BaseCheckpointSaver[Any],
+    config: RunnableConfig,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    old = Release(SummaryV1, saver, ask=False)
+    new = Release(SummaryV2, saver, ask=False)
+    given = {"doc": "accepted"}
+    drive.run(old.serving(), given, config)
+    drive.run(new.serving(), given, config)
+    with caplog.at_level(logging.WARNING, logger="neograph_ext"):
+        drive.accept(old.serving(), config)
+    assert any("taken over from newer code" in r.getMessage() for r in caplog.records)
+    runs = (dict(old.runs), dict(new.runs))
+    assert drive.plan(old.serving(), config).kind is PlanKind.UP_TO_DATE
+    drive.run(old.serving(), given, config)
+    with pytest.raises(ThreadSupersededError):
+        drive.run(new.serving(), given, config)
+    assert (dict(old.runs), dict(new.runs)) == runs
+
+
+def test_a_release_after_a_rollback_takes_the_thread_as_any_newer_code_does(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    old = Release(SummaryV1, saver)
+    new = Release(SummaryV2, saver)
+    drive.run(old.serving(), {"doc": "later"}, config)
+    drive.run(new.serving(), None, config)
+    drive.run(old.serving(), None, config, resume=ResumePolicy(take_over=True))
+    later = Release(SummaryV3, saver)
+    # The take-over ranks the old code above the new one on this thread, not above a
+    # release neither had seen: the fix after a rollback rolls forward as usual.
+    drive.run(later.serving(), None, config)
+    assert later.runs["summarize"] == 1
+    for earlier in (old, new):
+        with pytest.raises(ThreadSupersededError):
+            drive.run(earlier.serving(), None, config)
+
+
+def test_switching_a_branch_back_in_development(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    """As docs/deploys.md tells it: switching back is a rollback, which the database
+    cannot tell from a worker of the old release; development graphs say so once, with
+    ``compile(..., resume=ResumePolicy(take_over=True))``."""
+    main = Release(SummaryV1, saver)
+    branch = Release(SummaryV2, saver)
+    drive.run(main.serving(), {"doc": "dev"}, config)
+    drive.run(branch.serving(), None, config)
+    with pytest.raises(ThreadSupersededError, match="take_over=True"):
+        drive.run(main.serving(), None, config)
+    developing = ResumePolicy(take_over=True)
+    main_dev = Release(SummaryV1, saver, resume=developing)
+    branch_dev = Release(SummaryV2, saver, resume=developing)
+    for switch in range(4):
+        drive.run((main_dev if switch % 2 == 0 else branch_dev).serving(), None, config)
+    # Each switch re-runs the changed node once, and nothing else.
+    assert (main_dev.runs["summarize"], branch_dev.runs["summarize"]) == (2, 2)
+    assert main_dev.runs["draft"] == branch_dev.runs["draft"] == 0
