@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from neograph_ext._stamp import REF_FORMAT
+from neograph_ext._stamp_order import ORDER_THREAD
 from neograph_ext._stamp_store import THREAD_PREFIX
 
 __all__ = [
@@ -177,7 +178,9 @@ def unreferenced(stored: Mapping[str, int], named: Iterable[str]) -> tuple[Descr
     reference in ``named`` (``STAMP_KEY`` values of what stays) names."""
     names = set(named)
     gone = []
-    for thread_id in sorted(stored):
+    # The order thread shares the prefix but describes no stamp: it says which code is
+    # newer, and losing it would let old workers undo new work again.
+    for thread_id in sorted(set(stored) - {ORDER_THREAD}):
         stamp_id = thread_id.removeprefix(THREAD_PREFIX)
         if f"{REF_FORMAT}:{stamp_id}" not in names:
             gone.append(DescriptionPruned(thread_id, stamp_id, stored[thread_id]))

@@ -31,10 +31,12 @@ from psycopg.rows import dict_row
 
 import neograph_ext as ne
 from neograph_ext import PruneSkip
+from neograph_ext._stamp_order import ORDER_THREAD
 from tests.cli.support import Database, postgres_database, sqlite_database
 from tests.fixtures import v0_1_0 as fx
 from tests.graphs.budget import pipeline as budget_pipeline
 from tests.graphs.delta import Far, Near, fan
+from tests.graphs.deploys import Release, SummaryV1, SummaryV2
 from tests.graphs.pipelines import State, linear
 from tests.graphs.pruning import LAST, THREADS, cfg, ids, namespaces, payload, reads, written
 
@@ -274,3 +276,25 @@ def test_a_budget_s_ledger_survives_pruning_the_branch_its_rewind_left(db: Datab
     report = ne.prune(deployed, apply=True, thread_ids=["budgeted"])
     assert applied_ids(report, "budgeted")  # the abandoned branch went
     assert ne.ledger(db.saver, config) == spent  # the spend it paid did not
+
+
+def test_pruning_keeps_the_order_that_makes_old_code_leave_new_threads_alone(
+    db: Database,
+) -> None:
+    config = cfg("rolled")
+    old = Release(SummaryV1, db.saver, ask=False)
+    ne.run(old.serving(), {"doc": "d"}, config)
+    new = Release(SummaryV2, db.saver, ask=False)
+    ne.run(new.serving(), None, config)  # the new code rewinds and owns the thread
+
+    order = {"configurable": {"thread_id": ORDER_THREAD}}
+    places = [tup.checkpoint["id"] for tup in db.saver.list(order)]
+    report = ne.prune(new.graph, apply=True)
+    assert applied_ids(report, "rolled")  # the old code's abandoned branch went
+    assert [tup.checkpoint["id"] for tup in db.saver.list(order)] == places
+    assert len(places) == 2
+    assert ne.plan(old.serving(), config).kind is ne.PlanKind.SUPERSEDED
+    before = sum(old.runs.values())
+    with pytest.raises(ne.ThreadSupersededError):
+        ne.run(old.serving(), None, config)
+    assert sum(old.runs.values()) == before

@@ -131,6 +131,12 @@ def test_a_description_goes_only_when_nothing_names_its_stamp() -> None:
     assert unreferenced(stored, {f"2:{a}", f"2:{b}"}) == ()
 
 
+def test_the_order_of_stamps_is_no_description_and_never_goes() -> None:
+    a = "a" * 64
+    stored = {f"neograph-ext-stamp:{a}": 10, "neograph-ext-stamp:order": 30}
+    assert [gone.thread_id for gone in unreferenced(stored, ())] == [f"neograph-ext-stamp:{a}"]
+
+
 def test_an_unknown_head_prunes_nothing() -> None:
     assert doomed(chain("1", "2"), "9", DEFAULT) == frozenset()
 
