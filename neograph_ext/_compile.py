@@ -24,13 +24,14 @@ from langgraph.pregel import Pregel
 
 from neograph_ext._auto_resume import AutoResumingGraph
 from neograph_ext._carrying import carrying
+from neograph_ext._entrypoint import entrypoint_function, entrypoint_stamp, seen_tasks
 from neograph_ext._errors import GraphError
 from neograph_ext._graph import StampedGraph, cache_salts, metadata_of
 from neograph_ext._introspect import build_stamp, channel_types
-from neograph_ext._langgraph import compile_options, fold_cache_keys
+from neograph_ext._langgraph import compile_options, fold_cache_keys, fold_task_cache_keys
 from neograph_ext._policy import LockPolicy, ResumePolicy, asked, resolve
 from neograph_ext._revive import allowed_pairs, declared, report, revival
-from neograph_ext._stamp import STAMP_KEY, stamp_ref
+from neograph_ext._stamp import STAMP_KEY, Stamp, stamp_ref
 from neograph_ext._verify_writes import verifying
 from neograph_ext._written_types import watching
 
@@ -132,10 +133,18 @@ def compile(
         options, config = compile_options(builder), builder.config or {}
         builder = builder.builder
     elif isinstance(builder, Pregel):
-        raise GraphError(
-            f"graph {builder.name!r} is built with LangGraph's functional API (@entrypoint), "
-            "which neograph-ext does not support yet: build it as a StateGraph, or run it "
-            "with LangGraph alone"
+        return _compile_entrypoint(
+            builder,
+            checkpointer=builder.checkpointer if checkpointer is _KEEP else checkpointer,
+            output_types=output_types,
+            versions=versions,
+            renames=renames,
+            auto_resume=auto_resume,
+            resume=resume,
+            lock=lock,
+            verify_saver=verify_saver,
+            strict_plain=strict_plain,
+            options=compile_kwargs,
         )
     if checkpointer is not _KEEP:
         options["checkpointer"] = checkpointer
@@ -162,12 +171,38 @@ def compile(
             STAMP_KEY: stamp_ref(stamp),
         },
     }
+    return _stamped_as(
+        graph,
+        stamp,
+        resume,
+        lock,
+        auto_resume=auto_resume,
+        strict_plain=strict_plain,
+        verify_saver=verify_saver,
+        neograph_ext_channel_types=types,
+        neograph_ext_revival=revived,
+    )
+
+
+def _stamped_as(
+    graph: Pregel[Any, Any, Any, Any],
+    stamp: Stamp,
+    resume: ResumePolicy,
+    lock: LockPolicy,
+    *,
+    auto_resume: bool | None,
+    strict_plain: bool,
+    verify_saver: bool,
+    **attributes: Any,
+) -> StampedGraph:
+    """``graph``, its class swapped for a per-compile subclass holding its stamp and
+    policies (and ``attributes``), before its own class."""
     plain = type(graph)
     # Named as the class it replaces: LangGraph serialises a graph's runnables by class
     # path (get_graph().to_json()), and a drop-in must not change what it prints.
     graph.__class__ = type(
         plain.__name__,
-        (AutoResumingGraph if auto_resume is not None else StampedGraph,),
+        (AutoResumingGraph if auto_resume is not None else StampedGraph, plain),
         {
             "__module__": plain.__module__,
             "__qualname__": plain.__qualname__,
@@ -176,11 +211,75 @@ def compile(
             "neograph_ext_resume": replace(resume, on_change="rewind") if strict_plain else resume,
             "neograph_ext_lock": lock,
             **({"neograph_ext_auto_resume": resume} if auto_resume is not None else {}),
-            "neograph_ext_channel_types": types,
-            "neograph_ext_revival": revived,
             "neograph_ext_verify_saver": verify_saver,
             "_neograph_ext_saved": weakref.WeakSet(),
             "_neograph_ext_described": weakref.WeakKeyDictionary(),
+            **attributes,
         },
     )
     return graph  # type: ignore[return-value]
+
+
+def _compile_entrypoint(
+    workflow: Pregel[Any, Any, Any, Any],
+    *,
+    checkpointer: Any,
+    output_types: Mapping[str, object] | None,
+    versions: Mapping[str, str] | None,
+    renames: Mapping[str, str] | None,
+    auto_resume: bool | None,
+    resume: ResumePolicy,
+    lock: LockPolicy,
+    verify_saver: bool,
+    strict_plain: bool,
+    options: Mapping[str, Any],
+) -> StampedGraph:
+    """``compile`` for an ``@entrypoint``: a copy of it (the decorated object stays as
+    it was) stamped with its tasks' fingerprints (``_entrypoint``).
+
+    Raises:
+        GraphError: ``workflow`` is a ``Pregel`` that is no ``@entrypoint``, or is given
+            an option that only a graph has.
+    """
+    if entrypoint_function(workflow) is None:
+        raise GraphError(
+            f"graph {workflow.name!r} is a Pregel that neither a StateGraph nor "
+            "@entrypoint built: compile a StateGraph builder or an @entrypoint"
+        )
+    refused = sorted({*options, *(["renames"] if renames else [])})
+    if refused or resume.keep_compatible or resume.migrations:
+        given = refused or ["keep_compatible / migrations"]
+        raise GraphError(
+            f"entrypoint {workflow.name!r}: {', '.join(given)} apply to graphs only; give "
+            "@entrypoint(...) its own options (store, cache, ...), and bump versions[task] "
+            "to re-run a task instead of converting its cached result"
+        )
+    try:
+        stamp, shape = entrypoint_stamp(workflow, output_types, versions)
+    except ValueError as exc:
+        raise GraphError(f"entrypoint {workflow.name!r}: {exc}") from exc
+    graph = workflow.copy(update={"checkpointer": checkpointer})
+    allowlist = getattr(workflow, "_serde_allowlist", None)
+    if allowlist is not None:
+        graph._serde_allowlist = allowlist
+    salts = cache_salts(stamp)
+    fold_task_cache_keys(_seen_tasks_of(workflow), salts)
+    graph.nodes = {name: node.copy(update={}) for name, node in graph.nodes.items()}
+    fold_cache_keys(graph, salts)
+    config = graph.config or {}
+    graph.config = {**config, "metadata": {**metadata_of(config), STAMP_KEY: stamp_ref(stamp)}}
+    return _stamped_as(
+        graph,
+        stamp,
+        resume,
+        lock,
+        auto_resume=auto_resume,
+        strict_plain=strict_plain,
+        verify_saver=verify_saver,
+        neograph_ext_entrypoint=shape,
+    )
+
+
+def _seen_tasks_of(workflow: Pregel[Any, Any, Any, Any]) -> dict[str, object]:
+    func = entrypoint_function(workflow)
+    return seen_tasks(func) if func is not None else {}
