@@ -31,7 +31,7 @@ from neograph_ext._langgraph_calls import PREVIOUS_CHANNEL
 from neograph_ext._plan import ASKED_AGAIN
 from neograph_ext._stamp import Stamp, StampRef, Unreadable
 
-__all__ = ["EntrypointTurn", "TurnCall", "decide_calls", "kept_prefix", "turn_of"]
+__all__ = ["EntrypointTurn", "TurnCall", "decide_calls", "kept_prefix", "turn_base", "turn_of"]
 
 _Seen = Stamp | StampRef | Unreadable | None
 
@@ -72,6 +72,9 @@ class EntrypointTurn:
     """The input checkpoint of the thread's first turn in this lineage (for a replay)."""
     later_inputs: tuple[str, ...] = ()
     """The input checkpoints of the turns after the first, oldest first (for a replay)."""
+    verified: frozenset[str] = frozenset()
+    """The stamp ids checkpoints written after the base were verified against (by
+    ``run`` or ``accept``): verified against the current one, the turn is settled."""
 
 
 def kept_prefix(calls: tuple[TurnCall, ...], kept: frozenset[str]) -> tuple[TurnCall, ...]:
@@ -106,11 +109,12 @@ def decide_calls(
     Returns:
         The plan; ``blocker`` is set when it must not be carried out silently.
     """
+    settled = current.id in turn.verified  # ``accept``: handled by hand
     turn = replace(
         turn,
-        base_stamp=_own(turn.base_stamp, current),
-        ended=_own(turn.ended, current),
-        previous=_own(turn.previous, current),
+        base_stamp=current if settled else _own(turn.base_stamp, current),
+        ended=current if settled and turn.complete else _own(turn.ended, current),
+        previous=current if settled else _own(turn.previous, current),
     )
     entry = turn.entrypoint
     names = tuple(dict.fromkeys(c.task for c in turn.calls if c.task is not None))
@@ -254,6 +258,22 @@ def _stale_previous(
     )
 
 
+def turn_base(records: Sequence[Record], *, complete: bool) -> str | None:
+    """The checkpoint the latest turn's calls wrote to: the head while the turn runs;
+    once it finished, the checkpoint before the one its entrypoint's step wrote (a fork
+    ``accept`` made of that one comes after it)."""
+    if not records:
+        return None
+    if not complete:
+        return records[-1].checkpoint_id
+    for index in range(len(records) - 1, 0, -1):
+        if records[index].source == "loop":
+            return records[index - 1].checkpoint_id
+        if records[index].source == "input":
+            break
+    return records[-1].checkpoint_id
+
+
 def turn_of(
     records: Sequence[Record],
     entrypoint: str,
@@ -265,6 +285,7 @@ def turn_of(
     """The latest turn of an entrypoint thread, from its lineage (oldest first) and the
     finished calls on its base checkpoint ``base`` (id, step)."""
     stamps = {record.checkpoint_id: record.stamp for record in records}
+    after = [r.checkpoint_id for r in records].index(base[0]) + 1 if base[0] in stamps else 0
     inputs = [i for i, record in enumerate(records) if record.source == "input"]
     last = inputs[-1] if inputs else 0
     return EntrypointTurn(
@@ -279,4 +300,5 @@ def turn_of(
         earlier=last > 0,
         first_turn=records[inputs[0]].checkpoint_id if inputs else None,
         later_inputs=tuple(records[i].checkpoint_id for i in inputs[1:]),
+        verified=frozenset(r.verified for r in records[after:] if r.verified is not None),
     )

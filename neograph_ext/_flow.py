@@ -24,7 +24,7 @@ from typing import Any, NamedTuple, TypeVar
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple
 
-from neograph_ext._calls import EntrypointTurn, TurnCall, decide_calls, turn_of
+from neograph_ext._calls import EntrypointTurn, TurnCall, decide_calls, turn_base, turn_of
 from neograph_ext._carrying import Carrying, carry_for, readable, rebuilt_channels
 from neograph_ext._decision import Carriable, HeadFacts, PlanKind, ResumePlan
 from neograph_ext._decision_log import logged
@@ -368,14 +368,15 @@ def _facts(call: ThreadCall, head: CheckpointTuple | None) -> HeadFacts | None:
 def _entrypoint_turn(
     call: ThreadCall, head: CheckpointTuple, facts: HeadFacts, records: tuple[Record, ...]
 ) -> Flow[EntrypointTurn]:
-    """The latest turn of an entrypoint thread: its cached task results are on the head
-    while it runs, on the head's parent once it finished."""
+    """The latest turn of an entrypoint thread: its cached task results are on its base
+    (``_calls.turn_base``): the head while it runs, an ancestor once it finished."""
     shape = call.graph.neograph_ext_entrypoint
     assert shape is not None  # only asked for an entrypoint
     complete = not facts.next_nodes
+    base_id = turn_base(records, complete=complete) or head.checkpoint["id"]
     base = head
-    if complete and head.parent_config is not None:
-        base = (yield ReadTuple(head.parent_config)) or head
+    if base_id != head.checkpoint["id"]:
+        base = (yield ReadTuple(at_checkpoint(call.config, base_id))) or head
     step = base.metadata.get("step", -1)
     step = step if isinstance(step, int) else -1
     found = finished_calls(

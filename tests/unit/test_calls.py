@@ -6,9 +6,10 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 
-from neograph_ext._calls import EntrypointTurn, TurnCall, decide_calls, kept_prefix
+from neograph_ext._calls import EntrypointTurn, TurnCall, decide_calls, kept_prefix, turn_base
 from neograph_ext._decision import HeadFacts, PlanKind
 from neograph_ext._entrypoint import entrypoint_stamp
+from neograph_ext._history import Record
 from neograph_ext._stamp import StampRef, Unreadable
 from tests.graphs.functional import chain, saving
 
@@ -106,3 +107,26 @@ def test_a_previous_saved_under_another_save_type_blocks_unless_turns_replay() -
     assert (replayed.checkpoint_id, replayed.replayed) == ("base1", ("base2",))
     same = decide_calls(replace(turn, previous=new), new, "t", RUNNING)
     assert same.kind is PlanKind.CONTINUE
+
+
+def _record(checkpoint_id: str, source: str, step: int) -> Record:
+    return Record(
+        checkpoint_id, None, step, source, None, None, frozenset(), frozenset(), 1, 0, frozenset()
+    )
+
+
+def test_the_base_of_a_turn_is_before_its_entrypoints_step_whatever_forks_follow() -> None:
+    running = (_record("b", "input", -1),)
+    assert turn_base(running, complete=False) == "b"
+    rewound = (_record("b", "input", -1), _record("f", "fork", 0), _record("l", "loop", 1))
+    assert turn_base(rewound, complete=True) == "f"
+    accepted = (_record("b", "input", -1), _record("l", "loop", 0), _record("a", "fork", 0))
+    assert turn_base(accepted, complete=True) == "b"
+
+
+def test_a_turn_verified_against_the_current_stamp_after_its_base_is_settled() -> None:
+    new = entrypoint_stamp(WORKFLOW, versions={"t1": "v"})[0]
+    turn = _turn(ended=OLD, complete=True, verified=frozenset({new.id}))
+    assert decide_calls(turn, new, "t", DONE).kind is PlanKind.UP_TO_DATE
+    older = _turn(ended=OLD, complete=True, verified=frozenset({OLD.id}))
+    assert decide_calls(older, new, "t", DONE).kind is PlanKind.REWIND
