@@ -42,7 +42,9 @@ _KEEP: Any = object()
 
 
 def compile(
-    builder: StateGraph[Any, Any, Any, Any] | CompiledStateGraph[Any, Any, Any, Any],
+    builder: StateGraph[Any, Any, Any, Any]
+    | CompiledStateGraph[Any, Any, Any, Any]
+    | Pregel[Any, Any, Any, Any],
     *,
     checkpointer: Any = _KEEP,
     output_types: Mapping[str, object] | None = None,
@@ -61,14 +63,17 @@ def compile(
         builder: Any LangGraph ``StateGraph``, or a graph already compiled from one
             (``builder.compile(...)``, a prebuilt agent such as ``create_react_agent``):
             it is compiled again from its builder with the options it was compiled with,
-            and the keywords given here win.
+            and the keywords given here win. Or an ``@entrypoint`` of the Functional API:
+            a copy of it is stamped (each ``@task`` it can see, its return and save
+            types; docs/functional.md), the decorated object left as it was.
         checkpointer: Passed to ``StateGraph.compile``; ``run`` needs one. ``None``
             suits a subgraph added as a node of a parent graph, and a graph whose
             server injects one. Left out: none, or a compiled graph's own.
-        output_types: Per node, the type its results have; overrides the return
-            annotation of the node's callable.
-        versions: Per node, an opaque string to bump after a prompt or logic change
-            that leaves the types alone.
+        output_types: Per node (for an entrypoint: per task name, or the entrypoint's
+            name), the type its results have; overrides the return annotation.
+        versions: Per node (for an entrypoint: per task name, or the entrypoint's
+            name), an opaque string to bump after a prompt or logic change that leaves
+            the types alone.
         renames: Old node name -> new name, for nodes that were only renamed: their
             stored results are kept instead of counting as a topology change.
         auto_resume: Left out: plain calls behave as LangGraph's, stamped only;
@@ -113,7 +118,10 @@ def compile(
         ValueError: ``output_types``, ``versions`` or ``renames`` names an unknown node,
             or the resume policy's ``keep_compatible`` or ``migrations`` an unknown
             channel or type.
-        GraphError: ``builder`` is a graph of LangGraph's functional API (``@entrypoint``);
+        GraphError: ``builder`` is a ``Pregel`` neither a ``StateGraph`` nor
+            ``@entrypoint`` built, or an entrypoint is given an option only graphs have
+            (``renames``, ``keep_compatible``, ``migrations``, ``StateGraph.compile``'s
+            keywords) or ``output_types`` / ``versions`` naming a task it does not call;
             or, with ``ResumePolicy(on_change="raise")``, a declared type's values cannot
             read back from a checkpoint as themselves (otherwise that is logged as a
             warning); or a 0.2 keyword is given with the policy that covers it.

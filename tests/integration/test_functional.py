@@ -226,3 +226,33 @@ def test_a_cached_task_is_not_served_a_result_of_other_types(
     changed = ne.compile(workflow, checkpointer=saver, output_types={"slow": float})
     assert drive.run(changed, 1, third) == 4
     assert runs == Counter(slow=2, t2=3)
+
+
+def test_stream_yields_langgraphs_chunks_of_the_rewind(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    runs, _, workflow = _crashed_in_t3(drive, saver, config)
+    graph = ne.compile(workflow, checkpointer=saver, versions={"t2": "v2"})
+    chunks = list(drive.stream(graph, 1, config, stream_mode="values"))
+    assert chunks[-1] == 3
+    assert runs == Counter(t2=1, t3=1)
+
+
+def test_auto_resume_plans_a_plain_call_as_run_does(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    runs, _, workflow = _crashed_in_t3(drive, saver, config)
+    graph = ne.compile(workflow, checkpointer=saver, versions={"t2": "v2"}, auto_resume=True)
+    assert drive.invoke(graph, None, config) == 3
+    assert runs == Counter(t2=1, t3=1)
+    strict = ne.compile(
+        workflow,
+        checkpointer=saver,
+        versions={"t2": "v3"},
+        auto_resume=True,
+        resume=ne.ResumePolicy(on_change="raise"),
+    )
+    with pytest.raises(ne.CheckpointSchemaError) as raised:
+        drive.invoke(strict, 1, config)
+    assert raised.value.invalidated_nodes == {"t2"}
+    assert runs == Counter(t2=1, t3=1)
