@@ -31,6 +31,8 @@ import neograph_ext as ne
 # it in place; here both versions live in one process under the same name.
 class DraftV1(TypedDict):
     text: str
+
+
 class DraftV2(TypedDict):
     text: str
     words: int

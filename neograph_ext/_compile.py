@@ -205,7 +205,8 @@ def _stamped_as(
 ) -> StampedGraph:
     """``graph``, its class swapped for a per-compile subclass holding its stamp and
     policies (and ``attributes``), before its own class."""
-    plain = type(graph)
+    # An entrypoint compiled again is a copy of a stamped one: its class is swapped anew.
+    plain = next(c for c in type(graph).__mro__ if not issubclass(c, StampedGraph))
     # Named as the class it replaces: LangGraph serialises a graph's runnables by class
     # path (get_graph().to_json()), and a drop-in must not change what it prints.
     graph.__class__ = type(

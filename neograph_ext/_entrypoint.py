@@ -88,7 +88,9 @@ def seen_tasks(func: Callable[..., Any]) -> dict[str, object]:
         values = [names[n] for n in _names(code) if n in names] + _filled(cells)
         for value in values:
             if isinstance(value, _TaskFunction):
-                found.setdefault(_task_name(value), value)
+                name = _task_name(value)
+                if name:  # a partial without a name is not seen
+                    found.setdefault(name, value)
                 pending.append(value.func)
             elif isinstance(value, types.FunctionType) and value.__module__ == module:
                 pending.append(value)
@@ -194,7 +196,7 @@ def entrypoint_stamp(
 
     Raises:
         ValueError: ``output_types`` or ``versions`` names neither a task seen nor the
-            entrypoint, or a task has the entrypoint's name.
+            entrypoint.
     """
     func = entrypoint_function(graph)
     if func is None:
@@ -202,10 +204,13 @@ def entrypoint_stamp(
     name = next(iter(graph.nodes))
     tasks = seen_tasks(func)
     if name in tasks:
-        raise ValueError(
-            f"task {name!r} has the name of its entrypoint: rename one of them "
-            "(@task(name=...)) so that their results can be told apart"
+        # A drop-in raises nothing LangGraph would not: the task stays unseen.
+        logger.warning(
+            "entrypoint %r: a task has its name, so its cached results are not checked; "
+            "rename one of them (@task(name=...)) so that they can be told apart",
+            name,
         )
+        del tasks[name]
     output_types, versions = dict(output_types or {}), dict(versions or {})
     known = {name, *tasks}
     for option, given in (("output_types", output_types), ("versions", versions)):

@@ -142,7 +142,11 @@ def fold_cache_keys(graph: Pregel[Any, Any, Any, Any], salts: Mapping[str, str])
     for name, node in graph.nodes.items():
         policy = getattr(node, "cache_policy", None)
         if isinstance(policy, CachePolicy) and name in salts:
-            node.cache_policy = replace(policy, key_func=_salted(policy.key_func, salts[name]))
+            # An entrypoint compiled again shares the salted policy: salt the user's key.
+            inner = cast(
+                "Callable[..., str | bytes]", getattr(policy.key_func, _SALTED, policy.key_func)
+            )
+            node.cache_policy = replace(policy, key_func=_salted(inner, salts[name]))
 
 
 def fold_task_cache_keys(tasks: Mapping[str, object], salts: Mapping[str, str]) -> None:

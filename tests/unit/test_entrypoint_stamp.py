@@ -103,7 +103,9 @@ def test_compile_leaves_the_decorated_entrypoint_as_it_was() -> None:
     assert graph.invoke(1) == workflow.invoke(1) == 3
 
 
-def test_a_task_named_as_its_entrypoint_is_refused() -> None:
+def test_a_task_named_as_its_entrypoint_is_left_unseen_with_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     @task(name="workflow")
     def step(x: int) -> int:
         return x
@@ -112,5 +114,16 @@ def test_a_task_named_as_its_entrypoint_is_refused() -> None:
     def workflow(x: int) -> Any:
         return step(x).result()
 
-    with pytest.raises(ne.GraphError, match="has the name of its entrypoint"):
-        ne.compile(workflow)
+    graph = ne.compile(workflow)
+    assert set(graph.neograph_ext_stamp.nodes) == {"workflow"}
+    assert "a task has its name" in caplog.text
+    assert graph.invoke(3) == 3
+
+
+def test_an_entrypoint_compiled_again_takes_the_new_options() -> None:
+    workflow = chain(Counter(), set(), is_async=False)
+    once = ne.compile(workflow, checkpointer=None)
+    twice = ne.compile(once, checkpointer=None, versions={"t2": "v2"})
+    assert twice.neograph_ext_stamp.nodes["t2"].fp != once.neograph_ext_stamp.nodes["t2"].fp
+    assert type(twice).__mro__[1:] == type(once).__mro__[1:]
+    assert twice.invoke(1) == 3
