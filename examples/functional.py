@@ -38,6 +38,10 @@ class DraftV2(TypedDict):
     words: int
 
 
+for _version in (DraftV1, DraftV2):
+    _version.__name__ = _version.__qualname__ = "Draft"
+
+
 def workflow(draft_type: type, *, crash: bool) -> Any:
     """The workflow as one deploy has it: ``draft`` returns ``draft_type``."""
 
