@@ -15,6 +15,9 @@ Rules:
   another save type, the stale value is live in the turn itself, so rewinding the turn
   would hand it to new code; the plan is blocked, naming the ways out
   (``replay_turns`` rewinds the first turn instead and replays the later inputs).
+- When the save type is the only change, a policy that converts (``migrations``) or
+  keeps (``keep_compatible``) the ``previous`` the head holds makes the plan a
+  ``migrate``: the head is forked holding the converted value, and nothing re-runs.
 - A stamp that is absent or unreadable counts as unverified, as for graphs; a stamp
   whose description is missing changes every call (``UNKNOWN``).
 """
@@ -24,8 +27,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from neograph_ext._changes import NodeChange, step_changes
-from neograph_ext._decision import HeadFacts, PlanKind, ResumePlan, TaskStep
+from neograph_ext._changes import ChangeReason, NodeChange, step_changes
+from neograph_ext._decision import Carriable, HeadFacts, PlanKind, ResumePlan, TaskStep
 from neograph_ext._history import Record
 from neograph_ext._langgraph_calls import PREVIOUS_CHANNEL
 from neograph_ext._plan import ASKED_AGAIN
@@ -95,6 +98,7 @@ def decide_calls(
     head: HeadFacts,
     *,
     replay_turns: bool = False,
+    carry: Carriable | None = None,
 ) -> ResumePlan:
     """Plan the resume of an entrypoint thread.
 
@@ -105,6 +109,8 @@ def decide_calls(
         head: What the head holds (the nodes it waits on, a pending question).
         replay_turns: For a stale ``previous``: rewind the first turn and replay the
             later turns' inputs, rather than blocking.
+        carry: Whether the head's ``previous`` may be converted (``migrations``) or kept
+            (``keep_compatible``) when its save type changed and nothing else did.
 
     Returns:
         The plan; ``blocker`` is set when it must not be carried out silently.
@@ -135,6 +141,9 @@ def decide_calls(
         notes.append(f"the checkpoint the turn ended with: {why}")
     if notes:
         return _paused(replace(plan, kind=PlanKind.UNVERIFIED, notes=tuple(notes)), head)
+    carried = _carried(plan, turn, current, carry)
+    if carried is not None:
+        return carried
     if turn.earlier and _save_changed(turn.previous, current):
         return _stale_previous(plan, turn, current, head, replay_turns)
     changes: list[NodeChange] = []
@@ -176,6 +185,40 @@ def decide_calls(
         notes=extra,
     )
     return _paused(rewound, head)
+
+
+def _carried(
+    plan: ResumePlan, turn: EntrypointTurn, current: Stamp, carry: Carriable | None
+) -> ResumePlan | None:
+    """A ``migrate`` plan, when the only change is the save type and the policy carries
+    the ``previous`` the head holds; else None."""
+    stale = (turn.earlier and _save_changed(turn.previous, current)) or (
+        turn.complete and _save_changed(turn.ended, current)
+    )
+    if carry is None or not stale:
+        return None
+    if any(_task_changes(call, turn.base_stamp, current) for call in turn.calls):
+        return None
+    if turn.complete and any(
+        c.reason is not ChangeReason.CHANNEL
+        for c in _entry_changes(turn.entrypoint, turn.ended, current)
+    ):
+        return None
+    found = carry(frozenset({PREVIOUS_CHANNEL}))
+    if PREVIOUS_CHANNEL not in found.migrated | found.compatible:
+        return None
+    old = next((s for s in (turn.ended, turn.previous) if isinstance(s, Stamp | StampRef)), current)
+    changes = step_changes(
+        frozenset({turn.entrypoint}), frozenset({PREVIOUS_CHANNEL}), old, current
+    )
+    return replace(
+        plan,
+        kind=PlanKind.MIGRATE,
+        invalidated_nodes=frozenset({turn.entrypoint}),
+        changes=changes,
+        migrated=frozenset({PREVIOUS_CHANNEL}),
+        candidates=frozenset({PREVIOUS_CHANNEL}),
+    )
 
 
 def _own(seen: _Seen, current: Stamp) -> _Seen:

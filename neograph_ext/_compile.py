@@ -29,6 +29,7 @@ from neograph_ext._errors import GraphError
 from neograph_ext._graph import StampedGraph, cache_salts, metadata_of
 from neograph_ext._introspect import build_stamp, channel_types
 from neograph_ext._langgraph import compile_options, fold_cache_keys, fold_task_cache_keys
+from neograph_ext._langgraph_calls import PREVIOUS_CHANNEL
 from neograph_ext._policy import LockPolicy, ResumePolicy, asked, resolve
 from neograph_ext._revive import allowed_pairs, declared, report, revival
 from neograph_ext._stamp import STAMP_KEY, Stamp, stamp_ref
@@ -120,8 +121,9 @@ def compile(
             channel or type.
         GraphError: ``builder`` is a ``Pregel`` neither a ``StateGraph`` nor
             ``@entrypoint`` built, or an entrypoint is given an option only graphs have
-            (``renames``, ``keep_compatible``, ``migrations``, ``StateGraph.compile``'s
-            keywords) or ``output_types`` / ``versions`` naming a task it does not call;
+            (``renames``, ``StateGraph.compile``'s keywords; its ``keep_compatible`` and
+            ``migrations`` cover what it saves for its next turn) or ``output_types`` /
+            ``versions`` naming a task it does not call;
             or, with ``ResumePolicy(on_change="raise")``, a declared type's values cannot
             read back from a checkpoint as themselves (otherwise that is logged as a
             warning); or a 0.2 keyword is given with the policy that covers it.
@@ -256,15 +258,16 @@ def _compile_entrypoint(
             "@entrypoint built: compile a StateGraph builder or an @entrypoint"
         )
     refused = sorted({*options, *(["renames"] if renames else [])})
-    if refused or resume.keep_compatible or resume.migrations:
-        given = refused or ["keep_compatible / migrations"]
+    if refused:
         raise GraphError(
-            f"entrypoint {workflow.name!r}: {', '.join(given)} apply to graphs only; give "
-            "@entrypoint(...) its own options (store, cache, ...), and bump versions[task] "
-            "to re-run a task instead of converting its cached result"
+            f"entrypoint {workflow.name!r}: {', '.join(refused)} apply to graphs only; give "
+            "@entrypoint(...) its own options (store, cache, ...)"
         )
     try:
         stamp, shape = entrypoint_stamp(workflow, output_types, versions)
+        # keep_compatible and migrations cover what it saves for its next turn.
+        types = {PREVIOUS_CHANNEL: shape.save} if shape.save is not None else {}
+        carrying(types, resume.keep_compatible, resume.migrations)
     except ValueError as exc:
         raise GraphError(f"entrypoint {workflow.name!r}: {exc}") from exc
     graph = workflow.copy(update={"checkpointer": checkpointer})
@@ -286,6 +289,7 @@ def _compile_entrypoint(
         strict_plain=strict_plain,
         verify_saver=verify_saver,
         neograph_ext_entrypoint=shape,
+        neograph_ext_channel_types=types,
     )
 
 

@@ -50,6 +50,8 @@ class EntrypointShape(typing.NamedTuple):
     """The entrypoint's name: its one node."""
     tasks: frozenset[str]
     """The names of the tasks its stamp covers."""
+    save: object = None
+    """What it saves for its next turn (``previous``): the type of ``__previous__``."""
 
 
 def entrypoint_function(graph: Pregel[Any, Any, Any, Any]) -> Callable[..., Any] | None:
@@ -252,4 +254,4 @@ def entrypoint_stamp(
     stamp = Stamp(
         v=STAMP_FORMAT, id=stamp_id(nodes, channels), nodes=nodes, channels=channels, sigs=sigs
     )
-    return stamp, EntrypointShape(name, frozenset(tasks))
+    return stamp, EntrypointShape(name, frozenset(tasks), save)

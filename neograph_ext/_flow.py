@@ -211,8 +211,14 @@ def planned(
     records = resolved(records, {key: described[key] for key in wanted if key in described})
     if call.graph.neograph_ext_entrypoint is not None:
         turn = yield from _entrypoint_turn(call, head, facts, records)
+        carriable = yield from _carriable(call, head, facts)
         calls = decide_calls(
-            turn, call.stamp, call.thread_id, facts, replay_turns=call.resume.replay_turns
+            turn,
+            call.stamp,
+            call.thread_id,
+            facts,
+            replay_turns=call.resume.replay_turns,
+            carry=carriable,
         )
         return logged(call.saver, call.thread_id, calls)
     if facts.replaying is not None:

@@ -256,3 +256,27 @@ def test_auto_resume_plans_a_plain_call_as_run_does(
         drive.invoke(strict, 1, config)
     assert raised.value.invalidated_nodes == {"t2"}
     assert runs == Counter(t2=1, t3=1)
+
+
+def test_a_migration_converts_the_previous_saved_under_another_save_type(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    runs: Counter[str] = Counter()
+    graph = ne.compile(saving(runs, is_async=drive.is_async), checkpointer=saver)
+    drive.run(graph, 1, config)
+    drive.run(graph, 2, config)
+    runs.clear()
+    changed = ne.compile(
+        saving(runs, is_async=drive.is_async, save=int),
+        checkpointer=saver,
+        resume=ne.ResumePolicy(migrations={int: lambda saved: int(saved)}),
+    )
+    plan = drive.plan(changed, config)
+    assert (plan.kind, plan.migrated) == ("migrate", {"__previous__"})
+    assert drive.run(changed, 2, config) == 203  # the finished turn: nothing re-runs
+    assert runs == Counter()
+    head = saver.get_tuple(config)
+    assert head is not None and head.checkpoint["channel_values"]["__previous__"] == 203
+    assert drive.plan(changed, config).kind == "up_to_date"
+    assert drive.run(changed, 3, config) == 103 + 203  # previous, converted: 203
+    assert runs == Counter(workflow=1, add=1)

@@ -7,7 +7,7 @@ from collections import Counter
 from dataclasses import replace
 
 from neograph_ext._calls import EntrypointTurn, TurnCall, decide_calls, kept_prefix, turn_base
-from neograph_ext._decision import HeadFacts, PlanKind
+from neograph_ext._decision import Carry, HeadFacts, PlanKind
 from neograph_ext._entrypoint import entrypoint_stamp
 from neograph_ext._history import Record
 from neograph_ext._stamp import StampRef, Unreadable
@@ -130,3 +130,14 @@ def test_a_turn_verified_against_the_current_stamp_after_its_base_is_settled() -
     assert decide_calls(turn, new, "t", DONE).kind is PlanKind.UP_TO_DATE
     older = _turn(ended=OLD, complete=True, verified=frozenset({OLD.id}))
     assert decide_calls(older, new, "t", DONE).kind is PlanKind.REWIND
+
+
+def test_a_carried_previous_makes_a_migrate_plan_when_the_save_type_alone_changed() -> None:
+    old = entrypoint_stamp(saving(Counter(), is_async=False))[0]
+    new = entrypoint_stamp(saving(Counter(), is_async=False, save=int))[0]
+    turn = EntrypointTurn("workflow", "b", 1, new, (TurnCall(0, "add"),), ended=old, complete=True)
+    turn = replace(turn, previous=old, earlier=True)
+    carried = decide_calls(turn, new, "t", DONE, carry=lambda found: Carry(migrated=found))
+    assert (carried.kind, carried.migrated) == (PlanKind.MIGRATE, {"__previous__"})
+    refused = decide_calls(turn, new, "t", DONE, carry=lambda found: Carry())
+    assert refused.blocker is not None
