@@ -30,6 +30,7 @@ STAMP_KEYS = frozenset({STAMP_PREFIX, f"{STAMP_PREFIX}_run"})
 """Every metadata key neograph-ext writes: the stamp reference and the run mark."""
 # Kept in step with route_compile.ROUTED_PROPERTY: only the wrapped pass loads that plugin.
 ROUTED_PROPERTY = "neograph_ext_routed_compiles"
+ENTRYPOINT_PROPERTY = "neograph_ext_routed_entrypoints"
 READBACK_PROPERTY = "neograph_ext_readback_warnings"
 
 
@@ -145,6 +146,13 @@ class _Recorder:
             n for key, n in report.user_properties if key == ROUTED_PROPERTY and isinstance(n, int)
         )
         entry["routed"] = entry.get("routed", 0) + routed
+        entrypoints = sum(
+            n
+            for key, n in report.user_properties
+            if key == ENTRYPOINT_PROPERTY and isinstance(n, int)
+        )
+        if entrypoints:
+            entry["entrypoints"] = entry.get("entrypoints", 0) + entrypoints
         for key, reasons in report.user_properties:
             if key == READBACK_PROPERTY and isinstance(reasons, list) and reasons:
                 entry["readback"] = sorted({*entry.get("readback", []), *reasons})

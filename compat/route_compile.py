@@ -1,4 +1,6 @@
-"""Pytest plugin: every ``StateGraph.compile`` goes through ``neograph_ext.compile``.
+"""Pytest plugin: every ``StateGraph.compile`` goes through ``neograph_ext.compile``, and
+so does every ``@entrypoint`` (the Functional API): the decorator's graph is compiled by
+``neograph_ext.compile`` as it is made.
 
 Loaded with ``-p route_compile`` for the wrapped pass of ``make compat``, so that
 LangGraph's own tests exercise graphs compiled by neograph-ext. The patch is
@@ -22,13 +24,17 @@ from contextvars import ContextVar
 from typing import Any, ClassVar
 
 import pytest
+from langgraph.func import entrypoint
 from langgraph.graph.state import StateGraph
 
 import neograph_ext
 
 original_compile = StateGraph.compile
+# Imported twice (as a plugin and by the harness's own test): patch the original once.
+original_entrypoint = getattr(entrypoint.__call__, "neograph_ext_original", entrypoint.__call__)
 _inside: ContextVar[bool] = ContextVar("neograph_ext_compat_inside", default=False)
 ROUTED_PROPERTY = "neograph_ext_routed_compiles"
+ENTRYPOINT_PROPERTY = "neograph_ext_routed_entrypoints"
 AUTO_RESUME_ENV = "NEOGRAPH_EXT_COMPAT_AUTO_RESUME"
 _AUTO_RESUME = {"auto_resume": True} if os.environ.get(AUTO_RESUME_ENV) == "true" else {}
 READBACK_PROPERTY = "neograph_ext_readback_warnings"
@@ -39,6 +45,8 @@ class _Routed:
     """Compiles routed since the last test report: proof that the patch took."""
 
     calls = 0
+    entrypoints = 0
+    """Of ``calls``, the ``@entrypoint`` graphs."""
 
 
 class _ReadBack(logging.Handler):
@@ -76,8 +84,17 @@ def _routed_compile(
         _inside.reset(token)
 
 
+def _routed_entrypoint(self: entrypoint[Any], func: Any) -> Any:
+    workflow = original_entrypoint(self, func)
+    _Routed.calls += 1
+    _Routed.entrypoints += 1
+    return neograph_ext.compile(workflow, **_AUTO_RESUME)
+
+
 _routed_compile.__doc__ = original_compile.__doc__
 StateGraph.compile = _routed_compile  # type: ignore[method-assign]
+_routed_entrypoint.neograph_ext_original = original_entrypoint  # type: ignore[attr-defined]
+entrypoint.__call__ = _routed_entrypoint  # type: ignore[method-assign]
 
 
 @pytest.hookimpl(wrapper=True)
@@ -88,7 +105,9 @@ def pytest_runtest_makereport(
     # recorder adds them up.
     report = yield
     report.user_properties.append((ROUTED_PROPERTY, _Routed.calls))
+    report.user_properties.append((ENTRYPOINT_PROPERTY, _Routed.entrypoints))
     report.user_properties.append((READBACK_PROPERTY, list(_ReadBack.reasons)))
     _Routed.calls = 0
+    _Routed.entrypoints = 0
     _ReadBack.reasons.clear()
     return report

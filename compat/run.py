@@ -305,10 +305,13 @@ def _confirmed(comparison: Comparison, tree: Path, workers: int, label: str) -> 
 def _report(comparison: Comparison, label: str) -> None:
     routed = comparison.routed
     count = sum(entry.get("routed", 0) for entry in routed.results.values())
+    functional = [e for e in routed.results.values() if e.get("entrypoints")]
     passed = sum(1 for e in routed.results.values() if e["outcome"] in PASSED)
     print(
         f"  {routed.name:<11}: {passed} pass  ({_tally(routed.results)})  {routed.seconds:.0f} s"
-        f"  ({count} compiles routed through neograph_ext.compile)"
+        f"  ({count} compiles routed through neograph_ext.compile, of which "
+        f"{sum(e['entrypoints'] for e in functional)} @entrypoint graphs in "
+        f"{len(functional)} tests)"
     )
     logged = [entry.get("readback", []) for entry in routed.results.values()]
     warned = [[r for r in reasons if r != WRITTEN] for reasons in logged]

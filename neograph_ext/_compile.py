@@ -25,13 +25,15 @@ from langgraph.pregel import Pregel
 from neograph_ext._auto_resume import AutoResumingGraph
 from neograph_ext._budget import Budget
 from neograph_ext._carrying import carrying
+from neograph_ext._entrypoint import entrypoint_function, entrypoint_stamp, seen_tasks
 from neograph_ext._errors import GraphError
 from neograph_ext._graph import StampedGraph, cache_salts, metadata_of
 from neograph_ext._introspect import build_stamp, channel_types
-from neograph_ext._langgraph import compile_options, fold_cache_keys
+from neograph_ext._langgraph import compile_options, fold_cache_keys, fold_task_cache_keys
+from neograph_ext._langgraph_calls import PREVIOUS_CHANNEL
 from neograph_ext._policy import LockPolicy, ResumePolicy, asked, resolve
 from neograph_ext._revive import allowed_pairs, declared, report, revival
-from neograph_ext._stamp import STAMP_KEY, stamp_ref
+from neograph_ext._stamp import STAMP_KEY, Stamp, stamp_ref
 from neograph_ext._telemetry import Telemetry
 from neograph_ext._verify_writes import verifying
 from neograph_ext._written_types import watching
@@ -43,7 +45,9 @@ _KEEP: Any = object()
 
 
 def compile(
-    builder: StateGraph[Any, Any, Any, Any] | CompiledStateGraph[Any, Any, Any, Any],
+    builder: StateGraph[Any, Any, Any, Any]
+    | CompiledStateGraph[Any, Any, Any, Any]
+    | Pregel[Any, Any, Any, Any],
     *,
     checkpointer: Any = _KEEP,
     output_types: Mapping[str, object] | None = None,
@@ -64,14 +68,17 @@ def compile(
         builder: Any LangGraph ``StateGraph``, or a graph already compiled from one
             (``builder.compile(...)``, a prebuilt agent such as ``create_react_agent``):
             it is compiled again from its builder with the options it was compiled with,
-            and the keywords given here win.
+            and the keywords given here win. Or an ``@entrypoint`` of the Functional API:
+            a copy of it is stamped (each ``@task`` it can see, its return and save
+            types; docs/functional.md), the decorated object left as it was.
         checkpointer: Passed to ``StateGraph.compile``; ``run`` needs one. ``None``
             suits a subgraph added as a node of a parent graph, and a graph whose
             server injects one. Left out: none, or a compiled graph's own.
-        output_types: Per node, the type its results have; overrides the return
-            annotation of the node's callable.
-        versions: Per node, an opaque string to bump after a prompt or logic change
-            that leaves the types alone.
+        output_types: Per node (for an entrypoint: per task name, or the entrypoint's
+            name), the type its results have; overrides the return annotation.
+        versions: Per node (for an entrypoint: per task name, or the entrypoint's
+            name), an opaque string to bump after a prompt or logic change that leaves
+            the types alone.
         renames: Old node name -> new name, for nodes that were only renamed: their
             stored results are kept instead of counting as a topology change.
         auto_resume: Left out: plain calls behave as LangGraph's, stamped only;
@@ -127,7 +134,11 @@ def compile(
         ValueError: ``output_types``, ``versions`` or ``renames`` names an unknown node,
             or the resume policy's ``keep_compatible`` or ``migrations`` an unknown
             channel or type.
-        GraphError: ``builder`` is a graph of LangGraph's functional API (``@entrypoint``);
+        GraphError: ``builder`` is a ``Pregel`` neither a ``StateGraph`` nor
+            ``@entrypoint`` built, or an entrypoint is given an option only graphs have
+            (``renames``, ``StateGraph.compile``'s keywords; its ``keep_compatible`` and
+            ``migrations`` cover what it saves for its next turn) or ``output_types`` /
+            ``versions`` naming a task it does not call;
             or, with ``ResumePolicy(on_change="raise")``, a declared type's values cannot
             read back from a checkpoint as themselves (otherwise that is logged as a
             warning); or a 0.2 keyword is given with the policy that covers it; or
@@ -153,10 +164,20 @@ def compile(
         options, config = compile_options(builder), builder.config or {}
         builder = builder.builder
     elif isinstance(builder, Pregel):
-        raise GraphError(
-            f"graph {builder.name!r} is built with LangGraph's functional API (@entrypoint), "
-            "which neograph-ext does not support yet: build it as a StateGraph, or run it "
-            "with LangGraph alone"
+        return _compile_entrypoint(
+            builder,
+            checkpointer=builder.checkpointer if checkpointer is _KEEP else checkpointer,
+            output_types=output_types,
+            versions=versions,
+            renames=renames,
+            auto_resume=auto_resume,
+            resume=resume,
+            lock=lock,
+            verify_saver=verify_saver,
+            strict_plain=strict_plain,
+            options=compile_kwargs,
+            budget=budget,
+            telemetry=telemetry,
         )
     if checkpointer is not _KEEP:
         options["checkpointer"] = checkpointer
@@ -183,12 +204,41 @@ def compile(
             STAMP_KEY: stamp_ref(stamp),
         },
     }
-    plain = type(graph)
+    return _stamped_as(
+        graph,
+        stamp,
+        resume,
+        lock,
+        auto_resume=auto_resume,
+        strict_plain=strict_plain,
+        verify_saver=verify_saver,
+        neograph_ext_channel_types=types,
+        neograph_ext_revival=revived,
+        neograph_ext_budget=budget,
+        neograph_ext_telemetry=telemetry,
+    )
+
+
+def _stamped_as(
+    graph: Pregel[Any, Any, Any, Any],
+    stamp: Stamp,
+    resume: ResumePolicy,
+    lock: LockPolicy,
+    *,
+    auto_resume: bool | None,
+    strict_plain: bool,
+    verify_saver: bool,
+    **attributes: Any,
+) -> StampedGraph:
+    """``graph``, its class swapped for a per-compile subclass holding its stamp and
+    policies (and ``attributes``), before its own class."""
+    # An entrypoint compiled again is a copy of a stamped one: its class is swapped anew.
+    plain = next(c for c in type(graph).__mro__ if not issubclass(c, StampedGraph))
     # Named as the class it replaces: LangGraph serialises a graph's runnables by class
     # path (get_graph().to_json()), and a drop-in must not change what it prints.
     graph.__class__ = type(
         plain.__name__,
-        (AutoResumingGraph if auto_resume is not None else StampedGraph,),
+        (AutoResumingGraph if auto_resume is not None else StampedGraph, plain),
         {
             "__module__": plain.__module__,
             "__qualname__": plain.__qualname__,
@@ -197,13 +247,81 @@ def compile(
             "neograph_ext_resume": replace(resume, on_change="rewind") if strict_plain else resume,
             "neograph_ext_lock": lock,
             **({"neograph_ext_auto_resume": resume} if auto_resume is not None else {}),
-            "neograph_ext_channel_types": types,
-            "neograph_ext_revival": revived,
             "neograph_ext_verify_saver": verify_saver,
-            "neograph_ext_budget": budget,
-            "neograph_ext_telemetry": telemetry,
             "_neograph_ext_saved": weakref.WeakSet(),
             "_neograph_ext_described": weakref.WeakKeyDictionary(),
+            **attributes,
         },
     )
     return graph  # type: ignore[return-value]
+
+
+def _compile_entrypoint(
+    workflow: Pregel[Any, Any, Any, Any],
+    *,
+    checkpointer: Any,
+    output_types: Mapping[str, object] | None,
+    versions: Mapping[str, str] | None,
+    renames: Mapping[str, str] | None,
+    auto_resume: bool | None,
+    resume: ResumePolicy,
+    lock: LockPolicy,
+    verify_saver: bool,
+    strict_plain: bool,
+    options: Mapping[str, Any],
+    budget: Budget | None,
+    telemetry: Telemetry | None,
+) -> StampedGraph:
+    """``compile`` for an ``@entrypoint``: a copy of it (the decorated object stays as
+    it was) stamped with its tasks' fingerprints (``_entrypoint``).
+
+    Raises:
+        GraphError: ``workflow`` is a ``Pregel`` that is no ``@entrypoint``, or is given
+            an option that only a graph has.
+    """
+    if entrypoint_function(workflow) is None:
+        raise GraphError(
+            f"graph {workflow.name!r} is a Pregel that neither a StateGraph nor "
+            "@entrypoint built: compile a StateGraph builder or an @entrypoint"
+        )
+    refused = sorted({*options, *(["renames"] if renames else [])})
+    if refused:
+        raise GraphError(
+            f"entrypoint {workflow.name!r}: {', '.join(refused)} apply to graphs only; give "
+            "@entrypoint(...) its own options (store, cache, ...)"
+        )
+    try:
+        stamp, shape = entrypoint_stamp(workflow, output_types, versions)
+        # keep_compatible and migrations cover what it saves for its next turn.
+        types = {PREVIOUS_CHANNEL: shape.save} if shape.save is not None else {}
+        carrying(types, resume.keep_compatible, resume.migrations)
+    except ValueError as exc:
+        raise GraphError(f"entrypoint {workflow.name!r}: {exc}") from exc
+    graph = workflow.copy(update={"checkpointer": checkpointer})
+    allowlist = getattr(workflow, "_serde_allowlist", None)
+    if allowlist is not None:
+        graph._serde_allowlist = allowlist
+    salts = cache_salts(stamp)
+    fold_task_cache_keys(_seen_tasks_of(workflow), salts)
+    graph.nodes = {name: node.copy(update={}) for name, node in graph.nodes.items()}
+    fold_cache_keys(graph, salts)
+    config = graph.config or {}
+    graph.config = {**config, "metadata": {**metadata_of(config), STAMP_KEY: stamp_ref(stamp)}}
+    return _stamped_as(
+        graph,
+        stamp,
+        resume,
+        lock,
+        auto_resume=auto_resume,
+        strict_plain=strict_plain,
+        verify_saver=verify_saver,
+        neograph_ext_entrypoint=shape,
+        neograph_ext_channel_types=types,
+        neograph_ext_budget=budget,
+        neograph_ext_telemetry=telemetry,
+    )
+
+
+def _seen_tasks_of(workflow: Pregel[Any, Any, Any, Any]) -> dict[str, object]:
+    func = entrypoint_function(workflow)
+    return seen_tasks(func) if func is not None else {}

@@ -44,6 +44,7 @@ from neograph_ext._graph import marking
 from neograph_ext._head_state import output_of
 from neograph_ext._history import lineage
 from neograph_ext._keep import akeep, keep
+from neograph_ext._keep_calls import akeep_calls, keep_calls
 from neograph_ext._lock import athread_lock, thread_lock
 from neograph_ext._migrate import acarry, carry
 from neograph_ext._stamp import Stamp
@@ -153,7 +154,10 @@ class Driver:
         if isinstance(op, CarryValues):
             return carry(graph, saver, op.config, op.plan, op.carrying, call.stamp, op.decision)
         if isinstance(op, KeepTasks):
+            shape = graph.neograph_ext_entrypoint
             with marking(call.stamp, op.mark):
+                if shape is not None:
+                    return keep_calls(graph, saver, op.target, shape, op.nodes, call.stamp, op.mark)
                 return keep(graph, saver, op.target, op.nodes, call.stamp, op.mark)
         if isinstance(op, Tell):
             self._telling = recorded(op.plan, call.graph.neograph_ext_telemetry)
@@ -254,7 +258,12 @@ class AsyncDriver:
                 graph, saver, op.config, op.plan, op.carrying, call.stamp, op.decision
             )
         if isinstance(op, KeepTasks):
+            shape = graph.neograph_ext_entrypoint
             with marking(call.stamp, op.mark):
+                if shape is not None:
+                    return await akeep_calls(
+                        graph, saver, op.target, shape, op.nodes, call.stamp, op.mark
+                    )
                 return await akeep(graph, saver, op.target, op.nodes, call.stamp, op.mark)
         if isinstance(op, Tell):
             self._telling = recorded(op.plan, call.graph.neograph_ext_telemetry)

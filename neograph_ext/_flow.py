@@ -24,6 +24,7 @@ from typing import Any, NamedTuple, TypeVar
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple
 
+from neograph_ext._calls import EntrypointTurn, TurnCall, decide_calls, turn_base, turn_of
 from neograph_ext._carrying import Carrying, carry_for, readable, rebuilt_channels
 from neograph_ext._decision import Carriable, HeadFacts, PlanKind, ResumePlan
 from neograph_ext._decision_log import logged
@@ -32,6 +33,7 @@ from neograph_ext._head_state import is_paused, waiting_nodes
 from neograph_ext._history import Record, lineage, references, resolved
 from neograph_ext._keep import incomplete
 from neograph_ext._langgraph import delta_channels
+from neograph_ext._langgraph_calls import finished_calls
 from neograph_ext._lineage_facts import verified
 from neograph_ext._misread import head_misread
 from neograph_ext._owed import owed_turns
@@ -228,6 +230,18 @@ def planned(
         # Content-addressed and checked against their ids: a found one never goes stale.
         described.update((yield LoadDescriptions(missing)))
     records = resolved(records, {key: described[key] for key in wanted if key in described})
+    if call.graph.neograph_ext_entrypoint is not None:
+        turn = yield from _entrypoint_turn(call, head, facts, records)
+        carriable = yield from _carriable(call, head, facts)
+        calls = decide_calls(
+            turn,
+            call.stamp,
+            call.thread_id,
+            facts,
+            replay_turns=call.resume.replay_turns,
+            carry=carriable,
+        )
+        return logged(call.saver, call.thread_id, calls)
     if facts.replaying is not None:
         listed = yield ListThread(call.config)
         facts = replace(facts, owed=owed_turns(listed, facts.checkpoint_id, facts.replaying))
@@ -391,6 +405,27 @@ def _facts(call: ThreadCall, head: CheckpointTuple | None) -> HeadFacts | None:
         replaying=mark.replaying,
         misread=head_misread(call.graph.neograph_ext_revival, head, bool(waits)),
     )
+
+
+def _entrypoint_turn(
+    call: ThreadCall, head: CheckpointTuple, facts: HeadFacts, records: tuple[Record, ...]
+) -> Flow[EntrypointTurn]:
+    """The latest turn of an entrypoint thread: its cached task results are on its base
+    (``_calls.turn_base``): the head while it runs, an ancestor once it finished."""
+    shape = call.graph.neograph_ext_entrypoint
+    assert shape is not None  # only asked for an entrypoint
+    complete = not facts.next_nodes
+    base_id = turn_base(records, complete=complete) or head.checkpoint["id"]
+    base = head
+    if base_id != head.checkpoint["id"]:
+        base = (yield ReadTuple(at_checkpoint(call.config, base_id))) or head
+    step = base.metadata.get("step", -1)
+    step = step if isinstance(step, int) else -1
+    found = finished_calls(
+        base.checkpoint, step, shape.name, shape.tasks, base.pending_writes or ()
+    )
+    calls = tuple(TurnCall(c.position, c.task) for c in found)
+    return turn_of(records, shape.name, (base.checkpoint["id"], step), calls, complete=complete)
 
 
 def _carriable(call: ThreadCall, head: CheckpointTuple, facts: HeadFacts) -> Flow[Carriable | None]:

@@ -31,10 +31,11 @@ from typing import Any, ClassVar, cast
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import var_child_runnable_config
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.graph.state import CompiledStateGraph
+from langgraph.pregel import Pregel
 from langgraph.types import Command
 
 from neograph_ext._budget import Budget
+from neograph_ext._entrypoint import EntrypointShape
 from neograph_ext._policy import LockPolicy, ResumePolicy
 from neograph_ext._revive import Revival
 from neograph_ext._spend import counting
@@ -60,10 +61,12 @@ _RUN_MARK: ContextVar[tuple[str, str] | None] = ContextVar("neograph_ext_run_mar
 """``(stamp id, run mark)`` while ``run()`` invokes a graph of that stamp."""
 
 
-class StampedGraph(CompiledStateGraph[Any, Any, Any, Any], Stamped):
+class StampedGraph(Pregel[Any, Any, Any, Any], Stamped):
     """A LangGraph compiled graph whose checkpoints carry its stamp.
 
-    ``compile`` makes one subclass per compiled graph, holding that graph's stamp.
+    ``compile`` makes one subclass per compiled graph, holding that graph's stamp, with
+    the graph's own class (a ``CompiledStateGraph``, or the ``Pregel`` of an
+    ``@entrypoint``) after this one among its bases.
     """
 
     neograph_ext_stamp: ClassVar[Stamp]
@@ -89,6 +92,8 @@ class StampedGraph(CompiledStateGraph[Any, Any, Any, Any], Stamped):
     """``compile(budget=...)``: what the graph's threads may spend; None: not counted."""
     neograph_ext_telemetry: ClassVar[Telemetry | None] = None
     """``compile(telemetry=...)``: what planned calls tell traces and metrics; None: nothing."""
+    neograph_ext_entrypoint: ClassVar[EntrypointShape | None] = None
+    """For an ``@entrypoint``: its name and the tasks its stamp covers; None for a graph."""
 
     def stream(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any

@@ -17,7 +17,7 @@ import inspect
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 from langgraph.channels.ephemeral_value import EphemeralValue
 from langgraph.channels.last_value import LastValue
@@ -41,6 +41,8 @@ __all__ = [
     "delta_channels",
     "delta_snapshot",
     "fold_cache_keys",
+    "fold_task_cache_keys",
+    "hash_task_id",
     "strict_msgpack",
     "task_writers",
     "unsaved_subgraph",
@@ -145,7 +147,36 @@ def fold_cache_keys(graph: Pregel[Any, Any, Any, Any], salts: Mapping[str, str])
     for name, node in graph.nodes.items():
         policy = getattr(node, "cache_policy", None)
         if isinstance(policy, CachePolicy) and name in salts:
-            node.cache_policy = replace(policy, key_func=_salted(policy.key_func, salts[name]))
+            # An entrypoint compiled again shares the salted policy: salt the user's key.
+            inner = cast(
+                "Callable[..., str | bytes]", getattr(policy.key_func, _SALTED, policy.key_func)
+            )
+            node.cache_policy = replace(policy, key_func=_salted(inner, salts[name]))
+
+
+def fold_task_cache_keys(tasks: Mapping[str, object], salts: Mapping[str, str]) -> None:
+    """``fold_cache_keys`` for an entrypoint's ``@task``s: their ``cache_policy`` lives on
+    the task object (``_TaskFunction.cache_policy``), which LangGraph hands each call.
+
+    The task object is the user's, shared by every entrypoint calling it, so its key is
+    salted from the user's own key function each time (``_SALTED``), never twice.
+
+    Args:
+        tasks: Per task name, the object ``@task`` made (others are skipped).
+        salts: Per task name, a string that changes whenever its results would.
+    """
+    for name, task in tasks.items():
+        policy = getattr(task, "cache_policy", None)
+        if isinstance(policy, CachePolicy) and name in salts and callable(policy.key_func):
+            inner = cast(
+                "Callable[..., str | bytes]", getattr(policy.key_func, _SALTED, policy.key_func)
+            )
+            salted = replace(policy, key_func=_salted(inner, salts[name]))
+            task.cache_policy = salted  # type: ignore[attr-defined]
+
+
+_SALTED = "__neograph_ext_inner__"
+"""Attribute of a salted key function: the user's key function it wraps."""
 
 
 def _salted(key_func: Callable[..., str | bytes], salt: str) -> Callable[..., bytes]:
@@ -155,6 +186,7 @@ def _salted(key_func: Callable[..., str | bytes], salt: str) -> Callable[..., by
         inner = key_func(*args, **kwargs)
         return prefix + (inner.encode() if isinstance(inner, str) else inner)
 
+    setattr(key, _SALTED, key_func)
     return key
 
 
@@ -247,6 +279,13 @@ def task_writers(
             )
     tasks = {task for task, _, _ in writes}
     return known if tasks <= set(known) else None
+
+
+def hash_task_id(version: int, namespace: bytes, *parts: str) -> str:
+    """A task id as LangGraph derives it from a checkpoint of format ``version``
+    (``_xxhash_str`` from format 2 on, ``_uuid5_str`` before), ``namespace`` being the
+    checkpoint id's bytes."""
+    return (_xxhash_id if version > 1 else _uuid5_id)(namespace, *parts)
 
 
 def _xxhash_id(namespace: bytes, *parts: str) -> str:

@@ -13,7 +13,6 @@ from typing import Any, NamedTuple
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.graph.state import CompiledStateGraph
 from langgraph.pregel import Pregel
 
 from neograph_ext._carrying import Carrying, carrying
@@ -103,18 +102,15 @@ def stamped(graph: Pregel[Any, Any, Any, Any]) -> StampedGraph:
     """``graph``, checked to be one ``compile`` made.
 
     Raises:
-        GraphError: It was compiled by plain LangGraph or is a functional-API graph.
+        GraphError: It was compiled by plain LangGraph (or is an ``@entrypoint`` not
+            compiled by ``compile``).
     """
     if isinstance(graph, StampedGraph):
         return graph
-    if not isinstance(graph, CompiledStateGraph):
-        raise GraphError(
-            "this graph is built with LangGraph's functional API (@entrypoint), which "
-            "neograph-ext does not support yet: build it as a StateGraph"
-        )
     raise GraphError(
         "this graph carries no neograph-ext stamp: build it with "
-        "neograph_ext.compile(builder, checkpointer=...) instead of builder.compile(...)"
+        "neograph_ext.compile(builder, checkpointer=...) instead of builder.compile(...) "
+        "(an @entrypoint: neograph_ext.compile(workflow, checkpointer=...))"
     )
 
 

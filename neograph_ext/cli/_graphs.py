@@ -4,8 +4,9 @@ Rules:
 - ``module:attr`` is imported as ``python -m`` would (the working directory first);
   ``file.py:attr`` under its package path, so class paths (part of every fingerprint)
   match the app's.
-- A builder is compiled by ``neograph_ext.compile``; a graph it made is copied with the
-  database's saver and keeps its stamp; anything else is refused, naming the fix.
+- A builder (or an ``@entrypoint``) is compiled by ``neograph_ext.compile``; a graph it
+  made is copied with the database's saver and keeps its stamp; anything else is
+  refused, naming the fix.
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import StateGraph
+from langgraph.graph.state import CompiledStateGraph
 from langgraph.pregel import Pregel
 
-from neograph_ext import compile, is_stamped
+from neograph_ext import GraphError, compile, is_stamped
 from neograph_ext.cli._boundary import CliError, one_line
 
 __all__ = ["Graph", "attach", "load"]
@@ -61,6 +63,12 @@ def attach(target: object, saver: BaseCheckpointSaver[Any], spec: str | None) ->
     """The graph to plan with, reading checkpoints through ``saver``."""
     if isinstance(target, StateGraph):
         return compile(target, checkpointer=saver)
+    entrypoint = isinstance(target, Pregel) and not isinstance(target, CompiledStateGraph)
+    if entrypoint and not is_stamped(target):  # compiled as a builder is
+        try:
+            return compile(target, checkpointer=saver)  # type: ignore[arg-type]
+        except GraphError as exc:
+            raise CliError(f"GRAPH {spec!r}: {one_line(exc)}") from exc
     if isinstance(target, Pregel):
         if not is_stamped(target):
             raise CliError(

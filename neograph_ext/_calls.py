@@ -1,0 +1,347 @@
+"""The resume decision for an ``@entrypoint`` thread: pure, from its latest turn and the
+current stamp to a ``ResumePlan``.
+
+Rules:
+- No I/O and no LangGraph graph here; the read side (``_flow``) builds an ``EntrypointTurn``.
+- A turn's cached task results are the finished calls on its base checkpoint (the
+  input checkpoint, or the fork a rewind wrote), attributed to the base's stamp. A call
+  is changed when its task's fingerprint differs from the current one. The first
+  changed call, in call order, is cut: it and every call after it (they may have
+  consumed its stale value) run again, the calls before it are kept (``kept_prefix``).
+- A finished turn is also judged by its entrypoint (return type, save type, version),
+  under the stamp of the checkpoint it ended with: a change re-runs the entrypoint's
+  body with every unchanged cached result kept.
+- The ``previous`` a turn starts from was saved by the turn before it: saved under
+  another save type, the stale value is live in the turn itself, so rewinding the turn
+  would hand it to new code; the plan is blocked, naming the ways out
+  (``replay_turns`` rewinds the first turn instead and replays the later inputs).
+- When the save type is the only change, a policy that converts (``migrations``) or
+  keeps (``keep_compatible``) the ``previous`` the head holds makes the plan a
+  ``migrate``: the head is forked holding the converted value, and nothing re-runs.
+- A stamp that is absent or unreadable counts as unverified, as for graphs; a stamp
+  whose description is missing changes every call (``UNKNOWN``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from neograph_ext._changes import ChangeReason, NodeChange, step_changes
+from neograph_ext._decision import Carriable, HeadFacts, PlanKind, ResumePlan, TaskStep
+from neograph_ext._history import Record
+from neograph_ext._langgraph_calls import PREVIOUS_CHANNEL
+from neograph_ext._plan import ASKED_AGAIN
+from neograph_ext._stamp import Stamp, StampRef, Unreadable
+
+__all__ = ["EntrypointTurn", "TurnCall", "decide_calls", "kept_prefix", "turn_base", "turn_of"]
+
+_Seen = Stamp | StampRef | Unreadable | None
+
+
+@dataclass(frozen=True)
+class TurnCall:
+    """One finished call of the turn."""
+
+    index: int
+    """Its position among the entrypoint's calls."""
+    task: str | None
+    """The task's name; None for a call no task seen matches."""
+
+
+@dataclass(frozen=True)
+class EntrypointTurn:
+    """The latest turn of an entrypoint thread, as the read side found it."""
+
+    entrypoint: str
+    """The entrypoint's name."""
+    base_id: str
+    """The checkpoint its calls wrote to (its input checkpoint, or a fork of it)."""
+    base_step: int
+    """That checkpoint's step."""
+    base_stamp: _Seen
+    """The stamp the base carries: the code its cached results are attributed to."""
+    calls: tuple[TurnCall, ...]
+    """Its finished calls, in call order."""
+    ended: _Seen = None
+    """For a finished turn: the stamp of the checkpoint it ended with."""
+    complete: bool = False
+    """Whether the turn finished (its head is the checkpoint after the base)."""
+    previous: _Seen = None
+    """The stamp of the checkpoint that saved the ``previous`` the turn started from."""
+    earlier: bool = False
+    """Whether an earlier turn saved that ``previous``."""
+    first_turn: str | None = None
+    """The input checkpoint of the thread's first turn in this lineage (for a replay)."""
+    later_inputs: tuple[str, ...] = ()
+    """The input checkpoints of the turns after the first, oldest first (for a replay)."""
+    verified: frozenset[str] = frozenset()
+    """The stamp ids checkpoints written after the base were verified against (by
+    ``run`` or ``accept``): verified against the current one, the turn is settled."""
+
+
+def kept_prefix(calls: tuple[TurnCall, ...], kept: frozenset[str]) -> tuple[TurnCall, ...]:
+    """The calls a rewind keeping the tasks ``kept`` keeps: those before the first call
+    whose task is not among them (a changed call, or one no task matches)."""
+    found: list[TurnCall] = []
+    for call in calls:
+        if call.task is None or call.task not in kept:
+            break
+        found.append(call)
+    return tuple(found)
+
+
+def decide_calls(
+    turn: EntrypointTurn,
+    current: Stamp,
+    thread_id: str,
+    head: HeadFacts,
+    *,
+    replay_turns: bool = False,
+    carry: Carriable | None = None,
+) -> ResumePlan:
+    """Plan the resume of an entrypoint thread.
+
+    Args:
+        turn: Its latest turn.
+        current: The stamp of the entrypoint about to run.
+        thread_id: For messages.
+        head: What the head holds (the nodes it waits on, a pending question).
+        replay_turns: For a stale ``previous``: rewind the first turn and replay the
+            later turns' inputs, rather than blocking.
+        carry: Whether the head's ``previous`` may be converted (``migrations``) or kept
+            (``keep_compatible``) when its save type changed and nothing else did.
+
+    Returns:
+        The plan; ``blocker`` is set when it must not be carried out silently.
+    """
+    settled = current.id in turn.verified  # ``accept``: handled by hand
+    turn = replace(
+        turn,
+        base_stamp=current if settled else _own(turn.base_stamp, current),
+        ended=current if settled and turn.complete else _own(turn.ended, current),
+        previous=current if settled else _own(turn.previous, current),
+    )
+    entry = turn.entrypoint
+    names = tuple(dict.fromkeys(c.task for c in turn.calls if c.task is not None))
+    plan = ResumePlan(
+        PlanKind.CONTINUE if head.next_nodes else PlanKind.UP_TO_DATE,
+        thread_id,
+        head_id=head.checkpoint_id,
+        next_nodes=head.next_nodes,
+        kept=frozenset(names),
+        order=(*names, entry),
+    )
+    notes = []
+    why = _unverified(turn.base_stamp)
+    if why is not None:
+        notes.append(f"checkpoint {turn.base_id}: {why}")
+    why = _unverified(turn.ended) if turn.complete else None
+    if why is not None:
+        notes.append(f"the checkpoint the turn ended with: {why}")
+    if notes:
+        return _paused(replace(plan, kind=PlanKind.UNVERIFIED, notes=tuple(notes)), head)
+    carried = _carried(plan, turn, current, carry)
+    if carried is not None:
+        return carried
+    if turn.earlier and _save_changed(turn.previous, current):
+        return _stale_previous(plan, turn, current, head, replay_turns)
+    changes: list[NodeChange] = []
+    cut = len(turn.calls)
+    for position, call in enumerate(turn.calls):
+        found = _task_changes(call, turn.base_stamp, current)
+        if found and position < cut:
+            cut = position
+        changes += [c for c in found if c.node not in {x.node for x in changes}]
+    if turn.complete:
+        changes += _entry_changes(entry, turn.ended, current)
+    if not changes:
+        return plan
+    kept = turn.calls[:cut]
+    dropped = turn.calls[cut:]
+    rerun = frozenset(c.task for c in dropped if c.task is not None) | {entry}
+    kept_names = frozenset(c.task for c in kept if c.task is not None)
+    steps = tuple(TaskStep(c.task or "?", c.index, i < cut) for i, c in enumerate(turn.calls))
+    unmatched = sum(1 for c in dropped if c.task is None)
+    extra = (
+        (
+            f"{unmatched} cached call(s) of tasks not seen (reached through an attribute or "
+            "an argument) run again: they came after the change",
+        )
+        if unmatched
+        else ()
+    )
+    rewound = replace(
+        plan,
+        kind=PlanKind.REWIND,
+        checkpoint_id=turn.base_id,
+        step=turn.base_step,
+        invalidated_nodes=frozenset(c.node for c in changes),
+        changes=tuple(changes),
+        rerun=rerun,
+        kept=kept_names - rerun,
+        kept_tasks=kept_names,
+        steps=steps,
+        notes=extra,
+    )
+    return _paused(rewound, head)
+
+
+def _carried(
+    plan: ResumePlan, turn: EntrypointTurn, current: Stamp, carry: Carriable | None
+) -> ResumePlan | None:
+    """A ``migrate`` plan, when the only change is the save type and the policy carries
+    the ``previous`` the head holds; else None."""
+    stale = (turn.earlier and _save_changed(turn.previous, current)) or (
+        turn.complete and _save_changed(turn.ended, current)
+    )
+    if carry is None or not stale:
+        return None
+    if any(_task_changes(call, turn.base_stamp, current) for call in turn.calls):
+        return None
+    if turn.complete and any(
+        c.reason is not ChangeReason.CHANNEL
+        for c in _entry_changes(turn.entrypoint, turn.ended, current)
+    ):
+        return None
+    found = carry(frozenset({PREVIOUS_CHANNEL}))
+    if PREVIOUS_CHANNEL not in found.migrated | found.compatible:
+        return None
+    old = next((s for s in (turn.ended, turn.previous) if isinstance(s, Stamp | StampRef)), current)
+    changes = step_changes(
+        frozenset({turn.entrypoint}), frozenset({PREVIOUS_CHANNEL}), old, current
+    )
+    return replace(
+        plan,
+        kind=PlanKind.MIGRATE,
+        invalidated_nodes=frozenset({turn.entrypoint}),
+        changes=changes,
+        migrated=frozenset({PREVIOUS_CHANNEL}),
+        candidates=frozenset({PREVIOUS_CHANNEL}),
+    )
+
+
+def _own(seen: _Seen, current: Stamp) -> _Seen:
+    """The current stamp for a reference to it: its description is at hand."""
+    return current if isinstance(seen, StampRef) and seen.id == current.id else seen
+
+
+def _paused(plan: ResumePlan, head: HeadFacts) -> ResumePlan:
+    if plan.kind is PlanKind.REWIND and head.paused:
+        return replace(plan, notes=(*plan.notes, ASKED_AGAIN))
+    return plan
+
+
+def _unverified(seen: _Seen) -> str | None:
+    if seen is None:
+        return "written without a stamp"
+    if isinstance(seen, Unreadable):
+        return f"stamp not trusted ({seen.reason}: {seen.detail})"
+    return None
+
+
+def _task_changes(call: TurnCall, old: _Seen, current: Stamp) -> tuple[NodeChange, ...]:
+    if call.task is None or not isinstance(old, Stamp | StampRef):
+        return ()
+    if isinstance(old, Stamp) and call.task not in old.nodes and call.task in current.nodes:
+        # A task the older code did not see is judged by what it is now: unknown before.
+        return ()
+    return step_changes(frozenset({call.task}), frozenset(), old, current)
+
+
+def _entry_changes(entry: str, ended: _Seen, current: Stamp) -> tuple[NodeChange, ...]:
+    if not isinstance(ended, Stamp | StampRef):
+        return ()
+    return step_changes(frozenset({entry}), frozenset({PREVIOUS_CHANNEL}), ended, current)
+
+
+def _save_changed(previous: _Seen, current: Stamp) -> bool:
+    if isinstance(previous, StampRef):
+        return previous.id != current.id
+    if not isinstance(previous, Stamp):
+        return False
+    return previous.channels.get(PREVIOUS_CHANNEL) != current.channels.get(PREVIOUS_CHANNEL)
+
+
+def _stale_previous(
+    plan: ResumePlan, turn: EntrypointTurn, current: Stamp, head: HeadFacts, replay: bool
+) -> ResumePlan:
+    """The plan when the turn started from a ``previous`` saved under another save type."""
+    entry = turn.entrypoint
+    old = turn.previous if isinstance(turn.previous, Stamp | StampRef) else current
+    changes = step_changes(frozenset({entry}), frozenset({PREVIOUS_CHANNEL}), old, current)
+    changed = replace(
+        plan,
+        invalidated_nodes=frozenset({entry}),
+        changes=changes,
+        kept=frozenset(),
+        rerun=frozenset({entry, *(c.task for c in turn.calls if c.task)}),
+    )
+    if replay and turn.first_turn is not None:
+        return _paused(
+            replace(
+                changed,
+                kind=PlanKind.REWIND,
+                checkpoint_id=turn.first_turn,
+                step=-1,
+                replayed=turn.later_inputs,
+            ),
+            head,
+        )
+    return replace(
+        changed,
+        kind=PlanKind.REWIND,
+        blocker=(
+            f"the `previous` this turn of `{entry}` starts from was saved by an earlier "
+            "turn under another save type, and it is live: rewinding the turn would hand "
+            "the stale value to the new code. Run with ResumePolicy(replay_turns=True) to "
+            "rewind the first turn and replay the later turns' inputs, or start a new "
+            "thread_id"
+        ),
+    )
+
+
+def turn_base(records: Sequence[Record], *, complete: bool) -> str | None:
+    """The checkpoint the latest turn's calls wrote to: the head while the turn runs;
+    once it finished, the checkpoint before the one its entrypoint's step wrote (a fork
+    ``accept`` made of that one comes after it)."""
+    if not records:
+        return None
+    if not complete:
+        return records[-1].checkpoint_id
+    for index in range(len(records) - 1, 0, -1):
+        if records[index].source == "loop":
+            return records[index - 1].checkpoint_id
+        if records[index].source == "input":
+            break
+    return records[-1].checkpoint_id
+
+
+def turn_of(
+    records: Sequence[Record],
+    entrypoint: str,
+    base: tuple[str, int],
+    calls: tuple[TurnCall, ...],
+    *,
+    complete: bool,
+) -> EntrypointTurn:
+    """The latest turn of an entrypoint thread, from its lineage (oldest first) and the
+    finished calls on its base checkpoint ``base`` (id, step)."""
+    stamps = {record.checkpoint_id: record.stamp for record in records}
+    after = [r.checkpoint_id for r in records].index(base[0]) + 1 if base[0] in stamps else 0
+    inputs = [i for i, record in enumerate(records) if record.source == "input"]
+    last = inputs[-1] if inputs else 0
+    return EntrypointTurn(
+        entrypoint,
+        base[0],
+        base[1],
+        stamps.get(base[0]),
+        calls,
+        ended=records[-1].stamp if complete and records else None,
+        complete=complete,
+        previous=records[last - 1].stamp if last > 0 else None,
+        earlier=last > 0,
+        first_turn=records[inputs[0]].checkpoint_id if inputs else None,
+        later_inputs=tuple(records[i].checkpoint_id for i in inputs[1:]),
+        verified=frozenset(r.verified for r in records[after:] if r.verified is not None),
+    )

@@ -1,0 +1,105 @@
+"""Keeping the cached results of an entrypoint's unchanged calls: a rewind of its turn.
+
+Rules:
+- As ``_keep`` does for a graph's tasks: the base checkpoint B (the turn's input
+  checkpoint, or a fork of it) is forked at its step, stamped with the current stamp,
+  and the kept calls' writes are saved on the fork under the ids those calls have
+  there (``_langgraph_calls.call_id``: an id hashes the checkpoint id), before the
+  fork itself (``_fork.put_fork``). The thread then resumes the fork: the entrypoint's
+  body replays, each kept call is served its cached result, every other call runs.
+- Kept are the finished calls before the first call whose task is not kept
+  (``_calls.kept_prefix``): the plan names the tasks, the order is the base's.
+- Nothing is deleted: B and its writes stay on the old branch. The fork records how
+  many calls it holds (``_keep.KEEP_KEY``), so a fork a kill left without them is
+  planned from B again (``_keep.incomplete``).
+- ``calls_fork`` does no I/O; ``keep_calls`` and ``akeep_calls`` differ by ``await`` alone.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
+from langgraph.pregel import Pregel
+
+from neograph_ext._calls import TurnCall, kept_prefix
+from neograph_ext._entrypoint import EntrypointShape
+from neograph_ext._errors import GraphError
+from neograph_ext._fork import Fork, address, aput_fork, put_fork
+from neograph_ext._keep import forked
+from neograph_ext._langgraph_calls import call_id, finished_calls
+from neograph_ext._stamp import Stamp
+
+__all__ = ["akeep_calls", "calls_fork", "keep_calls"]
+
+
+def calls_fork(
+    target: CheckpointTuple, shape: EntrypointShape, kept: frozenset[str], stamp: Stamp, mark: str
+) -> Fork:
+    """The fork of ``target`` holding the writes of the calls kept, under their new ids.
+
+    Args:
+        target: The turn's base checkpoint.
+        shape: The entrypoint's name and tasks.
+        kept: The tasks whose calls before the first changed one are kept.
+        stamp: The current stamp, which the fork carries.
+        mark: The run mark of the run making it.
+    """
+    step = target.metadata.get("step", -1)
+    step = step if isinstance(step, int) else -1
+    found = finished_calls(
+        target.checkpoint, step, shape.name, shape.tasks, target.pending_writes or ()
+    )
+    prefix = {
+        c.index for c in kept_prefix(tuple(TurnCall(c.position, c.task) for c in found), kept)
+    }
+    calls = [c for c in found if c.position in prefix]
+    checkpoint, metadata = forked(target, stamp, mark, len(calls))
+    writes = []
+    for c in calls:
+        new_id = call_id(checkpoint, step, shape.name, c.task or "", c.position)
+        if new_id is not None:
+            writes.append((new_id, c.writes))
+    return Fork(address(target), checkpoint, metadata, {}, tuple(writes))
+
+
+def keep_calls(
+    graph: Pregel[Any, Any, Any, Any],
+    saver: BaseCheckpointSaver[Any],
+    target_config: RunnableConfig,
+    shape: EntrypointShape,
+    kept: frozenset[str],
+    stamp: Stamp,
+    mark: str,
+) -> None:
+    """Fork the turn's base, keeping the cached results of the calls kept.
+
+    Raises:
+        GraphError: The base checkpoint does not exist.
+    """
+    target = _found(saver.get_tuple(target_config), target_config)
+    put_fork(graph, saver, calls_fork(target, shape, kept, stamp, mark), ())
+
+
+async def akeep_calls(
+    graph: Pregel[Any, Any, Any, Any],
+    saver: BaseCheckpointSaver[Any],
+    target_config: RunnableConfig,
+    shape: EntrypointShape,
+    kept: frozenset[str],
+    stamp: Stamp,
+    mark: str,
+) -> None:
+    """Async twin of ``keep_calls``."""
+    target = _found(await saver.aget_tuple(target_config), target_config)
+    await aput_fork(graph, saver, calls_fork(target, shape, kept, stamp, mark), ())
+
+
+def _found(target: CheckpointTuple | None, config: RunnableConfig) -> CheckpointTuple:
+    if target is None:
+        checkpoint_id = (config.get("configurable") or {}).get("checkpoint_id")
+        raise GraphError(
+            f"checkpoint {checkpoint_id!r} to rewind to is gone: plan the thread again"
+        )
+    return target

@@ -1,0 +1,165 @@
+"""Entrypoints for the Functional API tests: ``t1 -> t2 -> t3`` and its variants, each
+task counting its runs; sync for the sync drive, async for the async one.
+
+A deploy is the same entrypoint compiled with other declared types (``output_types``)
+or ``versions``: the tasks' names and call order stay, as after a real deploy that
+changed only what a task returns.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from langgraph.func import entrypoint, task
+from langgraph.pregel import Pregel
+from langgraph.types import CachePolicy, interrupt
+
+from tests.graphs.pipelines import Crash
+
+__all__ = ["asking_chain", "cached", "chain", "fan_out", "saving"]
+
+Workflow = Pregel[Any, Any, Any, Any]
+
+
+def _counted(name: str, runs: Counter[str], crash: set[str], fn: Callable[[int], int]) -> Any:
+    def body(x: int) -> int:
+        runs[name] += 1
+        if name in crash:
+            raise Crash(name)
+        return fn(x)
+
+    async def abody(x: int) -> int:
+        return body(x)
+
+    return body, abody
+
+
+def _task(
+    name: str,
+    runs: Counter[str],
+    crash: set[str],
+    fn: Callable[[int], int],
+    is_async: bool,
+    **kw: Any,
+) -> Any:
+    body, abody = _counted(name, runs, crash, fn)
+    chosen = abody if is_async else body
+    chosen.__name__ = name
+    chosen.__annotations__ = {"x": int, "return": int}
+    return task(chosen, **kw)
+
+
+def chain(runs: Counter[str], crash: set[str], *, is_async: bool) -> Workflow:
+    """``t1(x) -> t2 -> t3``, returning t3's result; a task named in ``crash`` raises."""
+    t1 = _task("t1", runs, crash, lambda x: x + 1, is_async)
+    t2 = _task("t2", runs, crash, lambda x: x * 2, is_async)
+    t3 = _task("t3", runs, crash, lambda x: x - 1, is_async)
+    if is_async:
+
+        @entrypoint()
+        async def workflow(x: int) -> int:
+            a = await t1(x)
+            b = await t2(a)
+            return await t3(b)
+
+        return workflow
+
+    @entrypoint()
+    def workflow(x: int) -> int:  # type: ignore[no-redef]
+        return t3(t2(t1(x).result()).result()).result()
+
+    return workflow
+
+
+def asking_chain(runs: Counter[str], *, is_async: bool) -> Workflow:
+    """``t1 -> t2``, then ``interrupt()`` in the entrypoint, then ``t3`` on the answer."""
+    t1 = _task("t1", runs, set(), lambda x: x + 1, is_async)
+    t2 = _task("t2", runs, set(), lambda x: x * 2, is_async)
+    t3 = _task("t3", runs, set(), lambda x: x - 1, is_async)
+    if is_async:
+
+        @entrypoint()
+        async def workflow(x: int) -> int:
+            b = await t2(await t1(x))
+            answer = interrupt(f"ok with {b}?")
+            return await t3(b + int(answer))
+
+        return workflow
+
+    @entrypoint()
+    def workflow(x: int) -> int:  # type: ignore[no-redef]
+        b = t2(t1(x).result()).result()
+        answer = interrupt(f"ok with {b}?")
+        return t3(b + int(answer)).result()
+
+    return workflow
+
+
+def fan_out(runs: Counter[str], crash: set[str], *, is_async: bool) -> Workflow:
+    """``p1``, ``p2``, ``p3`` started together (three futures before any result), then
+    ``join`` on their sum."""
+    p1 = _task("p1", runs, crash, lambda x: x + 1, is_async)
+    p2 = _task("p2", runs, crash, lambda x: x + 2, is_async)
+    p3 = _task("p3", runs, crash, lambda x: x + 3, is_async)
+    join = _task("join", runs, crash, lambda x: x * 10, is_async)
+    if is_async:
+
+        @entrypoint()
+        async def workflow(x: int) -> int:
+            futures = [p1(x), p2(x), p3(x)]
+            values = [await f for f in futures]
+            return await join(sum(values))
+
+        return workflow
+
+    @entrypoint()
+    def workflow(x: int) -> int:  # type: ignore[no-redef]
+        futures = [p1(x), p2(x), p3(x)]
+        return join(sum(f.result() for f in futures)).result()
+
+    return workflow
+
+
+def saving(runs: Counter[str], *, is_async: bool, save: type = str) -> Workflow:
+    """A two-turn counter: ``add`` adds the input to ``previous``, saved as ``save``
+    (``entrypoint.final[int, save]``)."""
+    add = _task("add", runs, set(), lambda x: x + 100, is_async)
+
+    def body(x: int, previous: Any, total: int) -> Any:
+        runs["workflow"] += 1
+        total += int(previous) if previous is not None else 0
+        return entrypoint.final(value=total, save=save(total))
+
+    if is_async:
+
+        async def workflow(x: int, *, previous: Any = None) -> Any:
+            return body(x, previous, await add(x))
+
+    else:
+
+        def workflow(x: int, *, previous: Any = None) -> Any:  # type: ignore[misc]
+            return body(x, previous, add(x).result())
+
+    workflow.__annotations__["return"] = entrypoint.final[int, save]  # type: ignore[valid-type]
+    return entrypoint()(workflow)
+
+
+def cached(runs: Counter[str], *, is_async: bool) -> Workflow:
+    """``slow(x)`` with a cache policy, then ``t2``."""
+    slow = _task("slow", runs, set(), lambda x: x + 1, is_async, cache_policy=CachePolicy())
+    t2 = _task("t2", runs, set(), lambda x: x * 2, is_async)
+    if is_async:
+
+        @entrypoint()
+        async def workflow(x: int) -> int:
+            return await t2(await slow(x))
+
+        return workflow
+
+    @entrypoint()
+    def workflow(x: int) -> int:  # type: ignore[no-redef]
+        return t2(slow(x).result()).result()
+
+    return workflow

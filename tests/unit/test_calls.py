@@ -1,0 +1,143 @@
+"""The entrypoint decision (``_calls.decide_calls``), on hand-made turns: no graph run,
+no saver. Stamps come from real entrypoints compiled with other options."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import replace
+
+from neograph_ext._calls import EntrypointTurn, TurnCall, decide_calls, kept_prefix, turn_base
+from neograph_ext._decision import Carry, HeadFacts, PlanKind
+from neograph_ext._entrypoint import entrypoint_stamp
+from neograph_ext._history import Record
+from neograph_ext._stamp import StampRef, Unreadable
+from tests.graphs.functional import chain, saving
+
+WORKFLOW = chain(Counter(), set(), is_async=False)
+OLD = entrypoint_stamp(WORKFLOW)[0]
+CALLS = (TurnCall(0, "t1"), TurnCall(1, "t2"), TurnCall(2, "t3"))
+RUNNING = HeadFacts("head", frozenset({"workflow"}))
+PAUSED = HeadFacts("head", frozenset({"workflow"}), paused=True)
+DONE = HeadFacts("head", frozenset())
+
+
+def _turn(calls: tuple[TurnCall, ...] = CALLS, **fields: object) -> EntrypointTurn:
+    return replace(EntrypointTurn("workflow", "base", -1, OLD, calls), **fields)  # type: ignore[arg-type]
+
+
+def test_nothing_changed_continues_a_running_turn_and_keeps_every_call() -> None:
+    plan = decide_calls(_turn(), OLD, "t", RUNNING)
+    assert (plan.kind, plan.kept, plan.rerun) == (PlanKind.CONTINUE, {"t1", "t2", "t3"}, set())
+    assert decide_calls(_turn(ended=OLD, complete=True), OLD, "t", DONE).kind is PlanKind.UP_TO_DATE
+
+
+def test_a_changed_task_is_cut_with_every_later_call_the_earlier_kept() -> None:
+    new = entrypoint_stamp(WORKFLOW, output_types={"t2": float})[0]
+    plan = decide_calls(_turn(), new, "t", RUNNING)
+    assert plan.kind is PlanKind.REWIND
+    assert (plan.checkpoint_id, plan.step) == ("base", -1)
+    assert plan.invalidated_nodes == {"t2"}
+    assert plan.kept == plan.kept_tasks == {"t1"}
+    assert plan.rerun == {"t2", "t3", "workflow"}
+    assert [(s.node, s.step, s.kept) for s in plan.steps] == [
+        ("t1", 0, True),
+        ("t2", 1, False),
+        ("t3", 2, False),
+    ]
+    assert "t2" in str(plan) and "int -> float" in str(plan)
+
+
+def test_a_task_called_again_after_the_cut_is_rerun_there_and_kept_before() -> None:
+    calls = (TurnCall(0, "t1"), TurnCall(1, "t2"), TurnCall(2, "t1"))
+    new = entrypoint_stamp(WORKFLOW, versions={"t2": "v2"})[0]
+    plan = decide_calls(_turn(calls), new, "t", RUNNING)
+    assert plan.kept_tasks == {"t1"} and "t1" in plan.rerun and "t1" not in plan.kept
+    assert kept_prefix(calls, plan.kept_tasks) == (TurnCall(0, "t1"),)
+
+
+def test_an_unknown_call_is_dropped_once_something_before_it_changed() -> None:
+    calls = (TurnCall(0, "t1"), TurnCall(1, "t2"), TurnCall(40, None))
+    assert decide_calls(_turn(calls), OLD, "t", RUNNING).kind is PlanKind.CONTINUE
+    plan = decide_calls(
+        _turn(calls), entrypoint_stamp(WORKFLOW, versions={"t2": "v"})[0], "t", RUNNING
+    )
+    assert any("not seen" in note for note in plan.notes)
+    assert kept_prefix(calls, frozenset({"t1", "t2"})) == calls[:2]
+
+
+def test_a_finished_turn_whose_entrypoint_changed_keeps_every_cached_call() -> None:
+    new = entrypoint_stamp(WORKFLOW, output_types={"workflow": str})[0]
+    plan = decide_calls(_turn(ended=OLD, complete=True), new, "t", DONE)
+    assert plan.kind is PlanKind.REWIND and plan.invalidated_nodes == {"workflow"}
+    assert plan.kept_tasks == {"t1", "t2", "t3"} and plan.rerun == {"workflow"}
+
+
+def test_a_missing_description_changes_every_call_and_no_stamp_is_unverified() -> None:
+    plan = decide_calls(_turn(base_stamp=StampRef("0" * 64)), OLD, "t", RUNNING)
+    assert plan.kind is PlanKind.REWIND and plan.kept_tasks == frozenset()
+    assert decide_calls(_turn(base_stamp=None), OLD, "t", RUNNING).kind is PlanKind.UNVERIFIED
+    bad = Unreadable("format", "garbage")
+    assert decide_calls(_turn(base_stamp=bad), OLD, "t", RUNNING).kind is PlanKind.UNVERIFIED
+
+
+def test_a_question_asked_after_a_changed_task_is_asked_again() -> None:
+    new = entrypoint_stamp(WORKFLOW, versions={"t1": "v"})[0]
+    plan = decide_calls(_turn(), new, "t", PAUSED)
+    assert plan.kind is PlanKind.REWIND and any("asked again" in n for n in plan.notes)
+
+
+def test_a_previous_saved_under_another_save_type_blocks_unless_turns_replay() -> None:
+    old = entrypoint_stamp(saving(Counter(), is_async=False))[0]
+    new = entrypoint_stamp(saving(Counter(), is_async=False, save=int))[0]
+    turn = EntrypointTurn(
+        "workflow",
+        "base2",
+        1,
+        new,
+        (TurnCall(0, "add"),),
+        previous=old,
+        earlier=True,
+        first_turn="base1",
+        later_inputs=("base2",),
+    )
+    blocked = decide_calls(turn, new, "t", RUNNING)
+    assert blocked.blocker is not None and "replay_turns" in blocked.blocker
+    replayed = decide_calls(turn, new, "t", RUNNING, replay_turns=True)
+    assert replayed.blocker is None
+    assert (replayed.checkpoint_id, replayed.replayed) == ("base1", ("base2",))
+    same = decide_calls(replace(turn, previous=new), new, "t", RUNNING)
+    assert same.kind is PlanKind.CONTINUE
+
+
+def _record(checkpoint_id: str, source: str, step: int) -> Record:
+    return Record(
+        checkpoint_id, None, step, source, None, None, frozenset(), frozenset(), 1, 0, frozenset()
+    )
+
+
+def test_the_base_of_a_turn_is_before_its_entrypoints_step_whatever_forks_follow() -> None:
+    running = (_record("b", "input", -1),)
+    assert turn_base(running, complete=False) == "b"
+    rewound = (_record("b", "input", -1), _record("f", "fork", 0), _record("l", "loop", 1))
+    assert turn_base(rewound, complete=True) == "f"
+    accepted = (_record("b", "input", -1), _record("l", "loop", 0), _record("a", "fork", 0))
+    assert turn_base(accepted, complete=True) == "b"
+
+
+def test_a_turn_verified_against_the_current_stamp_after_its_base_is_settled() -> None:
+    new = entrypoint_stamp(WORKFLOW, versions={"t1": "v"})[0]
+    turn = _turn(ended=OLD, complete=True, verified=frozenset({new.id}))
+    assert decide_calls(turn, new, "t", DONE).kind is PlanKind.UP_TO_DATE
+    older = _turn(ended=OLD, complete=True, verified=frozenset({OLD.id}))
+    assert decide_calls(older, new, "t", DONE).kind is PlanKind.REWIND
+
+
+def test_a_carried_previous_makes_a_migrate_plan_when_the_save_type_alone_changed() -> None:
+    old = entrypoint_stamp(saving(Counter(), is_async=False))[0]
+    new = entrypoint_stamp(saving(Counter(), is_async=False, save=int))[0]
+    turn = EntrypointTurn("workflow", "b", 1, new, (TurnCall(0, "add"),), ended=old, complete=True)
+    turn = replace(turn, previous=old, earlier=True)
+    carried = decide_calls(turn, new, "t", DONE, carry=lambda found: Carry(migrated=found))
+    assert (carried.kind, carried.migrated) == (PlanKind.MIGRATE, {"__previous__"})
+    refused = decide_calls(turn, new, "t", DONE, carry=lambda found: Carry())
+    assert refused.blocker is not None
