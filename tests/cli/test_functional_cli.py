@@ -48,7 +48,7 @@ def test_check_fails_on_the_changed_task_and_passes_unchanged(db: Database) -> N
 def test_accept_stamps_the_head_as_current(db: Database) -> None:
     _ran(db, "t1")
     before = db.rows()
-    result = cli("accept", V2, "--db", db.url, "--thread", "t1")
+    result = cli("accept", V2, "--db", db.url, "--thread", "t1", "--yes")
     assert result.exit_code == 0, result.output
     assert "was rewind" in result.stdout
     assert db.rows() > before
