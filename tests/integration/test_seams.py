@@ -1,0 +1,161 @@
+"""Where the features of 0.3 meet: prune, the offline CI gate, the fleet check, rolling
+deploys, budgets and telemetry, each proven alone, checked against each other on real
+SQLite and PostgreSQL databases.
+
+One database holds what a fleet holds after a rolling deploy: a thread the new release
+owns (the old one must leave it alone), one the old release took back (a rollback), a
+budgeted thread with its ledger, a thread a migration carried over and one at an
+interrupt. Every way of planning a thread must then agree with ``plan``: the fleet's
+``check_threads``, the offline gate (``plan_fixture``, ``check_fixtures``), before and
+after ``prune(apply=True)``; a call that is refused spends and writes nothing, and tells
+at most what it decided.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
+import neograph_ext as ne
+from neograph_ext._stamp_order import ORDER_THREAD
+from neograph_ext.testing import Outcome, check_fixtures
+from tests.cli.support import Database, postgres_database, sqlite_database
+from tests.graphs.budget import pipeline as budget_pipeline
+from tests.graphs.deploys import Release, SummaryV1, SummaryV2, SummaryV3
+from tests.graphs.pipelines import model
+from tests.graphs.pruning import cfg
+
+V1 = model(score=(int, ...))
+V2 = model(score=(float, ...))
+BUDGET = ne.Budget(max_model_calls=100)
+ROLLBACK = ne.ResumePolicy(take_over=True)
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Database]:
+    if request.param == "sqlite":
+        yield from sqlite_database(tmp_path / "threads.sqlite")
+    else:
+        yield from postgres_database(request.getfixturevalue("pg_dsn"))
+
+
+class Fleet:
+    """Two releases of the review graph and two of the budgeted pipeline on one
+    database, with the threads a rolling deploy and a rollback leave."""
+
+    def __init__(self, saver: BaseCheckpointSaver[Any]) -> None:
+        self.saver = saver
+        self.old = Release(SummaryV1, saver)
+        self.new = Release(SummaryV2, saver)
+        self.runs: Counter[str] = Counter()
+        self.spent_old = ne.compile(budget_pipeline(self.runs), checkpointer=saver, budget=BUDGET)
+        self.spent_new = ne.compile(
+            budget_pipeline(self.runs), checkpointer=saver, budget=BUDGET, versions={"review": "2"}
+        )
+        old, new = self.old.serving(), self.new.serving()
+        ne.run(old, {"doc": "rolled"}, cfg("rolled"))  # waits for approval
+        ne.run(new, None, cfg("rolled"))  # the new release rewinds it and owns it
+        ne.run(old, {"doc": "back"}, cfg("rolled-back"))
+        ne.run(new, None, cfg("rolled-back"))
+        ne.run(old, None, cfg("rolled-back"), resume=ROLLBACK)  # and the old takes it back
+        ne.run(self.spent_old, {"topic": "t"}, cfg("budgeted"))
+        ne.run(self.spent_new, None, cfg("budgeted"))  # a rewind: review and publish again
+
+    @property
+    def threads(self) -> tuple[str, ...]:
+        return ("rolled", "rolled-back", "budgeted")
+
+    @property
+    def graphs(self) -> tuple[Any, ...]:
+        """Every code that serves the database, and the one about to be deployed."""
+        later = Release(SummaryV3, self.saver)
+        return (self.old.graph, self.new.graph, later.graph, self.spent_old, self.spent_new)
+
+
+def _key(plan: ne.ResumePlan) -> tuple[Any, ...]:
+    return (plan.kind, plan.owner, frozenset(plan.rerun), plan.taken_from)
+
+
+def _checked(graph: Any, threads: tuple[str, ...]) -> dict[str, tuple[Any, ...]]:
+    return {
+        c.plan.thread_id: _key(c.plan)
+        for c in ne.check_threads(graph)
+        if c.plan.thread_id in threads
+    }
+
+
+def _live(graph: Any, threads: tuple[str, ...]) -> dict[str, tuple[Any, ...]]:
+    return {thread: _key(ne.plan(graph, cfg(thread))) for thread in threads}
+
+
+def _counts(saver: BaseCheckpointSaver[Any], thread: str) -> tuple[int, Any]:
+    """Checkpoints of the thread (every namespace, the ledger's included) and its ledger."""
+    every = len(list(saver.list({"configurable": {"thread_id": thread}})))
+    return every, ne.ledger(saver, cfg(thread))
+
+
+def _order(saver: BaseCheckpointSaver[Any]) -> list[str]:
+    return [t.checkpoint["id"] for t in saver.list({"configurable": {"thread_id": ORDER_THREAD}})]
+
+
+# 1. The offline gate after a rolling deploy
+
+
+def test_a_fixture_of_a_thread_newer_code_owns_plans_superseded_offline_as_live(
+    db: Database, tmp_path: Path
+) -> None:
+    fleet = Fleet(db.saver)
+    ran = sum(fleet.old.runs.values()) + sum(fleet.new.runs.values())
+    ne.export_threads(fleet.new.graph, tmp_path, threads=["rolled", "rolled-back"])
+    fixtures = {f.thread_id: f for f in ne.read_fixtures(tmp_path)}
+    for graph in fleet.graphs[:3]:
+        for thread, fixture in fixtures.items():
+            for resume in (None, ROLLBACK):
+                offline = ne.plan_fixture(graph, fixture, resume=resume)
+                assert offline == ne.plan(graph, cfg(thread), resume=resume), thread
+    old_on_new = ne.plan_fixture(fleet.old.graph, fixtures["rolled"])
+    assert old_on_new.kind is ne.PlanKind.SUPERSEDED
+    assert old_on_new.owner == fleet.new.graph.neograph_ext_stamp.id
+    new_on_old = ne.plan_fixture(fleet.new.graph, fixtures["rolled-back"])
+    assert new_on_old.kind is ne.PlanKind.SUPERSEDED  # the rollback's take-over counts
+    later = ne.plan_fixture(fleet.graphs[2], fixtures["rolled"])
+    assert later.kind is ne.PlanKind.REWIND and "summarize" in later.rerun
+    assert sum(fleet.old.runs.values()) + sum(fleet.new.runs.values()) == ran
+
+
+def test_the_gate_fails_old_code_on_a_newer_codes_thread_and_passes_the_newest(
+    db: Database, tmp_path: Path
+) -> None:
+    fleet = Fleet(db.saver)
+    ne.export_threads(fleet.new.graph, tmp_path, threads=["rolled"])
+    old = check_fixtures(fleet.old.graph, tmp_path, allow="rewind")
+    (refused,) = old.verdicts
+    assert not old.ok and refused.outcome is Outcome.RAISE
+    assert refused.plan is not None and refused.plan.kind is ne.PlanKind.SUPERSEDED
+    assert refused.error is not None and "owned by newer code" in refused.error
+    assert check_fixtures(fleet.new.graph, tmp_path).ok  # the owner resumes it
+    later = check_fixtures(fleet.graphs[2], tmp_path, allow="rewind")
+    assert later.ok and later.verdicts[0].outcome is Outcome.REWIND
+
+
+def test_a_fixture_without_the_order_plans_the_code_checked_as_the_newest(
+    db: Database, tmp_path: Path
+) -> None:
+    fleet = Fleet(db.saver)
+    (path,) = ne.export_threads(fleet.new.graph, tmp_path, threads=["rolled"])
+    document = json.loads(path.read_text())
+    assert document["order"] == [
+        fleet.old.graph.neograph_ext_stamp.id,
+        fleet.new.graph.neograph_ext_stamp.id,
+    ]
+    del document["order"]  # as a file exported before the order was kept
+    path.write_text(json.dumps(document))
+    (fixture,) = ne.read_fixtures(tmp_path)
+    planned = ne.plan_fixture(fleet.old.graph, fixture)
+    assert planned.kind is ne.PlanKind.REWIND and planned.owner is None
