@@ -27,6 +27,7 @@ from neograph_ext._stamp_order import ORDER_THREAD
 from neograph_ext.testing import Outcome, check_fixtures
 from tests.cli.support import Database, postgres_database, sqlite_database
 from tests.graphs.budget import pipeline as budget_pipeline
+from tests.graphs.chat import ProfileV2, ProfileV3, chat, say
 from tests.graphs.deploys import Release, SummaryV1, SummaryV2, SummaryV3
 from tests.graphs.pipelines import model
 from tests.graphs.pruning import cfg
@@ -82,12 +83,9 @@ def _key(plan: ne.ResumePlan) -> tuple[Any, ...]:
     return (plan.kind, plan.owner, frozenset(plan.rerun), plan.taken_from)
 
 
-def _checked(graph: Any, threads: tuple[str, ...]) -> dict[str, tuple[Any, ...]]:
-    return {
-        c.plan.thread_id: _key(c.plan)
-        for c in ne.check_threads(graph)
-        if c.plan.thread_id in threads
-    }
+def _checked(graph: Any) -> dict[str, tuple[Any, ...]]:
+    """Every thread the fleet's check finds (no reserved one), planned."""
+    return {check.plan.thread_id: _key(check.plan) for check in ne.check_threads(graph)}
 
 
 def _live(graph: Any, threads: tuple[str, ...]) -> dict[str, tuple[Any, ...]]:
@@ -159,3 +157,35 @@ def test_a_fixture_without_the_order_plans_the_code_checked_as_the_newest(
     (fixture,) = ne.read_fixtures(tmp_path)
     planned = ne.plan_fixture(fleet.old.graph, fixture)
     assert planned.kind is ne.PlanKind.REWIND and planned.owner is None
+
+
+# 2. The fleet's check against plan
+
+
+def test_the_fleet_check_plans_every_thread_as_plan_does(db: Database) -> None:
+    fleet = Fleet(db.saver)
+    talked = ne.compile(chat(Counter()), checkpointer=db.saver)
+    for thread in ("migrated", "kept"):
+        ne.run(talked, say("hi"), cfg(thread))
+        ne.run(talked, say("again"), cfg(thread))
+    keeping = ne.compile(
+        chat(Counter(), ProfileV2),
+        checkpointer=db.saver,
+        resume=ne.ResumePolicy(keep_compatible=True),
+    )
+    migrating = ne.compile(
+        chat(Counter(), ProfileV3),
+        checkpointer=db.saver,
+        resume=ne.ResumePolicy(migrations={ProfileV3: lambda old: ProfileV3(full_name="Ada")}),
+    )
+    ne.run(keeping, None, cfg("kept"))
+    ne.run(migrating, None, cfg("migrated"))
+    blocked = ne.compile(chat(Counter(), ProfileV2), checkpointer=db.saver)
+    threads = (*fleet.threads, "migrated", "kept")
+    for graph in (*fleet.graphs, talked, keeping, migrating, blocked):
+        assert _checked(graph) == _live(graph, threads)
+    kinds = {thread: key[0] for thread, key in _live(fleet.old.graph, threads).items()}
+    assert kinds["rolled"] is ne.PlanKind.SUPERSEDED
+    assert kinds["rolled-back"] is ne.PlanKind.CONTINUE  # it waits on its question
+    assert _live(fleet.new.graph, threads)["rolled-back"][0] is ne.PlanKind.SUPERSEDED
+    assert _live(talked, threads)["kept"][0] is ne.PlanKind.SUPERSEDED
