@@ -50,10 +50,10 @@ class Fleet:
     """Two releases of the review graph and two of the budgeted pipeline on one
     database, with the threads a rolling deploy and a rollback leave."""
 
-    def __init__(self, saver: BaseCheckpointSaver[Any]) -> None:
-        self.saver = saver
-        self.old = Release(SummaryV1, saver)
-        self.new = Release(SummaryV2, saver)
+    def __init__(self, saver: BaseCheckpointSaver[Any], *, ask: bool = True) -> None:
+        self.old = Release(SummaryV1, saver, ask=ask)
+        self.new = Release(SummaryV2, saver, ask=ask)
+        self.later = Release(SummaryV3, saver, ask=ask)  # about to be deployed: never stored
         self.runs: Counter[str] = Counter()
         self.spent_old = ne.compile(budget_pipeline(self.runs), checkpointer=saver, budget=BUDGET)
         self.spent_new = ne.compile(
@@ -75,8 +75,7 @@ class Fleet:
     @property
     def graphs(self) -> tuple[Any, ...]:
         """Every code that serves the database, and the one about to be deployed."""
-        later = Release(SummaryV3, self.saver)
-        return (self.old.graph, self.new.graph, later.graph, self.spent_old, self.spent_new)
+        return (self.old.graph, self.new.graph, self.later.graph, self.spent_old, self.spent_new)
 
 
 def _key(plan: ne.ResumePlan) -> tuple[Any, ...]:
@@ -189,3 +188,40 @@ def test_the_fleet_check_plans_every_thread_as_plan_does(db: Database) -> None:
     assert kinds["rolled-back"] is ne.PlanKind.CONTINUE  # it waits on its question
     assert _live(fleet.new.graph, threads)["rolled-back"][0] is ne.PlanKind.SUPERSEDED
     assert _live(talked, threads)["kept"][0] is ne.PlanKind.SUPERSEDED
+
+
+# 3. Prune, then everything
+
+
+def test_after_prune_ledgers_order_plans_checks_and_exports_are_as_before(
+    db: Database, tmp_path: Path
+) -> None:
+    fleet = Fleet(db.saver, ask=False)  # prune leaves a thread waiting at a question alone
+    ledgers = {thread: ne.ledger(db.saver, cfg(thread)) for thread in fleet.threads}
+    places = _order(db.saver)
+    before = {id(graph): _live(graph, fleet.threads) for graph in fleet.graphs}
+    exported = tmp_path / "before"
+    ne.export_threads(fleet.new.graph, exported)
+    offline_before = {
+        (id(graph), f.thread_id): ne.plan_fixture(graph, f)
+        for graph in fleet.graphs
+        for f in ne.read_fixtures(exported)
+    }
+
+    report = ne.prune(fleet.new.graph, apply=True)
+    assert {t.thread_id for t in report.threads if t.checkpoints} >= set(fleet.threads)
+
+    assert {thread: ne.ledger(db.saver, cfg(thread)) for thread in fleet.threads} == ledgers
+    assert ledgers["budgeted"] is not None and ledgers["budgeted"].total.model_calls == 7
+    assert _order(db.saver) == places and len(places) == 4
+    after = tmp_path / "after"
+    ne.export_threads(fleet.new.graph, after)
+    fixtures = ne.read_fixtures(after)
+    assert {f.thread_id for f in fixtures} == set(fleet.threads)
+    for graph in fleet.graphs:
+        assert _live(graph, fleet.threads) == before[id(graph)]
+        assert _checked(graph) == before[id(graph)]
+        for fixture in fixtures:
+            offline = ne.plan_fixture(graph, fixture)
+            assert offline == ne.plan(graph, cfg(fixture.thread_id))
+            assert offline == offline_before[id(graph), fixture.thread_id]
