@@ -26,6 +26,7 @@ import neograph_ext as ne
 from neograph_ext._stamp_order import ORDER_THREAD
 from neograph_ext.testing import Outcome, check_fixtures
 from tests.cli.support import Database, postgres_database, sqlite_database
+from tests.graphs.budget import CALLS, TOKENS
 from tests.graphs.budget import pipeline as budget_pipeline
 from tests.graphs.chat import ProfileV2, ProfileV3, chat, say
 from tests.graphs.deploys import Release, SummaryV1, SummaryV2, SummaryV3
@@ -225,3 +226,72 @@ def test_after_prune_ledgers_order_plans_checks_and_exports_are_as_before(
             offline = ne.plan_fixture(graph, fixture)
             assert offline == ne.plan(graph, cfg(fixture.thread_id))
             assert offline == offline_before[id(graph), fixture.thread_id]
+
+
+# 4. A budget across a superseded refusal and a rollback's take-over
+
+
+def test_a_refused_call_spends_and_writes_nothing_and_a_take_over_adds_its_spend(
+    db: Database,
+) -> None:
+    fleet = Fleet(db.saver, ask=False)
+    config = cfg("budgeted")
+    before = _counts(db.saver, "budgeted")
+    spent = before[1]
+    assert spent is not None and spent.total.model_calls == CALLS + 3  # the rewind's three
+    ran = Counter(fleet.runs)
+    with pytest.raises(ne.ThreadSupersededError):
+        ne.run(fleet.spent_old, None, config)
+    with pytest.raises(ne.ThreadSupersededError):
+        list(ne.stream(fleet.spent_old, {"topic": "again"}, config))
+    assert _counts(db.saver, "budgeted") == before and fleet.runs == ran
+
+    planned = ne.plan(fleet.spent_old, config, resume=ROLLBACK)
+    assert planned.kind is ne.PlanKind.REWIND and planned.rerun == {"review", "publish"}
+    assert planned.estimated_cost is not None and planned.estimated_cost.model_calls == 3
+    ne.run(fleet.spent_old, None, config, resume=ROLLBACK)
+    assert fleet.runs - ran == Counter({"review": 1, "publish": 1})
+    taken = ne.ledger(db.saver, config)
+    assert taken is not None and taken.total.model_calls == spent.total.model_calls + 3
+    assert taken.total.tokens == spent.total.tokens + 3 * TOKENS
+
+    after = _counts(db.saver, "budgeted")  # the newer code must take it back in turn
+    with pytest.raises(ne.ThreadSupersededError):
+        ne.run(fleet.spent_new, None, config)
+    assert _counts(db.saver, "budgeted") == after
+
+
+def test_a_budget_stopped_by_its_ledger_still_leaves_a_newer_codes_thread_alone(
+    db: Database,
+) -> None:
+    fleet = Fleet(db.saver, ask=False)
+    config = cfg("budgeted")
+    capped = ne.compile(
+        budget_pipeline(fleet.runs), checkpointer=db.saver, budget=ne.Budget(max_model_calls=5)
+    )
+    before, ran = _counts(db.saver, "budgeted"), Counter(fleet.runs)
+    with pytest.raises(ne.ThreadSupersededError):  # refused before any cap is looked at
+        ne.run(capped, None, config)
+    assert _counts(db.saver, "budgeted") == before and fleet.runs == ran
+    with pytest.raises(ne.BudgetExceededError):  # taken over, the cap stops the re-run
+        ne.run(capped, None, config, resume=ROLLBACK)
+    # The 8th call would pass the cap of 5: review started, and stopped before its call.
+    assert fleet.runs - ran == Counter({"review": 1})
+    stopped = ne.ledger(db.saver, config)
+    assert stopped is not None and stopped.total.model_calls == CALLS + 3
+
+
+def test_a_served_budgeted_graph_refuses_a_newer_codes_thread_without_a_ledger_record(
+    db: Database,
+) -> None:
+    fleet = Fleet(db.saver, ask=False)
+    config = cfg("budgeted")
+    served = ne.compile(
+        budget_pipeline(fleet.runs), checkpointer=db.saver, budget=BUDGET, auto_resume=True
+    )
+    before, ran = _counts(db.saver, "budgeted"), Counter(fleet.runs)
+    with pytest.raises(ne.ThreadSupersededError):
+        served.invoke(None, config)
+    with pytest.raises(ne.ThreadSupersededError):
+        served.invoke({"topic": "a new turn"}, config)
+    assert _counts(db.saver, "budgeted") == before and fleet.runs == ran
