@@ -29,9 +29,10 @@ from tests.cli.support import Database, postgres_database, sqlite_database
 from tests.graphs.budget import CALLS, TOKENS
 from tests.graphs.budget import pipeline as budget_pipeline
 from tests.graphs.chat import ProfileV2, ProfileV3, chat, say
-from tests.graphs.deploys import Release, SummaryV1, SummaryV2, SummaryV3
+from tests.graphs.deploys import Release, SummaryV1, SummaryV2, SummaryV3, review
 from tests.graphs.pipelines import model
 from tests.graphs.pruning import cfg
+from tests.integration.test_telemetry import TOLD, Recorder
 
 V1 = model(score=(int, ...))
 V2 = model(score=(float, ...))
@@ -295,3 +296,79 @@ def test_a_served_budgeted_graph_refuses_a_newer_codes_thread_without_a_ledger_r
     with pytest.raises(ne.ThreadSupersededError):
         served.invoke({"topic": "a new turn"}, config)
     assert _counts(db.saver, "budgeted") == before and fleet.runs == ran
+
+
+# 5. Telemetry on a refusal and on a budget stop
+
+
+def _metadata(saver: BaseCheckpointSaver[Any], thread: str) -> list[dict[str, Any]]:
+    """Every checkpoint's metadata of the thread, every namespace, without the ids that
+    differ between two threads."""
+    every = saver.list({"configurable": {"thread_id": thread}})
+    return sorted(
+        (
+            {k: v for k, v in (t.metadata or {}).items() if k not in ("thread_id", "parents")}
+            for t in every
+        ),
+        key=lambda found: json.dumps(found, sort_keys=True, default=str),
+    )
+
+
+def test_a_superseded_call_tells_nothing_and_writes_nothing(db: Database) -> None:
+    fleet = Fleet(db.saver, ask=False)
+    config = cfg("rolled")
+    told = ne.compile(
+        review(Counter(), SummaryV1, set(), ask=False), checkpointer=db.saver, telemetry=TOLD
+    )
+    served = ne.compile(
+        review(Counter(), SummaryV1, set(), ask=False),
+        checkpointer=db.saver,
+        telemetry=TOLD,
+        auto_resume=True,
+    )
+    assert told.neograph_ext_stamp.id == fleet.old.graph.neograph_ext_stamp.id
+    before = _counts(db.saver, "rolled")
+    recorder = Recorder()
+    for call in (
+        lambda: ne.run(told, None, {**config, "callbacks": [recorder]}),
+        lambda: list(ne.stream(told, {"doc": "again"}, {**config, "callbacks": [recorder]})),
+        lambda: served.invoke(None, {**config, "callbacks": [recorder]}),
+    ):
+        with pytest.raises(ne.ThreadSupersededError):
+            call()
+    assert recorder.seen == []  # no graph run started, no event told
+    assert _counts(db.saver, "rolled") == before
+
+
+def test_a_budget_stop_tells_its_decision_once_and_adds_nothing_to_checkpoints(
+    db: Database,
+) -> None:
+    runs: Counter[str] = Counter()
+    capped = ne.Budget(max_model_calls=2)
+    told = ne.compile(budget_pipeline(runs), checkpointer=db.saver, budget=capped, telemetry=TOLD)
+    plain = ne.compile(budget_pipeline(Counter()), checkpointer=db.saver, budget=capped)
+    recorder = Recorder()
+    with pytest.raises(ne.BudgetExceededError):
+        ne.run(told, {"topic": "t"}, {**cfg("told"), "callbacks": [recorder]})
+    with pytest.raises(ne.BudgetExceededError):
+        ne.run(plain, {"topic": "t"}, cfg("untold"))
+    assert runs == Counter({"draft": 1, "review": 1})  # stopped before review's own call
+    (started,) = recorder.plans()
+    assert started["kind"] == "fresh" and started["taken_from"] is None
+    assert _metadata(db.saver, "told") == _metadata(db.saver, "untold")
+
+    recorder.clear()  # a rollback's take-over, stopped by the ledger it adds to
+    fleet = Fleet(db.saver, ask=False)
+    taking = ne.compile(
+        budget_pipeline(fleet.runs),
+        checkpointer=db.saver,
+        budget=ne.Budget(max_model_calls=8),
+        telemetry=TOLD,
+        resume=ROLLBACK,
+    )
+    with pytest.raises(ne.BudgetExceededError):
+        ne.run(taking, None, {**cfg("budgeted"), "callbacks": [recorder]})
+    (plan,) = recorder.plans()
+    assert plan["kind"] == "rewind" and plan["rerun"] == ["review", "publish"]
+    assert plan["taken_from"] == fleet.spent_new.neograph_ext_stamp.id  # a rollback, told so
+    assert fleet.runs["review"] == 3  # the cap of 8 stopped the take-over's re-run in review
