@@ -101,7 +101,11 @@ def print_check(
     for name in ("thread", "plan", "rewind to step", "invalidated", "why"):
         table.add_column(name)
     for p in shown:
-        why = [*([p.blocker] if p.blocker else []), *(c.describe() for c in p.changes)]
+        why = [
+            *([p.blocker] if p.blocker else []),
+            *([_owned(p.owner)] if p.owner else []),
+            *(c.describe() for c in p.changes),
+        ]
         lines = [line for reason in why or notes(p) for line in reason.split("\n")]
         kind = Text("blocked" if p.blocker else str(p.kind), style="red")
         step = Text("-" if p.step is None else str(p.step))
@@ -110,6 +114,13 @@ def print_check(
     out.print(table)
     failed = f"failed: {failing} would not resume cleanly; {summary}"
     out.print(Text(failed, style="red"), soft_wrap=True)
+
+
+def _owned(owner: str) -> str:
+    return (
+        f"owned by newer code, stamp {owner[:16]}: run raises ThreadSupersededError; "
+        "plan --take-over shows what a rollback re-runs"
+    )
 
 
 def inventory_table(found: Inventory) -> Table:
