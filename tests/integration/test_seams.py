@@ -13,14 +13,20 @@ at most what it decided.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+from psycopg.rows import dict_row
 
 import neograph_ext as ne
 from neograph_ext._stamp_order import ORDER_THREAD
@@ -190,6 +196,42 @@ def test_the_fleet_check_plans_every_thread_as_plan_does(db: Database) -> None:
     assert kinds["rolled-back"] is ne.PlanKind.CONTINUE  # it waits on its question
     assert _live(fleet.new.graph, threads)["rolled-back"][0] is ne.PlanKind.SUPERSEDED
     assert _live(talked, threads)["kept"][0] is ne.PlanKind.SUPERSEDED
+
+
+@contextlib.asynccontextmanager
+async def _async_saver(url: str) -> AsyncIterator[Any]:
+    """An async saver on the database ``url`` names."""
+    if url.startswith("postgresql"):
+        conn = await psycopg.AsyncConnection.connect(
+            url, autocommit=True, prepare_threshold=0, row_factory=dict_row
+        )
+        async with conn:
+            yield AsyncPostgresSaver(conn)
+    else:
+        async with AsyncSqliteSaver.from_conn_string(url) as saver:
+            yield saver
+
+
+def test_the_async_fleet_check_and_aplan_agree_with_their_sync_twins(db: Database) -> None:
+    fleet = Fleet(db.saver)
+    summaries = (SummaryV1, SummaryV2, SummaryV3)
+    expected = {
+        summary: _live(graph, fleet.threads)
+        for summary, graph in zip(summaries, fleet.graphs, strict=False)
+    }
+
+    async def planned() -> dict[Any, tuple[Any, Any]]:
+        found = {}
+        async with _async_saver(db.url) as saver:
+            for summary in summaries:
+                graph = Release(summary, saver).graph
+                checked = {c.plan.thread_id: _key(c.plan) async for c in ne.acheck_threads(graph)}
+                live = {t: _key(await ne.aplan(graph, cfg(t))) for t in fleet.threads}
+                found[summary] = (checked, live)
+        return found
+
+    for summary, (checked, live) in asyncio.run(planned()).items():
+        assert checked == live == expected[summary], summary
 
 
 # 3. Prune, then everything
