@@ -131,7 +131,9 @@ def inventory_table(found: Inventory) -> Table:
         table.add_column(name, justify="left" if name == "stamp" else "right")
     for row in found.stamps:
         name = (row.stamp_id or "(unstamped)")[:12] + (" (current)" if row.current else "")
-        counts = (row.threads, row.waiting, row.crashed, row.rewind, row.blocked)
+        # Both raise from run: a blocked plan, and a thread this newer code owns.
+        refused = row.blocked + row.superseded
+        counts = (row.threads, row.waiting, row.crashed, row.rewind, refused)
         retire = "-" if row.current else ("yes" if row.retirable else "not yet")
         table.add_row(text(name), *(Text(str(n)) for n in counts), Text(retire))
     return table

@@ -24,6 +24,13 @@ def test_check_fails_older_code_on_a_thread_newer_code_owns(db: Database, tmp_pa
     found = json.loads(cli("check", V1, "--db", db.url, "--json").stdout)
     assert not found["ok"] and found["failing"] == ["t1"]
     assert cli("check", V2, "--db", db.url).exit_code == 0  # the owner resumes it
+    listed = json.loads(cli("check", V1, "--db", db.url, "--inventory", "--json").stdout)
+    (newer,) = [row for row in listed["inventory"] if row["stamp_id"] == owner]
+    assert (newer["threads"], newer["superseded"], newer["blocked"]) == (1, 1, 0)
+    table = cli("check", V1, "--db", db.url, "--inventory").stdout
+    (row,) = [line for line in table.splitlines() if line.startswith(f"│ {owner[:12]} ")]
+    cells = [cell.strip() for cell in row.split("│")[1:-1]]
+    assert cells[1:] == ["1", "0", "0", "0", "1", "not yet"]  # refused, and not retired
 
     out = tmp_path / "fixtures"
     assert cli("export", V2, "--db", db.url, "--out", str(out)).exit_code == 0
