@@ -5,7 +5,9 @@ Rules:
   store: nothing is written to the database.
 - What a thread's fixture holds is what planning it reads: the head's lineage (by
   ``_history.lineage``, the reader planning uses), the lineage a replaying head replays,
-  and the descriptions of every stamp they name. Other branches stay behind.
+  the descriptions of every stamp they name, and the database's order of stamps
+  (``_stamp_order``) up to the newest of them, which tells who owns the thread during
+  a rolling deploy. Other branches stay behind.
 - Values leave the database only when asked for (``with_values``).
 """
 
@@ -50,7 +52,8 @@ def export_threads(
     """Export threads of ``graph``'s checkpointer as fixtures, one JSON file per thread.
 
     A fixture holds each thread's lineage (checkpoint metadata, parent links, the task
-    and write facts planning reads) and the stamp descriptions it refers to, so that
+    and write facts planning reads), the stamp descriptions it refers to and their
+    place in the database's order of stamps (which code owns the thread), so that
     ``neograph_ext.testing.assert_resumable`` (or ``neograph-ext check --fixtures``) can
     plan new code against it without the database. The format is versioned and
     documented in ``docs/fixtures.md``. Threads written by 0.1.0 and 0.2 export too.
