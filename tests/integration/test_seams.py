@@ -304,6 +304,24 @@ def test_a_refused_call_spends_and_writes_nothing_and_a_take_over_adds_its_spend
     assert _counts(db.saver, "budgeted") == after
 
 
+def test_accept_takes_a_budgeted_thread_over_spending_nothing(db: Database, tmp_path: Path) -> None:
+    fleet = Fleet(db.saver, ask=False)
+    config = cfg("budgeted")
+    spent, ran = ne.ledger(db.saver, config), Counter(fleet.runs)
+    ne.accept(fleet.spent_old, config)  # a take-over keeping the values: nothing runs
+    assert ne.ledger(db.saver, config) == spent and fleet.runs == ran
+    for graph, kind in (
+        (fleet.spent_old, ne.PlanKind.UP_TO_DATE),
+        (fleet.spent_new, ne.PlanKind.SUPERSEDED),
+    ):
+        (path,) = ne.export_threads(graph, tmp_path / str(kind), threads=["budgeted"])
+        (fixture,) = ne.read_fixtures(path.parent)
+        assert ne.plan(graph, config).kind is kind
+        assert ne.plan_fixture(graph, fixture) == ne.plan(graph, config)
+        (checked,) = ne.check_threads(graph, ["budgeted"])
+        assert _key(checked.plan) == _key(ne.plan(graph, config))
+
+
 def test_a_budget_stopped_by_its_ledger_still_leaves_a_newer_codes_thread_alone(
     db: Database,
 ) -> None:
