@@ -134,6 +134,20 @@ def test_a_fixture_of_a_thread_newer_code_owns_plans_superseded_offline_as_live(
     assert sum(fleet.old.runs.values()) + sum(fleet.new.runs.values()) == ran
 
 
+def test_code_stored_after_a_threads_owner_plans_alike_offline_though_the_fixture_omits_it(
+    db: Database, tmp_path: Path
+) -> None:
+    fleet = Fleet(db.saver)
+    ne.run(fleet.later.serving(), {"doc": "elsewhere"}, cfg("elsewhere"))  # V3 is stored now
+    ne.export_threads(fleet.new.graph, tmp_path, threads=["rolled"])
+    (fixture,) = ne.read_fixtures(tmp_path)
+    later = fleet.later.graph.neograph_ext_stamp.id
+    assert later not in fixture.order  # past the newest stamp the thread names
+    for graph in fleet.graphs[:3]:
+        assert ne.plan_fixture(graph, fixture) == ne.plan(graph, cfg("rolled"))
+    assert ne.plan_fixture(fleet.later.graph, fixture).kind is ne.PlanKind.REWIND
+
+
 def test_the_gate_fails_old_code_on_a_newer_codes_thread_and_passes_the_newest(
     db: Database, tmp_path: Path
 ) -> None:
