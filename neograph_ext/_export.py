@@ -5,7 +5,9 @@ Rules:
   store: nothing is written to the database.
 - What a thread's fixture holds is what planning it reads: the head's lineage (by
   ``_history.lineage``, the reader planning uses), the lineage a replaying head replays,
-  and the descriptions of every stamp they name. Other branches stay behind.
+  the descriptions of every stamp they name, and the database's order of stamps
+  (``_stamp_order``) up to the newest of them, which tells who owns the thread during
+  a rolling deploy. Other branches stay behind.
 - Values leave the database only when asked for (``with_values``).
 """
 
@@ -28,7 +30,9 @@ from neograph_ext._head_state import has_interrupt, waiting_nodes
 from neograph_ext._history import lineage, references
 from neograph_ext._langgraph import delta_channels
 from neograph_ext._lineage import list_threads
+from neograph_ext._ownership import owner
 from neograph_ext._stamp import read_marks
+from neograph_ext._stamp_order import order
 from neograph_ext._stamp_store import load
 from neograph_ext._thread import checkpointer_of, stamped, thread_of, whole_thread
 from neograph_ext._unreadable import reading, resumable
@@ -48,7 +52,8 @@ def export_threads(
     """Export threads of ``graph``'s checkpointer as fixtures, one JSON file per thread.
 
     A fixture holds each thread's lineage (checkpoint metadata, parent links, the task
-    and write facts planning reads) and the stamp descriptions it refers to, so that
+    and write facts planning reads), the stamp descriptions it refers to and their
+    place in the database's order of stamps (which code owns the thread), so that
     ``neograph_ext.testing.assert_resumable`` (or ``neograph-ext check --fixtures``) can
     plan new code against it without the database. The format is versioned and
     documented in ``docs/fixtures.md``. Threads written by 0.1.0 and 0.2 export too.
@@ -138,7 +143,8 @@ def _fixture(
         with contextlib.suppress(KeyError):
             records += lineage(tuples, replaying)
     kept = {record.checkpoint_id for record in records}
-    stamps = load(saver, references(records, ""))
+    named = references(records, "")
+    stamps = load(saver, named)
     rebuilt: dict[str, Any] = {}
     delta = delta_channels(graph)
     if with_values and delta:
@@ -151,7 +157,21 @@ def _fixture(
         stamps,
         with_values=with_values,
         head_values=rebuilt,
+        order=_ranked(saver, owner(records), named),
     )
+
+
+def _ranked(
+    saver: BaseCheckpointSaver[Any], holder: str | None, named: frozenset[str]
+) -> tuple[str, ...]:
+    """The database's order of stamps (``_stamp_order``), as planning the thread reads it,
+    up to the newest stamp the thread names: a stamp stored later counts as newer than
+    the owner just as one never stored does, so the rest would change no plan."""
+    if holder is None:
+        return ()
+    ranked = order(saver, holder)
+    last = max((ranked.index(key) for key in named | {holder} if key in ranked), default=-1)
+    return ranked[: last + 1]
 
 
 def _config(thread_id: str) -> RunnableConfig:

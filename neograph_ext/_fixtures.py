@@ -92,6 +92,11 @@ class ThreadFixture:
     (``get_state``), which its ``channel_values`` do not hold."""
     source: str = ""
     """The file it was read from."""
+    order: tuple[str, ...] = ()
+    """The stamp ids the database had stored when the thread was exported, oldest first
+    (``_stamp_order``), up to the newest one the checkpoints name: which code owns the
+    thread during a rolling deploy. Empty for a file that predates it: the code planned
+    with then counts as the newest, as code about to be deployed does."""
 
     def tuple_at(self, checkpoint_id: str | None) -> CheckpointTuple | None:
         """The checkpoint ``checkpoint_id`` names, or (None) the head; None if absent."""
@@ -113,6 +118,7 @@ def encoded(
     *,
     with_values: bool,
     head_values: Mapping[str, Any],
+    order: Sequence[str] = (),
 ) -> str:
     """A thread's fixture file, as JSON text (``docs/fixtures.md``).
 
@@ -123,6 +129,7 @@ def encoded(
         stamps: The descriptions they refer to, by id.
         with_values: Export state values; else they are left out (see the rules).
         head_values: With values: the head's rebuilt ``DeltaChannel`` values.
+        order: The database's order of stamps, as far as the checkpoints name them.
 
     Raises:
         FixtureError: A metadata or version value is not JSON, or a value cannot be
@@ -138,6 +145,7 @@ def encoded(
         "checkpoints": [_checkpoint(thread_id, t, with_values) for t in ordered],
         "head_values": {k: _value(v) for k, v in head_values.items()} if with_values else {},
         "stamps": {key: json.loads(stamp.encode()) for key, stamp in sorted(stamps.items())},
+        "order": list(order),
     }
     try:
         return json.dumps(document, indent=1, sort_keys=True, allow_nan=False) + "\n"
@@ -276,7 +284,11 @@ def decoded(document: Mapping[str, Any], source: str = "") -> ThreadFixture:
         raise ValueError(f"the head {head_id} is not among the checkpoints")
     head_values = {k: _revived(v) for k, v in dict(document.get("head_values") or {}).items()}
     newest_first = tuple(by_id[key] for key in sorted(by_id, reverse=True))
-    return ThreadFixture(thread_id, head_id, newest_first, stamps, with_values, head_values, source)
+    # Absent from a file exported before the order was kept: a compatible addition.
+    order = tuple(str(stamp_id) for stamp_id in document.get("order") or ())
+    return ThreadFixture(
+        thread_id, head_id, newest_first, stamps, with_values, head_values, source, order
+    )
 
 
 def _tuple(thread_id: str, entry: Mapping[str, Any], with_values: bool) -> CheckpointTuple:

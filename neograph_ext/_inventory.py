@@ -40,6 +40,9 @@ class StampThreads:
     """How many the current code would rewind."""
     blocked: int
     """How many the current code would refuse to resume (a plan with a ``blocker``)."""
+    superseded: int = 0
+    """How many the current code leaves alone because this code, newer, owns them
+    (``superseded``: ``run`` raises ``ThreadSupersededError`` until one takes them over)."""
 
     @property
     def unfinished(self) -> int:
@@ -49,8 +52,9 @@ class StampThreads:
     @property
     def retirable(self) -> bool:
         """Whether the code of this stamp has no thread left that it could resume: none
-        unfinished (a complete thread is served by the current code alike)."""
-        return not self.current and self.unfinished == 0
+        unfinished (a complete thread is served by the current code alike), and none it
+        owns over the current code (which would leave it alone, however complete)."""
+        return not self.current and self.unfinished == 0 and self.superseded == 0
 
 
 @dataclass(frozen=True)
@@ -74,18 +78,19 @@ def inventory(checks: Iterable[ThreadCheck]) -> Inventory:
 
     Returns:
         Per stamp: its threads, the unfinished ones, and those the current code would
-        rewind or refuse.
+        rewind, refuse, or leave to this newer code.
     """
     counts: dict[str | None, list[int]] = {}
     current: set[str | None] = set()
     for check in checks:
-        row = counts.setdefault(check.written_by, [0, 0, 0, 0, 0])
+        row = counts.setdefault(check.written_by, [0, 0, 0, 0, 0, 0])
         plan = check.plan
         row[0] += 1
         row[1] += check.unfinished and check.paused
         row[2] += check.unfinished and not check.paused
         row[3] += plan.kind is PlanKind.REWIND and plan.blocker is None
         row[4] += plan.blocker is not None
+        row[5] += plan.kind is PlanKind.SUPERSEDED
         if check.current:
             current.add(check.written_by)
     entries = [StampThreads(stamp, stamp in current, *row) for stamp, row in counts.items()]

@@ -9,7 +9,10 @@ Rules:
   empty in-memory saver, which nothing reads (the stamp descriptions come from the
   fixture too).
 - What ``run`` would then do (``_steps.work_for``, pure) tells a plan that would raise
-  from one that would rewind.
+  (strict mode, a thread newer code owns) from one that would rewind.
+- Which code is newer is the order of stamps the fixture carries (``ThreadFixture.order``,
+  as the database held it at export); code it does not list counts as the newest, as
+  live, so the code a CI gate checks before its deploy plans as it will once deployed.
 """
 
 from __future__ import annotations
@@ -23,13 +26,19 @@ from langgraph.pregel import Pregel
 from neograph_ext._compile import compile
 from neograph_ext._decision import ResumePlan
 from neograph_ext._drivers import Driver
-from neograph_ext._errors import CheckpointSchemaError, GraphError, NeographExtError
+from neograph_ext._errors import (
+    CheckpointSchemaError,
+    GraphError,
+    NeographExtError,
+    ThreadSupersededError,
+)
 from neograph_ext._fixtures import ThreadFixture
 from neograph_ext._flow import (
     ListThread,
     LoadDescriptions,
     Op,
     ReadLineage,
+    ReadStampOrder,
     ReadTuple,
     ReadValues,
     thread_plan,
@@ -64,6 +73,8 @@ class FixtureDriver(Driver):
             return {key: stamp for key, stamp in fixture.stamps.items() if key in op.wanted}
         if isinstance(op, ReadValues):
             return dict(fixture.head_values)
+        if isinstance(op, ReadStampOrder):
+            return fixture.order
         # A plan flow reads only: a write or an invocation here would be a flow bug.
         raise GraphError(f"planning from a fixture cannot perform {type(op).__name__}")
 
@@ -144,7 +155,7 @@ def judged(
         return Judged(None, exc, carries)
     try:
         work_for(call, decision, fixture.tuple_at(None), None, {})
-    except CheckpointSchemaError as exc:
+    except (CheckpointSchemaError, ThreadSupersededError) as exc:
         return Judged(decision, exc, carries)
     return Judged(decision, None, carries)
 

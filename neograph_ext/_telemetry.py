@@ -94,7 +94,8 @@ def plan_data(plan: ResumePlan) -> dict[str, Any]:
 
     ``head_id`` is the checkpoint planned from (for a rewind, the newest checkpoint of
     the branch it leaves: where the original run ended); ``checkpoint_id`` the one a
-    rewind forks from.
+    rewind forks from; ``taken_from`` the stamp id of the newer code a take-over (a
+    rollback) takes the thread from, so it is not told as any deploy's rewind.
     """
     return {
         "kind": str(plan.kind),
@@ -116,6 +117,7 @@ def plan_data(plan: ResumePlan) -> dict[str, Any]:
             }
             for change in plan.changes
         ],
+        "taken_from": plan.taken_from,
     }
 
 

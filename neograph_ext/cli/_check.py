@@ -43,7 +43,9 @@ class Tally:
     def add(self, plan: ResumePlan) -> None:
         self.kinds["blocked" if plan.blocker else str(plan.kind)] += 1
         unverified = PlanKind.UNVERIFIED if self.strict_unverified else None
-        if plan.blocker or plan.kind in (PlanKind.REWIND, unverified):
+        # A thread newer code owns fails as a rewind does: every call of this code on
+        # it raises ThreadSupersededError until it is taken over (the offline gate too).
+        if plan.blocker or plan.kind in (PlanKind.REWIND, PlanKind.SUPERSEDED, unverified):
             self.failing.append(plan.thread_id)
             if len(self.shown) < SHOWN:
                 self.shown.append(plan)

@@ -101,7 +101,11 @@ def print_check(
     for name in ("thread", "plan", "rewind to step", "invalidated", "why"):
         table.add_column(name)
     for p in shown:
-        why = [*([p.blocker] if p.blocker else []), *(c.describe() for c in p.changes)]
+        why = [
+            *([p.blocker] if p.blocker else []),
+            *([_owned(p.owner)] if p.owner else []),
+            *(c.describe() for c in p.changes),
+        ]
         lines = [line for reason in why or notes(p) for line in reason.split("\n")]
         kind = Text("blocked" if p.blocker else str(p.kind), style="red")
         step = Text("-" if p.step is None else str(p.step))
@@ -112,6 +116,13 @@ def print_check(
     out.print(Text(failed, style="red"), soft_wrap=True)
 
 
+def _owned(owner: str) -> str:
+    return (
+        f"owned by newer code, stamp {owner[:16]}: run raises ThreadSupersededError; "
+        "plan --take-over shows what a rollback re-runs"
+    )
+
+
 def inventory_table(found: Inventory) -> Table:
     """Threads per stamp that last wrote them: what old code still holds."""
     table = Table(title="threads by the code that last wrote them")
@@ -120,7 +131,9 @@ def inventory_table(found: Inventory) -> Table:
         table.add_column(name, justify="left" if name == "stamp" else "right")
     for row in found.stamps:
         name = (row.stamp_id or "(unstamped)")[:12] + (" (current)" if row.current else "")
-        counts = (row.threads, row.waiting, row.crashed, row.rewind, row.blocked)
+        # Both raise from run: a blocked plan, and a thread this newer code owns.
+        refused = row.blocked + row.superseded
+        counts = (row.threads, row.waiting, row.crashed, row.rewind, refused)
         retire = "-" if row.current else ("yes" if row.retirable else "not yet")
         table.add_row(text(name), *(Text(str(n)) for n in counts), Text(retire))
     return table

@@ -41,7 +41,7 @@ def test_plan_take_over_shows_what_a_rollback_re_runs(db: Database) -> None:
 
 def test_accept_takes_the_thread_over(db: Database) -> None:
     _taken_by_v2(db)
-    result = cli("accept", V1, "--db", db.url, "--thread", "t1")
+    result = cli("accept", V1, "--db", db.url, "--thread", "t1", "--yes")
     assert result.exit_code == 0, result.output
     assert "was superseded" in result.stdout and "taken over from newer code" in result.stdout
     assert db.plan(cli_graphs.v1, "t1").kind is PlanKind.UP_TO_DATE

@@ -39,5 +39,19 @@ def test_threads_are_counted_per_stamp_the_current_one_first() -> None:
     assert found.stamps[2].crashed == 1 and found.threads == 6
 
 
+def test_code_that_owns_threads_over_the_current_code_is_not_retired() -> None:
+    found = inventory(
+        [
+            _check("newer", PlanKind.SUPERSEDED, owner="newer"),
+            _check("newer", PlanKind.SUPERSEDED, owner="newer", waits="c", paused=True),
+            _check("done", PlanKind.UP_TO_DATE),
+        ]
+    )
+    newer, done = found.stamps
+    assert (newer.superseded, newer.blocked, newer.rewind) == (2, 0, 0)
+    assert not newer.retirable  # its complete thread too: the current code leaves it alone
+    assert done.superseded == 0 and done.retirable
+
+
 def test_an_empty_fleet() -> None:
     assert inventory([]).stamps == () and inventory([]).threads == 0

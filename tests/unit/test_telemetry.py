@@ -41,6 +41,7 @@ def test_the_event_data_is_the_plan_as_plain_json() -> None:
         "reasons": [
             {"node": "c", "reason": "output type", "channel": None, "diff": ["score: int -> float"]}
         ],
+        "taken_from": None,
     }
 
 
