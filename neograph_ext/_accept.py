@@ -28,9 +28,10 @@ from neograph_ext._carrying import Carrying
 from neograph_ext._decision import PlanKind, ResumePlan
 from neograph_ext._drivers import AsyncDriver, Driver
 from neograph_ext._errors import GraphError
-from neograph_ext._flow import CarryValues, Flow, TakeLock, planned, read_head
+from neograph_ext._flow import planned, read_head
 from neograph_ext._fork import address
 from neograph_ext._lineage_facts import verified
+from neograph_ext._operations import CarryValues, Flow, TakeLock
 from neograph_ext._stamp import read_marks
 from neograph_ext._thread import ThreadCall, thread_call
 

@@ -23,7 +23,14 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple
 
 from neograph_ext._decision import ResumePlan
-from neograph_ext._flow import (
+from neograph_ext._graph import marking
+from neograph_ext._head_state import output_of
+from neograph_ext._history import lineage
+from neograph_ext._keep import akeep, keep
+from neograph_ext._keep_calls import akeep_calls, keep_calls
+from neograph_ext._lock import athread_lock, thread_lock
+from neograph_ext._migrate import acarry, carry
+from neograph_ext._operations import (
     CarryValues,
     Flow,
     Idle,
@@ -40,13 +47,6 @@ from neograph_ext._flow import (
     TakeLock,
     Tell,
 )
-from neograph_ext._graph import marking
-from neograph_ext._head_state import output_of
-from neograph_ext._history import lineage
-from neograph_ext._keep import akeep, keep
-from neograph_ext._keep_calls import akeep_calls, keep_calls
-from neograph_ext._lock import athread_lock, thread_lock
-from neograph_ext._migrate import acarry, carry
 from neograph_ext._stamp import Stamp
 from neograph_ext._stamp_order import aorder, order
 from neograph_ext._stamp_store import aload, load

@@ -28,10 +28,11 @@ from langgraph.pregel import Pregel
 
 from neograph_ext._decision import ResumePlan
 from neograph_ext._drivers import AsyncDriver, Driver
-from neograph_ext._flow import Flow, Op, ReadLineage, ReadTuple, planned, read_head
+from neograph_ext._flow import planned, read_head
 from neograph_ext._head_state import is_paused
 from neograph_ext._history import lineage
 from neograph_ext._lineage import alist_threads, list_threads
+from neograph_ext._operations import Flow, Op, ReadLineage, ReadTuple
 from neograph_ext._stamp import Stamp, StampRef, read_marks
 from neograph_ext._storage import StorageReader, apages, areader_for, pages, reader_for
 from neograph_ext._thread import ThreadCall, checkpointer_of, named_checkpoint, stamped, thread_call

@@ -1,7 +1,7 @@
 """The resume flow, written once: read the thread, decide, settle under the lock, invoke.
 
 Each flow is an I/O-free generator, as httpx's auth flows are: it yields the operations
-it needs (the records below) and is sent back their results. ``_run`` drives the flows,
+it needs (the records of ``_operations``) and is sent back their results. ``_run`` drives the flows,
 sync or async: its two drivers perform the operations and differ by ``await`` alone.
 
 Rules:
@@ -17,15 +17,14 @@ Rules:
 from __future__ import annotations
 
 import logging
-from collections.abc import Generator, Mapping
+from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any, NamedTuple, TypeVar
+from typing import Any
 
-from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple
 
 from neograph_ext._calls import EntrypointTurn, TurnCall, decide_calls, turn_base, turn_of
-from neograph_ext._carrying import Carrying, carry_for, readable, rebuilt_channels
+from neograph_ext._carrying import carry_for, readable, rebuilt_channels
 from neograph_ext._decision import Carriable, HeadFacts, PlanKind, ResumePlan
 from neograph_ext._decision_log import logged
 from neograph_ext._errors import GraphError
@@ -36,30 +35,31 @@ from neograph_ext._langgraph import delta_channels
 from neograph_ext._langgraph_calls import finished_calls
 from neograph_ext._lineage_facts import verified
 from neograph_ext._misread import head_misread
+from neograph_ext._operations import (
+    CarryValues,
+    Flow,
+    Idle,
+    Invoke,
+    KeepTasks,
+    ListThread,
+    LoadDescriptions,
+    ReadLineage,
+    ReadStampOrder,
+    ReadTuple,
+    ReadValues,
+    StoreDescription,
+    TakeLock,
+    Tell,
+)
 from neograph_ext._owed import owed_turns
 from neograph_ext._ownership import owner
 from neograph_ext._plan import decide, needs_lineage
-from neograph_ext._stamp import Stamp, encode_run, input_digest, read_marks
+from neograph_ext._stamp import encode_run, input_digest, read_marks
 from neograph_ext._steps import Due, ReplayInput, Work, is_due, work_for
 from neograph_ext._thread import ThreadCall, at_checkpoint, named_checkpoint
 from neograph_ext._unreadable import resumable
 
 __all__ = [
-    "CarryValues",
-    "Flow",
-    "Idle",
-    "Invoke",
-    "KeepTasks",
-    "ListThread",
-    "LoadDescriptions",
-    "Op",
-    "ReadLineage",
-    "ReadStampOrder",
-    "ReadTuple",
-    "ReadValues",
-    "StoreDescription",
-    "TakeLock",
-    "Tell",
     "planned",
     "read_head",
     "resumed",
@@ -68,124 +68,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger("neograph_ext")
-
-_T = TypeVar("_T")
-
-
-class ReadTuple(NamedTuple):
-    """Read one checkpoint (``get_tuple``): sends back a ``CheckpointTuple`` or None."""
-
-    config: RunnableConfig
-
-
-class ReadLineage(NamedTuple):
-    """List the thread and reduce it to ``head_id``'s lineage (``_history.lineage``):
-    sends back the records, oldest first."""
-
-    config: RunnableConfig
-    head_id: str
-    next_nodes: frozenset[str]
-    described: Mapping[str, Stamp]
-    """Stamp descriptions at hand, given to the records at once."""
-
-
-class ListThread(NamedTuple):
-    """List every root-namespace checkpoint of the thread: sends back a list."""
-
-    config: RunnableConfig
-
-
-class LoadDescriptions(NamedTuple):
-    """Look stamp descriptions up in the stamp store: sends back those found, by id."""
-
-    wanted: frozenset[str]
-
-
-class ReadValues(NamedTuple):
-    """A checkpoint's values as LangGraph rebuilds them (``get_state``): sends them back."""
-
-    config: RunnableConfig
-
-
-class ReadStampOrder(NamedTuple):
-    """Read the order in which the database first stored each stamp
-    (``_stamp_order.order``): sends back the stamp ids, oldest first."""
-
-    owner: str
-    """The stamp id of the code that wrote the thread last: the order a process kept
-    is read again only when it lacks this stamp."""
-
-
-class TakeLock(NamedTuple):
-    """Take the thread's lock, held until the flow ends."""
-
-
-class StoreDescription(NamedTuple):
-    """Store the stamp's description and check the saver keeps stamps, before the first
-    invocation writes checkpoints naming it."""
-
-
-class CarryValues(NamedTuple):
-    """Write the fork that carries ``plan``'s values (``_migrate.carry``): sends back
-    the written checkpoint's config."""
-
-    plan: ResumePlan
-    config: RunnableConfig
-    carrying: Carrying
-    decision: str = "migrate"
-
-
-class KeepTasks(NamedTuple):
-    """Fork ``target``, keeping the finished tasks of ``nodes`` (``_keep.keep``)."""
-
-    target: RunnableConfig
-    nodes: frozenset[str]
-    mark: str
-
-
-class Invoke(NamedTuple):
-    """Invoke (or stream) the graph: sends back what ``invoke`` returned."""
-
-    input: Any
-    config: RunnableConfig
-    mark: str
-    """The run mark its checkpoints carry (``_stamp.encode_run``)."""
-    kwargs: Mapping[str, Any]
-
-
-class Idle(NamedTuple):
-    """Nothing to invoke: the thread's result (``run``) or replay (``stream``)."""
-
-    config: RunnableConfig
-    """The checkpoint whose state is returned or streamed."""
-    stored: tuple[Any] | None
-    """The result rebuilt from the head (``_head_state.stored_result``), when it can be."""
-    kwargs: Mapping[str, Any]
-
-
-class Tell(NamedTuple):
-    """Tell traces and metrics the call's decision (``compile(telemetry=...)``), before
-    the invocation it is told inside (``_telemetry``)."""
-
-    plan: ResumePlan
-
-
-Op = (
-    ReadTuple
-    | ReadLineage
-    | ListThread
-    | LoadDescriptions
-    | ReadValues
-    | ReadStampOrder
-    | TakeLock
-    | StoreDescription
-    | CarryValues
-    | KeepTasks
-    | Invoke
-    | Idle
-    | Tell
-)
-Flow = Generator[Op, Any, _T]
 
 
 def read_head(call: ThreadCall) -> Flow[CheckpointTuple | None]:

@@ -33,7 +33,9 @@ from neograph_ext._errors import (
     ThreadSupersededError,
 )
 from neograph_ext._fixtures import ThreadFixture
-from neograph_ext._flow import (
+from neograph_ext._flow import thread_plan
+from neograph_ext._history import lineage
+from neograph_ext._operations import (
     ListThread,
     LoadDescriptions,
     Op,
@@ -41,9 +43,7 @@ from neograph_ext._flow import (
     ReadStampOrder,
     ReadTuple,
     ReadValues,
-    thread_plan,
 )
-from neograph_ext._history import lineage
 from neograph_ext._policy import ResumePolicy, asked
 from neograph_ext._steps import work_for
 from neograph_ext._thread import ThreadCall, named_checkpoint, stamped, thread_call

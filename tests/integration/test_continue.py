@@ -21,8 +21,9 @@ import neograph_ext as ne
 import neograph_ext._run as run_module
 from neograph_ext import PlanKind
 from neograph_ext._drivers import Driver
-from neograph_ext._flow import Flow, ListThread, ReadLineage, ReadTuple, planned, read_head
+from neograph_ext._flow import planned, read_head
 from neograph_ext._keep import KEEP_KEY
+from neograph_ext._operations import Flow, ListThread, ReadLineage, ReadTuple
 from neograph_ext._steps import durable, work_for
 from neograph_ext._thread import thread_call
 from tests.graphs.pipelines import Crash, asking, linear, model
