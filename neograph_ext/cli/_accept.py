@@ -23,7 +23,11 @@ from typing import Any
 
 import typer
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.serde.event_hooks import SerdeEvent, register_serde_event_listener
+
+try:  # langgraph-checkpoint 4; 3.0 has no allowlist, so no value is ever blocked there
+    from langgraph.checkpoint.serde.event_hooks import SerdeEvent, register_serde_event_listener
+except ImportError:  # pragma: no cover - exercised on the oldest versions only
+    register_serde_event_listener = None  # type: ignore[assignment]
 
 from neograph_ext import ResumePlan, history
 from neograph_ext.cli._boundary import CliError, reading
@@ -74,6 +78,9 @@ def _blocked() -> Iterator[set[str]]:
         if event["kind"] == "msgpack_blocked":
             found.add(f"{event['module']}.{event['name']}")
 
+    if register_serde_event_listener is None:
+        yield found
+        return
     unregister = register_serde_event_listener(heard)
     try:
         yield found
