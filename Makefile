@@ -74,6 +74,7 @@ test-oldest: $(OLDEST_STAMP)
 		--ignore=tests/unit/test_stamp_agents.py \
 		--ignore=tests/unit/test_agent_knowledge.py \
 		--ignore=tests/integration/test_prune.py \
+		--ignore=tests/integration/test_seams.py \
 		--ignore=tests/integration/test_fleet_readers.py \
 		-p no:cacheprovider -q
 
