@@ -1,4 +1,5 @@
-"""The served app: a 4-node pipeline, deployed as ``app.pipeline`` by the end-to-end test.
+"""The served app: a 4-node pipeline, deployed as ``app.pipeline`` by the end-to-end test,
+and the same work as an ``@entrypoint`` of three tasks (``functional``).
 
 The test copies this file into a project directory and adds a field to ``Summary``
 between server restarts, as a deploy would. Nodes run in the server's process, so each appends
@@ -12,6 +13,7 @@ import os
 from pathlib import Path
 from typing import TypedDict
 
+from langgraph.func import entrypoint, task
 from langgraph.graph import END, START, StateGraph
 from pydantic import BaseModel
 
@@ -73,3 +75,32 @@ graph = neograph_ext.compile(builder, auto_resume=True)
 strict = neograph_ext.compile(
     builder, auto_resume=True, resume=neograph_ext.ResumePolicy(on_change="raise")
 )
+
+
+@task
+def fetch_text(url: str) -> str:
+    _ran("fetch_text")
+    return f"text of {url}"
+
+
+@task
+def summarize_text(text: str) -> Summary:
+    _ran("summarize_text")
+    fields = {name: len(text.split()) for name in Summary.model_fields if name != "title"}
+    return Summary(title="t", **fields)
+
+
+@task
+def publish_summary(summary: Summary) -> str:
+    _ran("publish_summary")
+    if Path(os.environ["PIPELINE_CRASH"]).exists():
+        raise RuntimeError("publish crashed")
+    return " ".join(f"{k}={getattr(summary, k)}" for k in Summary.model_fields)
+
+
+@entrypoint()
+def workflow(url: str) -> str:
+    return publish_summary(summarize_text(fetch_text(url).result()).result()).result()
+
+
+functional = neograph_ext.compile(workflow, auto_resume=True)

@@ -47,7 +47,10 @@ class Server:
         (root / "app" / "__init__.py").write_text("")
         shutil.copy(APP, root / "app" / "pipeline.py")
         # By module path: a file path would not reload the saved threads after a restart.
-        graphs = '{"pipeline": "app.pipeline:graph", "strict": "app.pipeline:strict"}'
+        graphs = (
+            '{"pipeline": "app.pipeline:graph", "strict": "app.pipeline:strict", '
+            '"functional": "app.pipeline:functional"}'
+        )
         (root / "langgraph.json").write_text(f'{{"dependencies": ["."], "graphs": {graphs}}}')
 
     def start(self) -> None:
@@ -180,4 +183,27 @@ def test_a_served_thread_rewinds_after_a_deploy(server: Server) -> None:
     with pytest.raises(Exception, match="ThreadSupersededError") as refused:
         client.runs.wait(waited, "pipeline", input=None)
     assert "owned by newer code" in str(refused.value) and "take_over=True" in str(refused.value)
+    assert server.counted() == Counter()
+
+
+def test_a_served_entrypoint_keeps_the_cached_calls_before_the_changed_task(
+    server: Server,
+) -> None:
+    server.crash.touch()
+    server.start()
+    client = get_sync_client(url=server.url)
+    thread = client.threads.create()["thread_id"]
+    with pytest.raises(Exception, match="publish crashed"):
+        client.runs.wait(thread, "functional", input="u")
+    assert server.counted() == Counter(fetch_text=1, summarize_text=1, publish_summary=1)
+    server.stop()
+
+    server.crash.unlink()
+    server.deploy(SUMMARY_V1, SUMMARY_V2)
+    server.start()
+    client = get_sync_client(url=server.url)
+    assert client.runs.wait(thread, "functional", input=None) == "title=t words=3"
+    # fetch_text's cached result was kept; the changed task and the one after it re-ran.
+    assert server.counted() == Counter(summarize_text=1, publish_summary=1)
+    assert client.runs.wait(thread, "functional", input=None) == "title=t words=3"
     assert server.counted() == Counter()
