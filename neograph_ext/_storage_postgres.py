@@ -28,7 +28,13 @@ from typing import Any
 from langgraph.checkpoint.base import CheckpointTuple
 
 from neograph_ext._stamp_store import is_store_thread
-from neograph_ext._storage_rows import KEPT_VALUES, light_checkpoint, sorted_writes, walked_tuple
+from neograph_ext._storage_rows import (
+    KEPT_VALUES,
+    collector_paused,
+    light_checkpoint,
+    sorted_writes,
+    walked_tuple,
+)
 
 __all__ = ["PostgresReader"]
 
@@ -104,7 +110,8 @@ class PostgresReader:
             if heads:
                 cur.execute(self.saver.SELECT_SQL + _HEADS, params)
                 whole = [self.saver._load_checkpoint_tuple(row) for row in cur.fetchall()]
-        return _threads(self.saver.serde, checkpoints, blobs, writes, whole)
+        with collector_paused():
+            return _threads(self.saver.serde, checkpoints, blobs, writes, whole)
 
     async def alineages(
         self, thread_ids: Sequence[str], *, heads: bool = True
@@ -125,7 +132,8 @@ class PostgresReader:
                 whole = [
                     await self.saver._load_checkpoint_tuple(row) for row in await cur.fetchall()
                 ]
-        return _threads(self.saver.serde, checkpoints, blobs, writes, whole)
+        with collector_paused():
+            return _threads(self.saver.serde, checkpoints, blobs, writes, whole)
 
 
 def _page(after: str | None, limit: int) -> tuple[str, tuple[Any, ...]]:

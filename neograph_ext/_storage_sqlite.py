@@ -26,6 +26,7 @@ from langgraph.checkpoint.base import CheckpointTuple
 from neograph_ext._stamp_store import is_store_thread
 from neograph_ext._storage_rows import (
     KEPT_VALUES,
+    collector_paused,
     light_checkpoint,
     sorted_writes,
     walked_tuple,
@@ -67,7 +68,8 @@ class SqliteReader:
             valued = _head_writes(checkpoints, paths) if heads else None
             if valued is not None:
                 writes += cur.execute(*valued).fetchall()
-        return _threads(self.saver.serde, checkpoints, writes, heads)
+        with collector_paused():
+            return _threads(self.saver.serde, checkpoints, writes, heads)
 
     async def alineages(
         self, thread_ids: Sequence[str], *, heads: bool = True
@@ -87,7 +89,8 @@ class SqliteReader:
             if valued is not None:
                 async with conn.execute(*valued) as cur:
                     writes += await cur.fetchall()
-        return _threads(self.saver.serde, checkpoints, writes, heads)
+        with collector_paused():
+            return _threads(self.saver.serde, checkpoints, writes, heads)
 
 
 _COLUMNS = "PRAGMA table_info(writes)"
