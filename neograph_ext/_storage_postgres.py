@@ -8,7 +8,8 @@ values that are not ``None``, a string, a number or a boolean; those are in
 type, blob, task_path)``. Checked on langgraph-checkpoint-postgres 3.0-3.2.
 
 Rules:
-- The SQL and the decoding of rows are written once; the sync and async methods differ
+- The SQL and the decoding of rows are written once, a batch read with the garbage
+  collector paused (``_storage_rows.collector_paused``); the sync and async methods differ
   by ``await`` alone, and read through the saver's own cursor (``_cursor``: its lock,
   its pool) as its reads do.
 - Light checkpoints are read field by field in SQL (no blob, no write value); the
@@ -100,17 +101,17 @@ class PostgresReader:
             return {}
         params = _params(thread_ids)
         whole = None
-        with self.saver._cursor() as cur:
-            cur.execute(_CHECKPOINTS, params)
-            checkpoints = cur.fetchall()
-            cur.execute(_KEPT_BLOBS, params)
-            blobs = cur.fetchall()
-            cur.execute(_WRITES, params)
-            writes = cur.fetchall()
-            if heads:
-                cur.execute(self.saver.SELECT_SQL + _HEADS, params)
-                whole = [self.saver._load_checkpoint_tuple(row) for row in cur.fetchall()]
         with collector_paused():
+            with self.saver._cursor() as cur:
+                cur.execute(_CHECKPOINTS, params)
+                checkpoints = cur.fetchall()
+                cur.execute(_KEPT_BLOBS, params)
+                blobs = cur.fetchall()
+                cur.execute(_WRITES, params)
+                writes = cur.fetchall()
+                if heads:
+                    cur.execute(self.saver.SELECT_SQL + _HEADS, params)
+                    whole = [self.saver._load_checkpoint_tuple(row) for row in cur.fetchall()]
             return _threads(self.saver.serde, checkpoints, blobs, writes, whole)
 
     async def alineages(
@@ -120,19 +121,19 @@ class PostgresReader:
             return {}
         params = _params(thread_ids)
         whole = None
-        async with self.saver._cursor() as cur:
-            await cur.execute(_CHECKPOINTS, params)
-            checkpoints = await cur.fetchall()
-            await cur.execute(_KEPT_BLOBS, params)
-            blobs = await cur.fetchall()
-            await cur.execute(_WRITES, params)
-            writes = await cur.fetchall()
-            if heads:
-                await cur.execute(self.saver.SELECT_SQL + _HEADS, params)
-                whole = [
-                    await self.saver._load_checkpoint_tuple(row) for row in await cur.fetchall()
-                ]
         with collector_paused():
+            async with self.saver._cursor() as cur:
+                await cur.execute(_CHECKPOINTS, params)
+                checkpoints = await cur.fetchall()
+                await cur.execute(_KEPT_BLOBS, params)
+                blobs = await cur.fetchall()
+                await cur.execute(_WRITES, params)
+                writes = await cur.fetchall()
+                if heads:
+                    await cur.execute(self.saver.SELECT_SQL + _HEADS, params)
+                    whole = [
+                        await self.saver._load_checkpoint_tuple(row) for row in await cur.fetchall()
+                    ]
             return _threads(self.saver.serde, checkpoints, blobs, writes, whole)
 
 

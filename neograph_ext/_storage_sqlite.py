@@ -6,7 +6,8 @@ and the metadata JSON; ``writes(thread_id, checkpoint_ns, checkpoint_id, task_id
 channel, type, value[, task_path])``. Checked on langgraph-checkpoint-sqlite 3.0-3.1.
 
 Rules:
-- The SQL and the decoding of rows are written once; the sync and async methods differ
+- The SQL and the decoding of rows are written once, a batch read with the garbage
+  collector paused (``_storage_rows.collector_paused``); the sync and async methods differ
   by ``await`` alone, and hold the saver's lock as its own reads do.
 - A light checkpoint's blob is unpacked without reviving any stored object: msgpack's
   extension values (what the serializer writes for every class it revives) stay
@@ -61,14 +62,14 @@ class SqliteReader:
     ) -> dict[str, list[CheckpointTuple]]:
         if not thread_ids:
             return {}
-        with self.saver.cursor(transaction=False) as cur:
-            paths = _has_task_path(cur.execute(_COLUMNS).fetchall())
-            checkpoints = cur.execute(*_checkpoints(thread_ids)).fetchall()
-            writes = cur.execute(*_writes(thread_ids, paths)).fetchall()
-            valued = _head_writes(checkpoints, paths) if heads else None
-            if valued is not None:
-                writes += cur.execute(*valued).fetchall()
         with collector_paused():
+            with self.saver.cursor(transaction=False) as cur:
+                paths = _has_task_path(cur.execute(_COLUMNS).fetchall())
+                checkpoints = cur.execute(*_checkpoints(thread_ids)).fetchall()
+                writes = cur.execute(*_writes(thread_ids, paths)).fetchall()
+                valued = _head_writes(checkpoints, paths) if heads else None
+                if valued is not None:
+                    writes += cur.execute(*valued).fetchall()
             return _threads(self.saver.serde, checkpoints, writes, heads)
 
     async def alineages(
@@ -78,18 +79,18 @@ class SqliteReader:
             return {}
         await self.saver.setup()
         conn = self.saver.conn
-        async with self.saver.lock:
-            async with conn.execute(_COLUMNS) as cur:
-                paths = _has_task_path(await cur.fetchall())
-            async with conn.execute(*_checkpoints(thread_ids)) as cur:
-                checkpoints = await cur.fetchall()
-            async with conn.execute(*_writes(thread_ids, paths)) as cur:
-                writes = list(await cur.fetchall())
-            valued = _head_writes(checkpoints, paths) if heads else None
-            if valued is not None:
-                async with conn.execute(*valued) as cur:
-                    writes += await cur.fetchall()
         with collector_paused():
+            async with self.saver.lock:
+                async with conn.execute(_COLUMNS) as cur:
+                    paths = _has_task_path(await cur.fetchall())
+                async with conn.execute(*_checkpoints(thread_ids)) as cur:
+                    checkpoints = await cur.fetchall()
+                async with conn.execute(*_writes(thread_ids, paths)) as cur:
+                    writes = list(await cur.fetchall())
+                valued = _head_writes(checkpoints, paths) if heads else None
+                if valued is not None:
+                    async with conn.execute(*valued) as cur:
+                        writes += await cur.fetchall()
             return _threads(self.saver.serde, checkpoints, writes, heads)
 
 
