@@ -143,13 +143,17 @@ def _head_writes(
             heads += (row[0], row[1])
     if not heads:
         return None
-    pairs = ",".join(["(?, ?)"] * (len(heads) // 2))
+    threads = heads[0::2]
+    marks = ",".join("?" * len(threads))
+    pairs = ",".join(["(?, ?)"] * len(threads))
     path = "task_path" if task_path else "''"
+    # The pairs alone make SQLite scan the whole writes table (a batch then costs in
+    # proportion to the database); the thread ids let it search the primary key.
     return (
         f"SELECT thread_id, checkpoint_id, task_id, channel, {path}, idx, type, value "
-        f"FROM writes WHERE checkpoint_ns = '' AND (thread_id, checkpoint_id) IN "
-        f"(VALUES {pairs})",
-        tuple(heads),
+        f"FROM writes WHERE checkpoint_ns = '' AND thread_id IN ({marks}) "
+        f"AND (thread_id, checkpoint_id) IN (VALUES {pairs})",
+        (*threads, *heads),
     )
 
 
