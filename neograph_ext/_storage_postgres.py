@@ -12,10 +12,12 @@ Rules:
   collector paused (``_storage_rows.collector_paused``); the sync and async methods differ
   by ``await`` alone, and read through the saver's own cursor (``_cursor``: its lock,
   its pool) as its reads do.
-- Light checkpoints are read field by field in SQL (no blob, no write value); the
-  blobs of the channels the walk reads (``_storage_rows.KEPT_VALUES``) are read once a
-  batch and decoded only where a checkpoint's version names one. Heads are read with
-  the saver's own query (``SELECT_SQL``) and turned into tuples by the saver
+- Light checkpoints are read field by field in SQL (no blob, no write value), the
+  walked fields (``_storage_rows.WALKED``) built into one object, so the driver
+  decodes one JSON value for them a row, not one a field; the blobs of the channels
+  the walk reads (``_storage_rows.KEPT_VALUES``) are read once a batch and decoded
+  only where a checkpoint's version names one. Heads are read with the saver's own
+  query (``SELECT_SQL``) and turned into tuples by the saver
   (``_load_checkpoint_tuple``), so a head is exactly what ``get_tuple`` returns.
 - A thread holding a checkpoint of a format before v4 is left out: the saver converts
   those on read (their pending sends), and only the saver should.
@@ -49,9 +51,11 @@ _FIRST_PAGE = (
 )
 _CHECKPOINTS = """
 SELECT thread_id, checkpoint_id, parent_checkpoint_id, metadata,
-    checkpoint -> 'v' AS v, checkpoint -> 'ts' AS ts,
-    checkpoint -> 'versions_seen' AS versions_seen,
-    checkpoint -> 'channel_versions' AS channel_versions,
+    jsonb_build_object(
+        'v', checkpoint -> 'v', 'ts', checkpoint -> 'ts',
+        'versions_seen', checkpoint -> 'versions_seen',
+        'channel_versions', checkpoint -> 'channel_versions'
+    ) AS walked,
     (SELECT array_agg(key) FROM jsonb_each(checkpoint -> 'channel_values')
         WHERE jsonb_typeof(value) = 'null') AS nulls,
     (SELECT jsonb_object_agg(key, value) FROM jsonb_each(checkpoint -> 'channel_values')
@@ -171,7 +175,8 @@ def _threads(
         thread_id = row["thread_id"]
         if is_store_thread(thread_id) or thread_id in old:
             continue
-        if int(row["v"] or 0) < 4:
+        walked = row["walked"]
+        if int(walked["v"] or 0) < 4:
             old.add(thread_id)
             threads.pop(thread_id, None)
             continue
@@ -183,8 +188,8 @@ def _threads(
                 continue
             listed.append(whole[thread_id])
             continue
-        values = _values(serde, thread_id, row, stored)
-        checkpoint = light_checkpoint({**row, "id": row["checkpoint_id"]}, values)
+        values = _values(serde, thread_id, row, walked["channel_versions"], stored)
+        checkpoint = light_checkpoint({**walked, "id": row["checkpoint_id"]}, values)
         found = sorted_writes(grouped.get((thread_id, row["checkpoint_id"]), ()))
         listed.append(
             walked_tuple(
@@ -203,12 +208,13 @@ def _values(
     serde: Any,
     thread_id: str,
     row: Mapping[str, Any],
+    versions: Mapping[str, Any] | None,
     stored: Mapping[tuple[str, str, str], Mapping[str, Any]],
 ) -> dict[str, Any]:
     """The values of a light checkpoint: its Nones, and the walked channels' values."""
     values: dict[str, Any] = dict.fromkeys(row["nulls"] or (), None)
     values.update(row["kept"] or {})
-    versions = row["channel_versions"] or {}
+    versions = versions or {}
     for name in KEPT_VALUES:
         blob = stored.get((thread_id, name, str(versions.get(name))))
         if blob is not None:
