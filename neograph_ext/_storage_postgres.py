@@ -8,13 +8,16 @@ values that are not ``None``, a string, a number or a boolean; those are in
 type, blob, task_path)``. Checked on langgraph-checkpoint-postgres 3.0-3.2.
 
 Rules:
-- The SQL and the decoding of rows are written once; the sync and async methods differ
+- The SQL and the decoding of rows are written once, a batch read with the garbage
+  collector paused (``_storage_rows.collector_paused``); the sync and async methods differ
   by ``await`` alone, and read through the saver's own cursor (``_cursor``: its lock,
   its pool) as its reads do.
-- Light checkpoints are read field by field in SQL (no blob, no write value); the
-  blobs of the channels the walk reads (``_storage_rows.KEPT_VALUES``) are read once a
-  batch and decoded only where a checkpoint's version names one. Heads are read with
-  the saver's own query (``SELECT_SQL``) and turned into tuples by the saver
+- Light checkpoints are read field by field in SQL (no blob, no write value), the
+  walked fields (``_storage_rows.WALKED``) built into one object, so the driver
+  decodes one JSON value for them a row, not one a field; the blobs of the channels
+  the walk reads (``_storage_rows.KEPT_VALUES``) are read once a batch and decoded
+  only where a checkpoint's version names one. Heads are read with the saver's own
+  query (``SELECT_SQL``) and turned into tuples by the saver
   (``_load_checkpoint_tuple``), so a head is exactly what ``get_tuple`` returns.
 - A thread holding a checkpoint of a format before v4 is left out: the saver converts
   those on read (their pending sends), and only the saver should.
@@ -28,7 +31,13 @@ from typing import Any
 from langgraph.checkpoint.base import CheckpointTuple
 
 from neograph_ext._stamp_store import is_store_thread
-from neograph_ext._storage_rows import KEPT_VALUES, light_checkpoint, sorted_writes, walked_tuple
+from neograph_ext._storage_rows import (
+    KEPT_VALUES,
+    collector_paused,
+    light_checkpoint,
+    sorted_writes,
+    walked_tuple,
+)
 
 __all__ = ["PostgresReader"]
 
@@ -42,9 +51,11 @@ _FIRST_PAGE = (
 )
 _CHECKPOINTS = """
 SELECT thread_id, checkpoint_id, parent_checkpoint_id, metadata,
-    checkpoint -> 'v' AS v, checkpoint -> 'ts' AS ts,
-    checkpoint -> 'versions_seen' AS versions_seen,
-    checkpoint -> 'channel_versions' AS channel_versions,
+    jsonb_build_object(
+        'v', checkpoint -> 'v', 'ts', checkpoint -> 'ts',
+        'versions_seen', checkpoint -> 'versions_seen',
+        'channel_versions', checkpoint -> 'channel_versions'
+    ) AS walked,
     (SELECT array_agg(key) FROM jsonb_each(checkpoint -> 'channel_values')
         WHERE jsonb_typeof(value) = 'null') AS nulls,
     (SELECT jsonb_object_agg(key, value) FROM jsonb_each(checkpoint -> 'channel_values')
@@ -94,17 +105,18 @@ class PostgresReader:
             return {}
         params = _params(thread_ids)
         whole = None
-        with self.saver._cursor() as cur:
-            cur.execute(_CHECKPOINTS, params)
-            checkpoints = cur.fetchall()
-            cur.execute(_KEPT_BLOBS, params)
-            blobs = cur.fetchall()
-            cur.execute(_WRITES, params)
-            writes = cur.fetchall()
-            if heads:
-                cur.execute(self.saver.SELECT_SQL + _HEADS, params)
-                whole = [self.saver._load_checkpoint_tuple(row) for row in cur.fetchall()]
-        return _threads(self.saver.serde, checkpoints, blobs, writes, whole)
+        with collector_paused():
+            with self.saver._cursor() as cur:
+                cur.execute(_CHECKPOINTS, params)
+                checkpoints = cur.fetchall()
+                cur.execute(_KEPT_BLOBS, params)
+                blobs = cur.fetchall()
+                cur.execute(_WRITES, params)
+                writes = cur.fetchall()
+                if heads:
+                    cur.execute(self.saver.SELECT_SQL + _HEADS, params)
+                    whole = [self.saver._load_checkpoint_tuple(row) for row in cur.fetchall()]
+            return _threads(self.saver.serde, checkpoints, blobs, writes, whole)
 
     async def alineages(
         self, thread_ids: Sequence[str], *, heads: bool = True
@@ -113,19 +125,20 @@ class PostgresReader:
             return {}
         params = _params(thread_ids)
         whole = None
-        async with self.saver._cursor() as cur:
-            await cur.execute(_CHECKPOINTS, params)
-            checkpoints = await cur.fetchall()
-            await cur.execute(_KEPT_BLOBS, params)
-            blobs = await cur.fetchall()
-            await cur.execute(_WRITES, params)
-            writes = await cur.fetchall()
-            if heads:
-                await cur.execute(self.saver.SELECT_SQL + _HEADS, params)
-                whole = [
-                    await self.saver._load_checkpoint_tuple(row) for row in await cur.fetchall()
-                ]
-        return _threads(self.saver.serde, checkpoints, blobs, writes, whole)
+        with collector_paused():
+            async with self.saver._cursor() as cur:
+                await cur.execute(_CHECKPOINTS, params)
+                checkpoints = await cur.fetchall()
+                await cur.execute(_KEPT_BLOBS, params)
+                blobs = await cur.fetchall()
+                await cur.execute(_WRITES, params)
+                writes = await cur.fetchall()
+                if heads:
+                    await cur.execute(self.saver.SELECT_SQL + _HEADS, params)
+                    whole = [
+                        await self.saver._load_checkpoint_tuple(row) for row in await cur.fetchall()
+                    ]
+            return _threads(self.saver.serde, checkpoints, blobs, writes, whole)
 
 
 def _page(after: str | None, limit: int) -> tuple[str, tuple[Any, ...]]:
@@ -162,7 +175,8 @@ def _threads(
         thread_id = row["thread_id"]
         if is_store_thread(thread_id) or thread_id in old:
             continue
-        if int(row["v"] or 0) < 4:
+        walked = row["walked"]
+        if int(walked["v"] or 0) < 4:
             old.add(thread_id)
             threads.pop(thread_id, None)
             continue
@@ -174,8 +188,8 @@ def _threads(
                 continue
             listed.append(whole[thread_id])
             continue
-        values = _values(serde, thread_id, row, stored)
-        checkpoint = light_checkpoint({**row, "id": row["checkpoint_id"]}, values)
+        values = _values(serde, thread_id, row, walked["channel_versions"], stored)
+        checkpoint = light_checkpoint({**walked, "id": row["checkpoint_id"]}, values)
         found = sorted_writes(grouped.get((thread_id, row["checkpoint_id"]), ()))
         listed.append(
             walked_tuple(
@@ -194,12 +208,13 @@ def _values(
     serde: Any,
     thread_id: str,
     row: Mapping[str, Any],
+    versions: Mapping[str, Any] | None,
     stored: Mapping[tuple[str, str, str], Mapping[str, Any]],
 ) -> dict[str, Any]:
     """The values of a light checkpoint: its Nones, and the walked channels' values."""
     values: dict[str, Any] = dict.fromkeys(row["nulls"] or (), None)
     values.update(row["kept"] or {})
-    versions = row["channel_versions"] or {}
+    versions = versions or {}
     for name in KEPT_VALUES:
         blob = stored.get((thread_id, name, str(versions.get(name))))
         if blob is not None:

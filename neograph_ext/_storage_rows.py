@@ -3,6 +3,8 @@ once for every backend (``_storage_sqlite``, ``_storage_postgres``).
 
 Rules:
 - Pure: rows in, tuples out; the serializer is the saver's, handed in.
+- A batch is read and decoded with the cyclic garbage collector paused
+  (``collector_paused``).
 - A light checkpoint keeps what ``_history.lineage`` reads of a checkpoint and nothing
   else: ``v``, ``id``, ``versions_seen``, ``channel_versions``, and of ``channel_values``
   the channels holding None, the queued ``Send``s and a turn's input.
@@ -10,7 +12,9 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import gc
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -22,6 +26,7 @@ __all__ = [
     "KEPT_VALUES",
     "WALKED",
     "Writes",
+    "collector_paused",
     "light_checkpoint",
     "sorted_writes",
     "thread_config",
@@ -76,3 +81,28 @@ def sorted_writes(rows: Iterable[tuple[str, str, str, int, Any]]) -> Writes:
     the savers return them (task path, task id, index: the order a step applied them)."""
     ordered = sorted(rows, key=lambda row: (row[2], row[0], row[3]))
     return [(task, channel, value) for task, channel, _, _, value in ordered]
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a batch of rows is read and decoded.
+
+    Reading a batch (the database driver building its rows, the reader decoding
+    them) makes tens of thousands of objects that all live until the batch is
+    planned, so the collector, counting allocations, runs again and again over them
+    (and, every few batches, over every object of the process) without ever freeing
+    one: the rows decode to dicts, lists, tuples and strings, which hold no cycle.
+    Measured on 10k threads of 10 checkpoints, the CPU of ``check_threads``: SQLite
+    3,212 collections took 2.1 s of 7.0 s; PostgreSQL 2,300 took 1.8 s of 7.3 s.
+    Reference counting still frees everything as usual, and the collector runs again
+    once the batch is read (an async reader's awaits only delay, for that read, the
+    collection of other tasks' cycles); a collector the caller had paused stays
+    paused.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()

@@ -6,7 +6,8 @@ and the metadata JSON; ``writes(thread_id, checkpoint_ns, checkpoint_id, task_id
 channel, type, value[, task_path])``. Checked on langgraph-checkpoint-sqlite 3.0-3.1.
 
 Rules:
-- The SQL and the decoding of rows are written once; the sync and async methods differ
+- The SQL and the decoding of rows are written once, a batch read with the garbage
+  collector paused (``_storage_rows.collector_paused``); the sync and async methods differ
   by ``await`` alone, and hold the saver's lock as its own reads do.
 - A light checkpoint's blob is unpacked without reviving any stored object: msgpack's
   extension values (what the serializer writes for every class it revives) stay
@@ -26,6 +27,7 @@ from langgraph.checkpoint.base import CheckpointTuple
 from neograph_ext._stamp_store import is_store_thread
 from neograph_ext._storage_rows import (
     KEPT_VALUES,
+    collector_paused,
     light_checkpoint,
     sorted_writes,
     walked_tuple,
@@ -60,14 +62,15 @@ class SqliteReader:
     ) -> dict[str, list[CheckpointTuple]]:
         if not thread_ids:
             return {}
-        with self.saver.cursor(transaction=False) as cur:
-            paths = _has_task_path(cur.execute(_COLUMNS).fetchall())
-            checkpoints = cur.execute(*_checkpoints(thread_ids)).fetchall()
-            writes = cur.execute(*_writes(thread_ids, paths)).fetchall()
-            valued = _head_writes(checkpoints, paths) if heads else None
-            if valued is not None:
-                writes += cur.execute(*valued).fetchall()
-        return _threads(self.saver.serde, checkpoints, writes, heads)
+        with collector_paused():
+            with self.saver.cursor(transaction=False) as cur:
+                paths = _has_task_path(cur.execute(_COLUMNS).fetchall())
+                checkpoints = cur.execute(*_checkpoints(thread_ids)).fetchall()
+                writes = cur.execute(*_writes(thread_ids, paths)).fetchall()
+                valued = _head_writes(checkpoints, paths) if heads else None
+                if valued is not None:
+                    writes += cur.execute(*valued).fetchall()
+            return _threads(self.saver.serde, checkpoints, writes, heads)
 
     async def alineages(
         self, thread_ids: Sequence[str], *, heads: bool = True
@@ -76,18 +79,19 @@ class SqliteReader:
             return {}
         await self.saver.setup()
         conn = self.saver.conn
-        async with self.saver.lock:
-            async with conn.execute(_COLUMNS) as cur:
-                paths = _has_task_path(await cur.fetchall())
-            async with conn.execute(*_checkpoints(thread_ids)) as cur:
-                checkpoints = await cur.fetchall()
-            async with conn.execute(*_writes(thread_ids, paths)) as cur:
-                writes = list(await cur.fetchall())
-            valued = _head_writes(checkpoints, paths) if heads else None
-            if valued is not None:
-                async with conn.execute(*valued) as cur:
-                    writes += await cur.fetchall()
-        return _threads(self.saver.serde, checkpoints, writes, heads)
+        with collector_paused():
+            async with self.saver.lock:
+                async with conn.execute(_COLUMNS) as cur:
+                    paths = _has_task_path(await cur.fetchall())
+                async with conn.execute(*_checkpoints(thread_ids)) as cur:
+                    checkpoints = await cur.fetchall()
+                async with conn.execute(*_writes(thread_ids, paths)) as cur:
+                    writes = list(await cur.fetchall())
+                valued = _head_writes(checkpoints, paths) if heads else None
+                if valued is not None:
+                    async with conn.execute(*valued) as cur:
+                        writes += await cur.fetchall()
+            return _threads(self.saver.serde, checkpoints, writes, heads)
 
 
 _COLUMNS = "PRAGMA table_info(writes)"
@@ -139,13 +143,17 @@ def _head_writes(
             heads += (row[0], row[1])
     if not heads:
         return None
-    pairs = ",".join(["(?, ?)"] * (len(heads) // 2))
+    threads = heads[0::2]
+    marks = ",".join("?" * len(threads))
+    pairs = ",".join(["(?, ?)"] * len(threads))
     path = "task_path" if task_path else "''"
+    # The pairs alone make SQLite scan the whole writes table (a batch then costs in
+    # proportion to the database); the thread ids let it search the primary key.
     return (
         f"SELECT thread_id, checkpoint_id, task_id, channel, {path}, idx, type, value "
-        f"FROM writes WHERE checkpoint_ns = '' AND (thread_id, checkpoint_id) IN "
-        f"(VALUES {pairs})",
-        tuple(heads),
+        f"FROM writes WHERE checkpoint_ns = '' AND thread_id IN ({marks}) "
+        f"AND (thread_id, checkpoint_id) IN (VALUES {pairs})",
+        (*threads, *heads),
     )
 
 
