@@ -8,12 +8,13 @@ own, so ``check`` sees exactly the threads a test made.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import subprocess
 import sys
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,9 @@ from urllib.parse import quote, urlencode
 import psycopg
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.postgres import PostgresSaver
+from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.graph import StateGraph
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
@@ -141,3 +144,17 @@ def run_program(*args: str, prefix: Sequence[str] = ()) -> subprocess.CompletedP
         timeout=120,
         env={**env, "PYTHONPATH": str(ROOT)},
     )
+
+
+@contextlib.asynccontextmanager
+async def async_saver(url: str) -> AsyncIterator[Any]:
+    """An async saver on the database ``url`` names."""
+    if url.startswith("postgresql"):
+        conn = await psycopg.AsyncConnection.connect(
+            url, autocommit=True, prepare_threshold=0, row_factory=dict_row
+        )
+        async with conn:
+            yield AsyncPostgresSaver(conn)
+    else:
+        async with AsyncSqliteSaver.from_conn_string(url) as saver:
+            yield saver

@@ -10,29 +10,24 @@ the tables lost, and every thread reads and plans as before.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import shutil
 import sqlite3
 import threading
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TypedDict
 
-import psycopg
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
-from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.graph import END, START, StateGraph
-from psycopg.rows import dict_row
 
 import neograph_ext as ne
 from neograph_ext import PruneSkip
 from neograph_ext._stamp_order import ORDER_THREAD
-from tests.cli.support import Database, postgres_database, sqlite_database
+from tests.cli.support import Database, async_saver, postgres_database, sqlite_database
 from tests.fixtures import v0_1_0 as fx
 from tests.graphs.budget import pipeline as budget_pipeline
 from tests.graphs.delta import Far, Near, fan
@@ -153,7 +148,7 @@ def test_aprune_on_the_async_saver_does_what_prune_does(
         dry, before = ne.prune(graph), ids(db.saver)
 
         async def pruned() -> tuple[ne.PruneReport, ne.PruneReport]:
-            async with _async_saver(db.url) as saver:
+            async with async_saver(db.url) as saver:
                 target = ne.compile(LAST, checkpointer=saver)
                 lite = kind == "sqlite"
                 return await ne.aprune(target), await ne.aprune(
@@ -175,19 +170,6 @@ def test_aprune_on_the_async_saver_does_what_prune_does(
 def applied_ids(report: ne.PruneReport, thread: str) -> tuple[str, ...]:
     (found,) = [t for t in report.threads if t.thread_id == thread]
     return found.checkpoints
-
-
-@contextlib.asynccontextmanager
-async def _async_saver(url: str) -> AsyncIterator[Any]:
-    if url.startswith("postgresql"):
-        conn = await psycopg.AsyncConnection.connect(
-            url, autocommit=True, prepare_threshold=0, row_factory=dict_row
-        )
-        async with conn:
-            yield AsyncPostgresSaver(conn)
-    else:
-        async with AsyncSqliteSaver.from_conn_string(url) as saver:
-            yield saver
 
 
 @pytest.mark.parametrize("given", ["its graph", "another graph"])

@@ -14,24 +14,19 @@ at most what it decided.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
-from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-from psycopg.rows import dict_row
 
 import neograph_ext as ne
 from neograph_ext._stamp_order import ORDER_THREAD
 from neograph_ext.testing import Outcome, check_fixtures
-from tests.cli.support import Database, postgres_database, sqlite_database
+from tests.cli.support import Database, async_saver, postgres_database, sqlite_database
 from tests.graphs.budget import CALLS, TOKENS
 from tests.graphs.budget import pipeline as budget_pipeline
 from tests.graphs.chat import ProfileV2, ProfileV3, chat, say
@@ -212,20 +207,6 @@ def test_the_fleet_check_plans_every_thread_as_plan_does(db: Database) -> None:
     assert _live(talked, threads)["kept"][0] is ne.PlanKind.SUPERSEDED
 
 
-@contextlib.asynccontextmanager
-async def _async_saver(url: str) -> AsyncIterator[Any]:
-    """An async saver on the database ``url`` names."""
-    if url.startswith("postgresql"):
-        conn = await psycopg.AsyncConnection.connect(
-            url, autocommit=True, prepare_threshold=0, row_factory=dict_row
-        )
-        async with conn:
-            yield AsyncPostgresSaver(conn)
-    else:
-        async with AsyncSqliteSaver.from_conn_string(url) as saver:
-            yield saver
-
-
 def test_the_async_fleet_check_and_aplan_agree_with_their_sync_twins(db: Database) -> None:
     fleet = Fleet(db.saver)
     summaries = (SummaryV1, SummaryV2, SummaryV3)
@@ -236,7 +217,7 @@ def test_the_async_fleet_check_and_aplan_agree_with_their_sync_twins(db: Databas
 
     async def planned() -> dict[Any, tuple[Any, Any]]:
         found = {}
-        async with _async_saver(db.url) as saver:
+        async with async_saver(db.url) as saver:
             for summary in summaries:
                 graph = Release(summary, saver).graph
                 checked = {c.plan.thread_id: _key(c.plan) async for c in ne.acheck_threads(graph)}
