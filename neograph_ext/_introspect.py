@@ -20,6 +20,7 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any, get_args, get_origin
 
+from langgraph.channels import BinaryOperatorAggregate
 from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.pregel import Pregel
@@ -168,7 +169,17 @@ def build_stamp(
         sigs=sigs,
         renames=renames or None,
         clears=(RESPONSE_CHANNEL,) if response is not None else None,
+        accumulates=_accumulating(builder),
     )
+
+
+def _accumulating(builder: StateGraph[Any, Any, Any, Any]) -> tuple[str, ...] | None:
+    """The channels whose reducer folds each write into the value (a
+    ``BinaryOperatorAggregate``): an earlier write stays in it after a later one."""
+    found = sorted(
+        k for k, ch in builder.channels.items() if isinstance(ch, BinaryOperatorAggregate)
+    )
+    return tuple(found) or None
 
 
 def _agent_stamps(runnable: object) -> dict[str, Stamp]:

@@ -158,10 +158,16 @@ class Stamp(BaseModel):
     ``structured_response``): a None written there is no value of the channel's type, so
     a change of that type does not count against the step. The decision's input, never
     stored (not part of ``id``)."""
+    accumulates: tuple[_Name, ...] | None = None
+    """Channels whose reducer accumulates (``operator.add``, ``add_messages``): every
+    write of an earlier turn is still part of the value, not only the last one. The
+    decision's input, never stored (not part of ``id``)."""
 
     def encode(self) -> str:
         """The description as JSON: what the stamp store keeps (and 0.1.0's metadata held)."""
-        return self.model_dump_json(exclude_defaults=True, exclude={"renames", "clears"})
+        return self.model_dump_json(
+            exclude_defaults=True, exclude={"renames", "clears", "accumulates"}
+        )
 
 
 class Stamped:
