@@ -202,7 +202,8 @@ class RunMark:
     """What ``run()`` recorded on a checkpoint, as far as the checkpoint's stamp vouches."""
 
     verified: str | None = None
-    """The stamp id against which the whole lineage was checked, if it was."""
+    """The stamp id against which the whole lineage was checked, or adopted (an
+    ``unverified`` resume), if it was."""
     input: str | None = None
     """Digest (``_INPUT_DIGITS`` hex) of the input the run started with, if known."""
     decision: str | None = None
@@ -333,7 +334,9 @@ def _run_mark(raw: str, stamp_id: str) -> RunMark:
     mark = _MARK.fullmatch(raw)
     if mark is None or mark.group(1) != stamp_id[:_MARK_ID]:
         return _NO_MARK
-    checked = mark.group(2) not in ("unverified", PLAIN_CALL)
+    # A run that resumed checkpoints it could not verify adopted them: the warning said
+    # they count as unchanged, so from then on they count as that code's own.
+    checked = mark.group(2) != PLAIN_CALL
     return RunMark(
         stamp_id if checked else None, mark.group(3), mark.group(2), mark.group(4), mark.group(5)
     )

@@ -63,3 +63,24 @@ def test_keep_compatible_carries_the_earlier_items(
     drive.run(graph, note("three"), config)
     assert runs == Counter({"take": 1})
     assert len(drive.get_state(graph, config).values["items"]) == 3
+
+
+def test_items_plain_langgraph_appended_count_as_the_adopting_code_s(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    drive.invoke(notes(Counter()).compile(checkpointer=saver), note("one"), config)
+    adopting = ne.compile(notes(Counter()), checkpointer=saver)
+    drive.run(adopting, note("two"), config)
+    # Turn 1's unstamped item is still in the list, but the code that resumed the thread
+    # adopted it: the thread is that code's, not unverified for ever.
+    assert drive.plan(adopting, config).kind is ne.PlanKind.UP_TO_DATE
+    runs: Counter[str] = Counter()
+    policy = ne.ResumePolicy(replay_turns=True)
+    graph = ne.compile(notes(runs, ItemV2), checkpointer=saver, resume=policy)
+    # Judged as the adopting code's own, the adopted item's changed type is seen.
+    plan = drive.plan(graph, config)
+    assert plan.kind is ne.PlanKind.REWIND and plan.replayed
+    drive.run(graph, None, config)
+    assert runs == Counter({"take": 2})
+    items = drive.get_state(graph, config).values["items"]
+    assert [type(item) for item in items] == [ItemV2, ItemV2]

@@ -158,6 +158,9 @@ def test_a_reference_and_a_run_mark_fit_the_metadata_budget() -> None:
         ).verified
         is None
     )
+    # A resume of checkpoints it could not verify adopts them: its code vouches for them.
+    unverified = {**metadata, RUN_KEY: metadata[RUN_KEY].replace("up_to_date", "unverified")}
+    assert read_run(unverified, ref).verified == current.id
 
 
 def test_a_replaying_run_mark_names_its_source_and_fits_the_budget() -> None:
