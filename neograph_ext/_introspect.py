@@ -27,6 +27,13 @@ from langgraph.pregel import Pregel
 from langgraph.types import Command
 from pydantic import BaseModel
 
+try:
+    from langgraph.channels.delta import DeltaChannel
+
+    _FOLDING: tuple[type, ...] = (BinaryOperatorAggregate, DeltaChannel)
+except ImportError:  # langgraph < 1.2
+    _FOLDING = (BinaryOperatorAggregate,)
+
 from neograph_ext._fingerprint import Signature, UnresolvedTypeError, digest, signature
 from neograph_ext._langgraph_agents import (
     RESPONSE_CHANNEL,
@@ -175,10 +182,9 @@ def build_stamp(
 
 def _accumulating(builder: StateGraph[Any, Any, Any, Any]) -> tuple[str, ...] | None:
     """The channels whose reducer folds each write into the value (a
-    ``BinaryOperatorAggregate``): an earlier write stays in it after a later one."""
-    found = sorted(
-        k for k, ch in builder.channels.items() if isinstance(ch, BinaryOperatorAggregate)
-    )
+    ``BinaryOperatorAggregate`` or a ``DeltaChannel``): an earlier write stays in it
+    after a later one."""
+    found = sorted(k for k, ch in builder.channels.items() if isinstance(ch, _FOLDING))
     return tuple(found) or None
 
 

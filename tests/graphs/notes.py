@@ -18,14 +18,15 @@ LatestV2 = model("Latest", n=(float, ...))
 
 
 def notes(
-    runs: Counter[str], item: Any = ItemV1, latest: Any = LatestV1
+    runs: Counter[str], item: Any = ItemV1, latest: Any = LatestV1, reducer: Any = operator.add
 ) -> StateGraph[Any, Any, Any, Any]:
-    """``take``: appends an ``item`` to ``items`` (``operator.add``) and sets ``latest``."""
+    """``take``: appends an ``item`` to ``items`` (``reducer``: ``operator.add``, or a
+    channel such as a ``DeltaChannel``) and sets ``latest``."""
     deployed(item, latest)
     # Functional syntax: the channel types are this call's arguments.
     state = TypedDict(  # type: ignore[name-match]  # noqa: UP013
         "Notes",
-        {"text": str, "items": Annotated[list[item], operator.add], "latest": latest},
+        {"text": str, "items": Annotated[list[item], reducer], "latest": latest},
         total=False,
     )
 
