@@ -65,6 +65,7 @@ test-oldest: $(OLDEST_STAMP)
 	$(OLDEST)/bin/python -m pytest tests/unit tests/integration -m "not postgres" \
 		--ignore=tests/integration/test_saver_check.py \
 		--ignore=tests/integration/test_delta_channels.py \
+		--ignore=tests/integration/test_accumulating_delta.py \
 		--ignore=tests/integration/test_conformance.py \
 		--ignore=tests/integration/test_auto_resume_dropin.py \
 		--ignore=tests/unit/test_storage_kind.py \

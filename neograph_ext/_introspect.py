@@ -20,11 +20,19 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any, get_args, get_origin
 
+from langgraph.channels import BinaryOperatorAggregate
 from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.pregel import Pregel
 from langgraph.types import Command
 from pydantic import BaseModel
+
+try:
+    from langgraph.channels.delta import DeltaChannel
+
+    _FOLDING: tuple[type, ...] = (BinaryOperatorAggregate, DeltaChannel)
+except ImportError:  # langgraph < 1.2
+    _FOLDING = (BinaryOperatorAggregate,)
 
 from neograph_ext._fingerprint import Signature, UnresolvedTypeError, digest, signature
 from neograph_ext._langgraph_agents import (
@@ -168,7 +176,16 @@ def build_stamp(
         sigs=sigs,
         renames=renames or None,
         clears=(RESPONSE_CHANNEL,) if response is not None else None,
+        accumulates=_accumulating(builder),
     )
+
+
+def _accumulating(builder: StateGraph[Any, Any, Any, Any]) -> tuple[str, ...] | None:
+    """The channels whose reducer folds each write into the value (a
+    ``BinaryOperatorAggregate`` or a ``DeltaChannel``): an earlier write stays in it
+    after a later one."""
+    found = sorted(k for k, ch in builder.channels.items() if isinstance(ch, _FOLDING))
+    return tuple(found) or None
 
 
 def _agent_stamps(runnable: object) -> dict[str, Stamp]:

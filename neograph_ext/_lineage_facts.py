@@ -21,6 +21,7 @@ __all__ = [
     "is_carrying_fork",
     "kept_renames",
     "last_writers",
+    "live_in",
     "node_order",
     "pending_changes",
     "ran_in",
@@ -132,16 +133,30 @@ def settled_at(records: Sequence[Record], current: Stamp) -> int:
     )
 
 
-def alive(changes: tuple[NodeChange, ...], live: frozenset[str]) -> tuple[NodeChange, ...]:
+def alive(
+    changes: tuple[NodeChange, ...], live: frozenset[str], last: frozenset[str] | None = None
+) -> tuple[NodeChange, ...]:
     """The changes of a step of an earlier turn that still matter: those whose values are
     live.
 
     A value written in an earlier turn and written again since is dead: nothing reads
     it any more. A step of an earlier turn none of whose values is live changed nothing.
+    A write to an accumulating channel (``live`` but not in ``last``, the channels the
+    step wrote last) is still part of the value: its channel's type change matters, but
+    the node's own change does not, the step's other values having been replaced.
     """
     if not live:
         return ()
-    return tuple(c for c in changes if c.channel is None or c.channel in live)
+    own = live if last is None else last
+    return tuple(c for c in changes if (own if c.channel is None else c.channel in live))
+
+
+def live_in(
+    wrote: frozenset[str], index: int, writers: Mapping[str, int], accumulates: frozenset[str]
+) -> frozenset[str]:
+    """The channels record ``index``, which wrote ``wrote``, still holds part of the value
+    of: those it wrote last, and every accumulating one (a later append keeps it)."""
+    return frozenset(ch for ch in wrote if writers.get(ch) == index or ch in accumulates)
 
 
 def verified_head(head: Record, current: Stamp) -> bool:

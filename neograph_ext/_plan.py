@@ -48,6 +48,7 @@ from neograph_ext._lineage_facts import (
     is_carrying_fork,
     kept_renames,
     last_writers,
+    live_in,
     node_order,
     pending_changes,
     ran_in,
@@ -196,13 +197,14 @@ def _decide_steps(
     notes: list[str] = []
     current_id, start = current.id, settled_at(records, current)
     clears = frozenset(current.clears or ())
+    accumulates = frozenset(current.accumulates or ())
     for index, record in enumerate(records[start:], start):
         stamp = record.stamp if index > verified_until else judged
         if index <= verified_until and is_carrying_fork(record):
             continue
         if stamp is None or isinstance(stamp, Unreadable):
             # As for changes: in an earlier turn, only a value still live can matter.
-            if record.ran and (index >= turn or any(writers.get(c) == index for c in record.wrote)):
+            if record.ran and (index >= turn or live_in(record.wrote, index, writers, accumulates)):
                 why = "written without a stamp" if stamp is None else unreadable_note(stamp)
                 notes.append(f"checkpoint {record.checkpoint_id}: {why}")
             continue
@@ -218,12 +220,13 @@ def _decide_steps(
             )
         if not changes:
             continue
-        live = (
+        last = (
             frozenset(ch for ch in record.wrote if writers.get(ch) == index)
             if index in holders
             else frozenset()
         )
-        found_in.append((index, alive(changes, live) if index < turn else changes, live))
+        live = last | (record.wrote & accumulates) if accumulates else last
+        found_in.append((index, alive(changes, live, last) if index < turn else changes, live))
     if misread:
         found_in = with_misread(found_in, records, writers, misread)
     base = plan_with(

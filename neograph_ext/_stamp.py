@@ -158,10 +158,16 @@ class Stamp(BaseModel):
     ``structured_response``): a None written there is no value of the channel's type, so
     a change of that type does not count against the step. The decision's input, never
     stored (not part of ``id``)."""
+    accumulates: tuple[_Name, ...] | None = None
+    """Channels whose reducer accumulates (``operator.add``, ``add_messages``): every
+    write of an earlier turn is still part of the value, not only the last one. The
+    decision's input, never stored (not part of ``id``)."""
 
     def encode(self) -> str:
         """The description as JSON: what the stamp store keeps (and 0.1.0's metadata held)."""
-        return self.model_dump_json(exclude_defaults=True, exclude={"renames", "clears"})
+        return self.model_dump_json(
+            exclude_defaults=True, exclude={"renames", "clears", "accumulates"}
+        )
 
 
 class Stamped:
@@ -196,7 +202,8 @@ class RunMark:
     """What ``run()`` recorded on a checkpoint, as far as the checkpoint's stamp vouches."""
 
     verified: str | None = None
-    """The stamp id against which the whole lineage was checked, if it was."""
+    """The stamp id against which the whole lineage was checked, or adopted (an
+    ``unverified`` resume), if it was."""
     input: str | None = None
     """Digest (``_INPUT_DIGITS`` hex) of the input the run started with, if known."""
     decision: str | None = None
@@ -327,7 +334,9 @@ def _run_mark(raw: str, stamp_id: str) -> RunMark:
     mark = _MARK.fullmatch(raw)
     if mark is None or mark.group(1) != stamp_id[:_MARK_ID]:
         return _NO_MARK
-    checked = mark.group(2) not in ("unverified", PLAIN_CALL)
+    # A run that resumed checkpoints it could not verify adopted them: the warning said
+    # they count as unchanged, so from then on they count as that code's own.
+    checked = mark.group(2) != PLAIN_CALL
     return RunMark(
         stamp_id if checked else None, mark.group(3), mark.group(2), mark.group(4), mark.group(5)
     )
