@@ -341,4 +341,8 @@ def _replayed(
         call.thread_id,
         stored.checkpoint["id"],
     )
-    return value, encode_run(call.stamp, PlanKind.REWIND, input_digest(value), replay.source)
+    # The digest the turn recorded, not the stored value's: LangGraph may store the input
+    # after a node changed it (an async saver serialises later; ``add_messages`` sets
+    # message ids), and the same input sent again must still be the same turn.
+    given = read_marks(stored.metadata)[1].input or input_digest(value)
+    return value, encode_run(call.stamp, PlanKind.REWIND, given, replay.source)

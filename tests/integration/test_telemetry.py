@@ -20,7 +20,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 import neograph_ext as ne
 import neograph_ext._run as run_module
-from tests.drive import SYNC_ONLY, Drive
+from tests.drive import Drive
 from tests.graphs.chat import ProfileV2, ProfileV3, chat, say
 from tests.graphs.pipelines import Crash, linear, model
 
@@ -163,9 +163,6 @@ def test_a_migration_is_told_once_as_a_migration(
     assert told["kind"] == "migrate" and told["migrated"] == ["profile"]
 
 
-# Sync only, as test_long_lived's replay test (the async replay on PostgreSQL at times
-# records the stored message as the input).
-@SYNC_ONLY
 def test_a_rewind_that_replays_later_turns_is_told_once(
     drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
