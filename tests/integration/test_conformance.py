@@ -4,7 +4,9 @@ Each cell, through the sync drivers and through the async ones (``drive``), writ
 thread under the old code, changes the code, runs it again, and checks, re-read through
 a new saver instance on the same database, that the final
 ``get_state(cfg).values`` equal a fresh run's under the new code (or the stored values,
-for ``migrate`` and ``accept``), and that no kept node ran.
+for ``migrate`` and ``accept``), and that no kept node ran. A two-turn thread, changed
+after both turns, ends as a fresh two-turn run, or is refused naming ``replay_turns``
+where an earlier turn's value is still part of the state.
 
 A channel kind is one ``Column`` of ``COLUMNS``: how a node's entry is written into the
 thread's history channel and read back. A new kind is one more entry.
@@ -440,3 +442,52 @@ def _check(
         assert as_data(final["summary"])["text"] == as_data(stored["summary"])["text"]
     else:
         assert as_data(final["summary"]) == as_data(fresh["summary"])
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("column", COLUMNS, ids=[c.name for c in COLUMNS])
+@pytest.mark.parametrize("replay", [False, True], ids=["latest turn", "replay_turns"])
+def test_two_turns_end_as_a_fresh_two_turn_run_or_block(
+    drive: Drive,
+    kind: str,
+    column: Column,
+    replay: bool,
+    tmp_path: Path,
+    config: RunnableConfig,
+) -> None:
+    # A DeltaChannel keeps every turn's summary (turn 1's, of the old type, is still in
+    # the value): only replaying turn 1 ends as a fresh run. A plain channel holds turn
+    # 2's alone: rewinding the latest turn does.
+    turns = [{"history": column.entry(f"in{i}")} for i in (1, 2)]
+    saver = savers(drive, kind, tmp_path / "matrix.sqlite")
+    deployed(V1)
+    with saver() as s:
+        old = ne.compile(fan(column, V1, Counter()), checkpointer=s)
+        for given in turns:
+            drive.run(old, given, config)
+    runs: Counter[str] = Counter()
+    deployed(REQUIRED)
+    policy = ne.ResumePolicy(replay_turns=replay)
+    with saver() as s:
+        graph = ne.compile(fan(column, REQUIRED, runs), checkpointer=s, resume=policy)
+        if column.listed and not replay:
+            with pytest.raises(ne.CheckpointSchemaError, match="replay_turns"):
+                drive.run(graph, None, config)
+            assert runs == Counter()
+            return
+        drive.run(graph, None, config)
+        assert runs == (Counter(a=1, b=2, c=1, d=2) if column.listed else Counter("bd"))
+    with saver() as s:  # read back through a new saver instance
+        graph = ne.compile(fan(column, REQUIRED, Counter()), checkpointer=s, resume=policy)
+        final = drive.get_state(graph, config).values
+        assert drive.plan(graph, config).kind is PlanKind.UP_TO_DATE
+        for given in turns:
+            drive.run(graph, given, _fresh(config))
+        fresh = drive.get_state(graph, _fresh(config)).values
+    assert column.read(final["history"]) == column.read(fresh["history"])
+    assert _items(final["summary"]) == _items(fresh["summary"])
+
+
+def _items(value: Any) -> list[dict[str, Any]]:
+    """A summary channel's value as data, item by item (a ``DeltaChannel`` holds a list)."""
+    return [as_data(v) for v in (value if isinstance(value, list) else [value])]
