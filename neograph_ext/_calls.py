@@ -8,6 +8,9 @@ Rules:
   is changed when its task's fingerprint differs from the current one. The first
   changed call, in call order, is cut: it and every call after it (they may have
   consumed its stale value) run again, the calls before it are kept (``kept_prefix``).
+- A cached result that does not read back as its task's declared return type (a class
+  the serializer cannot revive comes back as a ``dict``) counts as a change of its task
+  where it would be served: in a turn that resumes, or before a rewind's cut.
 - A finished turn is also judged by its entrypoint (return type, save type, version),
   under the stamp of the checkpoint it ended with: a change re-runs the entrypoint's
   body with every unchanged cached result kept.
@@ -47,6 +50,9 @@ class TurnCall:
     """Its position among the entrypoint's calls."""
     task: str | None
     """The task's name; None for a call no task seen matches."""
+    misread: str | None = None
+    """Why its cached result does not read back as the task's declared return type
+    (``_misread.result_misread``), if it does not."""
 
 
 @dataclass(frozen=True)
@@ -155,6 +161,10 @@ def decide_calls(
         changes += [c for c in found if c.node not in {x.node for x in changes}]
     if turn.complete:
         changes += _entry_changes(entry, turn.ended, current)
+    if not turn.complete or changes:
+        # Only a resumed turn, or a rewind keeping them, is served its cached results.
+        cut, misread = _misread_results(turn.calls, cut)
+        changes += misread
     if not changes:
         return plan
     kept = turn.calls[:cut]
@@ -247,6 +257,22 @@ def _task_changes(call: TurnCall, old: _Seen, current: Stamp) -> tuple[NodeChang
         # A task the older code did not see is judged by what it is now: unknown before.
         return ()
     return step_changes(frozenset({call.task}), frozenset(), old, current)
+
+
+def _misread_results(calls: tuple[TurnCall, ...], cut: int) -> tuple[int, tuple[NodeChange, ...]]:
+    """The cut moved to the first call, before ``cut``, of a task whose cached result
+    reads back as something else (stale though no type changed), and a change per such
+    task. Judged by task, as calls are kept: a class that cannot revive fails every call
+    of the task alike."""
+    why = {c.task: c.misread for c in calls[:cut] if c.task is not None and c.misread}
+    if not why:
+        return cut, ()
+    first = next(i for i, c in enumerate(calls) if c.task in why)
+    changes = tuple(
+        NodeChange(task, ChangeReason.STORED_VALUE, None, None, (reason,))
+        for task, reason in sorted(why.items())
+    )
+    return first, changes
 
 
 def _entry_changes(entry: str, ended: _Seen, current: Stamp) -> tuple[NodeChange, ...]:

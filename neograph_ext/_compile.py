@@ -32,7 +32,7 @@ from neograph_ext._introspect import build_stamp, channel_types
 from neograph_ext._langgraph import compile_options, fold_cache_keys, fold_task_cache_keys
 from neograph_ext._langgraph_calls import PREVIOUS_CHANNEL
 from neograph_ext._policy import LockPolicy, ResumePolicy, asked, resolve
-from neograph_ext._revive import allowed_pairs, declared, report, revival
+from neograph_ext._revive import allowed_pairs, declared, entrypoint_revival, report, revival
 from neograph_ext._stamp import STAMP_KEY, Stamp, stamp_ref
 from neograph_ext._telemetry import Telemetry
 from neograph_ext._verify_writes import verifying
@@ -301,6 +301,9 @@ def _compile_entrypoint(
     allowlist = getattr(workflow, "_serde_allowlist", None)
     if allowlist is not None:
         graph._serde_allowlist = allowlist
+    allowed = allowed_pairs(graph.checkpointer, allowlist)
+    revived = entrypoint_revival(shape.name, types, shape.returns, allowed)
+    report(revived, graph.name, strict=resume.on_change == "raise")
     salts = cache_salts(stamp)
     fold_task_cache_keys(_seen_tasks_of(workflow), salts)
     graph.nodes = {name: node.copy(update={}) for name, node in graph.nodes.items()}
@@ -317,6 +320,7 @@ def _compile_entrypoint(
         verify_saver=verify_saver,
         neograph_ext_entrypoint=shape,
         neograph_ext_channel_types=types,
+        neograph_ext_revival=revived,
         neograph_ext_budget=budget,
         neograph_ext_telemetry=telemetry,
     )

@@ -52,6 +52,9 @@ class EntrypointShape(typing.NamedTuple):
     """The names of the tasks its stamp covers."""
     save: object = None
     """What it saves for its next turn (``previous``): the type of ``__previous__``."""
+    returns: Mapping[str, object] = types.MappingProxyType({})
+    """Per task, the type it declares it returns (``output_types`` first): what its
+    cached results must read back as."""
 
 
 def entrypoint_function(graph: Pregel[Any, Any, Any, Any]) -> Callable[..., Any] | None:
@@ -239,9 +242,11 @@ def entrypoint_stamp(
 
     value, save = _returns(func)
     nodes: dict[str, NodeStamp] = {}
+    returns: dict[str, object] = {}
     for task, found in sorted(tasks.items()):
         declared = found if not isinstance(found, _TaskFunction) else return_type(found)
-        out = remember(output_types.get(task, declared), f"task {task!r}")
+        returns[task] = output_types.get(task, declared)
+        out = remember(returns[task], f"task {task!r}")
         fields = {"out": out, "ver": versions.get(task)}
         nodes[task] = NodeStamp(fp=canonical_digest(fields), **fields)  # type: ignore[arg-type]
     out = remember(output_types.get(name, value), f"entrypoint {name!r}")
@@ -254,4 +259,4 @@ def entrypoint_stamp(
     stamp = Stamp(
         v=STAMP_FORMAT, id=stamp_id(nodes, channels), nodes=nodes, channels=channels, sigs=sigs
     )
-    return stamp, EntrypointShape(name, frozenset(tasks), save)
+    return stamp, EntrypointShape(name, frozenset(tasks), save, returns)

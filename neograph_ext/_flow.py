@@ -32,9 +32,9 @@ from neograph_ext._head_state import is_paused, waiting_nodes
 from neograph_ext._history import Record, lineage, references, resolved
 from neograph_ext._keep import incomplete
 from neograph_ext._langgraph import delta_channels
-from neograph_ext._langgraph_calls import finished_calls
+from neograph_ext._langgraph_calls import RETURN, FinishedCall, finished_calls
 from neograph_ext._lineage_facts import verified
-from neograph_ext._misread import head_misread
+from neograph_ext._misread import head_misread, result_misread
 from neograph_ext._operations import (
     CarryValues,
     Flow,
@@ -98,7 +98,10 @@ def planned(
     else from its lineage, with the stamp descriptions it names and the values a carry
     would convert. ``full``: always from the lineage (``plan``)."""
     facts = _facts(call, head)
-    if facts is None or head is None or not needs_lineage(facts, full=full):
+    # A resumed entrypoint turn is served its cached results: they are read (and judged)
+    # on its turn, which the head's facts alone do not cover.
+    served = call.graph.neograph_ext_entrypoint is not None and bool(facts and facts.next_nodes)
+    if facts is None or head is None or not (served or needs_lineage(facts, full=full)):
         return logged(
             call.saver, call.thread_id, decide((), call.stamp, call.thread_id, head=facts)
         )
@@ -306,8 +309,16 @@ def _entrypoint_turn(
     found = finished_calls(
         base.checkpoint, step, shape.name, shape.tasks, base.pending_writes or ()
     )
-    calls = tuple(TurnCall(c.position, c.task) for c in found)
+    calls = tuple(TurnCall(c.position, c.task, _result_misread(shape.returns, c)) for c in found)
     return turn_of(records, shape.name, (base.checkpoint["id"], step), calls, complete=complete)
+
+
+def _result_misread(returns: Mapping[str, object], call: FinishedCall) -> str | None:
+    """Whether the call's cached result reads back as its task's declared return type."""
+    if call.task is None or call.task not in returns:
+        return None
+    value = next(v for ch, v in call.writes if ch == RETURN)
+    return result_misread(call.task, returns[call.task], value)
 
 
 def _carriable(call: ThreadCall, head: CheckpointTuple, facts: HeadFacts) -> Flow[Carriable | None]:

@@ -27,7 +27,7 @@ from typing_extensions import is_typeddict
 
 from neograph_ext._revive import Revival, by_path, same_class, type_hints
 
-__all__ = ["class_mismatch", "head_misread", "mismatch", "misread"]
+__all__ = ["class_mismatch", "head_misread", "mismatch", "misread", "result_misread"]
 
 
 def misread(checked: Revival, values: Mapping[str, Any]) -> dict[str, str]:
@@ -192,6 +192,16 @@ def _name(tp: object) -> str:
     if tp is type(None):
         return "None"
     return tp.__name__ if isinstance(tp, type) else str(tp)
+
+
+def result_misread(task: str, tp: object, value: object) -> str | None:
+    """Why a task's cached result ``value`` does not read back as ``tp``, the type the
+    task declares it returns; None if it does (or nothing is declared)."""
+    miss = None if tp is None else mismatch(tp, value)
+    if miss is None:
+        return None
+    expected, got = miss
+    return f"cached result of task `{task}` does not read back as `{expected}`: got `{got}`"
 
 
 def head_misread(checked: Revival, head: CheckpointTuple | None, waits: bool) -> dict[str, str]:

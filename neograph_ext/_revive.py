@@ -55,6 +55,7 @@ __all__ = [
     "by_path",
     "declared",
     "declared_fields",
+    "entrypoint_revival",
     "findings",
     "report",
     "revival",
@@ -304,6 +305,30 @@ def revival(
         if any(f"{c.__module__}.{c.__qualname__}" in bad for c in revived_classes(tp))
     )
     return Revival(dict(channel_types), coerced, found, unrevivable)
+
+
+def entrypoint_revival(
+    name: str, saves: Mapping[str, object], returns: Mapping[str, object], allowed: Allowed
+) -> Revival:
+    """``revival`` of an ``@entrypoint``: what it saves for its next turn, and what each
+    of its tasks returns (their cached results are served on a resume).
+
+    Args:
+        name: The entrypoint's name.
+        saves: Its one channel, ``__previous__``, and the type saved there, if declared.
+        returns: Per task, the type it declares it returns.
+        allowed: What the graph's serializer lets through.
+    """
+    declared = [(f"entrypoint `{name}` save", tp) for tp in saves.values()]
+    declared += [(f"task `{task}` output", tp) for task, tp in sorted(returns.items())]
+    found = findings(declared, allowed)
+    bad = {f.type_name for f in found}
+    unrevivable = frozenset(
+        ch
+        for ch, tp in saves.items()
+        if any(f"{c.__module__}.{c.__qualname__}" in bad for c in revived_classes(tp))
+    )
+    return Revival(dict(saves), frozenset(), found, unrevivable)
 
 
 def _updates(

@@ -141,3 +141,29 @@ def test_a_carried_previous_makes_a_migrate_plan_when_the_save_type_alone_change
     assert (carried.kind, carried.migrated) == (PlanKind.MIGRATE, {"__previous__"})
     refused = decide_calls(turn, new, "t", DONE, carry=lambda found: Carry())
     assert refused.blocker is not None
+
+
+MISREAD = "cached result of task `t2` does not read back as `Draft`: got `dict`"
+
+
+def test_a_cached_result_that_does_not_read_back_cuts_where_it_would_be_served() -> None:
+    calls = (TurnCall(0, "t1"), TurnCall(1, "t2", MISREAD), TurnCall(2, "t3"))
+    plan = decide_calls(_turn(calls), OLD, "t", RUNNING)
+    assert plan.kind is PlanKind.REWIND and plan.invalidated_nodes == {"t2"}
+    assert plan.kept_tasks == {"t1"} and plan.rerun == {"t2", "t3", "workflow"}
+    assert MISREAD in str(plan)
+    # A finished turn serves its results to no one, unless a rewind keeps them.
+    assert decide_calls(_turn(calls, ended=OLD, complete=True), OLD, "t", DONE).kind is (
+        PlanKind.UP_TO_DATE
+    )
+    new = entrypoint_stamp(WORKFLOW, versions={"workflow": "v2"})[0]
+    rewound = decide_calls(_turn(calls, ended=OLD, complete=True), new, "t", DONE)
+    assert rewound.invalidated_nodes == {"t2", "workflow"} and rewound.kept_tasks == {"t1"}
+
+
+def test_a_misread_result_drops_every_call_of_its_task() -> None:
+    # Calls are kept by task: an earlier call of the same task is not kept either.
+    calls = (TurnCall(0, "t1"), TurnCall(1, "t2"), TurnCall(2, "t2", MISREAD))
+    plan = decide_calls(_turn(calls), OLD, "t", RUNNING)
+    assert plan.kept_tasks == {"t1"}
+    assert kept_prefix(calls, plan.kept_tasks) == (TurnCall(0, "t1"),)
