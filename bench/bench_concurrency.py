@@ -15,8 +15,14 @@ the pool's one lock connection. Three rows, each timing, interleaved in one proc
 7c. 16 such one-node runs at once: the lock's cost when runs contend for it.
 7d. Context for 7b: the thread lock alone (taken and released on a fresh thread)
    against one ``saver.get_tuple`` of a fresh thread (one pool round trip).
+7e. Context for 7b and 7c: the statements one such run sends to the server, counted
+   (not timed) on a pool of its own: what ``run`` adds is the planning read, the lock,
+   the read under the lock (did another worker move the thread meanwhile?) and the
+   unlock. Counts do not depend on how busy the machine is, so a change that adds or
+   removes a statement shows here first.
 
 Node executions are counted on every repetition; any failed run fails the figure.
+Run as a script, it prints the rows as table lines, ready for ``results.md``.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from typing import Any, TypedDict
 from _harness import Case, Result, Row, compared, interleave, pg_dsn
 from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.graph import END, START, StateGraph
+from psycopg import Cursor
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
@@ -43,7 +50,8 @@ POOL = 4
 SLEEP = 0.200
 REPS = 7
 SINGLE_REPS = 41
-"""A one-node run takes milliseconds: more repetitions for a stable median."""
+"""A one-node run takes milliseconds: more repetitions for a stable median (16 of them
+at once too: a noisy machine moved 7c between 1.00x and 1.36x at 7 repetitions)."""
 SETTINGS: dict[str, Any] = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
 
 
@@ -134,13 +142,68 @@ def measure(dsn: str, reps: int = REPS, single_reps: int = SINGLE_REPS) -> list[
                 saver,
                 Pipeline(("only",), 0.0),
                 RUNS,
-                reps,
+                single_reps,
                 f"7c. {RUNS} concurrent fresh one-node runs (the node does nothing) on a "
                 f"PostgreSQL pool of {POOL}",
                 1.1,
             ),
             _lock_alone(saver, single_reps),
+            _statements(dsn),
         ]
+
+
+class CountingCursor(Cursor[Any]):
+    """A cursor that counts the statements it sends (``executemany``: one per set of
+    parameters), for every connection made with it, the lock's own included (it is
+    made with the pool's settings)."""
+
+    sent = 0
+
+    def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
+        CountingCursor.sent += 1
+        return super().execute(query, params, **kwargs)
+
+    def executemany(self, query: Any, params_seq: Any, **kwargs: Any) -> None:
+        params_seq = list(params_seq)
+        CountingCursor.sent += len(params_seq)
+        super().executemany(query, params_seq, **kwargs)
+
+
+def _statements(dsn: str) -> Result:
+    counting = {**SETTINGS, "cursor_factory": CountingCursor}
+    with ConnectionPool(dsn, min_size=1, max_size=POOL, kwargs=counting, timeout=30) as pool:
+        saver = PostgresSaver(pool)  # type: ignore[arg-type]
+        pipeline = Pipeline(("only",), 0.0)
+        plain = pipeline.builder().compile(checkpointer=saver)
+        graph = neograph_ext.compile(pipeline.builder(), checkpointer=saver)
+        # The first run also stores the stamp's description and opens the lock's
+        # connection: count a later one, as 7b times.
+        neograph_ext.run(
+            graph, {"doc": "x"}, {"configurable": {"thread_id": f"count-{time.time_ns()}"}}
+        )
+
+        def sent(call: Callable[[Any], object]) -> int:
+            before = CountingCursor.sent
+            call({"configurable": {"thread_id": f"count-{time.time_ns()}"}})
+            return CountingCursor.sent - before
+
+        ours = sent(lambda config: neograph_ext.run(graph, {"doc": "x"}, config))
+        theirs = sent(lambda config: plain.invoke({"doc": "x"}, config, durability="sync"))
+        bare = sent(lambda config: _take_and_release(saver, config))
+    assert pipeline.counts["only"] == 3, pipeline.counts
+    row = (
+        "7e. Context for 7b and 7c: statements one fresh one-node run sends, counted on a "
+        f"pool of {POOL}",
+        f"`run()` {ours} vs plain `graph.invoke` {theirs}: **+{ours - theirs}** (the lock "
+        f"alone: {bare}; the rest: the planning read and the read under the lock)",
+        "",
+    )
+    return Result(row)
+
+
+def _take_and_release(saver: PostgresSaver, config: Any) -> None:
+    with thread_lock(saver, config["configurable"]["thread_id"], on_busy="raise"):
+        pass
 
 
 def _lock_alone(saver: PostgresSaver, reps: int) -> Result:
@@ -222,4 +285,4 @@ def run() -> list[Row]:
 
 if __name__ == "__main__":
     for row in run():
-        print(" | ".join(row), file=sys.stdout)
+        print(f"| {' | '.join(row)} |", file=sys.stdout)
