@@ -11,7 +11,10 @@ Rules:
   travel stays unless ``all_branches``.
 - ``keep_last`` cuts the head's lineage, never past what planning the head reads: its
   turn (from the latest input checkpoint) and, for each channel, the step that last
-  wrote it and the checkpoint before (a rewind's target).
+  wrote it and the checkpoint before (a rewind's target); for an accumulating channel
+  (a reducer's, a ``DeltaChannel``), the step that first wrote it: its items are all
+  still in the value, and a later deploy that changes their type must see who wrote
+  each.
 - Whatever is kept keeps every ancestor its reconstruction reads: a ``DeltaChannel``'s
   value is rebuilt from the pending writes of each ancestor up to the nearest one that
   stores the channel (LangGraph's ``get_delta_channel_history``), so those stay too.
@@ -187,13 +190,19 @@ def unreferenced(stored: Mapping[str, int], named: Iterable[str]) -> tuple[Descr
     return tuple(gone)
 
 
-def doomed(stored: Sequence[Stored], head_id: str, options: Pruning) -> frozenset[str]:
+def doomed(
+    stored: Sequence[Stored],
+    head_id: str,
+    options: Pruning,
+    accumulates: frozenset[str] = frozenset(),
+) -> frozenset[str]:
     """The ids of the checkpoints of one thread that pruning removes.
 
     Args:
         stored: Every root-namespace checkpoint of the thread.
         head_id: The thread's head (its newest checkpoint).
         options: What to prune beyond what neograph-ext abandoned.
+        accumulates: The graph's accumulating channels: each keeps every item written.
 
     Returns:
         The checkpoints that go; every other one stays, and reads as before.
@@ -209,7 +218,7 @@ def doomed(stored: Sequence[Stored], head_id: str, options: Pruning) -> frozense
             replayed.update(_lineage(by_id, root))
     going = _branches(stored, set(line) | replayed, options.all_branches)
     if options.keep_last is not None:
-        going |= set(_older(by_id, line, options.keep_last)) - replayed
+        going |= set(_older(by_id, line, options.keep_last, accumulates)) - replayed
     return frozenset(going - _needed(by_id, going))
 
 
@@ -282,20 +291,24 @@ def _subtree(children: Mapping[str | None, list[Stored]], root: Stored) -> Itera
         todo.extend(children.get(node.checkpoint_id, ()))
 
 
-def _older(by_id: Mapping[str, Stored], line: list[str], keep: int) -> list[str]:
+def _older(
+    by_id: Mapping[str, Stored], line: list[str], keep: int, accumulates: frozenset[str]
+) -> list[str]:
     """The lineage's checkpoints (newest first in ``line``) older than the ``keep``
-    newest, the turn of the head, and the last writer of each channel with its parent."""
+    newest, the turn of the head, and the last writer of each channel with its parent
+    (of an accumulating channel, the first)."""
     oldest_first = line[::-1]
     cut = len(oldest_first) - keep
     inputs = [i for i, c in enumerate(oldest_first) if by_id[c].source == "input"]
     if inputs:
         cut = min(cut, inputs[-1])
-    last_writer: dict[str, int] = {}
+    kept_writer: dict[str, int] = {}
     for i, c in enumerate(oldest_first):
         for channel in by_id[c].wrote:
-            last_writer[channel] = i
-    if last_writer:
-        cut = min(cut, min(last_writer.values()) - 1)
+            if channel not in accumulates or channel not in kept_writer:
+                kept_writer[channel] = i
+    if kept_writer:
+        cut = min(cut, min(kept_writer.values()) - 1)
     return oldest_first[: max(cut, 0)]
 
 

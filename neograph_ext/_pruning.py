@@ -225,7 +225,10 @@ def _decided(
         return None, _refs(listed, frozenset(), ()), PruneSkip.WAITING
     by_id = {tup.checkpoint["id"]: tup for tup in tuples}
     stored = [_stored(tup, by_id, rebuildable) for tup in tuples]
-    going = doomed(stored, head.checkpoint["id"], options)
+    # The channels LangGraph rebuilds are those that accumulate (every write stays in
+    # the value), with the DeltaChannels the checkpoints' metadata names.
+    accumulates = rebuildable.union(*(_counted(tup) for tup in tuples))
+    going = doomed(stored, head.checkpoint["id"], options, accumulates)
     namespaces = sorted(doomed_namespaces(stored, going, _roots(listed)))
     kept = _refs(listed, going, namespaces)
     if not going and not namespaces:
@@ -297,8 +300,7 @@ def _stored(
     parent_id = (tup.parent_config or {}).get("configurable", {}).get("checkpoint_id")
     parent = by_id.get(parent_id) if isinstance(parent_id, str) else None
     before = parent.checkpoint.get("channel_versions", {}) if parent is not None else {}
-    counted = metadata.get(COUNTERS_KEY)
-    delta = rebuildable | (frozenset(counted) if isinstance(counted, Mapping) else frozenset())
+    delta = rebuildable | _counted(tup)
     return Stored(
         checkpoint_id=checkpoint["id"],
         parent_id=parent_id if isinstance(parent_id, str) else None,
@@ -313,6 +315,13 @@ def _stored(
         rebuilt=frozenset(name for name in delta if name in versions and name not in values),
         refers=mark.replaying,
     )
+
+
+def _counted(tup: CheckpointTuple) -> frozenset[str]:
+    """The DeltaChannels a checkpoint's metadata names (LangGraph's update counters)."""
+    metadata = tup.metadata if isinstance(tup.metadata, Mapping) else {}
+    counted = metadata.get(COUNTERS_KEY)
+    return frozenset(counted) if isinstance(counted, Mapping) else frozenset()
 
 
 def _pruned(

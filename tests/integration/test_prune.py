@@ -32,6 +32,7 @@ from tests.fixtures import v0_1_0 as fx
 from tests.graphs.budget import pipeline as budget_pipeline
 from tests.graphs.delta import Far, Near, fan
 from tests.graphs.deploys import Release, SummaryV1, SummaryV2
+from tests.graphs.notes import ItemV2, note, notes
 from tests.graphs.pipelines import State, linear
 from tests.graphs.pruning import LAST, THREADS, cfg, ids, namespaces, payload, reads, written
 
@@ -177,10 +178,11 @@ def test_keep_last_keeps_every_ancestor_a_delta_channel_is_rebuilt_from(
     db: Database, given: str
 ) -> None:
     """Three turns on two DeltaChannel threads: ``far`` stores no snapshot, ``near`` one
-    at every update. Cutting each lineage to its last turn removes nothing from ``far``
-    (each value is rebuilt from every ancestor's writes) and the earlier turns of
-    ``near``; both read as before. The same when prune is given a graph without the
-    channel: the checkpoints' own metadata names their DeltaChannels."""
+    at every update. Cutting each lineage to its last turn removes nothing: ``far``'s
+    value is rebuilt from every ancestor's writes, and a DeltaChannel accumulates, so
+    every turn that appended stays for planning; both read as before. The same when
+    prune is given a graph without the channel: the checkpoints' own metadata names
+    their DeltaChannels."""
     runs: Counter[str] = Counter()
     for state, thread in ((Far, "far"), (Near, "near")):
         graph = ne.compile(fan(state, runs), checkpointer=db.saver)
@@ -194,9 +196,8 @@ def test_keep_last_keeps_every_ancestor_a_delta_channel_is_rebuilt_from(
     report = ne.prune(pruning, keep_last=1, apply=True)
 
     by_thread = {t.thread_id: t for t in report.threads}
-    assert by_thread["far"].checkpoints == ()
-    assert len(by_thread["near"].checkpoints) >= 8  # two whole turns, at least
-    assert ids(db.saver)["near"] == before["near"] - set(by_thread["near"].checkpoints)
+    assert by_thread["far"].checkpoints == by_thread["near"].checkpoints == ()
+    assert ids(db.saver) == before
     for thread in ("far", "near"):
         assert reads(graph, thread)[:2] == seen[thread], thread
     assert graph.get_state(cfg("far")).values["log"][0] == "turn 0"
@@ -280,3 +281,29 @@ def test_pruning_keeps_the_order_that_makes_old_code_leave_new_threads_alone(
     with pytest.raises(ne.ThreadSupersededError):
         ne.run(old.serving(), None, config)
     assert sum(old.runs.values()) == before
+
+
+def test_keep_last_keeps_every_turn_that_appended_an_item_a_deploy_must_judge(
+    db: Database,
+) -> None:
+    """Two turns append an item under the old code, a third under the new one (a plain
+    call). The list still holds the old items: pruning to the last turn would leave the
+    planner nothing to judge them by, and the thread would plan up to date."""
+    old = ne.compile(notes(Counter()), checkpointer=db.saver)
+    for text in ("one", "two"):
+        ne.run(old, note(text), cfg("chat"))
+    runs: Counter[str] = Counter()
+    policy = ne.ResumePolicy(replay_turns=True)
+    new = ne.compile(notes(runs, ItemV2), checkpointer=db.saver, resume=policy)
+    new.invoke(note("three"), cfg("chat"))
+    planned = ne.plan(new, cfg("chat"))
+    assert planned.kind is ne.PlanKind.REWIND and len(planned.replayed) == 2
+
+    before = ids(db.saver)["chat"]
+    report = ne.prune(new, keep_last=1, apply=True)
+    # Only what precedes turn 1's append goes (its input checkpoint): no rewind needs it.
+    assert len(applied_ids(report, "chat")) == 1 and len(before) == 9
+    assert ne.plan(new, cfg("chat")) == planned
+    runs.clear()
+    ne.run(new, None, cfg("chat"))
+    assert runs == Counter({"take": 3})  # turn 1 re-ran, turns 2 and 3 replayed

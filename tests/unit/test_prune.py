@@ -110,6 +110,15 @@ def test_keep_last_stops_at_the_heads_turn_and_at_each_channels_last_writer() ->
     # The head's turn starts at 5; ``msgs`` was last written at 7: 1..4 go.
     assert doomed(without_topic, "7", Pruning(keep_last=1)) == {"1", "2", "3", "4"}
     assert doomed(without_topic, "7", Pruning(keep_last=5)) == {"1", "2"}
+    # Accumulating, ``msgs`` still holds the item step 2 appended: nothing before its
+    # writer goes, or a later deploy could not see who wrote it.
+    assert doomed(without_topic, "7", Pruning(keep_last=1), frozenset({"msgs"})) == set()
+    assert doomed(without_topic, "7", Pruning(keep_last=1), frozenset({"topic"})) == {
+        "1",
+        "2",
+        "3",
+        "4",
+    }
 
 
 @pytest.mark.parametrize("bad", [0, -3])
