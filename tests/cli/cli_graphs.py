@@ -28,6 +28,9 @@ class State(TypedDict, total=False):
 
 ReviewV1: type[BaseModel] = create_model("Review", __module__=__name__, score=(int, ...))
 ReviewV2: type[BaseModel] = create_model("Review", __module__=__name__, score=(float, ...))
+Review = ReviewV1
+"""What a stored ``Review`` revives as (an entrypoint's cached task results are stored
+whole): the class of the code before the deploy."""
 
 
 def _node(name: str, returns: object = None) -> Any:
