@@ -11,7 +11,10 @@ A path is what one call of neograph-ext writes when a deploy lands on a thread:
   carrying it), then the rest of the run;
 - ``replay``: a changed value of turn 0 of a four-turn chat, ``replay_turns=True``;
 - ``reask``: an answer sent to a question whose upstream content changed: the
-  question is asked again (the answer is set aside).
+  question is asked again (the answer is set aside);
+- ``adopt``: a new turn on a chat plain LangGraph wrote (its items stay in the list);
+- ``append``: a changed item type of a list every turn appended to, the earlier
+  turns replayed (``replay_turns=True``).
 
 ``setup`` runs in the test process, unkilled; ``call`` runs in a worker, which may be
 killed at any write (``worker --kill-before``) and is then started again, unchanged.
@@ -257,6 +260,67 @@ def _accept_asked_call(saver: BaseCheckpointSaver[Any], log: Path, config: Runna
     return final(graph, config)
 
 
+# --- adopt: a chat plain LangGraph wrote, a new turn under run() -------------------
+
+
+def _plain_chat(saver: BaseCheckpointSaver[Any], log: Path) -> Any:
+    """The chat of ``replay``, compiled by LangGraph alone: its checkpoints carry no stamp."""
+    return _chat(saver, log).builder.compile(checkpointer=saver)
+
+
+def _adopt_setup(saver: BaseCheckpointSaver[Any], log: Path, config: RunnableConfig) -> None:
+    graph = _plain_chat(saver, log)
+    for turn in range(2):
+        graph.invoke({"said": [f"q{turn}"]}, config)
+
+
+def _adopt_call(saver: BaseCheckpointSaver[Any], log: Path, config: RunnableConfig) -> Any:
+    # The items plain LangGraph appended stay in ``said``: the run adopts them.
+    graph = _chat(saver, log)
+    ne.run(graph, {"said": ["q2"]}, config)
+    return final(graph, config)
+
+
+# --- append: an item type of an accumulating list changed, earlier turns replayed ----
+
+
+class NotesV1(TypedDict, total=False):
+    text: str
+    items: Annotated[list[int], operator.add]
+
+
+class NotesV2(TypedDict, total=False):
+    """After the deploy: the list holds strings; every turn's item is still in it."""
+
+    text: str
+    items: Annotated[list[str], operator.add]
+
+
+def _notes(saver: BaseCheckpointSaver[Any], log: Path, state: type = NotesV1) -> Any:
+    def take(values: Any) -> dict[str, Any]:
+        worker.record(log, "take")
+        n = len(values.get("items", []))
+        return {"items": [n if state is NotesV1 else f"item {n}"]}
+
+    builder = StateGraph(state)
+    builder.add_node("take", take)
+    builder.add_edge(START, "take")
+    policy = ne.ResumePolicy(replay_turns=True)
+    return ne.compile(builder, checkpointer=saver, resume=policy)
+
+
+def _append_setup(saver: BaseCheckpointSaver[Any], log: Path, config: RunnableConfig) -> None:
+    graph = _notes(saver, log)
+    for turn in range(3):
+        ne.run(graph, {"text": f"t{turn}"}, config)
+
+
+def _append_call(saver: BaseCheckpointSaver[Any], log: Path, config: RunnableConfig) -> Any:
+    graph = _notes(saver, log, NotesV2)
+    ne.run(graph, None, config)
+    return final(graph, config)
+
+
 @dataclass(frozen=True)
 class WritePath:
     """One write path: how a thread is prepared, and the call that writes."""
@@ -282,4 +346,6 @@ PATHS: Mapping[str, WritePath] = {
     "accept_asked": WritePath(
         _reask_setup, _accept_asked_call, lambda s, log: _approval(s, log, "v2")
     ),
+    "adopt": WritePath(_adopt_setup, _adopt_call, _chat),
+    "append": WritePath(_append_setup, _append_call, lambda s, log: _notes(s, log, NotesV2)),
 }
