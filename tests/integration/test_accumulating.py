@@ -4,11 +4,14 @@ change of its type is not silently up to date, and ``run`` does what ``plan`` sa
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import Annotated, Any, TypedDict
 
 import pytest
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import START, StateGraph
+from langgraph.graph.message import add_messages
 
 import neograph_ext as ne
 from tests.drive import Drive
@@ -84,3 +87,36 @@ def test_items_plain_langgraph_appended_count_as_the_adopting_code_s(
     assert runs == Counter({"take": 2})
     items = drive.get_state(graph, config).values["items"]
     assert [type(item) for item in items] == [ItemV2, ItemV2]
+
+
+def _chat(runs: Counter[str], messages: Any) -> Any:
+    """``reply`` answers the latest message; ``messages`` is the channel's item type."""
+    state = TypedDict(  # type: ignore[misc]  # noqa: UP013
+        "Chat", {"messages": Annotated[list[messages], add_messages]}, total=False
+    )
+
+    def reply(values: Any) -> dict[str, Any]:
+        runs["reply"] += 1
+        return {"messages": [AIMessage(f"re: {values['messages'][-1].content}")]}
+
+    return StateGraph(state).add_node("reply", reply).add_edge(START, "reply")
+
+
+def test_a_widened_message_type_blocks_a_chat_and_keep_compatible_carries_it(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    # As after a langchain-core upgrade that changes a message class: every turn's
+    # messages are still in the list, and the users' ones no node can write again.
+    old = ne.compile(_chat(Counter(), HumanMessage | AIMessage), checkpointer=saver)
+    for text in ("hi", "again"):
+        drive.run(old, {"messages": [HumanMessage(text)]}, config)
+    runs: Counter[str] = Counter()
+    new = ne.compile(_chat(runs, AnyMessage), checkpointer=saver)
+    plan = drive.plan(new, config)
+    assert plan.blocker and "keep_compatible" in plan.blocker
+    kept = ne.ResumePolicy(keep_compatible={"messages"})
+    assert drive.plan(new, config, resume=kept).kind is ne.PlanKind.MIGRATE
+    said = drive.run(new, {"messages": [HumanMessage("bye")]}, config, resume=kept)
+    assert runs == Counter({"reply": 1})  # the new turn's alone
+    assert [m.content for m in said["messages"]][-2:] == ["bye", "re: bye"]
+    assert len(said["messages"]) == 6
