@@ -50,6 +50,7 @@ from neograph_ext._operations import (
 from neograph_ext._stamp import Stamp
 from neograph_ext._stamp_order import aorder, order
 from neograph_ext._stamp_store import aload, load
+from neograph_ext._storage import alineage_of, areader_for, lineage_of, reader_for
 from neograph_ext._telemetry import AsyncHerald, Herald, atold_outside, recorded, told, told_outside
 from neograph_ext._thread import ThreadCall, whole_thread
 from neograph_ext._unreadable import reading
@@ -124,6 +125,12 @@ class Driver:
             with reading(thread_id):
                 return saver.get_tuple(op.config)
         if isinstance(op, ReadLineage):
+            reader = reader_for(saver)
+            if reader is not None:
+                with reading(thread_id):
+                    walked = lineage_of(reader, thread_id, op.head_id, op.next_nodes, op.described)
+                if walked is not None:
+                    return walked
             listing = saver.list(whole_thread(op.config))
             try:
                 with reading(thread_id):
@@ -231,7 +238,15 @@ class AsyncDriver:
             with reading(thread_id):
                 return await saver.aget_tuple(op.config)
         if isinstance(op, ReadLineage):
+            reader = areader_for(saver)
             with reading(thread_id):
+                walked = (
+                    await alineage_of(reader, thread_id, op.head_id, op.next_nodes, op.described)
+                    if reader is not None
+                    else None
+                )
+                if walked is not None:
+                    return walked
                 return lineage(
                     [tup async for tup in saver.alist(whole_thread(op.config))],
                     op.head_id,

@@ -32,16 +32,27 @@ langgraph-checkpoint-sqlite 3.0-3.1 and langgraph-checkpoint-postgres 3.0-3.2.
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 
+from neograph_ext._history import Record, lineage
+from neograph_ext._stamp import Stamp
 from neograph_ext._stamp_store import is_store_thread
 from neograph_ext._storage_postgres import PostgresReader
+from neograph_ext._storage_rows import collector_paused
 from neograph_ext._storage_sqlite import SqliteReader
 
-__all__ = ["StorageReader", "apages", "areader_for", "pages", "reader_for"]
+__all__ = [
+    "StorageReader",
+    "alineage_of",
+    "apages",
+    "areader_for",
+    "lineage_of",
+    "pages",
+    "reader_for",
+]
 
 
 class StorageReader(Protocol):
@@ -123,6 +134,46 @@ async def apages(reader: StorageReader, size: int) -> AsyncIterator[list[str]]:
         if len(page) < size:
             return
         after = page[-1]
+
+
+def lineage_of(
+    reader: StorageReader,
+    thread_id: str,
+    head_id: str,
+    next_nodes: frozenset[str],
+    described: Mapping[str, Stamp],
+) -> tuple[Record, ...] | None:
+    """``head_id``'s lineage (``_history.lineage``), the thread read light through a sync
+    saver's reader; None when the reader leaves the thread out.
+
+    Read and walked with the garbage collector paused (``collector_paused``), the light
+    tuples let go before it runs again: on a long thread its passes over them, which
+    free nothing, cost more than the walk.
+    """
+    with collector_paused():
+        listed = reader.lineages([thread_id], heads=False).pop(thread_id, None)
+        if listed is None:
+            return None
+        walked = lineage(listed, head_id, next_nodes=next_nodes, described=described)
+        del listed
+    return walked
+
+
+async def alineage_of(
+    reader: StorageReader,
+    thread_id: str,
+    head_id: str,
+    next_nodes: frozenset[str],
+    described: Mapping[str, Stamp],
+) -> tuple[Record, ...] | None:
+    """Async twin of ``lineage_of``."""
+    with collector_paused():
+        listed = (await reader.alineages([thread_id], heads=False)).pop(thread_id, None)
+        if listed is None:
+            return None
+        walked = lineage(listed, head_id, next_nodes=next_nodes, described=described)
+        del listed
+    return walked
 
 
 def _named(module: str, name: str) -> object:

@@ -34,8 +34,8 @@ from neograph_ext._stamp_store import is_store_thread
 from neograph_ext._storage_rows import (
     KEPT_VALUES,
     collector_paused,
+    grouped_writes,
     light_checkpoint,
-    sorted_writes,
     walked_tuple,
 )
 
@@ -70,9 +70,11 @@ WHERE checkpoint_ns = '' AND thread_id = ANY(%(threads)s) AND channel = ANY(%(ke
     AND type <> 'empty'
 """
 _WRITES = """
-SELECT thread_id, checkpoint_id, task_id, channel, task_path, idx FROM checkpoint_writes
+SELECT thread_id, checkpoint_id, task_id, channel FROM checkpoint_writes
 WHERE checkpoint_ns = '' AND thread_id = ANY(%(threads)s)
+ORDER BY thread_id, checkpoint_id, task_path COLLATE "C", task_id COLLATE "C", idx
 """
+"""Each checkpoint's writes together, ordered by code point (as Python orders strings)."""
 _HEADS = """
 WHERE checkpoint_ns = '' AND (thread_id, checkpoint_id) IN (
     SELECT thread_id, max(checkpoint_id) FROM checkpoints
@@ -163,11 +165,13 @@ def _threads(
     """The rows of a batch as each thread's tuples, newest first, the head whole (one
     of ``heads``) or, without them, light."""
     stored = {(b["thread_id"], b["channel"], b["version"]): b for b in blobs}
-    grouped: dict[tuple[str, str], list[tuple[str, str, str, int, Any]]] = {}
-    for w in writes:
-        grouped.setdefault((w["thread_id"], w["checkpoint_id"]), []).append(
-            (w["task_id"], w["channel"], w["task_path"] or "", int(w["idx"]), None)
-        )
+    grouped = grouped_writes(
+        (
+            (w["thread_id"], w["checkpoint_id"], w["task_id"], w["channel"], None, None)
+            for w in writes
+        ),
+        serde,
+    )
     whole = {str(h.config["configurable"]["thread_id"]): h for h in heads or ()}
     threads: dict[str, list[CheckpointTuple]] = {}
     old: set[str] = set()
@@ -190,7 +194,7 @@ def _threads(
             continue
         values = _values(serde, thread_id, row, walked["channel_versions"], stored)
         checkpoint = light_checkpoint({**walked, "id": row["checkpoint_id"]}, values)
-        found = sorted_writes(grouped.get((thread_id, row["checkpoint_id"]), ()))
+        found = grouped.get((thread_id, row["checkpoint_id"]), [])
         listed.append(
             walked_tuple(
                 thread_id,
