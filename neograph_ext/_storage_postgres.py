@@ -13,8 +13,9 @@ Rules:
   by ``await`` alone, and read through the saver's own cursor (``_cursor``: its lock,
   its pool) as its reads do.
 - Light checkpoints are read field by field in SQL (no blob, no write value), the
-  walked fields (``_storage_rows.WALKED``) built into one object, so the driver
-  decodes one JSON value for them a row, not one a field; the blobs of the channels
+  walked fields (``_storage_rows.WALKED``), the metadata, the channels holding None
+  and the walked channels' inlined values built into one object, so the driver
+  decodes one JSON value a row, not one a field; the blobs of the channels
   the walk reads (``_storage_rows.KEPT_VALUES``) are read once a batch and decoded
   only where a checkpoint's version names one. Heads are read with the saver's own
   query (``SELECT_SQL``) and turned into tuples by the saver
@@ -50,16 +51,17 @@ _FIRST_PAGE = (
     "ORDER BY thread_id LIMIT %s"
 )
 _CHECKPOINTS = """
-SELECT thread_id, checkpoint_id, parent_checkpoint_id, metadata,
+SELECT thread_id, checkpoint_id, parent_checkpoint_id,
     jsonb_build_object(
         'v', checkpoint -> 'v', 'ts', checkpoint -> 'ts',
         'versions_seen', checkpoint -> 'versions_seen',
-        'channel_versions', checkpoint -> 'channel_versions'
-    ) AS walked,
-    (SELECT array_agg(key) FROM jsonb_each(checkpoint -> 'channel_values')
-        WHERE jsonb_typeof(value) = 'null') AS nulls,
-    (SELECT jsonb_object_agg(key, value) FROM jsonb_each(checkpoint -> 'channel_values')
-        WHERE key = ANY(%(kept)s)) AS kept
+        'channel_versions', checkpoint -> 'channel_versions',
+        'metadata', metadata,
+        'nulls', (SELECT jsonb_agg(key) FROM jsonb_each(checkpoint -> 'channel_values')
+            WHERE jsonb_typeof(value) = 'null'),
+        'kept', (SELECT jsonb_object_agg(key, value) FROM jsonb_each(checkpoint -> 'channel_values')
+            WHERE key = ANY(%(kept)s))
+    ) AS walked
 FROM checkpoints
 WHERE checkpoint_ns = '' AND thread_id = ANY(%(threads)s)
 ORDER BY thread_id, checkpoint_id DESC
@@ -192,8 +194,9 @@ def _threads(
                 continue
             listed.append(whole[thread_id])
             continue
-        values = _values(serde, thread_id, row, walked["channel_versions"], stored)
-        checkpoint = light_checkpoint({**walked, "id": row["checkpoint_id"]}, values)
+        values = _values(serde, thread_id, walked, stored)
+        walked["id"] = row["checkpoint_id"]
+        checkpoint = light_checkpoint(walked, values)
         found = grouped.get((thread_id, row["checkpoint_id"]), [])
         listed.append(
             walked_tuple(
@@ -201,7 +204,7 @@ def _threads(
                 row["checkpoint_id"],
                 row["parent_checkpoint_id"],
                 checkpoint,
-                row["metadata"],
+                walked["metadata"],
                 found,
             )
         )
@@ -211,14 +214,13 @@ def _threads(
 def _values(
     serde: Any,
     thread_id: str,
-    row: Mapping[str, Any],
-    versions: Mapping[str, Any] | None,
+    walked: Mapping[str, Any],
     stored: Mapping[tuple[str, str, str], Mapping[str, Any]],
 ) -> dict[str, Any]:
     """The values of a light checkpoint: its Nones, and the walked channels' values."""
-    values: dict[str, Any] = dict.fromkeys(row["nulls"] or (), None)
-    values.update(row["kept"] or {})
-    versions = versions or {}
+    values: dict[str, Any] = dict.fromkeys(walked["nulls"] or (), None)
+    values.update(walked["kept"] or {})
+    versions = walked["channel_versions"] or {}
     for name in KEPT_VALUES:
         blob = stored.get((thread_id, name, str(versions.get(name))))
         if blob is not None:

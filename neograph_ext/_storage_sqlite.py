@@ -196,7 +196,8 @@ def _threads(
                 checkpoint_id,
                 parent_id,
                 checkpoint,
-                loads(metadata) if metadata is not None else {},
+                # Decoded here: ``json.loads`` of bytes first guesses their encoding.
+                loads(metadata.decode()) if metadata is not None else {},
                 grouped.get((thread_id, checkpoint_id), []),
             )
         )
