@@ -8,6 +8,8 @@ Rules:
   thread when the saver cannot decode them.
 - A sync listing is read whole and closed before the next operation: LangGraph's sync
   savers hold their (non-reentrant) lock until a listing ends.
+- A lineage is read light through the saver's own tables where a reader knows them
+  (``_storage.lineage_of``: no state value decoded), else by listing the thread.
 - ``Invoke`` and ``Idle`` are performed as ``invoke`` performs them; ``stream`` drives
   them itself, yielding LangGraph's chunks (``streamed`` / ``astreamed``).
 """
@@ -126,11 +128,14 @@ class Driver:
                 return saver.get_tuple(op.config)
         if isinstance(op, ReadLineage):
             reader = reader_for(saver)
-            if reader is not None:
-                with reading(thread_id):
-                    walked = lineage_of(reader, thread_id, op.head_id, op.next_nodes, op.described)
-                if walked is not None:
-                    return walked
+            with reading(thread_id):
+                walked = (
+                    lineage_of(reader, thread_id, op.head_id, op.next_nodes, op.described)
+                    if reader is not None
+                    else None
+                )
+            if walked is not None:
+                return walked
             listing = saver.list(whole_thread(op.config))
             try:
                 with reading(thread_id):

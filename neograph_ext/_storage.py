@@ -7,7 +7,8 @@ lineage walk (``_history.lineage``) reads. A ``StorageReader`` reads just that f
 saver's own tables, one reader per saver type (``reader_for``); any other saver gets
 None, and its callers keep the saver-agnostic path (``list``, ``get_tuple``). A sync
 caller asks ``reader_for``, an async one ``areader_for``: each answers only for the
-savers whose own API it would call (a sync saver's, an async saver's).
+savers whose own API it would call (a sync saver's, an async saver's). ``lineage_of``
+reads and walks one thread's lineage that way (what ``plan`` and ``run`` read).
 
 Rules:
 - Read-only, through the saver's own connection (and its lock).
