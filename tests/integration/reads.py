@@ -10,9 +10,10 @@ import pytest
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
+from neograph_ext._storage import areader_for, reader_for
 from tests.drive import Drive
 
-__all__ = ["fetching", "listing"]
+__all__ = ["fetching", "lightly", "listing"]
 
 
 def fetching(
@@ -64,3 +65,32 @@ def listing(
 
     monkeypatch.setattr(saver, "list", counting)
     return listed
+
+
+def lightly(
+    drive: Drive, saver: BaseCheckpointSaver[Any], monkeypatch: pytest.MonkeyPatch
+) -> list[str]:
+    """The threads read from now on through the reader of the saver's tables, for the
+    drive's mode (none for a saver no reader knows)."""
+    read: list[str] = []
+    reader = areader_for(saver) if drive.is_async else reader_for(saver)
+    if reader is None:
+        return read
+    kind = type(reader)
+    if drive.is_async:
+        areal = kind.alineages
+
+        async def acounting(self: Any, thread_ids: Any, **kwargs: Any) -> Any:
+            read.extend(thread_ids)
+            return await areal(self, thread_ids, **kwargs)
+
+        monkeypatch.setattr(kind, "alineages", acounting)
+        return read
+    real = kind.lineages
+
+    def counting(self: Any, thread_ids: Any, **kwargs: Any) -> Any:
+        read.extend(thread_ids)
+        return real(self, thread_ids, **kwargs)
+
+    monkeypatch.setattr(kind, "lineages", counting)
+    return read
