@@ -33,7 +33,7 @@ langgraph-checkpoint-sqlite 3.0-3.1 and langgraph-checkpoint-postgres 3.0-3.2.
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
@@ -86,6 +86,16 @@ class StorageReader(Protocol):
         self, thread_ids: Sequence[str], *, heads: bool = True
     ) -> dict[str, list[CheckpointTuple]]:
         """Async twin of ``lineages``."""
+        ...
+
+    def lineage(self, thread_id: str) -> Iterable[CheckpointTuple] | None:
+        """One thread's root checkpoints, newest first, all light, for a walk: they may
+        be decoded one at a time as it reaches them, so a long thread is never held
+        whole; None where ``lineages`` would leave the thread out."""
+        ...
+
+    async def alineage(self, thread_id: str) -> Iterable[CheckpointTuple] | None:
+        """Async twin of ``lineage``."""
         ...
 
 
@@ -152,7 +162,7 @@ def lineage_of(
     free nothing, cost more than the walk.
     """
     with collector_paused():
-        listed = reader.lineages([thread_id], heads=False).pop(thread_id, None)
+        listed = reader.lineage(thread_id)
         if listed is None:
             return None
         walked = lineage(listed, head_id, next_nodes=next_nodes, described=described)
@@ -169,7 +179,7 @@ async def alineage_of(
 ) -> tuple[Record, ...] | None:
     """Async twin of ``lineage_of``."""
     with collector_paused():
-        listed = (await reader.alineages([thread_id], heads=False)).pop(thread_id, None)
+        listed = await reader.alineage(thread_id)
         if listed is None:
             return None
         walked = lineage(listed, head_id, next_nodes=next_nodes, described=described)

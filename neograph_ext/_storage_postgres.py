@@ -122,6 +122,12 @@ class PostgresReader:
                     whole = [self.saver._load_checkpoint_tuple(row) for row in cur.fetchall()]
             return _threads(self.saver.serde, checkpoints, blobs, writes, whole)
 
+    def lineage(self, thread_id: str) -> list[CheckpointTuple] | None:
+        return self.lineages([thread_id], heads=False).get(thread_id)
+
+    async def alineage(self, thread_id: str) -> list[CheckpointTuple] | None:
+        return (await self.alineages([thread_id], heads=False)).get(thread_id)
+
     async def alineages(
         self, thread_ids: Sequence[str], *, heads: bool = True
     ) -> dict[str, list[CheckpointTuple]]:

@@ -18,7 +18,7 @@ Rules:
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import ormsgpack
@@ -27,6 +27,7 @@ from langgraph.checkpoint.base import CheckpointTuple
 from neograph_ext._stamp_store import is_store_thread
 from neograph_ext._storage_rows import (
     KEPT_VALUES,
+    Writes,
     collector_paused,
     grouped_writes,
     light_checkpoint,
@@ -73,6 +74,29 @@ class SqliteReader:
                 if valued is not None:
                     writes += cur.execute(*valued).fetchall()
             return _threads(self.saver.serde, checkpoints, writes, heads)
+
+    def lineage(self, thread_id: str) -> Iterator[CheckpointTuple] | None:
+        if is_store_thread(thread_id):
+            return None
+        with self.saver.cursor(transaction=False) as cur:
+            paths = _has_task_path(cur.execute(_COLUMNS).fetchall())
+            checkpoints = cur.execute(*_checkpoints([thread_id])).fetchall()
+            writes = cur.execute(*_writes([thread_id], paths)).fetchall()
+        return _decoded(self.saver.serde, checkpoints, writes) if checkpoints else None
+
+    async def alineage(self, thread_id: str) -> Iterator[CheckpointTuple] | None:
+        if is_store_thread(thread_id):
+            return None
+        await self.saver.setup()
+        conn = self.saver.conn
+        async with self.saver.lock:
+            async with conn.execute(_COLUMNS) as cur:
+                paths = _has_task_path(await cur.fetchall())
+            async with conn.execute(*_checkpoints([thread_id])) as cur:
+                checkpoints = await cur.fetchall()
+            async with conn.execute(*_writes([thread_id], paths)) as cur:
+                writes = await cur.fetchall()
+        return _decoded(self.saver.serde, checkpoints, writes) if checkpoints else None
 
     async def alineages(
         self, thread_ids: Sequence[str], *, heads: bool = True
@@ -177,31 +201,44 @@ def _threads(
     threads: dict[str, list[CheckpointTuple]] = {}
     listed: list[CheckpointTuple] | None = None
     current = None
-    loads = json.loads
-    for thread_id, checkpoint_id, parent_id, kind, blob, metadata in checkpoints:
+    for row in checkpoints:
         # Rows come thread by thread, newest first: the first of a thread is its head.
-        whole = thread_id != current
+        whole = row[0] != current
         if whole:
-            current = thread_id
-            listed = None if is_store_thread(thread_id) else threads.setdefault(thread_id, [])
-        if listed is None:
-            continue
-        if whole and heads:
-            checkpoint = serde.loads_typed((kind, blob))
-        else:
-            checkpoint = _light(serde, kind, blob)
-        listed.append(
-            walked_tuple(
-                thread_id,
-                checkpoint_id,
-                parent_id,
-                checkpoint,
-                # Decoded here: ``json.loads`` of bytes first guesses their encoding.
-                loads(metadata.decode()) if metadata is not None else {},
-                grouped.get((thread_id, checkpoint_id), []),
-            )
-        )
+            current = row[0]
+            listed = None if is_store_thread(current) else threads.setdefault(current, [])
+        if listed is not None:
+            listed.append(_tuple(serde, row, grouped, whole and heads))
     return threads
+
+
+def _decoded(
+    serde: Any, checkpoints: Sequence[Sequence[Any]], writes: Sequence[Sequence[Any]]
+) -> Iterator[CheckpointTuple]:
+    """One thread's rows as light tuples, each decoded only when it is reached: a walk
+    lets each go before the next, as it does a saver's listing."""
+    grouped = grouped_writes(writes, serde)
+    for row in checkpoints:
+        yield _tuple(serde, row, grouped, False)
+
+
+def _tuple(
+    serde: Any,
+    row: Sequence[Any],
+    grouped: Mapping[tuple[str, str], Writes],
+    whole: bool,
+) -> CheckpointTuple:
+    """The tuple of a checkpoint's row: whole, as ``get_tuple`` returns it, or light."""
+    thread_id, checkpoint_id, parent_id, kind, blob, metadata = row
+    return walked_tuple(
+        thread_id,
+        checkpoint_id,
+        parent_id,
+        serde.loads_typed((kind, blob)) if whole else _light(serde, kind, blob),
+        # Decoded here: ``json.loads`` of bytes first guesses their encoding.
+        json.loads(metadata.decode()) if metadata is not None else {},
+        grouped.get((thread_id, checkpoint_id), []),
+    )
 
 
 def _light(serde: Any, kind: str, blob: bytes) -> dict[str, Any]:

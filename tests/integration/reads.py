@@ -70,27 +70,27 @@ def listing(
 def lightly(
     drive: Drive, saver: BaseCheckpointSaver[Any], monkeypatch: pytest.MonkeyPatch
 ) -> list[str]:
-    """The threads read from now on through the reader of the saver's tables, for the
-    drive's mode (none for a saver no reader knows)."""
+    """The threads whose lineage is read from now on through the reader of the saver's
+    tables, for the drive's mode (none for a saver no reader knows)."""
     read: list[str] = []
     reader = areader_for(saver) if drive.is_async else reader_for(saver)
     if reader is None:
         return read
     kind = type(reader)
     if drive.is_async:
-        areal = kind.alineages
+        areal = kind.alineage
 
-        async def acounting(self: Any, thread_ids: Any, **kwargs: Any) -> Any:
-            read.extend(thread_ids)
-            return await areal(self, thread_ids, **kwargs)
+        async def acounting(self: Any, thread_id: str) -> Any:
+            read.append(thread_id)
+            return await areal(self, thread_id)
 
-        monkeypatch.setattr(kind, "alineages", acounting)
+        monkeypatch.setattr(kind, "alineage", acounting)
         return read
-    real = kind.lineages
+    real = kind.lineage
 
-    def counting(self: Any, thread_ids: Any, **kwargs: Any) -> Any:
-        read.extend(thread_ids)
-        return real(self, thread_ids, **kwargs)
+    def counting(self: Any, thread_id: str) -> Any:
+        read.append(thread_id)
+        return real(self, thread_id)
 
-    monkeypatch.setattr(kind, "lineages", counting)
+    monkeypatch.setattr(kind, "lineage", counting)
     return read
