@@ -26,7 +26,7 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from langgraph.checkpoint.base import CheckpointTuple
@@ -34,6 +34,7 @@ from langgraph.checkpoint.base import CheckpointTuple
 from neograph_ext._stamp_store import is_store_thread
 from neograph_ext._storage_rows import (
     KEPT_VALUES,
+    Writes,
     collector_paused,
     grouped_writes,
     light_checkpoint,
@@ -122,11 +123,27 @@ class PostgresReader:
                     whole = [self.saver._load_checkpoint_tuple(row) for row in cur.fetchall()]
             return _threads(self.saver.serde, checkpoints, blobs, writes, whole)
 
-    def lineage(self, thread_id: str) -> list[CheckpointTuple] | None:
-        return self.lineages([thread_id], heads=False).get(thread_id)
+    def lineage(self, thread_id: str) -> Iterator[CheckpointTuple] | None:
+        params = _params([thread_id])
+        with self.saver._cursor() as cur:
+            cur.execute(_CHECKPOINTS, params)
+            checkpoints = cur.fetchall()
+            cur.execute(_KEPT_BLOBS, params)
+            blobs = cur.fetchall()
+            cur.execute(_WRITES, params)
+            writes = cur.fetchall()
+        return _decoded(self.saver.serde, thread_id, checkpoints, blobs, writes)
 
-    async def alineage(self, thread_id: str) -> list[CheckpointTuple] | None:
-        return (await self.alineages([thread_id], heads=False)).get(thread_id)
+    async def alineage(self, thread_id: str) -> Iterator[CheckpointTuple] | None:
+        params = _params([thread_id])
+        async with self.saver._cursor() as cur:
+            await cur.execute(_CHECKPOINTS, params)
+            checkpoints = await cur.fetchall()
+            await cur.execute(_KEPT_BLOBS, params)
+            blobs = await cur.fetchall()
+            await cur.execute(_WRITES, params)
+            writes = await cur.fetchall()
+        return _decoded(self.saver.serde, thread_id, checkpoints, blobs, writes)
 
     async def alineages(
         self, thread_ids: Sequence[str], *, heads: bool = True
@@ -172,14 +189,8 @@ def _threads(
 ) -> dict[str, list[CheckpointTuple]]:
     """The rows of a batch as each thread's tuples, newest first, the head whole (one
     of ``heads``) or, without them, light."""
-    stored = {(b["thread_id"], b["channel"], b["version"]): b for b in blobs}
-    grouped = grouped_writes(
-        (
-            (w["thread_id"], w["checkpoint_id"], w["task_id"], w["channel"], None, None)
-            for w in writes
-        ),
-        serde,
-    )
+    stored = _stored(blobs)
+    grouped = _grouped(writes, serde)
     whole = {str(h.config["configurable"]["thread_id"]): h for h in heads or ()}
     threads: dict[str, list[CheckpointTuple]] = {}
     old: set[str] = set()
@@ -200,21 +211,62 @@ def _threads(
                 continue
             listed.append(whole[thread_id])
             continue
-        values = _values(serde, thread_id, walked, stored)
-        walked["id"] = row["checkpoint_id"]
-        checkpoint = light_checkpoint(walked, values)
-        found = grouped.get((thread_id, row["checkpoint_id"]), [])
-        listed.append(
-            walked_tuple(
-                thread_id,
-                row["checkpoint_id"],
-                row["parent_checkpoint_id"],
-                checkpoint,
-                walked["metadata"],
-                found,
-            )
-        )
+        listed.append(_tuple(serde, row, stored, grouped))
     return threads
+
+
+def _decoded(
+    serde: Any,
+    thread_id: str,
+    checkpoints: Sequence[Mapping[str, Any]],
+    blobs: Sequence[Mapping[str, Any]],
+    writes: Sequence[Mapping[str, Any]],
+) -> Iterator[CheckpointTuple] | None:
+    """One thread's rows as light tuples, each built only when it is reached (a walk
+    lets each go before the next); None for a thread left out (see the module's rules)."""
+    if not checkpoints or is_store_thread(thread_id):
+        return None
+    if any(int(row["walked"]["v"] or 0) < 4 for row in checkpoints):
+        return None
+    stored = _stored(blobs)
+    grouped = _grouped(writes, serde)
+    return (_tuple(serde, row, stored, grouped) for row in checkpoints)
+
+
+def _tuple(
+    serde: Any,
+    row: Mapping[str, Any],
+    stored: Mapping[tuple[str, str, str], Mapping[str, Any]],
+    grouped: Mapping[tuple[str, str], Writes],
+) -> CheckpointTuple:
+    """The light tuple of a checkpoint's row."""
+    thread_id, walked = row["thread_id"], row["walked"]
+    values = _values(serde, thread_id, walked, stored)
+    walked["id"] = row["checkpoint_id"]
+    return walked_tuple(
+        thread_id,
+        row["checkpoint_id"],
+        row["parent_checkpoint_id"],
+        light_checkpoint(walked, values),
+        walked["metadata"],
+        grouped.get((thread_id, row["checkpoint_id"]), []),
+    )
+
+
+def _stored(blobs: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str, str], Mapping[str, Any]]:
+    """The walked channels' blobs, by thread, channel and version."""
+    return {(b["thread_id"], b["channel"], b["version"]): b for b in blobs}
+
+
+def _grouped(writes: Sequence[Mapping[str, Any]], serde: Any) -> dict[tuple[str, str], Writes]:
+    """The writes' rows as each checkpoint's pending writes, without values."""
+    return grouped_writes(
+        (
+            (w["thread_id"], w["checkpoint_id"], w["task_id"], w["channel"], None, None)
+            for w in writes
+        ),
+        serde,
+    )
 
 
 def _values(
