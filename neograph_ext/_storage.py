@@ -20,10 +20,12 @@ Rules:
   ``versions_seen`` and ``channel_versions``, of its values only those the walk reads
   (which channels hold None, the queued ``Send``s and a turn's input, decoded through
   the saver's serializer), and its pending writes as ``(task id, channel, None)``.
+  ``lineage`` reads one thread for a walk, every checkpoint light, each decoded when
+  the walk reaches it: a long thread is never held whole, as a saver's listing is not.
 - A thread a reader cannot read that way (checkpoints of a format before LangGraph's
-  v4, which the saver converts on read) is left out of what ``lineages`` returns: its
-  caller reads it through the saver. So are the reserved threads
-  (``_stamp_store.is_store_thread``).
+  v4, which the saver converts on read) is left out of what ``lineages`` returns, and
+  ``lineage`` returns None for it: its caller reads it through the saver. So are the
+  reserved threads (``_stamp_store.is_store_thread``).
 
 Savers read here: ``SqliteSaver``, ``AsyncSqliteSaver`` (``_storage_sqlite``),
 ``PostgresSaver``, ``AsyncPostgresSaver`` (``_storage_postgres``), checked on

@@ -5,9 +5,11 @@ Rules:
 - Pure: rows in, tuples out; the serializer is the saver's, handed in.
 - A batch is read and decoded with the cyclic garbage collector paused
   (``collector_paused``).
-- A light checkpoint keeps what ``_history.lineage`` reads of a checkpoint and nothing
-  else: ``v``, ``id``, ``versions_seen``, ``channel_versions``, and of ``channel_values``
-  the channels holding None, the queued ``Send``s and a turn's input.
+- A light checkpoint keeps what ``_history.lineage`` reads of a checkpoint: ``v``,
+  ``id``, ``versions_seen``, ``channel_versions``, and of ``channel_values`` only the
+  channels holding None, the queued ``Send``s and a turn's input. SQLite's keeps the
+  few small fields beside them (``ts``, ``updated_channels``) rather than copy the map
+  it unpacked.
 """
 
 from __future__ import annotations
