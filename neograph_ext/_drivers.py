@@ -8,6 +8,8 @@ Rules:
   thread when the saver cannot decode them.
 - A sync listing is read whole and closed before the next operation: LangGraph's sync
   savers hold their (non-reentrant) lock until a listing ends.
+- A lineage is read light through the saver's own tables where a reader knows them
+  (``_storage.lineage_of``: no state value decoded), else by listing the thread.
 - ``Invoke`` and ``Idle`` are performed as ``invoke`` performs them; ``stream`` drives
   them itself, yielding LangGraph's chunks (``streamed`` / ``astreamed``).
 """
@@ -50,6 +52,7 @@ from neograph_ext._operations import (
 from neograph_ext._stamp import Stamp
 from neograph_ext._stamp_order import aorder, order
 from neograph_ext._stamp_store import aload, load
+from neograph_ext._storage import alineage_of, areader_for, lineage_of, reader_for
 from neograph_ext._telemetry import AsyncHerald, Herald, atold_outside, recorded, told, told_outside
 from neograph_ext._thread import ThreadCall, whole_thread
 from neograph_ext._unreadable import reading
@@ -124,6 +127,15 @@ class Driver:
             with reading(thread_id):
                 return saver.get_tuple(op.config)
         if isinstance(op, ReadLineage):
+            reader = reader_for(saver)
+            with reading(thread_id):
+                walked = (
+                    lineage_of(reader, thread_id, op.head_id, op.next_nodes, op.described)
+                    if reader is not None
+                    else None
+                )
+            if walked is not None:
+                return walked
             listing = saver.list(whole_thread(op.config))
             try:
                 with reading(thread_id):
@@ -231,7 +243,15 @@ class AsyncDriver:
             with reading(thread_id):
                 return await saver.aget_tuple(op.config)
         if isinstance(op, ReadLineage):
+            reader = areader_for(saver)
             with reading(thread_id):
+                walked = (
+                    await alineage_of(reader, thread_id, op.head_id, op.next_nodes, op.described)
+                    if reader is not None
+                    else None
+                )
+                if walked is not None:
+                    return walked
                 return lineage(
                     [tup async for tup in saver.alist(whole_thread(op.config))],
                     op.head_id,

@@ -7,7 +7,8 @@ lineage walk (``_history.lineage``) reads. A ``StorageReader`` reads just that f
 saver's own tables, one reader per saver type (``reader_for``); any other saver gets
 None, and its callers keep the saver-agnostic path (``list``, ``get_tuple``). A sync
 caller asks ``reader_for``, an async one ``areader_for``: each answers only for the
-savers whose own API it would call (a sync saver's, an async saver's).
+savers whose own API it would call (a sync saver's, an async saver's). ``lineage_of``
+reads and walks one thread's lineage that way (what ``plan`` and ``run`` read).
 
 Rules:
 - Read-only, through the saver's own connection (and its lock).
@@ -19,10 +20,12 @@ Rules:
   ``versions_seen`` and ``channel_versions``, of its values only those the walk reads
   (which channels hold None, the queued ``Send``s and a turn's input, decoded through
   the saver's serializer), and its pending writes as ``(task id, channel, None)``.
+  ``lineage`` reads one thread for a walk, every checkpoint light, each decoded when
+  the walk reaches it: a long thread is never held whole, as a saver's listing is not.
 - A thread a reader cannot read that way (checkpoints of a format before LangGraph's
-  v4, which the saver converts on read) is left out of what ``lineages`` returns: its
-  caller reads it through the saver. So are the reserved threads
-  (``_stamp_store.is_store_thread``).
+  v4, which the saver converts on read) is left out of what ``lineages`` returns, and
+  ``lineage`` returns None for it: its caller reads it through the saver. So are the
+  reserved threads (``_stamp_store.is_store_thread``).
 
 Savers read here: ``SqliteSaver``, ``AsyncSqliteSaver`` (``_storage_sqlite``),
 ``PostgresSaver``, ``AsyncPostgresSaver`` (``_storage_postgres``), checked on
@@ -32,16 +35,27 @@ langgraph-checkpoint-sqlite 3.0-3.1 and langgraph-checkpoint-postgres 3.0-3.2.
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 
+from neograph_ext._history import Record, lineage
+from neograph_ext._stamp import Stamp
 from neograph_ext._stamp_store import is_store_thread
 from neograph_ext._storage_postgres import PostgresReader
+from neograph_ext._storage_rows import collector_paused
 from neograph_ext._storage_sqlite import SqliteReader
 
-__all__ = ["StorageReader", "apages", "areader_for", "pages", "reader_for"]
+__all__ = [
+    "StorageReader",
+    "alineage_of",
+    "apages",
+    "areader_for",
+    "lineage_of",
+    "pages",
+    "reader_for",
+]
 
 
 class StorageReader(Protocol):
@@ -74,6 +88,16 @@ class StorageReader(Protocol):
         self, thread_ids: Sequence[str], *, heads: bool = True
     ) -> dict[str, list[CheckpointTuple]]:
         """Async twin of ``lineages``."""
+        ...
+
+    def lineage(self, thread_id: str) -> Iterable[CheckpointTuple] | None:
+        """One thread's root checkpoints, newest first, all light, for a walk: they may
+        be decoded one at a time as it reaches them, so a long thread is never held
+        whole; None where ``lineages`` would leave the thread out."""
+        ...
+
+    async def alineage(self, thread_id: str) -> Iterable[CheckpointTuple] | None:
+        """Async twin of ``lineage``."""
         ...
 
 
@@ -123,6 +147,46 @@ async def apages(reader: StorageReader, size: int) -> AsyncIterator[list[str]]:
         if len(page) < size:
             return
         after = page[-1]
+
+
+def lineage_of(
+    reader: StorageReader,
+    thread_id: str,
+    head_id: str,
+    next_nodes: frozenset[str],
+    described: Mapping[str, Stamp],
+) -> tuple[Record, ...] | None:
+    """``head_id``'s lineage (``_history.lineage``), the thread read light through a sync
+    saver's reader; None when the reader leaves the thread out.
+
+    Read and walked with the garbage collector paused (``collector_paused``), the light
+    tuples let go before it runs again: on a long thread its passes over them, which
+    free nothing, cost more than the walk.
+    """
+    with collector_paused():
+        listed = reader.lineage(thread_id)
+        if listed is None:
+            return None
+        walked = lineage(listed, head_id, next_nodes=next_nodes, described=described)
+        del listed
+    return walked
+
+
+async def alineage_of(
+    reader: StorageReader,
+    thread_id: str,
+    head_id: str,
+    next_nodes: frozenset[str],
+    described: Mapping[str, Stamp],
+) -> tuple[Record, ...] | None:
+    """Async twin of ``lineage_of``."""
+    with collector_paused():
+        listed = await reader.alineage(thread_id)
+        if listed is None:
+            return None
+        walked = lineage(listed, head_id, next_nodes=next_nodes, described=described)
+        del listed
+    return walked
 
 
 def _named(module: str, name: str) -> object:

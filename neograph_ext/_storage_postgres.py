@@ -13,8 +13,9 @@ Rules:
   by ``await`` alone, and read through the saver's own cursor (``_cursor``: its lock,
   its pool) as its reads do.
 - Light checkpoints are read field by field in SQL (no blob, no write value), the
-  walked fields (``_storage_rows.WALKED``) built into one object, so the driver
-  decodes one JSON value for them a row, not one a field; the blobs of the channels
+  walked fields (``_storage_rows.WALKED``), the metadata, the channels holding None
+  and the walked channels' inlined values built into one object, so the driver
+  decodes one JSON value a row, not one a field; the blobs of the channels
   the walk reads (``_storage_rows.KEPT_VALUES``) are read once a batch and decoded
   only where a checkpoint's version names one. Heads are read with the saver's own
   query (``SELECT_SQL``) and turned into tuples by the saver
@@ -25,7 +26,7 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from langgraph.checkpoint.base import CheckpointTuple
@@ -33,9 +34,10 @@ from langgraph.checkpoint.base import CheckpointTuple
 from neograph_ext._stamp_store import is_store_thread
 from neograph_ext._storage_rows import (
     KEPT_VALUES,
+    Writes,
     collector_paused,
+    grouped_writes,
     light_checkpoint,
-    sorted_writes,
     walked_tuple,
 )
 
@@ -50,16 +52,17 @@ _FIRST_PAGE = (
     "ORDER BY thread_id LIMIT %s"
 )
 _CHECKPOINTS = """
-SELECT thread_id, checkpoint_id, parent_checkpoint_id, metadata,
+SELECT thread_id, checkpoint_id, parent_checkpoint_id,
     jsonb_build_object(
         'v', checkpoint -> 'v', 'ts', checkpoint -> 'ts',
         'versions_seen', checkpoint -> 'versions_seen',
-        'channel_versions', checkpoint -> 'channel_versions'
-    ) AS walked,
-    (SELECT array_agg(key) FROM jsonb_each(checkpoint -> 'channel_values')
-        WHERE jsonb_typeof(value) = 'null') AS nulls,
-    (SELECT jsonb_object_agg(key, value) FROM jsonb_each(checkpoint -> 'channel_values')
-        WHERE key = ANY(%(kept)s)) AS kept
+        'channel_versions', checkpoint -> 'channel_versions',
+        'metadata', metadata,
+        'nulls', (SELECT jsonb_agg(key) FROM jsonb_each(checkpoint -> 'channel_values')
+            WHERE jsonb_typeof(value) = 'null'),
+        'kept', (SELECT jsonb_object_agg(key, value) FROM jsonb_each(checkpoint -> 'channel_values')
+            WHERE key = ANY(%(kept)s))
+    ) AS walked
 FROM checkpoints
 WHERE checkpoint_ns = '' AND thread_id = ANY(%(threads)s)
 ORDER BY thread_id, checkpoint_id DESC
@@ -70,9 +73,11 @@ WHERE checkpoint_ns = '' AND thread_id = ANY(%(threads)s) AND channel = ANY(%(ke
     AND type <> 'empty'
 """
 _WRITES = """
-SELECT thread_id, checkpoint_id, task_id, channel, task_path, idx FROM checkpoint_writes
+SELECT thread_id, checkpoint_id, task_id, channel FROM checkpoint_writes
 WHERE checkpoint_ns = '' AND thread_id = ANY(%(threads)s)
+ORDER BY thread_id, checkpoint_id, task_path COLLATE "C", task_id COLLATE "C", idx
 """
+"""Each checkpoint's writes together, ordered by code point (as Python orders strings)."""
 _HEADS = """
 WHERE checkpoint_ns = '' AND (thread_id, checkpoint_id) IN (
     SELECT thread_id, max(checkpoint_id) FROM checkpoints
@@ -118,6 +123,28 @@ class PostgresReader:
                     whole = [self.saver._load_checkpoint_tuple(row) for row in cur.fetchall()]
             return _threads(self.saver.serde, checkpoints, blobs, writes, whole)
 
+    def lineage(self, thread_id: str) -> Iterator[CheckpointTuple] | None:
+        params = _params([thread_id])
+        with self.saver._cursor() as cur:
+            cur.execute(_CHECKPOINTS, params)
+            checkpoints = cur.fetchall()
+            cur.execute(_KEPT_BLOBS, params)
+            blobs = cur.fetchall()
+            cur.execute(_WRITES, params)
+            writes = cur.fetchall()
+        return _decoded(self.saver.serde, thread_id, checkpoints, blobs, writes)
+
+    async def alineage(self, thread_id: str) -> Iterator[CheckpointTuple] | None:
+        params = _params([thread_id])
+        async with self.saver._cursor() as cur:
+            await cur.execute(_CHECKPOINTS, params)
+            checkpoints = await cur.fetchall()
+            await cur.execute(_KEPT_BLOBS, params)
+            blobs = await cur.fetchall()
+            await cur.execute(_WRITES, params)
+            writes = await cur.fetchall()
+        return _decoded(self.saver.serde, thread_id, checkpoints, blobs, writes)
+
     async def alineages(
         self, thread_ids: Sequence[str], *, heads: bool = True
     ) -> dict[str, list[CheckpointTuple]]:
@@ -162,12 +189,8 @@ def _threads(
 ) -> dict[str, list[CheckpointTuple]]:
     """The rows of a batch as each thread's tuples, newest first, the head whole (one
     of ``heads``) or, without them, light."""
-    stored = {(b["thread_id"], b["channel"], b["version"]): b for b in blobs}
-    grouped: dict[tuple[str, str], list[tuple[str, str, str, int, Any]]] = {}
-    for w in writes:
-        grouped.setdefault((w["thread_id"], w["checkpoint_id"]), []).append(
-            (w["task_id"], w["channel"], w["task_path"] or "", int(w["idx"]), None)
-        )
+    stored = _stored(blobs)
+    grouped = _grouped(writes, serde)
     whole = {str(h.config["configurable"]["thread_id"]): h for h in heads or ()}
     threads: dict[str, list[CheckpointTuple]] = {}
     old: set[str] = set()
@@ -188,33 +211,74 @@ def _threads(
                 continue
             listed.append(whole[thread_id])
             continue
-        values = _values(serde, thread_id, row, walked["channel_versions"], stored)
-        checkpoint = light_checkpoint({**walked, "id": row["checkpoint_id"]}, values)
-        found = sorted_writes(grouped.get((thread_id, row["checkpoint_id"]), ()))
-        listed.append(
-            walked_tuple(
-                thread_id,
-                row["checkpoint_id"],
-                row["parent_checkpoint_id"],
-                checkpoint,
-                row["metadata"],
-                found,
-            )
-        )
+        listed.append(_tuple(serde, row, stored, grouped))
     return threads
+
+
+def _decoded(
+    serde: Any,
+    thread_id: str,
+    checkpoints: Sequence[Mapping[str, Any]],
+    blobs: Sequence[Mapping[str, Any]],
+    writes: Sequence[Mapping[str, Any]],
+) -> Iterator[CheckpointTuple] | None:
+    """One thread's rows as light tuples, each built only when it is reached (a walk
+    lets each go before the next); None for a thread left out (see the module's rules)."""
+    if not checkpoints or is_store_thread(thread_id):
+        return None
+    if any(int(row["walked"]["v"] or 0) < 4 for row in checkpoints):
+        return None
+    stored = _stored(blobs)
+    grouped = _grouped(writes, serde)
+    return (_tuple(serde, row, stored, grouped) for row in checkpoints)
+
+
+def _tuple(
+    serde: Any,
+    row: Mapping[str, Any],
+    stored: Mapping[tuple[str, str, str], Mapping[str, Any]],
+    grouped: Mapping[tuple[str, str], Writes],
+) -> CheckpointTuple:
+    """The light tuple of a checkpoint's row."""
+    thread_id, walked = row["thread_id"], row["walked"]
+    values = _values(serde, thread_id, walked, stored)
+    walked["id"] = row["checkpoint_id"]
+    return walked_tuple(
+        thread_id,
+        row["checkpoint_id"],
+        row["parent_checkpoint_id"],
+        light_checkpoint(walked, values),
+        walked["metadata"],
+        grouped.get((thread_id, row["checkpoint_id"]), []),
+    )
+
+
+def _stored(blobs: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str, str], Mapping[str, Any]]:
+    """The walked channels' blobs, by thread, channel and version."""
+    return {(b["thread_id"], b["channel"], b["version"]): b for b in blobs}
+
+
+def _grouped(writes: Sequence[Mapping[str, Any]], serde: Any) -> dict[tuple[str, str], Writes]:
+    """The writes' rows as each checkpoint's pending writes, without values."""
+    return grouped_writes(
+        (
+            (w["thread_id"], w["checkpoint_id"], w["task_id"], w["channel"], None, None)
+            for w in writes
+        ),
+        serde,
+    )
 
 
 def _values(
     serde: Any,
     thread_id: str,
-    row: Mapping[str, Any],
-    versions: Mapping[str, Any] | None,
+    walked: Mapping[str, Any],
     stored: Mapping[tuple[str, str, str], Mapping[str, Any]],
 ) -> dict[str, Any]:
     """The values of a light checkpoint: its Nones, and the walked channels' values."""
-    values: dict[str, Any] = dict.fromkeys(row["nulls"] or (), None)
-    values.update(row["kept"] or {})
-    versions = versions or {}
+    values: dict[str, Any] = dict.fromkeys(walked["nulls"] or (), None)
+    values.update(walked["kept"] or {})
+    versions = walked["channel_versions"] or {}
     for name in KEPT_VALUES:
         blob = stored.get((thread_id, name, str(versions.get(name))))
         if blob is not None:

@@ -5,15 +5,17 @@ Rules:
 - Pure: rows in, tuples out; the serializer is the saver's, handed in.
 - A batch is read and decoded with the cyclic garbage collector paused
   (``collector_paused``).
-- A light checkpoint keeps what ``_history.lineage`` reads of a checkpoint and nothing
-  else: ``v``, ``id``, ``versions_seen``, ``channel_versions``, and of ``channel_values``
-  the channels holding None, the queued ``Send``s and a turn's input.
+- A light checkpoint keeps what ``_history.lineage`` reads of a checkpoint: ``v``,
+  ``id``, ``versions_seen``, ``channel_versions``, and of ``channel_values`` only the
+  channels holding None, the queued ``Send``s and a turn's input. SQLite's keeps the
+  few small fields beside them (``ts``, ``updated_channels``) rather than copy the map
+  it unpacked.
 """
 
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -27,8 +29,8 @@ __all__ = [
     "WALKED",
     "Writes",
     "collector_paused",
+    "grouped_writes",
     "light_checkpoint",
-    "sorted_writes",
     "thread_config",
     "walked_tuple",
 ]
@@ -76,11 +78,23 @@ def walked_tuple(
     return CheckpointTuple(config, checkpoint, metadata, parent, writes)  # type: ignore[arg-type]
 
 
-def sorted_writes(rows: Iterable[tuple[str, str, str, int, Any]]) -> Writes:
-    """``(task id, channel, task path, idx, value)`` rows as pending writes, in the order
-    the savers return them (task path, task id, index: the order a step applied them)."""
-    ordered = sorted(rows, key=lambda row: (row[2], row[0], row[3]))
-    return [(task, channel, value) for task, channel, _, _, value in ordered]
+def grouped_writes(rows: Iterable[Sequence[Any]], serde: Any) -> dict[tuple[str, str], Writes]:
+    """``(thread id, checkpoint id, task id, channel, type, value)`` rows as each
+    checkpoint's pending writes, by ``(thread id, checkpoint id)``; a value whose type
+    is None is None. A checkpoint's rows come together, sorted by the SQL as the savers
+    return them (task path, task id, index: the order a step applied them); rows of a
+    checkpoint read again later (with their values) replace those read before."""
+    grouped: dict[tuple[str, str], Writes] = {}
+    key: tuple[str, str] | None = None
+    found: Writes = []
+    for thread_id, checkpoint_id, task, channel, kind, value in rows:
+        if key is None or key[0] != thread_id or key[1] != checkpoint_id:
+            key, found = (thread_id, checkpoint_id), []
+            grouped[key] = found
+        found.append(
+            (task, channel, serde.loads_typed((kind, value)) if kind is not None else None)
+        )
+    return grouped
 
 
 @contextmanager

@@ -18,7 +18,7 @@ Rules:
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import ormsgpack
@@ -27,13 +27,16 @@ from langgraph.checkpoint.base import CheckpointTuple
 from neograph_ext._stamp_store import is_store_thread
 from neograph_ext._storage_rows import (
     KEPT_VALUES,
+    Writes,
     collector_paused,
+    grouped_writes,
     light_checkpoint,
-    sorted_writes,
     walked_tuple,
 )
 
 __all__ = ["SqliteReader"]
+
+_SENDS, _INPUT = KEPT_VALUES
 
 _UNDECODED = object()
 """What a light read makes of a stored object: not decoded, and not None."""
@@ -72,6 +75,29 @@ class SqliteReader:
                     writes += cur.execute(*valued).fetchall()
             return _threads(self.saver.serde, checkpoints, writes, heads)
 
+    def lineage(self, thread_id: str) -> Iterator[CheckpointTuple] | None:
+        if is_store_thread(thread_id):
+            return None
+        with self.saver.cursor(transaction=False) as cur:
+            paths = _has_task_path(cur.execute(_COLUMNS).fetchall())
+            checkpoints = cur.execute(*_checkpoints([thread_id])).fetchall()
+            writes = cur.execute(*_writes([thread_id], paths)).fetchall()
+        return _decoded(self.saver.serde, checkpoints, writes) if checkpoints else None
+
+    async def alineage(self, thread_id: str) -> Iterator[CheckpointTuple] | None:
+        if is_store_thread(thread_id):
+            return None
+        await self.saver.setup()
+        conn = self.saver.conn
+        async with self.saver.lock:
+            async with conn.execute(_COLUMNS) as cur:
+                paths = _has_task_path(await cur.fetchall())
+            async with conn.execute(*_checkpoints([thread_id])) as cur:
+                checkpoints = await cur.fetchall()
+            async with conn.execute(*_writes([thread_id], paths)) as cur:
+                writes = await cur.fetchall()
+        return _decoded(self.saver.serde, checkpoints, writes) if checkpoints else None
+
     async def alineages(
         self, thread_ids: Sequence[str], *, heads: bool = True
     ) -> dict[str, list[CheckpointTuple]]:
@@ -95,6 +121,10 @@ class SqliteReader:
 
 
 _COLUMNS = "PRAGMA table_info(writes)"
+
+_WRITE_ORDER = "thread_id, checkpoint_id, {path}, task_id, idx"
+"""Each checkpoint's writes together, in the order the saver returns them; SQLite
+compares text byte by byte, which for UTF-8 is the order of Python's strings."""
 
 
 def _has_task_path(columns: Sequence[Sequence[Any]]) -> bool:
@@ -127,8 +157,9 @@ def _writes(thread_ids: Sequence[str], task_path: bool) -> tuple[str, tuple[Any,
     marks = ",".join("?" * len(thread_ids))
     path = "task_path" if task_path else "''"
     return (
-        f"SELECT thread_id, checkpoint_id, task_id, channel, {path}, idx, NULL, NULL "
-        f"FROM writes WHERE checkpoint_ns = '' AND thread_id IN ({marks})",
+        f"SELECT thread_id, checkpoint_id, task_id, channel, NULL, NULL "
+        f"FROM writes WHERE checkpoint_ns = '' AND thread_id IN ({marks}) "
+        f"ORDER BY {_WRITE_ORDER.format(path=path)}",
         tuple(thread_ids),
     )
 
@@ -150,9 +181,10 @@ def _head_writes(
     # The pairs alone make SQLite scan the whole writes table (a batch then costs in
     # proportion to the database); the thread ids let it search the primary key.
     return (
-        f"SELECT thread_id, checkpoint_id, task_id, channel, {path}, idx, type, value "
+        f"SELECT thread_id, checkpoint_id, task_id, channel, type, value "
         f"FROM writes WHERE checkpoint_ns = '' AND thread_id IN ({marks}) "
-        f"AND (thread_id, checkpoint_id) IN (VALUES {pairs})",
+        f"AND (thread_id, checkpoint_id) IN (VALUES {pairs}) "
+        f"ORDER BY {_WRITE_ORDER.format(path=path)}",
         (*threads, *heads),
     )
 
@@ -165,55 +197,60 @@ def _threads(
 ) -> dict[str, list[CheckpointTuple]]:
     """The rows of a batch as each thread's tuples, newest first, the head whole when
     ``heads``."""
-    grouped: dict[tuple[str, str], dict[tuple[str, int], tuple[str, str, str, int, Any]]] = {}
-    for thread_id, checkpoint_id, task, channel, path, idx, kind, value in writes:
-        # A head's writes come twice, the second time with their values: those win.
-        decoded = serde.loads_typed((kind, value)) if kind is not None else None
-        grouped.setdefault((thread_id, checkpoint_id), {})[task, idx] = (
-            task,
-            channel,
-            path or "",
-            idx,
-            decoded,
-        )
+    grouped = grouped_writes(writes, serde)
     threads: dict[str, list[CheckpointTuple]] = {}
     listed: list[CheckpointTuple] | None = None
     current = None
-    for thread_id, checkpoint_id, parent_id, kind, blob, metadata in checkpoints:
+    for row in checkpoints:
         # Rows come thread by thread, newest first: the first of a thread is its head.
-        whole = thread_id != current
+        whole = row[0] != current
         if whole:
-            current = thread_id
-            listed = None if is_store_thread(thread_id) else threads.setdefault(thread_id, [])
-        if listed is None:
-            continue
-        if whole and heads:
-            checkpoint = serde.loads_typed((kind, blob))
-        else:
-            checkpoint = _light(serde, kind, blob)
-        found = grouped.get((thread_id, checkpoint_id))
-        meta = json.loads(metadata) if metadata is not None else {}
-        listed.append(
-            walked_tuple(
-                thread_id,
-                checkpoint_id,
-                parent_id,
-                checkpoint,
-                meta,
-                sorted_writes(found.values()) if found else [],
-            )
-        )
+            current = row[0]
+            listed = None if is_store_thread(current) else threads.setdefault(current, [])
+        if listed is not None:
+            listed.append(_tuple(serde, row, grouped, whole and heads))
     return threads
+
+
+def _decoded(
+    serde: Any, checkpoints: Sequence[Sequence[Any]], writes: Sequence[Sequence[Any]]
+) -> Iterator[CheckpointTuple]:
+    """One thread's rows as light tuples, each decoded only when it is reached: a walk
+    lets each go before the next, as it does a saver's listing."""
+    grouped = grouped_writes(writes, serde)
+    for row in checkpoints:
+        yield _tuple(serde, row, grouped, False)
+
+
+def _tuple(
+    serde: Any,
+    row: Sequence[Any],
+    grouped: Mapping[tuple[str, str], Writes],
+    whole: bool,
+) -> CheckpointTuple:
+    """The tuple of a checkpoint's row: whole, as ``get_tuple`` returns it, or light."""
+    thread_id, checkpoint_id, parent_id, kind, blob, metadata = row
+    return walked_tuple(
+        thread_id,
+        checkpoint_id,
+        parent_id,
+        serde.loads_typed((kind, blob)) if whole else _light(serde, kind, blob),
+        # Decoded here: ``json.loads`` of bytes first guesses their encoding.
+        json.loads(metadata.decode()) if metadata is not None else {},
+        grouped.get((thread_id, checkpoint_id), []),
+    )
 
 
 def _light(serde: Any, kind: str, blob: bytes) -> dict[str, Any]:
     """A checkpoint's walked fields, its stored objects left undecoded."""
     if kind == "msgpack":
-        raw = ormsgpack.unpackb(blob, ext_hook=_undecoded, option=ormsgpack.OPT_NON_STR_KEYS)
+        raw: dict[str, Any] = ormsgpack.unpackb(
+            blob, ext_hook=_undecoded, option=ormsgpack.OPT_NON_STR_KEYS
+        )
         values = raw.get("channel_values") or {}
-        if all(values.get(name) is None for name in KEPT_VALUES):
-            nulls = {name: None for name, value in values.items() if value is None}
-            return light_checkpoint(raw, nulls)
+        if values.get(_SENDS) is None and values.get(_INPUT) is None:
+            raw["channel_values"] = {name: None for name, value in values.items() if value is None}
+            return raw
     whole = serde.loads_typed((kind, blob))
     return light_checkpoint(whole, _walked_values(whole.get("channel_values") or {}))
 

@@ -10,9 +10,10 @@ import pytest
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
+from neograph_ext._storage import areader_for, reader_for
 from tests.drive import Drive
 
-__all__ = ["fetching", "listing"]
+__all__ = ["fetching", "lightly", "listing"]
 
 
 def fetching(
@@ -64,3 +65,32 @@ def listing(
 
     monkeypatch.setattr(saver, "list", counting)
     return listed
+
+
+def lightly(
+    drive: Drive, saver: BaseCheckpointSaver[Any], monkeypatch: pytest.MonkeyPatch
+) -> list[str]:
+    """The threads whose lineage is read from now on through the reader of the saver's
+    tables, for the drive's mode (none for a saver no reader knows)."""
+    read: list[str] = []
+    reader = areader_for(saver) if drive.is_async else reader_for(saver)
+    if reader is None:
+        return read
+    kind = type(reader)
+    if drive.is_async:
+        areal = kind.alineage
+
+        async def acounting(self: Any, thread_id: str) -> Any:
+            read.append(thread_id)
+            return await areal(self, thread_id)
+
+        monkeypatch.setattr(kind, "alineage", acounting)
+        return read
+    real = kind.lineage
+
+    def counting(self: Any, thread_id: str) -> Any:
+        read.append(thread_id)
+        return real(self, thread_id)
+
+    monkeypatch.setattr(kind, "lineage", counting)
+    return read

@@ -154,6 +154,13 @@ def _checked(saver: BaseCheckpointSaver[Any], builder: Builder) -> list[ThreadCh
     return list(check_threads(neograph_ext.compile(builder, checkpointer=saver), batch=2))
 
 
+def _planned(saver: BaseCheckpointSaver[Any], builder: Builder) -> list[neograph_ext.ResumePlan]:
+    """``plan`` of every thread, which reads each lineage through the reader when the
+    saver has one."""
+    graph = neograph_ext.compile(builder, checkpointer=saver)
+    return [neograph_ext.plan(graph, _cfg(t)) for t in ("t1", "t2", "t3", "unstamped")]
+
+
 def _same(
     fast: BaseCheckpointSaver[Any], slow: BaseCheckpointSaver[Any], name: str
 ) -> list[ThreadCheck]:
@@ -175,6 +182,7 @@ def _same(
     for version, builder in ((V1, old), (V2, new)):
         deployed(version)
         assert _checked(fast, builder(Counter())) == _checked(slow, builder(Counter()))
+        assert _planned(fast, builder(Counter())) == _planned(slow, builder(Counter()))
     listed = reader_for(fast).lineages(["t1", "t2", "t3", "unstamped"])  # type: ignore[union-attr]
     for thread, tuples in listed.items():
         head = tuples[0].checkpoint["id"]
@@ -225,6 +233,11 @@ async def _acheck(saver: BaseCheckpointSaver[Any], builder: Builder) -> list[Thr
     return [check async for check in acheck_threads(graph, batch=3)]
 
 
+async def _aplanned(saver: BaseCheckpointSaver[Any]) -> list[neograph_ext.ResumePlan]:
+    graph = neograph_ext.compile(diamond(Counter()), checkpointer=saver)
+    return [await neograph_ext.aplan(graph, _cfg(t)) for t in ("t1", "t2", "t3", "unstamped")]
+
+
 def test_async_readers_plan_as_the_sync_ones(tmp_path: Path, pg_dsn: str) -> None:
     """``acheck_threads`` through the async savers' readers, on SQLite and PostgreSQL."""
     path = tmp_path / "fleet.sqlite"
@@ -233,16 +246,17 @@ def test_async_readers_plan_as_the_sync_ones(tmp_path: Path, pg_dsn: str) -> Non
         _threads(SqliteSaver(conn), "diamond-crashed")
         deployed(V2)
         expected = _checked(SqliteSaver(conn), diamond(Counter()))
+        plans = _planned(SqliteSaver(conn), diamond(Counter()))
     finally:
         conn.close()
 
-    async def lite() -> list[ThreadCheck]:
+    async def lite() -> tuple[list[ThreadCheck], list[neograph_ext.ResumePlan]]:
         async with AsyncSqliteSaver.from_conn_string(str(path)) as saver:
             assert areader_for(saver) is not None and reader_for(saver) is None
             assert await neograph_ext.alist_threads(saver) == ("t1", "t2", "t3", "unstamped")
-            return await _acheck(saver, diamond(Counter()))
+            return await _acheck(saver, diamond(Counter())), await _aplanned(saver)
 
-    assert asyncio.run(lite()) == expected
+    assert asyncio.run(lite()) == (expected, plans)
 
     with _schema(pg_dsn) as url:
         with PostgresSaver.from_conn_string(url) as saver:

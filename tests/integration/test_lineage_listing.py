@@ -17,9 +17,10 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 import neograph_ext as ne
+from neograph_ext._storage import areader_for, reader_for
 from tests.drive import Drive
 from tests.graphs.pipelines import linear, model
-from tests.integration.reads import fetching, listing
+from tests.integration.reads import fetching, lightly, listing
 
 V1 = model(score=(int, ...))
 V2 = model(score=(float, ...))
@@ -39,12 +40,16 @@ def test_plan_reads_the_head_and_the_thread_in_one_listing(
     graph = ne.compile(linear(Counter(), {"c": V2}), checkpointer=saver)
     drive.plan(graph, config)  # finds the old stamp's description, kept by the graph
     fetched, listed = fetching(drive, saver, monkeypatch), listing(drive, saver, monkeypatch)
+    light = lightly(drive, saver, monkeypatch)
     plan = drive.plan(graph, config)
 
     assert plan.kind is ne.PlanKind.REWIND and plan.invalidated_nodes == {"c"}
     # No description is fetched: the graph kept the one it found.
     thread = config["configurable"]["thread_id"]
-    assert fetched == [thread] and listed == [thread]
+    assert fetched == [thread] and listed + light == [thread]
+    # A saver whose tables a reader knows is read through them, no state value decoded.
+    has_reader = (areader_for if drive.is_async else reader_for)(saver) is not None
+    assert light == ([thread] if has_reader else [])
 
 
 class _OldestFirst(InMemorySaver):
