@@ -35,12 +35,17 @@ def test_an_earlier_append_under_old_types_blocks_a_later_plain_turn(
     assert runs == Counter({"take": 1})  # the plain turn's alone
 
 
-def test_two_appending_turns_then_a_changed_item_replay_both(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
-) -> None:
+def _two_turns(drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig) -> None:
+    """Two turns under the old code, each appending an item."""
     old = ne.compile(notes(Counter()), checkpointer=saver)
     drive.run(old, note("one"), config)
     drive.run(old, note("two"), config)
+
+
+def test_two_appending_turns_then_a_changed_item_replay_both(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    _two_turns(drive, saver, config)
     runs: Counter[str] = Counter()
     policy = ne.ResumePolicy(replay_turns=True)
     graph = ne.compile(notes(runs, ItemV2), checkpointer=saver, resume=policy)
@@ -56,9 +61,7 @@ def test_two_appending_turns_then_a_changed_item_replay_both(
 def test_keep_compatible_carries_the_earlier_items(
     drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
-    old = ne.compile(notes(Counter()), checkpointer=saver)
-    drive.run(old, note("one"), config)
-    drive.run(old, note("two"), config)
+    _two_turns(drive, saver, config)
     runs: Counter[str] = Counter()
     policy = ne.ResumePolicy(keep_compatible=True)
     graph = ne.compile(notes(runs, ItemV2), checkpointer=saver, resume=policy)
