@@ -32,7 +32,14 @@ from neograph_ext._introspect import build_stamp, channel_types
 from neograph_ext._langgraph import compile_options, fold_cache_keys, fold_task_cache_keys
 from neograph_ext._langgraph_calls import PREVIOUS_CHANNEL
 from neograph_ext._policy import LockPolicy, ResumePolicy, asked, resolve
-from neograph_ext._revive import allowed_pairs, declared, entrypoint_revival, report, revival
+from neograph_ext._revive import (
+    allowed_pairs,
+    declared,
+    entrypoint_revival,
+    node_inputs,
+    report,
+    revival,
+)
 from neograph_ext._stamp import STAMP_KEY, Stamp, stamp_ref
 from neograph_ext._telemetry import Telemetry
 from neograph_ext._verify_writes import verifying
@@ -188,7 +195,7 @@ def compile(
     graph = builder.compile(**options)
     channels, coerced, outputs = declared(builder, output_types)
     allowed = allowed_pairs(graph.checkpointer, getattr(graph, "_serde_allowlist", None))
-    revived = revival(channels, coerced, outputs, allowed)
+    revived = revival(channels, coerced, outputs, allowed, node_inputs(builder))
     report(revived, graph.name, strict=resume.on_change == "raise")
     watching(graph, outputs, coerced, deep=verify_writes)
     if verify_writes:

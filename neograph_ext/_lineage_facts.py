@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 
 from neograph_ext._changes import STORED, ChangeReason, NodeChange, step_changes, subgraph_lines
 from neograph_ext._history import Record
+from neograph_ext._langgraph import TASKS_CHANNEL
 from neograph_ext._stamp import Stamp, StampRef, Unreadable
 
 __all__ = [
@@ -51,7 +52,8 @@ def with_misread(
     input) has no writer to re-run and is left to the node that reads it."""
     steps = {index: (list(found), live) for index, found, live in found_in}
     for channel, why in sorted(misread.items()):
-        index = writers.get(channel)
+        # The Sends a head queued are its own: the step that wrote it sent them.
+        index = len(records) - 1 if channel == TASKS_CHANNEL else writers.get(channel)
         if index is None:
             continue
         record = records[index]

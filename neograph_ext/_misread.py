@@ -25,9 +25,17 @@ from langgraph.checkpoint.base import CheckpointTuple
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from typing_extensions import is_typeddict
 
+from neograph_ext._langgraph import TASKS_CHANNEL
 from neograph_ext._revive import Revival, by_path, same_class, type_hints
 
-__all__ = ["class_mismatch", "head_misread", "mismatch", "misread", "result_misread"]
+__all__ = [
+    "class_mismatch",
+    "head_misread",
+    "mismatch",
+    "misread",
+    "result_misread",
+    "sends_misread",
+]
 
 
 def misread(checked: Revival, values: Mapping[str, Any]) -> dict[str, str]:
@@ -206,7 +214,26 @@ def result_misread(task: str, tp: object, value: object) -> str | None:
 
 def head_misread(checked: Revival, head: CheckpointTuple | None, waits: bool) -> dict[str, str]:
     """``misread`` of a head's stored values when a resume hands them to nodes (the head
-    ``waits`` on nodes); nothing for a complete head, from which no node reads."""
-    if head is None or not waits or not checked.types:
+    ``waits`` on nodes), and of the ``Send`` arguments it queued (under
+    ``TASKS_CHANNEL``); nothing for a complete head, from which no node reads."""
+    if head is None or not waits or not (checked.types or checked.inputs):
         return {}
-    return misread(checked, head.checkpoint.get("channel_values") or {})
+    values = head.checkpoint.get("channel_values") or {}
+    found = misread(checked, values)
+    why = sends_misread(checked.inputs, values.get(TASKS_CHANNEL))
+    return found | {TASKS_CHANNEL: why} if why is not None else found
+
+
+def sends_misread(inputs: Mapping[str, type], queued: object) -> str | None:
+    """Why a queued ``Send``'s argument does not read back as the class its target node
+    declares as input, for the first that does not; None if each does."""
+    if not inputs or not isinstance(queued, list | tuple):
+        return None
+    for packet in queued:
+        tp = inputs.get(getattr(packet, "node", None))  # type: ignore[arg-type]
+        miss = None if tp is None else mismatch(tp, getattr(packet, "arg", None))
+        if miss is not None:
+            expected, got = miss
+            node = packet.node
+            return f"a stored Send to `{node}` does not read back as `{expected}`: got `{got}`"
+    return None

@@ -57,6 +57,7 @@ __all__ = [
     "declared_fields",
     "entrypoint_revival",
     "findings",
+    "node_inputs",
     "report",
     "revival",
     "revived_classes",
@@ -108,6 +109,9 @@ class Revival:
     unrevivable: frozenset[str] = frozenset()
     """Channels whose declared type holds such a class: converting a stored value of
     theirs cannot help, it would not read back either."""
+    inputs: Mapping[str, type] = dataclasses.field(default_factory=dict)
+    """Per node whose input is a class of its own, not the state: a ``Send`` to it is
+    stored with its argument whole, which must read back as that class."""
 
 
 def allowed_pairs(saver: object, registered: set[tuple[str, ...]] | None) -> Allowed:
@@ -280,6 +284,7 @@ def revival(
     coerced: frozenset[str],
     outputs: Mapping[str, object],
     allowed: Allowed,
+    inputs: Mapping[str, type] | None = None,
 ) -> Revival:
     """The compile-time check of a graph's declared types.
 
@@ -287,6 +292,7 @@ def revival(
         channel_types: Each state channel's declared type.
         coerced: The channels of a pydantic state schema.
         outputs: Each node's declared output type, where it declares one.
+        inputs: Each node's input class, where a ``Send`` would carry one (``node_inputs``).
         allowed: What the graph's serializer lets through.
     """
     # A pydantic state schema validates its channels' values into their types on read.
@@ -304,7 +310,19 @@ def revival(
         for ch, tp in channel_types.items()
         if any(f"{c.__module__}.{c.__qualname__}" in bad for c in revived_classes(tp))
     )
-    return Revival(dict(channel_types), coerced, found, unrevivable)
+    return Revival(dict(channel_types), coerced, found, unrevivable, dict(inputs or {}))
+
+
+def node_inputs(builder: StateGraph[Any, Any, Any, Any]) -> dict[str, type]:
+    """Per node whose input is declared as a class the serializer revives by path and
+    not as the state, that class: what a ``Send`` to the node carries."""
+    return {
+        name: spec.input_schema
+        for name, spec in builder.nodes.items()
+        if spec.input_schema is not builder.state_schema
+        and isinstance(spec.input_schema, type)
+        and by_path(spec.input_schema)
+    }
 
 
 def entrypoint_revival(
