@@ -84,6 +84,8 @@ class EntrypointTurn:
     verified: frozenset[str] = frozenset()
     """The stamp ids checkpoints written after the base were verified against (by
     ``run`` or ``accept``): verified against the current one, the turn is settled."""
+    failed: frozenset[str] = frozenset()
+    """The tasks whose call failed on the base and never finished: they run again."""
 
 
 def kept_prefix(calls: tuple[TurnCall, ...], kept: frozenset[str]) -> tuple[TurnCall, ...]:
@@ -169,7 +171,8 @@ def decide_calls(
         return plan
     kept = turn.calls[:cut]
     dropped = turn.calls[cut:]
-    rerun = frozenset(c.task for c in dropped if c.task is not None) | {entry}
+    # As for a graph's rewind after a crash: a call that never finished runs too.
+    rerun = frozenset(c.task for c in dropped if c.task is not None) | {entry} | turn.failed
     kept_names = frozenset(c.task for c in kept if c.task is not None)
     steps = tuple(TaskStep(c.task or "?", c.index, i < cut) for i, c in enumerate(turn.calls))
     unmatched = sum(1 for c in dropped if c.task is None)
@@ -350,9 +353,11 @@ def turn_of(
     calls: tuple[TurnCall, ...],
     *,
     complete: bool,
+    failed: frozenset[str] = frozenset(),
 ) -> EntrypointTurn:
     """The latest turn of an entrypoint thread, from its lineage (oldest first) and the
-    finished calls on its base checkpoint ``base`` (id, step)."""
+    finished calls on its base checkpoint ``base`` (id, step), and the tasks whose
+    call failed there."""
     stamps = {record.checkpoint_id: record.stamp for record in records}
     after = [r.checkpoint_id for r in records].index(base[0]) + 1 if base[0] in stamps else 0
     inputs = [i for i, record in enumerate(records) if record.source == "input"]
@@ -370,4 +375,5 @@ def turn_of(
         first_turn=records[inputs[0]].checkpoint_id if inputs else None,
         later_inputs=tuple(records[i].checkpoint_id for i in inputs[1:]),
         verified=frozenset(r.verified for r in records[after:] if r.verified is not None),
+        failed=failed,
     )

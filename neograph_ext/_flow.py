@@ -32,7 +32,7 @@ from neograph_ext._head_state import is_paused, waiting_nodes
 from neograph_ext._history import Record, lineage, references, resolved
 from neograph_ext._keep import incomplete
 from neograph_ext._langgraph import delta_channels
-from neograph_ext._langgraph_calls import RETURN, FinishedCall, finished_calls
+from neograph_ext._langgraph_calls import RETURN, FinishedCall, failed_tasks, finished_calls
 from neograph_ext._lineage_facts import verified
 from neograph_ext._misread import head_misread, result_misread
 from neograph_ext._operations import (
@@ -306,11 +306,18 @@ def _entrypoint_turn(
         base = (yield ReadTuple(at_checkpoint(call.config, base_id))) or head
     step = base.metadata.get("step", -1)
     step = step if isinstance(step, int) else -1
-    found = finished_calls(
-        base.checkpoint, step, shape.name, shape.tasks, base.pending_writes or ()
-    )
+    writes = base.pending_writes or ()
+    found = finished_calls(base.checkpoint, step, shape.name, shape.tasks, writes)
     calls = tuple(TurnCall(c.position, c.task, _result_misread(shape.returns, c)) for c in found)
-    return turn_of(records, shape.name, (base.checkpoint["id"], step), calls, complete=complete)
+    failed = failed_tasks(base.checkpoint, step, shape.name, shape.tasks, writes)
+    return turn_of(
+        records,
+        shape.name,
+        (base.checkpoint["id"], step),
+        calls,
+        complete=complete,
+        failed=failed,
+    )
 
 
 def _result_misread(returns: Mapping[str, object], call: FinishedCall) -> str | None:

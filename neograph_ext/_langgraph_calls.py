@@ -35,6 +35,7 @@ __all__ = [
     "FinishedCall",
     "call_id",
     "entrypoint_task_id",
+    "failed_tasks",
     "finished_calls",
 ]
 
@@ -107,6 +108,46 @@ def call_id(
     )
 
 
+def failed_tasks(
+    checkpoint: Mapping[str, Any],
+    step: int,
+    entrypoint: str,
+    tasks: Iterable[str],
+    writes: Sequence[tuple[str, str, Any]],
+) -> frozenset[str]:
+    """The tasks of ``tasks`` with a call that failed on ``checkpoint`` and did not finish
+    since (an error and no result): a resume runs them again. Arguments as for
+    ``finished_calls``."""
+    errored = {task_id for task_id, channel, _ in writes if channel == ERROR}
+    failed = errored - {task_id for task_id, channel, _ in writes if channel == RETURN}
+    failed.discard(entrypoint_task_id(checkpoint, step, entrypoint) or "")
+    bound = 2 * len({task_id for task_id, _, _ in writes}) + 16
+    placed = _placed(checkpoint, step, entrypoint, tasks, failed, bound)
+    return frozenset(name for _, name in placed.values())
+
+
+def _placed(
+    checkpoint: Mapping[str, Any],
+    step: int,
+    entrypoint: str,
+    tasks: Iterable[str],
+    ids: set[str],
+    bound: int,
+) -> dict[str, tuple[int, str]]:
+    """Per task id of ``ids`` that a call of ``tasks`` has, its call's index and task."""
+    names = sorted(set(tasks))
+    placed: dict[str, tuple[int, str]] = {}
+    # Calls that never wrote leave gaps in the indices: look past them, boundedly.
+    for index in range(bound):
+        if len(placed) == len(ids):
+            break
+        for name in names:
+            found_id = call_id(checkpoint, step, entrypoint, name, index)
+            if found_id in ids and found_id not in placed:
+                placed[found_id] = (index, name)
+    return placed
+
+
 def finished_calls(
     checkpoint: Mapping[str, Any],
     step: int,
@@ -134,17 +175,8 @@ def finished_calls(
     }
     own = entrypoint_task_id(checkpoint, step, entrypoint)
     finished.discard(own or "")
-    names = sorted(set(tasks))
-    # Calls that never wrote leave gaps in the indices: look past them, boundedly.
     bound = 2 * len(by_task) + 16
-    placed: dict[str, tuple[int, str]] = {}
-    for index in range(bound):
-        if len(placed) == len(finished):
-            break
-        for name in names:
-            found_id = call_id(checkpoint, step, entrypoint, name, index)
-            if found_id in finished and found_id not in placed:
-                placed[found_id] = (index, name)
+    placed = _placed(checkpoint, step, entrypoint, tasks, finished, bound)
     calls = [
         FinishedCall(index, name, task_id, tuple(by_task[task_id]))
         for task_id, (index, name) in placed.items()

@@ -57,7 +57,8 @@ def test_the_first_task_changed_reruns_every_task(
     plan = drive.plan(graph, config)
     assert plan.kind == "rewind"
     assert plan.invalidated_nodes == {"t1"}
-    assert plan.rerun == {"t1", "t2", "workflow"}
+    # t3, whose call failed, runs too: the plan names every call the run makes.
+    assert plan.rerun == {"t1", "t2", "t3", "workflow"}
     assert plan.kept == frozenset()
     assert "t1" in str(plan) and "int -> float" in str(plan)
     assert drive.run(graph, 1, config) == 3
@@ -72,7 +73,7 @@ def test_the_middle_task_changed_keeps_the_first(
     graph = ne.compile(workflow, checkpointer=saver, versions={"t2": "prompt-v2"})
     plan = drive.plan(graph, config)
     assert (plan.kind, plan.invalidated_nodes) == ("rewind", {"t2"})
-    assert plan.kept == {"t1"} and plan.rerun == {"t2", "workflow"}
+    assert plan.kept == {"t1"} and plan.rerun == {"t2", "t3", "workflow"}
     assert [(s.node, s.kept) for s in plan.steps] == [("t1", True), ("t2", False)]
     history = len(list(saver.list(config)))
     assert drive.run(graph, 1, config) == 3
@@ -202,7 +203,8 @@ def test_parallel_futures_keep_the_calls_before_the_changed_one(
     runs.clear()
     graph = ne.compile(workflow, checkpointer=saver, versions={"p2": "v2"})
     plan = drive.plan(graph, config)
-    assert (plan.kind, plan.kept, plan.rerun) == ("rewind", {"p1"}, {"p2", "p3", "workflow"})
+    expected = ("rewind", {"p1"}, {"p2", "p3", "join", "workflow"})
+    assert (plan.kind, plan.kept, plan.rerun) == expected
     assert drive.run(graph, 1, config) == (2 + 3 + 4) * 10
     assert runs == Counter(p2=1, p3=1, join=1)
 

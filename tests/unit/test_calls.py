@@ -167,3 +167,13 @@ def test_a_misread_result_drops_every_call_of_its_task() -> None:
     plan = decide_calls(_turn(calls), OLD, "t", RUNNING)
     assert plan.kept_tasks == {"t1"}
     assert kept_prefix(calls, plan.kept_tasks) == (TurnCall(0, "t1"),)
+
+
+def test_a_rewind_names_the_task_whose_call_failed_among_those_that_run() -> None:
+    calls = (TurnCall(0, "t1"), TurnCall(1, "t2"))
+    new = entrypoint_stamp(WORKFLOW, versions={"t2": "v2"})[0]
+    plan = decide_calls(_turn(calls, failed=frozenset({"t3"})), new, "t", RUNNING)
+    assert plan.rerun == {"t2", "t3", "workflow"} and plan.kept == {"t1"}
+    # Nothing changed: the resume continues, as LangGraph runs the failed call again.
+    unchanged = decide_calls(_turn(calls, failed=frozenset({"t3"})), OLD, "t", RUNNING)
+    assert (unchanged.kind, unchanged.rerun) == (PlanKind.CONTINUE, set())
