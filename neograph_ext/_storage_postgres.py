@@ -112,12 +112,7 @@ class PostgresReader:
         whole = None
         with collector_paused():
             with self.saver._cursor() as cur:
-                cur.execute(_CHECKPOINTS, params)
-                checkpoints = cur.fetchall()
-                cur.execute(_KEPT_BLOBS, params)
-                blobs = cur.fetchall()
-                cur.execute(_WRITES, params)
-                writes = cur.fetchall()
+                checkpoints, blobs, writes = _read(cur, params)
                 if heads:
                     cur.execute(self.saver.SELECT_SQL + _HEADS, params)
                     whole = [self.saver._load_checkpoint_tuple(row) for row in cur.fetchall()]
@@ -126,23 +121,13 @@ class PostgresReader:
     def lineage(self, thread_id: str) -> Iterator[CheckpointTuple] | None:
         params = _params([thread_id])
         with self.saver._cursor() as cur:
-            cur.execute(_CHECKPOINTS, params)
-            checkpoints = cur.fetchall()
-            cur.execute(_KEPT_BLOBS, params)
-            blobs = cur.fetchall()
-            cur.execute(_WRITES, params)
-            writes = cur.fetchall()
+            checkpoints, blobs, writes = _read(cur, params)
         return _decoded(self.saver.serde, thread_id, checkpoints, blobs, writes)
 
     async def alineage(self, thread_id: str) -> Iterator[CheckpointTuple] | None:
         params = _params([thread_id])
         async with self.saver._cursor() as cur:
-            await cur.execute(_CHECKPOINTS, params)
-            checkpoints = await cur.fetchall()
-            await cur.execute(_KEPT_BLOBS, params)
-            blobs = await cur.fetchall()
-            await cur.execute(_WRITES, params)
-            writes = await cur.fetchall()
+            checkpoints, blobs, writes = await _aread(cur, params)
         return _decoded(self.saver.serde, thread_id, checkpoints, blobs, writes)
 
     async def alineages(
@@ -154,18 +139,36 @@ class PostgresReader:
         whole = None
         with collector_paused():
             async with self.saver._cursor() as cur:
-                await cur.execute(_CHECKPOINTS, params)
-                checkpoints = await cur.fetchall()
-                await cur.execute(_KEPT_BLOBS, params)
-                blobs = await cur.fetchall()
-                await cur.execute(_WRITES, params)
-                writes = await cur.fetchall()
+                checkpoints, blobs, writes = await _aread(cur, params)
                 if heads:
                     await cur.execute(self.saver.SELECT_SQL + _HEADS, params)
                     whole = [
                         await self.saver._load_checkpoint_tuple(row) for row in await cur.fetchall()
                     ]
             return _threads(self.saver.serde, checkpoints, blobs, writes, whole)
+
+
+_Rows = list[Any]
+
+
+def _read(cur: Any, params: Mapping[str, Any]) -> tuple[_Rows, _Rows, _Rows]:
+    """The threads' light checkpoint rows, their kept channels' blobs and their writes."""
+    cur.execute(_CHECKPOINTS, params)
+    checkpoints = cur.fetchall()
+    cur.execute(_KEPT_BLOBS, params)
+    blobs = cur.fetchall()
+    cur.execute(_WRITES, params)
+    return checkpoints, blobs, cur.fetchall()
+
+
+async def _aread(cur: Any, params: Mapping[str, Any]) -> tuple[_Rows, _Rows, _Rows]:
+    """Async twin of ``_read``."""
+    await cur.execute(_CHECKPOINTS, params)
+    checkpoints = await cur.fetchall()
+    await cur.execute(_KEPT_BLOBS, params)
+    blobs = await cur.fetchall()
+    await cur.execute(_WRITES, params)
+    return checkpoints, blobs, await cur.fetchall()
 
 
 def _page(after: str | None, limit: int) -> tuple[str, tuple[Any, ...]]:

@@ -67,9 +67,7 @@ class SqliteReader:
             return {}
         with collector_paused():
             with self.saver.cursor(transaction=False) as cur:
-                paths = _has_task_path(cur.execute(_COLUMNS).fetchall())
-                checkpoints = cur.execute(*_checkpoints(thread_ids)).fetchall()
-                writes = cur.execute(*_writes(thread_ids, paths)).fetchall()
+                paths, checkpoints, writes = _read(cur, thread_ids)
                 valued = _head_writes(checkpoints, paths) if heads else None
                 if valued is not None:
                     writes += cur.execute(*valued).fetchall()
@@ -79,9 +77,7 @@ class SqliteReader:
         if is_store_thread(thread_id):
             return None
         with self.saver.cursor(transaction=False) as cur:
-            paths = _has_task_path(cur.execute(_COLUMNS).fetchall())
-            checkpoints = cur.execute(*_checkpoints([thread_id])).fetchall()
-            writes = cur.execute(*_writes([thread_id], paths)).fetchall()
+            _, checkpoints, writes = _read(cur, [thread_id])
         return _decoded(self.saver.serde, checkpoints, writes) if checkpoints else None
 
     async def alineage(self, thread_id: str) -> Iterator[CheckpointTuple] | None:
@@ -90,12 +86,7 @@ class SqliteReader:
         await self.saver.setup()
         conn = self.saver.conn
         async with self.saver.lock:
-            async with conn.execute(_COLUMNS) as cur:
-                paths = _has_task_path(await cur.fetchall())
-            async with conn.execute(*_checkpoints([thread_id])) as cur:
-                checkpoints = await cur.fetchall()
-            async with conn.execute(*_writes([thread_id], paths)) as cur:
-                writes = await cur.fetchall()
+            _, checkpoints, writes = await _aread(conn, [thread_id])
         return _decoded(self.saver.serde, checkpoints, writes) if checkpoints else None
 
     async def alineages(
@@ -107,17 +98,30 @@ class SqliteReader:
         conn = self.saver.conn
         with collector_paused():
             async with self.saver.lock:
-                async with conn.execute(_COLUMNS) as cur:
-                    paths = _has_task_path(await cur.fetchall())
-                async with conn.execute(*_checkpoints(thread_ids)) as cur:
-                    checkpoints = await cur.fetchall()
-                async with conn.execute(*_writes(thread_ids, paths)) as cur:
-                    writes = list(await cur.fetchall())
+                paths, checkpoints, writes = await _aread(conn, thread_ids)
                 valued = _head_writes(checkpoints, paths) if heads else None
                 if valued is not None:
                     async with conn.execute(*valued) as cur:
                         writes += await cur.fetchall()
             return _threads(self.saver.serde, checkpoints, writes, heads)
+
+
+def _read(cur: Any, thread_ids: Sequence[str]) -> tuple[bool, list[Any], list[Any]]:
+    """Whether the writes table has task paths, then the threads' light checkpoint rows
+    and their write rows."""
+    paths = _has_task_path(cur.execute(_COLUMNS).fetchall())
+    checkpoints = cur.execute(*_checkpoints(thread_ids)).fetchall()
+    return paths, checkpoints, cur.execute(*_writes(thread_ids, paths)).fetchall()
+
+
+async def _aread(conn: Any, thread_ids: Sequence[str]) -> tuple[bool, list[Any], list[Any]]:
+    """Async twin of ``_read``, on the async saver's connection."""
+    async with conn.execute(_COLUMNS) as cur:
+        paths = _has_task_path(await cur.fetchall())
+    async with conn.execute(*_checkpoints(thread_ids)) as cur:
+        checkpoints = list(await cur.fetchall())
+    async with conn.execute(*_writes(thread_ids, paths)) as cur:
+        return paths, checkpoints, list(await cur.fetchall())
 
 
 _COLUMNS = "PRAGMA table_info(writes)"
