@@ -23,6 +23,8 @@ Rules:
   ``migrate``: the head is forked holding the converted value, and nothing re-runs.
 - A stamp that is absent or unreadable counts as unverified, as for graphs; a stamp
   whose description is missing changes every call (``UNKNOWN``).
+- Older code never undoes newer code's work, as for graphs (``_ownership.owned``): a
+  thread newer code wrote last is ``superseded``, unless the call takes it over.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from neograph_ext._changes import ChangeReason, NodeChange, step_changes
 from neograph_ext._decision import Carriable, HeadFacts, PlanKind, ResumePlan, TaskStep
 from neograph_ext._history import Record
 from neograph_ext._langgraph_calls import PREVIOUS_CHANNEL
+from neograph_ext._ownership import owned
 from neograph_ext._plan import ASKED_AGAIN
 from neograph_ext._stamp import Stamp, StampRef, Unreadable
 
@@ -107,6 +110,8 @@ def decide_calls(
     *,
     replay_turns: bool = False,
     carry: Carriable | None = None,
+    records: Sequence[Record] = (),
+    take_over: bool = False,
 ) -> ResumePlan:
     """Plan the resume of an entrypoint thread.
 
@@ -114,15 +119,32 @@ def decide_calls(
         turn: Its latest turn.
         current: The stamp of the entrypoint about to run.
         thread_id: For messages.
-        head: What the head holds (the nodes it waits on, a pending question).
+        head: What the head holds (the nodes it waits on, a pending question, the order
+            of the stamps that tells whether newer code owns the thread).
         replay_turns: For a stale ``previous``: rewind the first turn and replay the
             later turns' inputs, rather than blocking.
         carry: Whether the head's ``previous`` may be converted (``migrations``) or kept
             (``keep_compatible``) when its save type changed and nothing else did.
+        records: The head's lineage, oldest first: who wrote the thread last.
+        take_over: Take a thread newer code owns over (``ResumePolicy.take_over``)
+            rather than leave it ``superseded``.
 
     Returns:
         The plan; ``blocker`` is set when it must not be carried out silently.
     """
+    plan = _decided(turn, current, thread_id, head, replay_turns, carry)
+    return owned(plan, records, current, head.stamp_order, take_over=take_over)
+
+
+def _decided(
+    turn: EntrypointTurn,
+    current: Stamp,
+    thread_id: str,
+    head: HeadFacts,
+    replay_turns: bool,
+    carry: Carriable | None,
+) -> ResumePlan:
+    """``decide_calls`` before the thread's owner is considered."""
     settled = current.id in turn.verified  # ``accept``: handled by hand
     turn = replace(
         turn,

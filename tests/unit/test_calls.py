@@ -177,3 +177,19 @@ def test_a_rewind_names_the_task_whose_call_failed_among_those_that_run() -> Non
     # Nothing changed: the resume continues, as LangGraph runs the failed call again.
     unchanged = decide_calls(_turn(calls, failed=frozenset({"t3"})), OLD, "t", RUNNING)
     assert (unchanged.kind, unchanged.rerun) == (PlanKind.CONTINUE, set())
+
+
+def test_older_code_leaves_a_thread_newer_code_wrote_alone_unless_it_takes_over() -> None:
+    new = entrypoint_stamp(WORKFLOW, versions={"t2": "v2"})[0]
+    records = [_record("b", "input", -1)._replace(stamp=new)]
+    order = (OLD.id, new.id)  # the database stored the old release's stamp first
+    head = replace(RUNNING, stamp_order=order)
+    turn = _turn(base_stamp=new)
+    assert decide_calls(turn, OLD, "t", head).kind is PlanKind.REWIND  # without the lineage
+    plan = decide_calls(turn, OLD, "t", head, records=records)
+    assert (plan.kind, plan.owner, plan.rerun) == (PlanKind.SUPERSEDED, new.id, set())
+    taken = decide_calls(turn, OLD, "t", head, records=records, take_over=True)
+    assert (taken.kind, taken.taken_from) == (PlanKind.REWIND, new.id)
+    assert taken.rerun == {"t2", "t3", "workflow"}
+    # The newer code resumes its own thread as before.
+    assert decide_calls(turn, new, "t", head, records=records).kind is PlanKind.CONTINUE
