@@ -81,7 +81,9 @@ class EntrypointTurn:
     earlier: bool = False
     """Whether an earlier turn saved that ``previous``."""
     first_turn: str | None = None
-    """The input checkpoint of the thread's first turn in this lineage (for a replay)."""
+    """The input checkpoint of the thread's first turn (for a replay); None when it is
+    not stored any more (``prune(keep_last=...)``): a replay from a later turn would
+    start from the stale ``previous`` itself."""
     later_inputs: tuple[str, ...] = ()
     """The input checkpoints of the turns after the first, oldest first (for a replay)."""
     verified: frozenset[str] = frozenset()
@@ -339,15 +341,21 @@ def _stale_previous(
             ),
             head,
         )
+    ways = (
+        "the thread's first turn is not stored any more (pruned), so its turns cannot be "
+        "replayed: convert the saved value with ResumePolicy(migrations=...) or "
+        "keep_compatible=True, or start a new thread_id"
+        if turn.first_turn is None
+        else "Run with ResumePolicy(replay_turns=True) to rewind the first turn and replay "
+        "the later turns' inputs, or start a new thread_id"
+    )
     return replace(
         changed,
         kind=PlanKind.REWIND,
         blocker=(
             f"the `previous` this turn of `{entry}` starts from was saved by an earlier "
             "turn under another save type, and it is live: rewinding the turn would hand "
-            "the stale value to the new code. Run with ResumePolicy(replay_turns=True) to "
-            "rewind the first turn and replay the later turns' inputs, or start a new "
-            "thread_id"
+            f"the stale value to the new code. {ways}"
         ),
     )
 
@@ -384,6 +392,8 @@ def turn_of(
     after = [r.checkpoint_id for r in records].index(base[0]) + 1 if base[0] in stamps else 0
     inputs = [i for i, record in enumerate(records) if record.source == "input"]
     last = inputs[-1] if inputs else 0
+    # The thread's own first turn starts from no ``previous``: its checkpoint has no parent.
+    started = bool(inputs) and inputs[0] == 0 and records[0].parent_id is None
     return EntrypointTurn(
         entrypoint,
         base[0],
@@ -394,7 +404,7 @@ def turn_of(
         complete=complete,
         previous=records[last - 1].stamp if last > 0 else None,
         earlier=last > 0,
-        first_turn=records[inputs[0]].checkpoint_id if inputs else None,
+        first_turn=records[0].checkpoint_id if started else None,
         later_inputs=tuple(records[i].checkpoint_id for i in inputs[1:]),
         verified=frozenset(r.verified for r in records[after:] if r.verified is not None),
         failed=failed,

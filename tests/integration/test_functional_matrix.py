@@ -9,6 +9,8 @@ executions of the resume; the result is the one a fresh run of the new code retu
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,8 +19,18 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import Command
 
 import neograph_ext as ne
+from tests.cli.support import Database, postgres_database, sqlite_database
 from tests.drive import Drive
-from tests.graphs.functional import asking_chain
+from tests.graphs.functional import asking_chain, saving
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Database]:
+    """A database ``prune`` works on, of its own."""
+    if request.param == "sqlite":
+        yield from sqlite_database(tmp_path / "threads.sqlite")
+    else:
+        yield from postgres_database(request.getfixturevalue("pg_dsn"))
 
 
 def test_older_code_leaves_a_thread_the_newer_code_rewound_alone(
@@ -47,3 +59,28 @@ def test_older_code_leaves_a_thread_the_newer_code_rewound_alone(
     assert drive.run(old, Command(resume="1"), config) == 4
     assert runs == Counter(t1=1, t2=3, t3=2)
     assert drive.plan(new, config).kind is ne.PlanKind.SUPERSEDED
+
+
+def test_a_pruned_thread_never_hands_a_stale_previous_to_the_new_code(
+    db: Database, config: RunnableConfig
+) -> None:
+    runs: Counter[str] = Counter()
+    graph = ne.compile(saving(runs, is_async=False), checkpointer=db.saver)
+    assert [ne.run(graph, x, config) for x in (1, 2, 3)] == [101, 203, 306]
+    ne.prune(graph, apply=True, keep_last=1, thread_ids=[config["configurable"]["thread_id"]])
+    runs.clear()
+    # The save type changed: turn 3 started from a `previous` saved as a str.
+    changed = ne.compile(saving(runs, is_async=False, save=int), checkpointer=db.saver)
+    for policy in (ne.ResumePolicy(), ne.ResumePolicy(replay_turns=True)):
+        # Before: planned as a rewind of turn 3 alone (or, replaying, from turn 3's
+        # input), handing it the stale value.
+        plan = ne.plan(changed, config, resume=policy)
+        assert plan.blocker is not None and "pruned" in plan.blocker and not plan.replayed
+        with pytest.raises(ne.CheckpointSchemaError, match="migrations"):
+            ne.run(changed, 3, config, resume=policy)
+    assert runs == Counter()
+    convert = ne.ResumePolicy(migrations={int: int})
+    assert ne.plan(changed, config, resume=convert).kind is ne.PlanKind.MIGRATE
+    assert ne.run(changed, 3, config, resume=convert) == 306
+    assert ne.run(changed, 4, config) == 410  # as a fresh run of the new code: 101+...+104
+    assert runs == Counter(workflow=1, add=1)

@@ -6,7 +6,14 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 
-from neograph_ext._calls import EntrypointTurn, TurnCall, decide_calls, kept_prefix, turn_base
+from neograph_ext._calls import (
+    EntrypointTurn,
+    TurnCall,
+    decide_calls,
+    kept_prefix,
+    turn_base,
+    turn_of,
+)
 from neograph_ext._decision import Carry, HeadFacts, PlanKind
 from neograph_ext._entrypoint import entrypoint_stamp
 from neograph_ext._history import Record
@@ -193,3 +200,24 @@ def test_older_code_leaves_a_thread_newer_code_wrote_alone_unless_it_takes_over(
     assert taken.rerun == {"t2", "t3", "workflow"}
     # The newer code resumes its own thread as before.
     assert decide_calls(turn, new, "t", head, records=records).kind is PlanKind.CONTINUE
+
+
+def test_a_replay_starts_only_from_the_threads_own_first_turn() -> None:
+    whole = (
+        _record("i1", "input", -1),
+        _record("l1", "loop", 0),
+        _record("i2", "input", 1)._replace(parent_id="l1"),
+    )
+    turn = turn_of(whole, "workflow", ("i2", 1), (), complete=False)
+    assert (turn.first_turn, turn.later_inputs, turn.earlier) == ("i1", ("i2",), True)
+    # Pruned: the oldest checkpoint stored is not the thread's start, whose turn began
+    # from no ``previous``; a replay from the oldest stored turn would start stale.
+    pruned = (whole[1]._replace(parent_id="i1"), whole[2])
+    assert turn_of(pruned, "workflow", ("i2", 1), (), complete=False).first_turn is None
+    old = entrypoint_stamp(saving(Counter(), is_async=False))[0]
+    new = entrypoint_stamp(saving(Counter(), is_async=False, save=int))[0]
+    stale = EntrypointTurn(
+        "workflow", "i2", 1, new, (TurnCall(0, "add"),), previous=old, earlier=True
+    )
+    plan = decide_calls(stale, new, "t", RUNNING, replay_turns=True)
+    assert plan.blocker is not None and "pruned" in plan.blocker and not plan.replayed
