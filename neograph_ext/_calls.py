@@ -197,13 +197,14 @@ def _decided(
     dropped = turn.calls[cut:]
     # As for a graph's rewind after a crash: a call that never finished runs too.
     rerun = frozenset(c.task for c in dropped if c.task is not None) | {entry} | turn.failed
+    rerun |= _called(rerun, current)
     kept_names = frozenset(c.task for c in kept if c.task is not None)
     steps = tuple(TaskStep(c.task or "?", c.index, i < cut) for i, c in enumerate(turn.calls))
     unmatched = sum(1 for c in dropped if c.task is None)
     extra = (
         (
             f"{unmatched} cached call(s) of tasks not seen (reached through an attribute or "
-            "an argument) run again: they came after the change",
+            "an argument, or called inside a task) run again: they came after the change",
         )
         if unmatched
         else ()
@@ -284,6 +285,20 @@ def _task_changes(call: TurnCall, old: _Seen, current: Stamp) -> tuple[NodeChang
         # A task the older code did not see is judged by what it is now: unknown before.
         return ()
     return step_changes(frozenset({call.task}), frozenset(), old, current)
+
+
+def _called(tasks: frozenset[str], current: Stamp) -> frozenset[str]:
+    """The tasks that the tasks ``tasks`` call, at any depth (``NodeStamp.sub``): they run
+    again inside them."""
+    found: set[str] = set()
+    todo = list(tasks)
+    while todo:
+        node = current.nodes.get(todo.pop())
+        for callee in (node.sub or {}) if node is not None else ():
+            if callee not in found:
+                found.add(callee)
+                todo.append(callee)
+    return frozenset(found)
 
 
 def _misread_results(calls: tuple[TurnCall, ...], cut: int) -> tuple[int, tuple[NodeChange, ...]]:

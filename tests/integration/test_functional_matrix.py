@@ -21,7 +21,8 @@ from langgraph.types import Command
 import neograph_ext as ne
 from tests.cli.support import Database, postgres_database, sqlite_database
 from tests.drive import Drive
-from tests.graphs.functional import asking_chain, saving
+from tests.graphs.functional import asking_chain, nesting, saving
+from tests.graphs.pipelines import Crash
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -84,3 +85,26 @@ def test_a_pruned_thread_never_hands_a_stale_previous_to_the_new_code(
     assert ne.run(changed, 3, config, resume=convert) == 306
     assert ne.run(changed, 4, config) == 410  # as a fresh run of the new code: 101+...+104
     assert runs == Counter(workflow=1, add=1)
+
+
+def test_a_change_of_a_task_called_inside_a_task_reruns_its_caller(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    runs: Counter[str] = Counter()
+    crash = {"last"}
+    workflow = nesting(runs, crash, is_async=drive.is_async)
+    with pytest.raises(Crash):
+        drive.run(ne.compile(workflow, checkpointer=saver), 1, config)
+    assert runs == Counter(outer=1, inner=1, last=1)
+    crash.clear()
+    runs.clear()
+    # ``inner``'s call is cached inside ``outer``'s: before, outer's cached result,
+    # made from the old inner, was served and inner never ran again.
+    graph = ne.compile(workflow, checkpointer=saver, versions={"inner": "v2"})
+    plan = drive.plan(graph, config)
+    assert (plan.kind, plan.invalidated_nodes) == ("rewind", {"outer"})
+    assert plan.rerun == {"inner", "outer", "last", "workflow"} and plan.kept == frozenset()
+    assert "outer > inner: changed" in str(plan)
+    assert drive.run(graph, 1, config) == 3
+    assert runs == Counter(outer=1, inner=1, last=1)
+    assert drive.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
