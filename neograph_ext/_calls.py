@@ -25,6 +25,8 @@ Rules:
   whose description is missing changes every call (``UNKNOWN``).
 - Older code never undoes newer code's work, as for graphs (``_ownership.owned``): a
   thread newer code wrote last is ``superseded``, unless the call takes it over.
+- A replay of turns cut short (a kill, a crash) finishes the head's turn, then replays
+  the turns still owed (``HeadFacts.owed``), as for graphs (``_plan.with_owed``).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from neograph_ext._decision import Carriable, HeadFacts, PlanKind, ResumePlan, T
 from neograph_ext._history import Record
 from neograph_ext._langgraph_calls import PREVIOUS_CHANNEL
 from neograph_ext._ownership import owned
-from neograph_ext._plan import ASKED_AGAIN
+from neograph_ext._plan import ASKED_AGAIN, with_owed
 from neograph_ext._stamp import Stamp, StampRef, Unreadable
 
 __all__ = ["EntrypointTurn", "TurnCall", "decide_calls", "kept_prefix", "turn_base", "turn_of"]
@@ -135,7 +137,7 @@ def decide_calls(
         The plan; ``blocker`` is set when it must not be carried out silently.
     """
     plan = _decided(turn, current, thread_id, head, replay_turns, carry)
-    return owned(plan, records, current, head.stamp_order, take_over=take_over)
+    return with_owed(owned(plan, records, current, head.stamp_order, take_over=take_over), head)
 
 
 def _decided(

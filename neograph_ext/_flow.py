@@ -119,6 +119,9 @@ def planned(
     if holder is not None and holder != call.stamp.id:
         # Other code wrote the thread last: whether it is newer decides (``_ownership``).
         facts = replace(facts, stamp_order=(yield ReadStampOrder(holder)))
+    if facts.replaying is not None:
+        listed = yield ListThread(call.config)
+        facts = replace(facts, owed=owed_turns(listed, facts.checkpoint_id, facts.replaying))
     if call.graph.neograph_ext_entrypoint is not None:
         turn = yield from _entrypoint_turn(call, head, facts, records)
         carriable = yield from _carriable(call, head, facts)
@@ -133,9 +136,6 @@ def planned(
             take_over=call.resume.take_over,
         )
         return logged(call.saver, call.thread_id, calls)
-    if facts.replaying is not None:
-        listed = yield ListThread(call.config)
-        facts = replace(facts, owed=owed_turns(listed, facts.checkpoint_id, facts.replaying))
     carriable = yield from _carriable(call, head, facts)
     plan = decide(
         records,

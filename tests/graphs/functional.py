@@ -122,10 +122,12 @@ def fan_out(runs: Counter[str], crash: set[str], *, is_async: bool) -> Workflow:
     return workflow
 
 
-def saving(runs: Counter[str], *, is_async: bool, save: type = str) -> Workflow:
+def saving(
+    runs: Counter[str], *, is_async: bool, save: type = str, crash: set[str] | None = None
+) -> Workflow:
     """A two-turn counter: ``add`` adds the input to ``previous``, saved as ``save``
-    (``entrypoint.final[int, save]``)."""
-    add = _task("add", runs, set(), lambda x: x + 100, is_async)
+    (``entrypoint.final[int, save]``); ``add`` raises while named in ``crash``."""
+    add = _task("add", runs, crash if crash is not None else set(), lambda x: x + 100, is_async)
 
     def body(x: int, previous: Any, total: int) -> Any:
         runs["workflow"] += 1

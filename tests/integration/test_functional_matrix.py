@@ -108,3 +108,26 @@ def test_a_change_of_a_task_called_inside_a_task_reruns_its_caller(
     assert drive.run(graph, 1, config) == 3
     assert runs == Counter(outer=1, inner=1, last=1)
     assert drive.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
+
+
+def test_a_replay_of_turns_cut_short_replays_the_turns_still_owed(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    runs: Counter[str] = Counter()
+    graph = ne.compile(saving(runs, is_async=drive.is_async), checkpointer=saver)
+    assert [drive.run(graph, x, config) for x in (1, 2, 3)] == [101, 203, 306]
+    crash = {"add"}
+    changed = ne.compile(
+        saving(runs, is_async=drive.is_async, save=int, crash=crash), checkpointer=saver
+    )
+    replay = ne.ResumePolicy(replay_turns=True)
+    with pytest.raises(Crash):  # the replay dies in its first turn
+        drive.run(changed, None, config, resume=replay)
+    crash.clear()
+    runs.clear()
+    plan = drive.plan(changed, config)
+    assert plan.kind is ne.PlanKind.CONTINUE and len(plan.replayed) == 2
+    # Before: the first turn was finished alone (101) and turns 2 and 3 were lost.
+    assert drive.run(changed, None, config) == 306
+    assert runs == Counter(workflow=3, add=3)
+    assert drive.plan(changed, config).kind is ne.PlanKind.UP_TO_DATE

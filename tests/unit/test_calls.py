@@ -221,3 +221,15 @@ def test_a_replay_starts_only_from_the_threads_own_first_turn() -> None:
     )
     plan = decide_calls(stale, new, "t", RUNNING, replay_turns=True)
     assert plan.blocker is not None and "pruned" in plan.blocker and not plan.replayed
+
+
+def test_a_replay_cut_short_finishes_the_turn_then_replays_the_turns_owed() -> None:
+    owing = replace(RUNNING, owed=("i2", "i3"), verified=True)
+    plan = decide_calls(_turn(), OLD, "t", owing)
+    assert (plan.kind, plan.replayed) == (PlanKind.CONTINUE, ("i2", "i3"))
+    finished = replace(DONE, owed=("i3",), verified=True)
+    done = decide_calls(_turn(ended=OLD, complete=True), OLD, "t", finished)
+    assert (done.kind, done.replayed) == (PlanKind.CONTINUE, ("i3",))
+    # Waiting on a question, the replay goes on once it is answered.
+    waiting = replace(PAUSED, owed=("i2",), verified=True)
+    assert not decide_calls(_turn(), OLD, "t", waiting).replayed
