@@ -23,6 +23,10 @@ Rules:
   ``migrate``: the head is forked holding the converted value, and nothing re-runs.
 - A stamp that is absent or unreadable counts as unverified, as for graphs; a stamp
   whose description is missing changes every call (``UNKNOWN``).
+- Older code never undoes newer code's work, as for graphs (``_ownership.owned``): a
+  thread newer code wrote last is ``superseded``, unless the call takes it over.
+- A replay of turns cut short (a kill, a crash) finishes the head's turn, then replays
+  the turns still owed (``HeadFacts.owed``), as for graphs (``_plan.with_owed``).
 """
 
 from __future__ import annotations
@@ -34,7 +38,8 @@ from neograph_ext._changes import ChangeReason, NodeChange, step_changes
 from neograph_ext._decision import Carriable, HeadFacts, PlanKind, ResumePlan, TaskStep
 from neograph_ext._history import Record
 from neograph_ext._langgraph_calls import PREVIOUS_CHANNEL
-from neograph_ext._plan import ASKED_AGAIN
+from neograph_ext._ownership import owned
+from neograph_ext._plan import ASKED_AGAIN, with_owed
 from neograph_ext._stamp import Stamp, StampRef, Unreadable
 
 __all__ = ["EntrypointTurn", "TurnCall", "decide_calls", "kept_prefix", "turn_base", "turn_of"]
@@ -78,7 +83,9 @@ class EntrypointTurn:
     earlier: bool = False
     """Whether an earlier turn saved that ``previous``."""
     first_turn: str | None = None
-    """The input checkpoint of the thread's first turn in this lineage (for a replay)."""
+    """The input checkpoint of the thread's first turn (for a replay); None when it is
+    not stored any more (``prune(keep_last=...)``): a replay from a later turn would
+    start from the stale ``previous`` itself."""
     later_inputs: tuple[str, ...] = ()
     """The input checkpoints of the turns after the first, oldest first (for a replay)."""
     verified: frozenset[str] = frozenset()
@@ -107,6 +114,8 @@ def decide_calls(
     *,
     replay_turns: bool = False,
     carry: Carriable | None = None,
+    records: Sequence[Record] = (),
+    take_over: bool = False,
 ) -> ResumePlan:
     """Plan the resume of an entrypoint thread.
 
@@ -114,15 +123,32 @@ def decide_calls(
         turn: Its latest turn.
         current: The stamp of the entrypoint about to run.
         thread_id: For messages.
-        head: What the head holds (the nodes it waits on, a pending question).
+        head: What the head holds (the nodes it waits on, a pending question, the order
+            of the stamps that tells whether newer code owns the thread).
         replay_turns: For a stale ``previous``: rewind the first turn and replay the
             later turns' inputs, rather than blocking.
         carry: Whether the head's ``previous`` may be converted (``migrations``) or kept
             (``keep_compatible``) when its save type changed and nothing else did.
+        records: The head's lineage, oldest first: who wrote the thread last.
+        take_over: Take a thread newer code owns over (``ResumePolicy.take_over``)
+            rather than leave it ``superseded``.
 
     Returns:
         The plan; ``blocker`` is set when it must not be carried out silently.
     """
+    plan = _decided(turn, current, thread_id, head, replay_turns, carry)
+    return with_owed(owned(plan, records, current, head.stamp_order, take_over=take_over), head)
+
+
+def _decided(
+    turn: EntrypointTurn,
+    current: Stamp,
+    thread_id: str,
+    head: HeadFacts,
+    replay_turns: bool,
+    carry: Carriable | None,
+) -> ResumePlan:
+    """``decide_calls`` before the thread's owner is considered."""
     settled = current.id in turn.verified  # ``accept``: handled by hand
     turn = replace(
         turn,
@@ -173,13 +199,14 @@ def decide_calls(
     dropped = turn.calls[cut:]
     # As for a graph's rewind after a crash: a call that never finished runs too.
     rerun = frozenset(c.task for c in dropped if c.task is not None) | {entry} | turn.failed
+    rerun |= _called(rerun, current)
     kept_names = frozenset(c.task for c in kept if c.task is not None)
     steps = tuple(TaskStep(c.task or "?", c.index, i < cut) for i, c in enumerate(turn.calls))
     unmatched = sum(1 for c in dropped if c.task is None)
     extra = (
         (
             f"{unmatched} cached call(s) of tasks not seen (reached through an attribute or "
-            "an argument) run again: they came after the change",
+            "an argument, or called inside a task) run again: they came after the change",
         )
         if unmatched
         else ()
@@ -262,6 +289,20 @@ def _task_changes(call: TurnCall, old: _Seen, current: Stamp) -> tuple[NodeChang
     return step_changes(frozenset({call.task}), frozenset(), old, current)
 
 
+def _called(tasks: frozenset[str], current: Stamp) -> frozenset[str]:
+    """The tasks that the tasks ``tasks`` call, at any depth (``NodeStamp.sub``): they run
+    again inside them."""
+    found: set[str] = set()
+    todo = list(tasks)
+    while todo:
+        node = current.nodes.get(todo.pop())
+        for callee in (node.sub or {}) if node is not None else ():
+            if callee not in found:
+                found.add(callee)
+                todo.append(callee)
+    return frozenset(found)
+
+
 def _misread_results(calls: tuple[TurnCall, ...], cut: int) -> tuple[int, tuple[NodeChange, ...]]:
     """The cut moved to the first call, before ``cut``, of a task whose cached result
     reads back as something else (stale though no type changed), and a change per such
@@ -317,15 +358,21 @@ def _stale_previous(
             ),
             head,
         )
+    ways = (
+        "the thread's first turn is not stored any more (pruned), so its turns cannot be "
+        "replayed: convert the saved value with ResumePolicy(migrations=...) or "
+        "keep_compatible=True, or start a new thread_id"
+        if turn.first_turn is None
+        else "Run with ResumePolicy(replay_turns=True) to rewind the first turn and replay "
+        "the later turns' inputs, or start a new thread_id"
+    )
     return replace(
         changed,
         kind=PlanKind.REWIND,
         blocker=(
             f"the `previous` this turn of `{entry}` starts from was saved by an earlier "
             "turn under another save type, and it is live: rewinding the turn would hand "
-            "the stale value to the new code. Run with ResumePolicy(replay_turns=True) to "
-            "rewind the first turn and replay the later turns' inputs, or start a new "
-            "thread_id"
+            f"the stale value to the new code. {ways}"
         ),
     )
 
@@ -362,6 +409,8 @@ def turn_of(
     after = [r.checkpoint_id for r in records].index(base[0]) + 1 if base[0] in stamps else 0
     inputs = [i for i, record in enumerate(records) if record.source == "input"]
     last = inputs[-1] if inputs else 0
+    # The thread's own first turn starts from no ``previous``: its checkpoint has no parent.
+    started = bool(inputs) and inputs[0] == 0 and records[0].parent_id is None
     return EntrypointTurn(
         entrypoint,
         base[0],
@@ -372,7 +421,7 @@ def turn_of(
         complete=complete,
         previous=records[last - 1].stamp if last > 0 else None,
         earlier=last > 0,
-        first_turn=records[inputs[0]].checkpoint_id if inputs else None,
+        first_turn=records[0].checkpoint_id if started else None,
         later_inputs=tuple(records[i].checkpoint_id for i in inputs[1:]),
         verified=frozenset(r.verified for r in records[after:] if r.verified is not None),
         failed=failed,

@@ -16,6 +16,10 @@ Rules:
   argument or made by calling ``task(fn)`` at run time, a helper of another module.
   Its cached result is served by LangGraph unchecked; when another task changed, it is
   dropped with everything after the change (its position is unknown).
+- A task that calls tasks (a ``@task`` whose code names another) folds their digests
+  into its own (``NodeStamp.sub``), as a node running a subgraph does: those calls are
+  cached inside its own, under ids no name recomputes, so a change of one is its
+  caller's change, and its caller's cached result (which consumed it) runs again.
 - A type that cannot be fingerprinted is left out and logged at debug level.
 """
 
@@ -165,6 +169,40 @@ def _evaluated(returns: ast.expr | None, scope: Mapping[str, Any]) -> object:
         return None
 
 
+def _callees(tasks: Mapping[str, object]) -> dict[str, tuple[str, ...]]:
+    """Per task of ``tasks``, the other tasks of ``tasks`` its code names, sorted."""
+    found: dict[str, tuple[str, ...]] = {}
+    for name, value in tasks.items():
+        if isinstance(value, _TaskFunction):
+            named = set(seen_tasks(value.func)) & set(tasks)
+            found[name] = tuple(sorted(named - {name}))
+    return found
+
+
+def _folded(
+    own: Mapping[str, dict[str, Any]], callees: Mapping[str, tuple[str, ...]]
+) -> dict[str, NodeStamp]:
+    """Each task's stamp, the digests of the tasks it calls folded in (``sub``), those of
+    their callees with them; a task calling back up the chain is left out of it."""
+    nodes: dict[str, NodeStamp] = {}
+
+    def stamped(task: str, chain: frozenset[str]) -> NodeStamp:
+        if task in nodes:
+            return nodes[task]
+        fields = dict(own[task])
+        below = {c: stamped(c, chain | {task}) for c in callees.get(task, ()) if c not in chain}
+        inner = None
+        if below:
+            fields["sub"] = {c: node.fp for c, node in below.items()}
+            inner = {f"{c}/out": node.out for c, node in below.items() if node.out} or None
+        nodes[task] = NodeStamp(fp=canonical_digest(fields), inner=inner, **fields)
+        return nodes[task]
+
+    for task in sorted(own):
+        stamped(task, frozenset())
+    return nodes
+
+
 def _returns(func: Callable[..., Any]) -> tuple[object, object]:
     """An entrypoint's return type and save type (``entrypoint.final[R, S]``)."""
     try:
@@ -241,14 +279,14 @@ def entrypoint_stamp(
         return key
 
     value, save = _returns(func)
-    nodes: dict[str, NodeStamp] = {}
+    own: dict[str, dict[str, Any]] = {}
     returns: dict[str, object] = {}
     for task, found in sorted(tasks.items()):
         declared = found if not isinstance(found, _TaskFunction) else return_type(found)
         returns[task] = output_types.get(task, declared)
         out = remember(returns[task], f"task {task!r}")
-        fields = {"out": out, "ver": versions.get(task)}
-        nodes[task] = NodeStamp(fp=canonical_digest(fields), **fields)  # type: ignore[arg-type]
+        own[task] = {"out": out, "ver": versions.get(task)}
+    nodes = _folded(own, _callees(tasks))
     out = remember(output_types.get(name, value), f"entrypoint {name!r}")
     fields = {"out": out, "ver": versions.get(name)}
     nodes[name] = NodeStamp(fp=canonical_digest(fields), **fields)  # type: ignore[arg-type]

@@ -115,6 +115,13 @@ def planned(
         # Content-addressed and checked against their ids: a found one never goes stale.
         described.update((yield LoadDescriptions(missing)))
     records = resolved(records, {key: described[key] for key in wanted if key in described})
+    holder = owner(records)
+    if holder is not None and holder != call.stamp.id:
+        # Other code wrote the thread last: whether it is newer decides (``_ownership``).
+        facts = replace(facts, stamp_order=(yield ReadStampOrder(holder)))
+    if facts.replaying is not None:
+        listed = yield ListThread(call.config)
+        facts = replace(facts, owed=owed_turns(listed, facts.checkpoint_id, facts.replaying))
     if call.graph.neograph_ext_entrypoint is not None:
         turn = yield from _entrypoint_turn(call, head, facts, records)
         carriable = yield from _carriable(call, head, facts)
@@ -125,15 +132,10 @@ def planned(
             facts,
             replay_turns=call.resume.replay_turns,
             carry=carriable,
+            records=records,
+            take_over=call.resume.take_over,
         )
         return logged(call.saver, call.thread_id, calls)
-    if facts.replaying is not None:
-        listed = yield ListThread(call.config)
-        facts = replace(facts, owed=owed_turns(listed, facts.checkpoint_id, facts.replaying))
-    holder = owner(records)
-    if holder is not None and holder != call.stamp.id:
-        # Other code wrote the thread last: whether it is newer decides (``_ownership``).
-        facts = replace(facts, stamp_order=(yield ReadStampOrder(holder)))
     carriable = yield from _carriable(call, head, facts)
     plan = decide(
         records,

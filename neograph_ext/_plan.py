@@ -78,6 +78,7 @@ __all__ = [
     "needs_lineage",
     "verified",
     "verified_head",
+    "with_owed",
 ]
 
 
@@ -144,10 +145,15 @@ def decide(
     plan = owned(plan, records, current, head.stamp_order, take_over=take_over)
     if plan.kind is PlanKind.REWIND and head.paused:
         plan = replace(plan, notes=(*plan.notes, ASKED_AGAIN))
+    return with_owed(plan, head)
+
+
+def with_owed(plan: ResumePlan, head: HeadFacts) -> ResumePlan:
+    """``plan``, or for a replay of turns cut short (a kill, a crash), the plan that
+    finishes the head's turn and then replays the turns still owed."""
     owes = head.owed and head.verified and not head.paused
     if owes and plan.kind in (PlanKind.CONTINUE, PlanKind.UP_TO_DATE):
-        # A replay cut short by a kill: the head's turn, then the turns still owed.
-        plan = replace(plan, kind=PlanKind.CONTINUE, replayed=head.owed)
+        return replace(plan, kind=PlanKind.CONTINUE, replayed=head.owed)
     return plan
 
 

@@ -14,7 +14,8 @@ Rules:
   wrote it and the checkpoint before (a rewind's target); for an accumulating channel
   (a reducer's, a ``DeltaChannel``), the step that first wrote it: its items are all
   still in the value, and a later deploy that changes their type must see who wrote
-  each.
+  each. An entrypoint's turn starts from the ``previous`` the turn before saved: the
+  checkpoint that saved it stays too (planning compares the type it was saved under).
 - Whatever is kept keeps every ancestor its reconstruction reads: a ``DeltaChannel``'s
   value is rebuilt from the pending writes of each ancestor up to the nearest one that
   stores the channel (LangGraph's ``get_delta_channel_history``), so those stay too.
@@ -26,6 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from neograph_ext._langgraph_calls import PREVIOUS_CHANNEL
 from neograph_ext._stamp import REF_FORMAT
 from neograph_ext._stamp_order import ORDER_THREAD
 from neograph_ext._stamp_store import THREAD_PREFIX
@@ -295,13 +297,15 @@ def _older(
     by_id: Mapping[str, Stored], line: list[str], keep: int, accumulates: frozenset[str]
 ) -> list[str]:
     """The lineage's checkpoints (newest first in ``line``) older than the ``keep``
-    newest, the turn of the head, and the last writer of each channel with its parent
+    newest, the turn of the head (with the checkpoint that saved the ``previous`` an
+    entrypoint's turn starts from), and the last writer of each channel with its parent
     (of an accumulating channel, the first)."""
     oldest_first = line[::-1]
     cut = len(oldest_first) - keep
     inputs = [i for i, c in enumerate(oldest_first) if by_id[c].source == "input"]
     if inputs:
-        cut = min(cut, inputs[-1])
+        started = by_id[oldest_first[inputs[-1]]]
+        cut = min(cut, inputs[-1] - (PREVIOUS_CHANNEL in started.stores))
     kept_writer: dict[str, int] = {}
     for i, c in enumerate(oldest_first):
         for channel in by_id[c].wrote:

@@ -18,7 +18,7 @@ from langgraph.types import CachePolicy, interrupt
 
 from tests.graphs.pipelines import Crash
 
-__all__ = ["asking_chain", "cached", "chain", "fan_out", "saving"]
+__all__ = ["asking_chain", "cached", "chain", "fan_out", "nesting", "saving"]
 
 Workflow = Pregel[Any, Any, Any, Any]
 
@@ -122,10 +122,12 @@ def fan_out(runs: Counter[str], crash: set[str], *, is_async: bool) -> Workflow:
     return workflow
 
 
-def saving(runs: Counter[str], *, is_async: bool, save: type = str) -> Workflow:
+def saving(
+    runs: Counter[str], *, is_async: bool, save: type = str, crash: set[str] | None = None
+) -> Workflow:
     """A two-turn counter: ``add`` adds the input to ``previous``, saved as ``save``
-    (``entrypoint.final[int, save]``)."""
-    add = _task("add", runs, set(), lambda x: x + 100, is_async)
+    (``entrypoint.final[int, save]``); ``add`` raises while named in ``crash``."""
+    add = _task("add", runs, crash if crash is not None else set(), lambda x: x + 100, is_async)
 
     def body(x: int, previous: Any, total: int) -> Any:
         runs["workflow"] += 1
@@ -161,5 +163,35 @@ def cached(runs: Counter[str], *, is_async: bool) -> Workflow:
     @entrypoint()
     def workflow(x: int) -> int:  # type: ignore[no-redef]
         return t2(slow(x).result()).result()
+
+    return workflow
+
+
+def nesting(runs: Counter[str], crash: set[str], *, is_async: bool) -> Workflow:
+    """``outer(x)``, which calls ``inner`` inside its own body, then ``last``; a task
+    named in ``crash`` raises."""
+    inner = _task("inner", runs, crash, lambda x: x * 2, is_async)
+    last = _task("last", runs, crash, lambda x: x, is_async)
+    if is_async:
+
+        @task
+        async def outer(x: int) -> int:
+            runs["outer"] += 1
+            return await inner(x) + 1
+
+        @entrypoint()
+        async def workflow(x: int) -> int:
+            return await last(await outer(x))
+
+        return workflow
+
+    @task  # type: ignore[no-redef]
+    def outer(x: int) -> int:
+        runs["outer"] += 1
+        return int(inner(x).result()) + 1
+
+    @entrypoint()
+    def workflow(x: int) -> int:  # type: ignore[no-redef]
+        return last(outer(x).result()).result()
 
     return workflow

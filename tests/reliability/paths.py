@@ -15,6 +15,7 @@ A path is what one call of neograph-ext writes when a deploy lands on a thread:
 - ``adopt``: a new turn on a chat plain LangGraph wrote (its items stay in the list);
 - ``append``: a changed item type of a list every turn appended to, the earlier
   turns replayed (``replay_turns=True``).
+- ``freplay``: an ``@entrypoint``'s replay of turns (``functional_paths``).
 
 ``setup`` runs in the test process, unkilled; ``call`` runs in a worker, which may be
 killed at any write (``worker --kill-before``) and is then started again, unchanged.
@@ -36,6 +37,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 
 import neograph_ext as ne
+from tests.reliability import functional_paths as fp
 from tests.reliability import worker
 
 TURNS = 4
@@ -53,8 +55,9 @@ async def afinal(graph: Any, config: RunnableConfig) -> dict[str, Any]:
 
 
 def _final(state: Any) -> dict[str, Any]:
+    values = state.values
     return {
-        "values": dict(state.values),
+        "values": dict(values) if isinstance(values, Mapping) else values,
         "next": sorted(state.next),
         "asks": [i.value for i in state.interrupts],
     }
@@ -348,4 +351,5 @@ PATHS: Mapping[str, WritePath] = {
     ),
     "adopt": WritePath(_adopt_setup, _adopt_call, _chat),
     "append": WritePath(_append_setup, _append_call, lambda s, log: _notes(s, log, NotesV2)),
+    "freplay": WritePath(fp.freplay_setup, fp.freplay_call, fp.freplay),
 }

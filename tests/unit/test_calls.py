@@ -6,7 +6,14 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 
-from neograph_ext._calls import EntrypointTurn, TurnCall, decide_calls, kept_prefix, turn_base
+from neograph_ext._calls import (
+    EntrypointTurn,
+    TurnCall,
+    decide_calls,
+    kept_prefix,
+    turn_base,
+    turn_of,
+)
 from neograph_ext._decision import Carry, HeadFacts, PlanKind
 from neograph_ext._entrypoint import entrypoint_stamp
 from neograph_ext._history import Record
@@ -177,3 +184,52 @@ def test_a_rewind_names_the_task_whose_call_failed_among_those_that_run() -> Non
     # Nothing changed: the resume continues, as LangGraph runs the failed call again.
     unchanged = decide_calls(_turn(calls, failed=frozenset({"t3"})), OLD, "t", RUNNING)
     assert (unchanged.kind, unchanged.rerun) == (PlanKind.CONTINUE, set())
+
+
+def test_older_code_leaves_a_thread_newer_code_wrote_alone_unless_it_takes_over() -> None:
+    new = entrypoint_stamp(WORKFLOW, versions={"t2": "v2"})[0]
+    records = [_record("b", "input", -1)._replace(stamp=new)]
+    order = (OLD.id, new.id)  # the database stored the old release's stamp first
+    head = replace(RUNNING, stamp_order=order)
+    turn = _turn(base_stamp=new)
+    assert decide_calls(turn, OLD, "t", head).kind is PlanKind.REWIND  # without the lineage
+    plan = decide_calls(turn, OLD, "t", head, records=records)
+    assert (plan.kind, plan.owner, plan.rerun) == (PlanKind.SUPERSEDED, new.id, set())
+    taken = decide_calls(turn, OLD, "t", head, records=records, take_over=True)
+    assert (taken.kind, taken.taken_from) == (PlanKind.REWIND, new.id)
+    assert taken.rerun == {"t2", "t3", "workflow"}
+    # The newer code resumes its own thread as before.
+    assert decide_calls(turn, new, "t", head, records=records).kind is PlanKind.CONTINUE
+
+
+def test_a_replay_starts_only_from_the_threads_own_first_turn() -> None:
+    whole = (
+        _record("i1", "input", -1),
+        _record("l1", "loop", 0),
+        _record("i2", "input", 1)._replace(parent_id="l1"),
+    )
+    turn = turn_of(whole, "workflow", ("i2", 1), (), complete=False)
+    assert (turn.first_turn, turn.later_inputs, turn.earlier) == ("i1", ("i2",), True)
+    # Pruned: the oldest checkpoint stored is not the thread's start, whose turn began
+    # from no ``previous``; a replay from the oldest stored turn would start stale.
+    pruned = (whole[1]._replace(parent_id="i1"), whole[2])
+    assert turn_of(pruned, "workflow", ("i2", 1), (), complete=False).first_turn is None
+    old = entrypoint_stamp(saving(Counter(), is_async=False))[0]
+    new = entrypoint_stamp(saving(Counter(), is_async=False, save=int))[0]
+    stale = EntrypointTurn(
+        "workflow", "i2", 1, new, (TurnCall(0, "add"),), previous=old, earlier=True
+    )
+    plan = decide_calls(stale, new, "t", RUNNING, replay_turns=True)
+    assert plan.blocker is not None and "pruned" in plan.blocker and not plan.replayed
+
+
+def test_a_replay_cut_short_finishes_the_turn_then_replays_the_turns_owed() -> None:
+    owing = replace(RUNNING, owed=("i2", "i3"), verified=True)
+    plan = decide_calls(_turn(), OLD, "t", owing)
+    assert (plan.kind, plan.replayed) == (PlanKind.CONTINUE, ("i2", "i3"))
+    finished = replace(DONE, owed=("i3",), verified=True)
+    done = decide_calls(_turn(ended=OLD, complete=True), OLD, "t", finished)
+    assert (done.kind, done.replayed) == (PlanKind.CONTINUE, ("i3",))
+    # Waiting on a question, the replay goes on once it is answered.
+    waiting = replace(PAUSED, owed=("i2",), verified=True)
+    assert not decide_calls(_turn(), OLD, "t", waiting).replayed

@@ -13,7 +13,7 @@ from pydantic import BaseModel
 import neograph_ext as ne
 from neograph_ext._entrypoint import entrypoint_stamp, seen_tasks
 from neograph_ext._langgraph_calls import PREVIOUS_CHANNEL
-from tests.graphs.functional import chain, saving
+from tests.graphs.functional import chain, nesting, saving
 
 
 class Report(BaseModel):
@@ -78,6 +78,21 @@ def test_each_task_is_fingerprinted_by_its_return_type_and_version() -> None:
         assert other.nodes["t2"].fp != stamp.nodes["t2"].fp
         assert other.nodes["t1"].fp == stamp.nodes["t1"].fp
     assert entrypoint_stamp(chain(Counter(), set(), is_async=True))[0].id == stamp.id
+
+
+def test_a_task_that_calls_a_task_folds_its_fingerprint_in() -> None:
+    workflow = nesting(Counter(), set(), is_async=False)
+    stamp, shape = entrypoint_stamp(workflow)
+    assert shape.tasks == {"inner", "outer", "last"}
+    assert stamp.nodes["outer"].sub == {"inner": stamp.nodes["inner"].fp}
+    assert stamp.nodes["inner"].sub is None and stamp.nodes["last"].sub is None
+    changed, _ = entrypoint_stamp(workflow, output_types={"inner": float})
+    # The call of ``inner`` is cached inside ``outer``'s: a change of it is outer's too.
+    assert changed.nodes["outer"].fp != stamp.nodes["outer"].fp
+    assert changed.nodes["last"].fp == stamp.nodes["last"].fp
+    versioned, _ = entrypoint_stamp(workflow, versions={"outer": "v2"})
+    assert versioned.nodes["inner"].fp == stamp.nodes["inner"].fp
+    assert entrypoint_stamp(nesting(Counter(), set(), is_async=True))[0].id == stamp.id
 
 
 def test_the_save_type_of_entrypoint_final_is_the_previous_channel() -> None:

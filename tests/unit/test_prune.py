@@ -193,3 +193,19 @@ def test_postgresql_cuts_in_one_statement_per_table() -> None:
     # Writes go before the checkpoints they are filed under.
     tables = [sql.split()[2] for sql, _ in found.deleting()]
     assert tables.index("checkpoint_writes") < tables.index("checkpoints")
+
+
+def test_keep_last_keeps_the_checkpoint_that_saved_an_entrypoints_previous() -> None:
+    # An entrypoint's turns: the input checkpoint of turn 2 and 3 holds the ``previous``
+    # the turn before saved; planning compares the save type of the one that saved it.
+    turns = [
+        Stored("1", None, "input", False),
+        Stored("2", "1", "loop", False),
+        Stored("3", "2", "input", False, stores=frozenset({"__previous__"})),
+        Stored("4", "3", "loop", False),
+        Stored("5", "4", "input", False, stores=frozenset({"__previous__"})),
+        Stored("6", "5", "loop", False),
+    ]
+    assert doomed(turns, "6", Pruning(keep_last=1)) == {"1", "2", "3"}
+    plain = [Stored(s.checkpoint_id, s.parent_id, s.source, False) for s in turns]
+    assert doomed(plain, "6", Pruning(keep_last=1)) == {"1", "2", "3", "4"}
