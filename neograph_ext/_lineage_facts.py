@@ -18,6 +18,7 @@ from neograph_ext._stamp import Stamp, StampRef, Unreadable
 
 __all__ = [
     "alive",
+    "converted_items",
     "foreign",
     "is_carrying_fork",
     "kept_renames",
@@ -96,6 +97,32 @@ def is_carrying_fork(record: Record) -> bool:
     """A fork ``run`` wrote without running a node (carrying values on, ``accept``,
     keeping tasks): what it holds was the thread's values, converted."""
     return record.source == "fork" and not record.ran
+
+
+def converted_items(
+    records: Sequence[Record], start: int, end: int, accumulates: frozenset[str]
+) -> dict[str, str]:
+    """Per accumulating channel, the first carrying fork of ``records[start:end]`` that
+    converted its value: one whose stamp types the channel otherwise than its parent's.
+
+    An accumulating channel's value holds the items of every earlier write, so a rewind
+    to a checkpoint before that fork brings the unconverted items back, whichever node
+    writes the channel after it. A fork that only snapshotted a ``DeltaChannel`` (a
+    keeping fork, ``accept``) left its type, and so its items, as they were.
+    """
+    found: dict[str, str] = {}
+    for index in range(max(start, 1), end):
+        record = records[index]
+        stamp, before = record.stamp, records[index - 1].stamp
+        if not (accumulates & record.wrote) or not is_carrying_fork(record):
+            continue
+        if not isinstance(stamp, Stamp):
+            continue
+        for channel in sorted(record.wrote & accumulates):
+            typed = stamp.channels.get(channel)
+            if not isinstance(before, Stamp) or before.channels.get(channel) != typed:
+                found.setdefault(channel, record.checkpoint_id)
+    return found
 
 
 def last_writers(records: Sequence[Record], verified_at: int = -1) -> dict[str, int]:
