@@ -60,7 +60,10 @@ def _carrying_since(s: Settling, plan: ResumePlan, target: int) -> ResumePlan:
                 if s.writers.get(channel, -1) <= target:
                     found[channel] = record.checkpoint_id
     converted = converted_items(s.records, target + 1, s.verified_at + 1, s.accumulates)
-    again = {ch: cp for ch, cp in converted.items() if s.writers.get(ch, -1) > target}
+    # Converted items come back only where the target holds some, and stay only where
+    # no node writes the channel after it (then ``carried_from`` keeps the value).
+    held = {ch for r in s.records[: target + 1] for ch in r.wrote & converted.keys()}
+    again = {ch: converted[ch] for ch in held if s.writers.get(ch, -1) > target}
     if found:
         plan = replace(plan, carried_from=tuple(sorted(found.items())))
     if not again:

@@ -55,3 +55,10 @@ def test_a_fork_that_left_the_channels_type_converted_nothing() -> None:
     plan = decide(records, stamp(EntryV1, a="2", d="2"), "t")
     assert plan.kind is PlanKind.REWIND and plan.blocker is None
     assert plan.rerun == {"d"} and not plan.migrated and not plan.candidates
+
+
+def test_a_rewind_to_before_the_channels_first_write_brings_no_item_back() -> None:
+    records = carried(stamp(EntryV2))
+    plan = decide(records, stamp(EntryV2, a="2"), "t")
+    assert plan.kind is PlanKind.REWIND and plan.blocker is None
+    assert plan.checkpoint_id == records[0].checkpoint_id and not plan.migrated
