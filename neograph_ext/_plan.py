@@ -232,7 +232,9 @@ def _decide_steps(
         found_in = with_misread(found_in, records, writers, misread)
     # An accumulating channel a carrying fork converted is carried again by a rewind to
     # before that fork (``_settlements``): the policy is asked about it too.
-    converted = converted_items(records, 0, verified_until + 1, accumulates) if accumulates else {}
+    converted = (
+        converted_items(records, verified_until + 1, accumulates, current) if accumulates else {}
+    )
     base = plan_with(
         candidates=frozenset(
             c.channel for _, found, live in found_in if live for c in found if c.channel in live
@@ -240,7 +242,7 @@ def _decide_steps(
         | frozenset(converted)
     )
     settling = Settling(
-        records, base, turn, carry, replay_turns, pending, verified_until, writers, accumulates
+        records, base, turn, carry, replay_turns, pending, verified_until, writers, converted
     )
     steps = [*found_in, (len(records), pending, frozenset())] if pending else found_in
     plan, carried = settle(settling, steps)

@@ -13,14 +13,13 @@ Rules:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from neograph_ext._changes import STORED, ChangeReason, NodeChange
 from neograph_ext._decision import Carry, PlanKind, ResumePlan, TaskStep
 from neograph_ext._history import Record
 from neograph_ext._lineage_facts import (
-    converted_items,
     is_carrying_fork,
     ran_in,
     unique,
@@ -59,9 +58,13 @@ def _carrying_since(s: Settling, plan: ResumePlan, target: int) -> ResumePlan:
             for channel in record.wrote:
                 if s.writers.get(channel, -1) <= target:
                     found[channel] = record.checkpoint_id
-    converted = converted_items(s.records, target + 1, s.verified_at + 1, s.accumulates)
     # Converted items come back only where the target holds some, and stay only where
     # no node writes the channel after it (then ``carried_from`` keeps the value).
+    converted = {
+        channel: next(cp for index, cp in forks if target < index <= s.verified_at)
+        for channel, forks in s.converted.items()
+        if any(target < index <= s.verified_at for index, _ in forks)
+    }
     held = {ch for r in s.records[: target + 1] for ch in r.wrote & converted.keys()}
     again = {ch: converted[ch] for ch in held if s.writers.get(ch, -1) > target}
     if found:
@@ -77,9 +80,9 @@ def _carrying_since(s: Settling, plan: ResumePlan, target: int) -> ResumePlan:
             f"thread {s.base.thread_id!r}: the rewind to checkpoint {plan.checkpoint_id} "
             "goes back before checkpoint "
             f"{', '.join(sorted({again[ch] for ch in uncovered}))}, which converted the "
-            f"items of accumulating channel{'s' if len(uncovered) > 1 else ''} "
-            f"{', '.join(f'`{ch}`' for ch in uncovered)} to their current type; the "
-            "rewind would bring the unconverted items back. Ways out: keep the migration "
+            f"earlier items of accumulating channel{'s' if len(uncovered) > 1 else ''} "
+            f"{', '.join(f'`{ch}`' for ch in uncovered)}; the rewind would bring them "
+            "back unconverted. Ways out: keep the migration "
             "(ResumePolicy(migrations={type or channel: fn})) or "
             "ResumePolicy(keep_compatible=True) so the rewind converts them again, "
             "neograph_ext.accept(graph, config) records that you handled the thread by "
@@ -125,8 +128,9 @@ class Settling:
     """Changes among the head's finished-but-uncheckpointed tasks."""
     verified_at: int
     writers: Mapping[str, int]
-    accumulates: frozenset[str] = frozenset()
-    """The channels whose reducer accumulates (``Stamp.accumulates``)."""
+    converted: Mapping[str, tuple[tuple[int, str], ...]] = field(default_factory=dict)
+    """Per accumulating channel, the carrying forks that converted its items from
+    another type than the current one (``converted_items``)."""
 
 
 class _Step:

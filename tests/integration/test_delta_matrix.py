@@ -85,6 +85,33 @@ def test_without_the_migration_that_rewind_is_refused_naming_the_channel(
     assert runs == Counter()
 
 
+@pytest.mark.parametrize("reducer", list(ACCUMULATING))
+def test_a_rollback_after_a_migration_takes_the_unconverted_items_back(
+    drive: Drive,
+    saver: BaseCheckpointSaver[Any],
+    config: RunnableConfig,
+    tmp_path: Path,
+    reducer: str,
+) -> None:
+    """The old code takes the migrated thread over: the entries before the last writer
+    are of its own type again, nothing to convert; then the new code takes it back."""
+    kind = ACCUMULATING[reducer]
+    runs: Counter[str] = Counter()
+    old = ne.compile(entries(EntryV1, kind, runs), checkpointer=saver)
+    policy = ne.ResumePolicy(migrations={"log": add_lang})
+    new = ne.compile(entries(EntryV2, kind, runs), checkpointer=saver, resume=policy)
+    drive.run(old, {}, config)
+    drive.run(new, None, config)
+    runs.clear()
+    taking = ne.ResumePolicy(take_over=True)
+    assert drive.plan(old, config, resume=taking).blocker is None
+    drive.run(old, None, config, resume=taking)
+    assert runs == Counter("d")
+    assert _log(old, config, saver, tmp_path) == [{"label": name} for name in "abcd"]
+    drive.run(new, None, config, resume=taking)
+    assert _log(new, config, saver, tmp_path) == FRESH
+
+
 @pytest.mark.parametrize("reducer", list(DELTA))
 def test_an_earlier_turns_items_kept_compatible_read_back_as_the_new_type(
     drive: Drive,

@@ -62,3 +62,9 @@ def test_a_rewind_to_before_the_channels_first_write_brings_no_item_back() -> No
     plan = decide(records, stamp(EntryV2, a="2"), "t")
     assert plan.kind is PlanKind.REWIND and plan.blocker is None
     assert plan.checkpoint_id == records[0].checkpoint_id and not plan.migrated
+
+
+def test_a_rollback_to_the_code_before_the_conversion_wants_the_items_as_they_were() -> None:
+    plan = decide(carried(stamp(EntryV2)), stamp(EntryV1), "t")
+    assert plan.kind is PlanKind.REWIND and plan.blocker is None
+    assert not plan.migrated
