@@ -18,6 +18,7 @@ from neograph_ext._stamp import Stamp, StampRef, Unreadable
 
 __all__ = [
     "alive",
+    "converted_items",
     "foreign",
     "is_carrying_fork",
     "kept_renames",
@@ -96,6 +97,37 @@ def is_carrying_fork(record: Record) -> bool:
     """A fork ``run`` wrote without running a node (carrying values on, ``accept``,
     keeping tasks): what it holds was the thread's values, converted."""
     return record.source == "fork" and not record.ran
+
+
+def converted_items(
+    records: Sequence[Record], end: int, accumulates: frozenset[str], current: Stamp
+) -> dict[str, tuple[tuple[int, str], ...]]:
+    """Per accumulating channel, the carrying forks of ``records[:end]`` that converted
+    its items from a type other than ``current``'s, as ``(index, checkpoint id)``.
+
+    A fork converted a channel when its stamp types it otherwise than its parent's. An
+    accumulating channel's value holds the items of every earlier write, so a rewind to
+    a checkpoint before that fork brings the unconverted items back, whichever node
+    writes the channel after it; harmless only when they are of the current type (a
+    rollback to the code before the conversion). A fork that only snapshotted a
+    ``DeltaChannel`` (a keeping fork, ``accept``) left its type, and its items, alone.
+    """
+    found: dict[str, list[tuple[int, str]]] = {}
+    for index in range(1, end):
+        record = records[index]
+        stamp, before = record.stamp, records[index - 1].stamp
+        if not (accumulates & record.wrote) or not is_carrying_fork(record):
+            continue
+        if not isinstance(stamp, Stamp):
+            continue
+        if isinstance(before, StampRef) and before.id == current.id:
+            before = current  # its description was not looked up: it is the current one
+        for channel in sorted(record.wrote & accumulates):
+            # An unknown type (a stamp not looked up, none) counts as another one.
+            was = before.channels.get(channel) if isinstance(before, Stamp) else None
+            if was != stamp.channels.get(channel) and was != current.channels.get(channel):
+                found.setdefault(channel, []).append((index, record.checkpoint_id))
+    return {channel: tuple(forks) for channel, forks in found.items()}
 
 
 def last_writers(records: Sequence[Record], verified_at: int = -1) -> dict[str, int]:

@@ -44,6 +44,7 @@ from neograph_ext._decision import (
 from neograph_ext._history import Record
 from neograph_ext._lineage_facts import (
     alive,
+    converted_items,
     foreign,
     is_carrying_fork,
     kept_renames,
@@ -235,12 +236,20 @@ def _decide_steps(
         found_in.append((index, alive(changes, live, last) if index < turn else changes, live))
     if misread:
         found_in = with_misread(found_in, records, writers, misread)
+    # An accumulating channel a carrying fork converted is carried again by a rewind to
+    # before that fork (``_settlements``): the policy is asked about it too.
+    converted = (
+        converted_items(records, verified_until + 1, accumulates, current) if accumulates else {}
+    )
     base = plan_with(
         candidates=frozenset(
             c.channel for _, found, live in found_in if live for c in found if c.channel in live
         )
+        | frozenset(converted)
     )
-    settling = Settling(records, base, turn, carry, replay_turns, pending, verified_until, writers)
+    settling = Settling(
+        records, base, turn, carry, replay_turns, pending, verified_until, writers, converted
+    )
     steps = [*found_in, (len(records), pending, frozenset())] if pending else found_in
     plan, carried = settle(settling, steps)
     if plan is not None:

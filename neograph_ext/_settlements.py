@@ -13,13 +13,18 @@ Rules:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from neograph_ext._changes import STORED, ChangeReason, NodeChange
 from neograph_ext._decision import Carry, PlanKind, ResumePlan, TaskStep
 from neograph_ext._history import Record
-from neograph_ext._lineage_facts import is_carrying_fork, ran_in, unique, user_nodes
+from neograph_ext._lineage_facts import (
+    is_carrying_fork,
+    ran_in,
+    unique,
+    user_nodes,
+)
 
 __all__ = [
     "SETTLEMENTS",
@@ -35,27 +40,55 @@ _IGNORED, _CARRIED = object(), object()
 """A step settled without a plan: its changes matter no more, or its values are carried."""
 
 
-def _carrying_since(
-    plan: ResumePlan,
-    records: Sequence[Record],
-    target: int,
-    verified_at: int,
-    writers: Mapping[str, int],
-) -> ResumePlan:
+def _carrying_since(s: Settling, plan: ResumePlan, target: int) -> ResumePlan:
     """``plan`` with ``carried_from`` set: the channels whose value at the rewind target
-    a later carrying fork replaced by a converted one, which the rewind must keep."""
+    a later carrying fork replaced by a converted one, which the rewind must keep.
+
+    An accumulating channel that fork converted and a later node writes again cannot
+    be kept (its later items would be written twice) nor left (its earlier items would
+    come back unconverted): the rewind converts the target's value again (``migrated``)
+    where the policy carries the channel, and is blocked otherwise.
+    """
     if plan.blocker or target < 0:
         return plan
     found: dict[str, str] = {}
-    for index in range(target + 1, verified_at + 1):
-        record = records[index]
+    for index in range(target + 1, s.verified_at + 1):
+        record = s.records[index]
         if is_carrying_fork(record):
             for channel in record.wrote:
-                if writers.get(channel, -1) <= target:
+                if s.writers.get(channel, -1) <= target:
                     found[channel] = record.checkpoint_id
-    if not found:
+    # Converted items come back only where the target holds some, and stay only where
+    # no node writes the channel after it (then ``carried_from`` keeps the value).
+    converted = {
+        channel: next(cp for index, cp in forks if target < index <= s.verified_at)
+        for channel, forks in s.converted.items()
+        if any(target < index <= s.verified_at for index, _ in forks)
+    }
+    held = {ch for r in s.records[: target + 1] for ch in r.wrote & converted.keys()}
+    again = {ch: converted[ch] for ch in held if s.writers.get(ch, -1) > target}
+    if found:
+        plan = replace(plan, carried_from=tuple(sorted(found.items())))
+    if not again:
         return plan
-    return replace(plan, carried_from=tuple(sorted(found.items())))
+    uncovered = sorted(again.keys() - (s.carry.migrated | s.carry.compatible))
+    if not uncovered:
+        return replace(plan, migrated=plan.migrated | frozenset(again))
+    return replace(
+        plan,
+        blocker=(
+            f"thread {s.base.thread_id!r}: the rewind to checkpoint {plan.checkpoint_id} "
+            "goes back before checkpoint "
+            f"{', '.join(sorted({again[ch] for ch in uncovered}))}, which converted the "
+            f"earlier items of accumulating channel{'s' if len(uncovered) > 1 else ''} "
+            f"{', '.join(f'`{ch}`' for ch in uncovered)}; the rewind would bring them "
+            "back unconverted. Ways out: keep the migration "
+            "(ResumePolicy(migrations={type or channel: fn})) or "
+            "ResumePolicy(keep_compatible=True) so the rewind converts them again, "
+            "neograph_ext.accept(graph, config) records that you handled the thread by "
+            "hand, or start a new thread_id"
+        ),
+    )
 
 
 def _carried(found: tuple[NodeChange, ...], live: frozenset[str], carry: Carry) -> bool:
@@ -76,7 +109,7 @@ def with_carried(plan: ResumePlan, carried: Sequence[NodeChange]) -> ResumePlan:
     return replace(
         plan,
         changes=unique([*carried, *plan.changes]),
-        migrated=frozenset(c.channel for c in carried if c.channel is not None),
+        migrated=plan.migrated | frozenset(c.channel for c in carried if c.channel is not None),
         invalidated_nodes=plan.invalidated_nodes | {c.node for c in carried},
     )
 
@@ -95,6 +128,9 @@ class Settling:
     """Changes among the head's finished-but-uncheckpointed tasks."""
     verified_at: int
     writers: Mapping[str, int]
+    converted: Mapping[str, tuple[tuple[int, str], ...]] = field(default_factory=dict)
+    """Per accumulating channel, the carrying forks that converted its items from
+    another type than the current one (``converted_items``)."""
 
 
 class _Step:
@@ -172,7 +208,7 @@ def _rewound(s: Settling, step: _Step) -> ResumePlan | None:
     """A change within the latest turn: fork from the checkpoint before it."""
     if step.index <= s.turn and s.turn > 0:
         return None
-    return _carrying_since(_rewind(s, step), s.records, step.index - 1, s.verified_at, s.writers)
+    return _carrying_since(s, _rewind(s, step), step.index - 1)
 
 
 def _replayed(s: Settling, step: _Step) -> ResumePlan | None:
@@ -180,7 +216,7 @@ def _replayed(s: Settling, step: _Step) -> ResumePlan | None:
     the later turns their stored inputs again."""
     if not s.replay_turns:
         return None
-    plan = _carrying_since(_rewind(s, step), s.records, step.index - 1, s.verified_at, s.writers)
+    plan = _carrying_since(s, _rewind(s, step), step.index - 1)
     inputs = tuple(r.checkpoint_id for r in s.records[step.index :] if r.source == "input")
     return replace(plan, replayed=inputs)
 

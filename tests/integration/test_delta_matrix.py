@@ -1,0 +1,137 @@
+"""Where a ``DeltaChannel`` meets the other features: carrying values across a type
+change, later rewinds, pruning, rolling deploys, adopted threads.
+
+Each case counts node executions and compares the thread, read back through a new saver
+instance, with a fresh run of the new code; the plain reducer channel runs beside the
+DeltaChannels wherever the case is about accumulating, not about delta storage.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.runnables import RunnableConfig
+from langgraph.channels.delta import DeltaChannel
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
+import neograph_ext as ne
+from tests.drive import Drive
+from tests.graphs.delta import EntryV1, EntryV2, add_lang, entries, extend
+from tests.graphs.notes import ItemV2, note, notes
+from tests.integration.savers import reopened
+
+DELTA = {
+    "delta-far": DeltaChannel(extend, snapshot_frequency=1000),
+    "delta-near": DeltaChannel(extend, snapshot_frequency=1),
+}
+ACCUMULATING = {"plain": operator.add, **DELTA}
+FRESH = [{"label": name, "lang": "en"} for name in "abcd"]
+"""The log a fresh run of the new code writes."""
+
+
+def _log(graph: Any, config: RunnableConfig, saver: BaseCheckpointSaver[Any], tmp: Path) -> Any:
+    with reopened(saver, tmp) as fresh:
+        values = graph.copy(update={"checkpointer": fresh}).get_state(config).values
+    return [dict(entry) for entry in values["log"]]
+
+
+@pytest.mark.parametrize("reducer", list(ACCUMULATING))
+def test_a_rewind_to_before_a_migration_converts_the_earlier_items_again(
+    drive: Drive,
+    saver: BaseCheckpointSaver[Any],
+    config: RunnableConfig,
+    tmp_path: Path,
+    reducer: str,
+) -> None:
+    """Migrated, then ``d`` changed: the rewind to before ``d`` must not bring back the
+    unconverted entries of ``a``, ``b`` and ``c`` (read back as ``EntryV2`` without
+    ``lang``), nor keep the migrated log, whose ``d`` entry would be written twice."""
+    kind = ACCUMULATING[reducer]
+    drive.run(ne.compile(entries(EntryV1, kind, Counter()), checkpointer=saver), {}, config)
+    policy = ne.ResumePolicy(migrations={"log": add_lang})
+    runs: Counter[str] = Counter()
+    graph = ne.compile(entries(EntryV2, kind, runs), checkpointer=saver, resume=policy)
+    assert drive.plan(graph, config).kind is ne.PlanKind.MIGRATE
+    drive.run(graph, None, config)
+    changed = ne.compile(
+        entries(EntryV2, kind, runs), checkpointer=saver, resume=policy, versions={"d": "2"}
+    )
+    plan = drive.plan(changed, config)
+    assert plan.kind is ne.PlanKind.REWIND and plan.migrated == {"log"}
+    drive.run(changed, None, config)
+    assert runs == Counter("d")
+    assert _log(changed, config, saver, tmp_path) == FRESH
+    assert drive.plan(changed, config).kind is ne.PlanKind.UP_TO_DATE
+
+
+@pytest.mark.parametrize("reducer", list(DELTA))
+def test_without_the_migration_that_rewind_is_refused_naming_the_channel(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, reducer: str
+) -> None:
+    kind = DELTA[reducer]
+    drive.run(ne.compile(entries(EntryV1, kind, Counter()), checkpointer=saver), {}, config)
+    policy = ne.ResumePolicy(migrations={"log": add_lang})
+    runs: Counter[str] = Counter()
+    drive.run(
+        ne.compile(entries(EntryV2, kind, runs), checkpointer=saver, resume=policy), None, config
+    )
+    changed = ne.compile(entries(EntryV2, kind, runs), checkpointer=saver, versions={"d": "2"})
+    with pytest.raises(ne.CheckpointSchemaError, match="`log`"):
+        drive.run(changed, None, config)
+    assert runs == Counter()
+
+
+@pytest.mark.parametrize("reducer", list(ACCUMULATING))
+def test_a_rollback_after_a_migration_takes_the_unconverted_items_back(
+    drive: Drive,
+    saver: BaseCheckpointSaver[Any],
+    config: RunnableConfig,
+    tmp_path: Path,
+    reducer: str,
+) -> None:
+    """The old code takes the migrated thread over: the entries before the last writer
+    are of its own type again, nothing to convert; then the new code takes it back."""
+    kind = ACCUMULATING[reducer]
+    runs: Counter[str] = Counter()
+    old = ne.compile(entries(EntryV1, kind, runs), checkpointer=saver)
+    policy = ne.ResumePolicy(migrations={"log": add_lang})
+    new = ne.compile(entries(EntryV2, kind, runs), checkpointer=saver, resume=policy)
+    drive.run(old, {}, config)
+    drive.run(new, None, config)
+    runs.clear()
+    taking = ne.ResumePolicy(take_over=True)
+    assert drive.plan(old, config, resume=taking).blocker is None
+    drive.run(old, None, config, resume=taking)
+    assert runs == Counter("d")
+    assert _log(old, config, saver, tmp_path) == [{"label": name} for name in "abcd"]
+    drive.run(new, None, config, resume=taking)
+    assert _log(new, config, saver, tmp_path) == FRESH
+
+
+@pytest.mark.parametrize("reducer", list(DELTA))
+def test_an_earlier_turns_items_kept_compatible_read_back_as_the_new_type(
+    drive: Drive,
+    saver: BaseCheckpointSaver[Any],
+    config: RunnableConfig,
+    tmp_path: Path,
+    reducer: str,
+) -> None:
+    """``Item.n`` went from int to float: both turns' items are kept, validated (their
+    ``n`` a float, as a fresh run writes), and a third turn appends after them."""
+    kind = DELTA[reducer]
+    old = ne.compile(notes(Counter(), reducer=kind), checkpointer=saver)
+    for text in ("one", "two"):
+        drive.run(old, note(text), config)
+    runs: Counter[str] = Counter()
+    policy = ne.ResumePolicy(keep_compatible=True)
+    graph = ne.compile(notes(runs, ItemV2, reducer=kind), checkpointer=saver, resume=policy)
+    assert drive.plan(graph, config).kind is ne.PlanKind.MIGRATE
+    drive.run(graph, note("three"), config)
+    assert runs == Counter({"take": 1})
+    with reopened(saver, tmp_path) as fresh:
+        items = graph.copy(update={"checkpointer": fresh}).get_state(config).values["items"]
+    assert [(type(i), i.n, type(i.n)) for i in items] == [(ItemV2, n, float) for n in (0, 1, 2)]
