@@ -12,18 +12,22 @@ from typing import Any, NotRequired
 
 import pytest
 from langchain.agents import AgentState
-from langchain.agents.middleware import AgentMiddleware
-from langchain_core.messages import HumanMessage
+from langchain.agents.middleware import AgentMiddleware, HumanInTheLoopMiddleware
+from langchain_core.messages import HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.types import Command
 
 import neograph_ext as ne
 from tests.drive import Drive
-from tests.graphs.agents import agent, counted_tool
+from tests.graphs.agents import agent, artifact_tool, counted_tool
 from tests.graphs.chat import ProfileV1, ProfileV2
-from tests.graphs.pipelines import as_data, deployed, model
+from tests.graphs.pipelines import Crash, as_data, deployed, model
 
 CITY = model("SearchArgs", city=(str, ...))
+READING = model("Reading", temp=(int, ...))
+READING_V2 = model("Reading", temp=(float, ...), unit=(str, ...))
+APPROVE = {"decisions": [{"type": "approve"}]}
 
 
 def say(text: str) -> dict[str, Any]:
@@ -82,3 +86,65 @@ def test_a_middleware_state_value_of_an_earlier_turn_is_kept_converted(
     result = drive.run(graph, say("c"), config)
     assert runs == Counter({"model": 2, "search": 1, "profiler": 1})
     assert as_data(result["profile"]) == {"who": "Ada", "tone": "plain"}
+
+
+def _artifacts(result: dict[str, Any]) -> list[Any]:
+    return [
+        as_data(m.artifact)
+        for m in result["messages"]
+        if isinstance(m, ToolMessage) and m.artifact is not None
+    ]
+
+
+def test_a_tools_changed_artifact_type_reruns_the_tool_not_the_model_call_before_it(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    """A thread crashed in its second tool call, after ``lookup`` stored its artifact:
+    model (1), tools: lookup (2), model (3), tools: search crashes (4)."""
+    runs: Counter[str] = Counter()
+    script = ["lookup", "search"]
+    crashing = counted_tool(runs, CITY, crash_once=True)
+    old = agent(runs, [artifact_tool(runs, CITY, READING), crashing], script)
+    with pytest.raises(Crash):
+        drive.run(ne.compile(old, checkpointer=saver), say("a"), config)
+    assert runs == Counter({"model": 2, "lookup": 1, "search": 1})
+    before = runs.copy()  # not cleared: `search` crashes on its first call alone
+    new = agent(runs, [artifact_tool(runs, CITY, READING_V2), crashing], script)
+    graph = ne.compile(new, checkpointer=saver)
+    plan = drive.plan(graph, config)
+    assert plan.kind is ne.PlanKind.REWIND and plan.invalidated_nodes == {"tools"}
+    assert plan.step == 1 and ne.TaskStep("model", 1, kept=True) in plan.steps
+    assert "tool `lookup` output changed" in str(plan) and "Reading.unit: added" in str(plan)
+    result = drive.run(graph, None, config)
+    # The first model call is kept; the tool runs again under its new return type.
+    assert runs - before == Counter({"lookup": 1, "model": 2, "search": 1})
+    assert _artifacts(result) == [{"temp": 1.5, "unit": "s"}]
+    assert drive.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
+
+
+def test_a_question_after_a_tool_whose_output_type_changed_is_asked_again(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    """The human is asked to approve ``search``, which the model asked for after reading
+    ``lookup``'s output: once that output's type changed, the question is asked again."""
+    runs: Counter[str] = Counter()
+
+    def built(reading: type[Any]) -> Any:
+        tools = [artifact_tool(runs, CITY, reading), counted_tool(runs, CITY)]
+        gate = HumanInTheLoopMiddleware({"search": True})
+        return ne.compile(
+            agent(runs, tools, ["lookup", "search"], middleware=[lambda _: gate]),
+            checkpointer=saver,
+        )
+
+    asked = drive.run(built(READING), say("a"), config)["__interrupt__"]
+    runs.clear()
+    graph = built(READING_V2)
+    plan = drive.plan(graph, config)
+    assert plan.kind is ne.PlanKind.REWIND and plan.invalidated_nodes == {"tools"}
+    result = drive.run(graph, Command(resume=APPROVE), config)
+    assert runs == Counter({"lookup": 1, "model": 1})  # asked again: `search` did not run
+    assert [i.value for i in result["__interrupt__"]] == [i.value for i in asked]
+    result = drive.run(graph, Command(resume=APPROVE), config)
+    assert runs == Counter({"lookup": 1, "model": 2, "search": 1})
+    assert _artifacts(result) == [{"temp": 1.5, "unit": "s"}]
