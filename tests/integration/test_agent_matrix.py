@@ -148,3 +148,18 @@ def test_a_question_after_a_tool_whose_output_type_changed_is_asked_again(
     result = drive.run(graph, Command(resume=APPROVE), config)
     assert runs == Counter({"lookup": 1, "model": 2, "search": 1})
     assert _artifacts(result) == [{"temp": 1.5, "unit": "s"}]
+
+
+def test_the_same_input_object_again_returns_the_stored_answer(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    """``add_messages`` gives each message it is handed an id, in place: the caller's
+    message keeps none, so the same input asks for the stored result, not a new turn."""
+    runs: Counter[str] = Counter()
+    graph = ne.compile(agent(runs, [counted_tool(runs, CITY)], ["search"]), checkpointer=saver)
+    question = say("a")
+    first = drive.run(graph, question, config)
+    assert question["messages"][0].id is None
+    again = drive.run(graph, question, config)
+    assert runs == Counter({"model": 2, "search": 1})
+    assert again["messages"] == first["messages"] and len(first["messages"]) == 4
