@@ -72,6 +72,7 @@ test-oldest: $(OLDEST_STAMP)
 		--ignore=tests/unit/test_delta_knowledge.py \
 		--ignore=tests/unit/test_fork_delta.py \
 		--ignore=tests/integration/test_agents.py \
+		--ignore=tests/integration/test_agent_matrix.py \
 		--ignore=tests/unit/test_stamp_agents.py \
 		--ignore=tests/unit/test_agent_knowledge.py \
 		--ignore=tests/integration/test_prune.py \

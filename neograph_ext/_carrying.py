@@ -26,6 +26,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from neograph_ext._errors import CheckpointSchemaError
 from neograph_ext._plan import Carry, ResumePlan
+from neograph_ext._typeforms import QUALIFIERS
 
 __all__ = [
     "Carrying",
@@ -46,7 +47,8 @@ class Carrying:
     """The compile options that let stored values stand in for re-running, per channel."""
 
     types: Mapping[str, object] = field(default_factory=dict)
-    """Each state channel's annotated type, as declared."""
+    """Each state channel's annotated type, as declared, without its ``TypedDict``
+    qualifier (``NotRequired[X]`` is ``X``)."""
     keep: frozenset[str] = frozenset()
     """Channels whose stored value is kept when it validates under the current type."""
     migrations: Mapping[str, tuple[str, Migration]] = field(default_factory=dict)
@@ -82,7 +84,16 @@ def carrying(
         label = f"migrations[{key if isinstance(key, str) else key.__qualname__!s}]"
         for channel in _channels_of(key, channel_types, "migrations"):
             table[channel] = (label, fn)
-    return Carrying(dict(channel_types), keep, table)
+    return Carrying({ch: _unqualified(tp) for ch, tp in channel_types.items()}, keep, table)
+
+
+def _unqualified(tp: object) -> object:
+    """``tp`` without ``NotRequired`` / ``Required`` / ``ReadOnly``: they say how a
+    ``TypedDict`` key is declared (every LangChain agent state declares its keys so),
+    and pydantic validates no value against them."""
+    while get_origin(tp) in QUALIFIERS:
+        tp = get_args(tp)[0]
+    return tp
 
 
 def _channels_of(key: type | str, channel_types: Mapping[str, object], option: str) -> list[str]:
@@ -103,7 +114,8 @@ def _channels_of(key: type | str, channel_types: Mapping[str, object], option: s
 
 
 def _core(tp: object) -> object:
-    """The type a channel holds: without ``Annotated`` metadata and ``| None``."""
+    """The type a channel holds: without qualifiers, ``Annotated`` metadata and ``| None``."""
+    tp = _unqualified(tp)
     if get_origin(tp) is Annotated:
         tp = get_args(tp)[0]
     if get_origin(tp) in (typing.Union, types.UnionType):

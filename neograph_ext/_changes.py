@@ -43,6 +43,8 @@ class ChangeReason(StrEnum):
     SUBGRAPH = "subgraph"
     TOOLS = "tool schemas"
     """The argument schemas of the tools its tool calls go to."""
+    TOOL_OUTPUTS = "tool output types"
+    """The return types of the tools a ``ToolNode`` ran (its ``ToolMessage``s hold them)."""
     REMOVED = "removed"
     UNKNOWN = "unknown"
     """The types it ran under are not known: their stored description is missing."""
@@ -148,6 +150,11 @@ def _parts_changed(
     if before.tools != after.tools:
         lines = _keyed_lines(before.tools or {}, after.tools or {}, old, new, "tool `{}` arguments")
         found.append(NodeChange(node, ChangeReason.TOOLS, None, None, lines))
+    if before.outputs != after.outputs:
+        lines = _keyed_lines(
+            before.outputs or {}, after.outputs or {}, old, new, "tool `{}` output"
+        )
+        found.append(NodeChange(node, ChangeReason.TOOL_OUTPUTS, None, None, lines))
     return found
 
 

@@ -41,6 +41,7 @@ from neograph_ext._langgraph_agents import (
     prebuilt_output,
     response_schema,
     sub_agents,
+    tool_callables,
     tool_objects,
     tool_schemas,
 )
@@ -109,6 +110,7 @@ def build_stamp(
 
     successors = _successors(builder)
     tools = _tool_digests(builder, remember)
+    tool_outputs = _tool_output_digests(builder, remember)
     # An agent builder's model call made the tool calls that its middleware nodes route
     # on: the tools' schemas are its own, and no router's.
     callers = {name for name, spec in builder.nodes.items() if makes_tool_calls(spec.runnable)}
@@ -155,6 +157,8 @@ def build_stamp(
             routed = _routed_tools(succ, tools)
         if routed is not None:  # only when set: fingerprints of other nodes stay as they were
             fields["tools"] = routed
+        if tool_outputs.get(name):  # as ``tools``: a ToolNode of str tools keeps its fingerprint
+            fields["outputs"] = tool_outputs[name]
         nodes[name] = NodeStamp(fp=canonical_digest(fields), inner=inner, **fields)
     types = channel_types(builder)
     schemas = (response_schema(spec.runnable) for spec in builder.nodes.values())
@@ -230,6 +234,30 @@ def _tool_digests(
     return found
 
 
+def _tool_output_digests(
+    builder: StateGraph[Any, Any, Any, Any], remember: Callable[[object], str]
+) -> dict[str, dict[str, str]]:
+    """Per ``ToolNode`` node: each bound tool's declared return type digest, by tool name.
+
+    A tool returning ``str`` (or declaring nothing) is left out: its content is stored as
+    it is returned, and most tools declare it, so their nodes keep their fingerprints.
+    """
+    found: dict[str, dict[str, str]] = {}
+    for name, spec in builder.nodes.items():
+        digests: dict[str, str] = {}
+        for tool, fn in (tool_callables(spec.runnable) or {}).items():
+            tp = _declared_return(fn)
+            if tp in (None, type(None), Any, str):
+                continue
+            try:
+                digests[tool] = remember(tp)
+            except UnresolvedTypeError as exc:
+                logger.debug("tool %r: return type not fingerprinted: %s", tool, exc)
+        if digests:
+            found[name] = digests
+    return found
+
+
 def _routed_tools(
     succ: tuple[str, ...], tools: Mapping[str, Mapping[str, str]]
 ) -> dict[str, str] | None:
@@ -271,8 +299,20 @@ def return_type(runnable: object) -> object | None:
     fn = _callable_of(runnable)
     if fn is None:
         return None
+    tp = _declared_return(fn)
+    if tp is Command or get_origin(tp) is Command:
+        # Command[...] parametrises the goto targets, not the update's type.
+        return None
+    if tp in (None, type(None), Any, dict) or get_origin(tp) is dict:
+        return None
+    return tp
+
+
+def _declared_return(fn: object) -> object | None:
+    """A function's return annotation, the result type of a coroutine function's; None
+    when it has none or it does not resolve."""
     try:
-        hints = typing.get_type_hints(inspect.unwrap(fn), include_extras=True)
+        hints = typing.get_type_hints(inspect.unwrap(fn), include_extras=True)  # type: ignore[arg-type]
     except (NameError, TypeError, AttributeError) as exc:
         logger.debug("return annotation of %r not resolved: %s", fn, exc)
         return None
@@ -282,11 +322,6 @@ def return_type(runnable: object) -> object | None:
         origin is not None and getattr(origin, "__name__", "") in ("Coroutine", "Awaitable")
     ):
         tp = get_args(tp)[-1]
-    if tp is Command or get_origin(tp) is Command:
-        # Command[...] parametrises the goto targets, not the update's type.
-        return None
-    if tp in (None, type(None), Any, dict) or get_origin(tp) is dict:
-        return None
     return tp
 
 

@@ -23,6 +23,7 @@ __all__ = [
     "prebuilt_output",
     "response_schema",
     "sub_agents",
+    "tool_callables",
     "tool_objects",
     "tool_schemas",
 ]
@@ -99,6 +100,29 @@ def tool_objects(runnable: object) -> dict[str, object] | None:
     if type(runnable).__name__ != "ToolNode" or not isinstance(tools, Mapping):
         return None
     return dict(tools)
+
+
+def tool_callables(runnable: object) -> dict[str, object] | None:
+    """For a prebuilt ``ToolNode``: the function each bound tool runs, by tool name, whose
+    return annotation says what the tool returns (what its ``ToolMessage`` is made of:
+    the content, and the artifact of a ``content_and_artifact`` tool).
+
+    A ``StructuredTool`` or ``Tool`` (``@tool``) runs its ``func``, or its ``coroutine``
+    when it has no ``func``; any other ``BaseTool`` its class's ``_run``.
+
+    Returns:
+        None for any other node; a tool whose function is not found is left out.
+    """
+    tools = tool_objects(runnable)
+    if tools is None:
+        return None
+    found: dict[str, object] = {}
+    for name, tool in tools.items():
+        fn = getattr(tool, "func", None) or getattr(tool, "coroutine", None)
+        fn = fn or getattr(type(tool), "_run", None)
+        if callable(fn):
+            found[name] = fn
+    return found
 
 
 def tool_schemas(runnable: object) -> dict[str, object] | None:

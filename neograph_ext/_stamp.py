@@ -129,6 +129,10 @@ class NodeStamp(BaseModel):
     tools: dict[_Name, _Hex] | None = None
     """For a node that routes to a prebuilt ``ToolNode``: the digest of each bound tool's
     argument schema, by tool name (the tool calls it writes must fit them)."""
+    outputs: dict[_Name, _Hex] | None = None
+    """For a prebuilt ``ToolNode``: the digest of each bound tool's declared return type,
+    by tool name (its ``ToolMessage``'s content and artifact are made of it); a tool that
+    declares ``str`` or nothing is left out, and so is the field when none declares more."""
     inner: dict[_Name, _Hex] | None = None
     """For a subgraph node, to explain a change (not part of ``fp``, which ``sub``
     covers): the digests inside it at any depth, keyed by path (``draft/out``,

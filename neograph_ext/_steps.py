@@ -14,6 +14,7 @@ Rules:
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -133,6 +134,7 @@ def work_for(
     stored_input = started_input(head) or decision.turn_input
     answer = isinstance(input, Command)
     given = None if input is None or answer else input_digest(input)
+    input = _unshared(input)
     asking = _asking(call, head)
     # A replay names the head whose turns it replays: the plan's head, or for a replay
     # cut short, the one its checkpoints name (``HeadFacts.owed``).
@@ -233,6 +235,17 @@ def _replays(call: ThreadCall, decision: ResumePlan, source: str | None) -> tupl
         )
         for cp in decision.replayed
     )
+
+
+def _unshared(value: Any) -> Any:
+    """The input LangGraph is handed: a copy, since its reducers change what they are
+    given in place (``add_messages`` sets each message's missing ``id``), and the caller's
+    input, never mutated, must keep its digest: the same input asks for the stored result.
+    An input that cannot be copied is handed over as given."""
+    try:
+        return copy.deepcopy(value)
+    except (TypeError, copy.Error):
+        return value
 
 
 def _turn(

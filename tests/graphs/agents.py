@@ -191,3 +191,19 @@ def deep_agent(runs: Counter[str], sub_tools: Sequence[BaseTool]) -> Any:
     return create_deep_agent(
         model=ScriptedChat(runs=runs, script=(task,)), tools=[], subagents=[researcher]
     )
+
+
+def artifact_tool(
+    runs: Counter[str], args: type[BaseModel], artifact: type[BaseModel], *, name: str = "lookup"
+) -> BaseTool:
+    """A ``content_and_artifact`` tool declaring ``-> tuple[str, artifact]``; its artifact
+    is a sample of ``artifact`` (every field set)."""
+
+    def call(**kwargs: Any) -> Any:
+        runs[name] += 1
+        return f"{name} {kwargs}", artifact(**_sample(artifact.model_json_schema()))
+
+    call.__annotations__["return"] = tuple[str, artifact]  # type: ignore[valid-type]
+    return StructuredTool.from_function(
+        call, name=name, description=name, args_schema=args, response_format="content_and_artifact"
+    )

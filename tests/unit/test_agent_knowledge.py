@@ -11,6 +11,7 @@ from typing import Any, TypeVar, get_args
 import pytest
 from langchain.agents.structured_output import ProviderStrategy, ToolStrategy
 from langchain_core.messages import HumanMessage
+from langchain_core.tools import BaseTool, StructuredTool, tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import StateGraph
 from langgraph.prebuilt import create_react_agent
@@ -22,6 +23,7 @@ from neograph_ext._langgraph_agents import (
     makes_tool_calls,
     response_schema,
     sub_agents,
+    tool_callables,
     tool_objects,
 )
 from tests.graphs.agents import Audit, ScriptedChat, agent, counted_tool, deep_agent
@@ -130,3 +132,33 @@ def test_deep_agents_task_tool_holds_its_compiled_sub_agents() -> None:
     assert inner is not None and "search" in inner
     assert sub_agents(tools["write_file"]) is None
     assert "files" in channel_types(built.builder)
+
+
+def _lookup(city: str) -> tuple[str, Weather]:
+    """Looks the weather up."""
+    return city, Weather(temp=1.0)
+
+
+async def _alookup(city: str) -> tuple[str, Weather]:
+    """Looks the weather up."""
+    return city, Weather(temp=1.0)
+
+
+class _Lookup(BaseTool):
+    name: str = "by_class"
+    description: str = "Looks the weather up."
+
+    def _run(self, city: str) -> Weather:
+        return Weather(temp=1.0)
+
+
+def test_a_tools_function_is_where_its_return_type_is_declared() -> None:
+    tools = [
+        tool("decorated", response_format="content_and_artifact")(_lookup),
+        StructuredTool.from_function(coroutine=_alookup, name="async_only"),
+        _Lookup(),
+    ]
+    built = agent(Counter(), tools, [])
+    found = tool_callables(built.builder.nodes["tools"].runnable)
+    assert found == {"decorated": _lookup, "async_only": _alookup, "by_class": _Lookup._run}
+    assert tool_callables(built.builder.nodes["model"].runnable) is None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NotRequired
 
 import pytest
 
@@ -53,3 +53,11 @@ def test_only_carried_delta_channels_are_read_as_langgraph_rebuilds_them() -> No
     carry = carry_for(options, frozenset({"profile"}), values)
     assert carry.migrated == {"profile"}
     assert not carry_for(options, frozenset({"profile"}), stored).migrated
+
+
+def test_a_typeddict_qualifier_is_no_type_to_validate_against() -> None:
+    """LangChain agents declare their state keys ``NotRequired[X]``: carried as ``X``."""
+    options = carrying({"profile": NotRequired[ProfileV2]}, keep_compatible=[ProfileV2])
+    assert options.keep == {"profile"}
+    carry = carry_for(options, frozenset({"profile"}), {"profile": {"who": "Ada"}})
+    assert carry.compatible == {"profile"}

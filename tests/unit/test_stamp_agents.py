@@ -20,6 +20,7 @@ from tests.graphs.agents import (
     Audit,
     ScriptedChat,
     agent,
+    artifact_tool,
     budget,
     counted_tool,
     deep_agent,
@@ -148,3 +149,18 @@ def test_a_deep_agents_sub_agent_is_folded_into_the_tools_node() -> None:
     assert "channel:files" not in moved(old, new) and "files" in old.channels
     inner = old.nodes["tools"].inner or {}
     assert "researcher/model/tool:search" in inner
+
+
+def test_a_tools_declared_return_type_belongs_to_the_tools_node() -> None:
+    def built(artifact: type[BaseModel]) -> Stamp:
+        tools = [artifact_tool(Counter(), CITY, artifact), counted_tool(Counter(), CITY)]
+        return stamp_of(agent(Counter(), tools, [], middleware=[Audit]))
+
+    old, new = built(RAINY), built(RAINY_V2)
+    assert moved(old, new) == {"tools"}
+    assert set(old.nodes["tools"].outputs or {}) == {"lookup"}  # `search` returns str
+
+
+def test_a_node_of_tools_returning_str_keeps_its_fingerprint() -> None:
+    stamp = stamp_of(agent(Counter(), [counted_tool(Counter(), CITY)], []))
+    assert stamp.nodes["tools"].outputs is None

@@ -1,0 +1,165 @@
+"""LangChain 1.x agents meeting the ways a thread settles a deploy: carrying a
+middleware's state, a tool's output type, human-in-the-loop questions asked again, rolling
+deploys, replayed turns. Each case runs once per saver, sync and async, with a scripted
+chat model; counters of model calls, tool calls and hook runs prove what re-ran, and each
+resumed thread ends as a fresh run of the new code would.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, NotRequired
+
+import pytest
+from langchain.agents import AgentState
+from langchain.agents.middleware import AgentMiddleware, HumanInTheLoopMiddleware
+from langchain_core.messages import HumanMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.types import Command
+
+import neograph_ext as ne
+from tests.drive import Drive
+from tests.graphs.agents import agent, artifact_tool, counted_tool
+from tests.graphs.chat import ProfileV1, ProfileV2
+from tests.graphs.pipelines import Crash, as_data, deployed, model
+
+CITY = model("SearchArgs", city=(str, ...))
+READING = model("Reading", temp=(int, ...))
+READING_V2 = model("Reading", temp=(float, ...), unit=(str, ...))
+APPROVE = {"decisions": [{"type": "approve"}]}
+
+
+def say(text: str) -> dict[str, Any]:
+    return {"messages": [HumanMessage(text)]}
+
+
+class ProfileState(AgentState[Any]):
+    """A middleware's own state field, declared ``NotRequired`` as every agent state key."""
+
+    profile: NotRequired[ProfileV1]
+
+
+class ProfileStateV2(AgentState[Any]):
+    profile: NotRequired[ProfileV2]
+
+
+def profiler(runs: Counter[str], state: type[Any]) -> Any:
+    """A middleware whose ``before_agent`` hook writes its own state field ``profile``
+    on a thread's first turn only."""
+    profile = ProfileV2 if state is ProfileStateV2 else ProfileV1
+
+    class Profiler(AgentMiddleware[Any, Any, Any]):
+        state_schema = state
+
+        def before_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+            runs["profiler"] += 1
+            return None if state.get("profile") else {"profile": profile(who="Ada")}
+
+    return lambda _: Profiler()
+
+
+@pytest.mark.parametrize("keep", ["profile", ProfileV2], ids=["by-channel", "by-type"])
+def test_a_middleware_state_value_of_an_earlier_turn_is_kept_converted(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, keep: Any
+) -> None:
+    runs: Counter[str] = Counter()
+    tools = [counted_tool(runs, CITY)]
+    deployed(ProfileV1)
+    old = ne.compile(
+        agent(runs, tools, ["search"], middleware=[profiler(runs, ProfileState)]),
+        checkpointer=saver,
+    )
+    drive.run(old, say("a"), config)
+    drive.run(old, say("b"), config)
+    assert runs == Counter({"model": 4, "search": 2, "profiler": 2})
+    runs.clear()
+    deployed(ProfileV2)  # adds `tone`, with a default
+    new = agent(runs, tools, ["search"], middleware=[profiler(runs, ProfileStateV2)])
+    graph = ne.compile(new, checkpointer=saver, resume=ne.ResumePolicy(keep_compatible={keep}))
+    plan = drive.plan(graph, config)
+    assert plan.kind is ne.PlanKind.MIGRATE and plan.migrated == {"profile"}
+    result = drive.run(graph, None, config)
+    assert runs == Counter()
+    assert isinstance(result["profile"], ProfileV2)
+    assert as_data(result["profile"]) == {"who": "Ada", "tone": "plain"}
+    result = drive.run(graph, say("c"), config)
+    assert runs == Counter({"model": 2, "search": 1, "profiler": 1})
+    assert as_data(result["profile"]) == {"who": "Ada", "tone": "plain"}
+
+
+def _artifacts(result: dict[str, Any]) -> list[Any]:
+    return [
+        as_data(m.artifact)
+        for m in result["messages"]
+        if isinstance(m, ToolMessage) and m.artifact is not None
+    ]
+
+
+def test_a_tools_changed_artifact_type_reruns_the_tool_not_the_model_call_before_it(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    """A thread crashed in its second tool call, after ``lookup`` stored its artifact:
+    model (1), tools: lookup (2), model (3), tools: search crashes (4)."""
+    runs: Counter[str] = Counter()
+    script = ["lookup", "search"]
+    crashing = counted_tool(runs, CITY, crash_once=True)
+    old = agent(runs, [artifact_tool(runs, CITY, READING), crashing], script)
+    with pytest.raises(Crash):
+        drive.run(ne.compile(old, checkpointer=saver), say("a"), config)
+    assert runs == Counter({"model": 2, "lookup": 1, "search": 1})
+    before = runs.copy()  # not cleared: `search` crashes on its first call alone
+    new = agent(runs, [artifact_tool(runs, CITY, READING_V2), crashing], script)
+    graph = ne.compile(new, checkpointer=saver)
+    plan = drive.plan(graph, config)
+    assert plan.kind is ne.PlanKind.REWIND and plan.invalidated_nodes == {"tools"}
+    assert plan.step == 1 and ne.TaskStep("model", 1, kept=True) in plan.steps
+    assert "tool `lookup` output changed" in str(plan) and "Reading.unit: added" in str(plan)
+    result = drive.run(graph, None, config)
+    # The first model call is kept; the tool runs again under its new return type.
+    assert runs - before == Counter({"lookup": 1, "model": 2, "search": 1})
+    assert _artifacts(result) == [{"temp": 1.5, "unit": "s"}]
+    assert drive.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
+
+
+def test_a_question_after_a_tool_whose_output_type_changed_is_asked_again(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    """The human is asked to approve ``search``, which the model asked for after reading
+    ``lookup``'s output: once that output's type changed, the question is asked again."""
+    runs: Counter[str] = Counter()
+
+    def built(reading: type[Any]) -> Any:
+        tools = [artifact_tool(runs, CITY, reading), counted_tool(runs, CITY)]
+        gate = HumanInTheLoopMiddleware({"search": True})
+        return ne.compile(
+            agent(runs, tools, ["lookup", "search"], middleware=[lambda _: gate]),
+            checkpointer=saver,
+        )
+
+    asked = drive.run(built(READING), say("a"), config)["__interrupt__"]
+    runs.clear()
+    graph = built(READING_V2)
+    plan = drive.plan(graph, config)
+    assert plan.kind is ne.PlanKind.REWIND and plan.invalidated_nodes == {"tools"}
+    result = drive.run(graph, Command(resume=APPROVE), config)
+    assert runs == Counter({"lookup": 1, "model": 1})  # asked again: `search` did not run
+    assert [i.value for i in result["__interrupt__"]] == [i.value for i in asked]
+    result = drive.run(graph, Command(resume=APPROVE), config)
+    assert runs == Counter({"lookup": 1, "model": 2, "search": 1})
+    assert _artifacts(result) == [{"temp": 1.5, "unit": "s"}]
+
+
+def test_the_same_input_object_again_returns_the_stored_answer(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    """``add_messages`` gives each message it is handed an id, in place: the caller's
+    message keeps none, so the same input asks for the stored result, not a new turn."""
+    runs: Counter[str] = Counter()
+    graph = ne.compile(agent(runs, [counted_tool(runs, CITY)], ["search"]), checkpointer=saver)
+    question = say("a")
+    first = drive.run(graph, question, config)
+    assert question["messages"][0].id is None
+    again = drive.run(graph, question, config)
+    assert runs == Counter({"model": 2, "search": 1})
+    assert again["messages"] == first["messages"] and len(first["messages"]) == 4
