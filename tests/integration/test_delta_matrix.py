@@ -20,7 +20,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 import neograph_ext as ne
 from tests.drive import Drive
-from tests.graphs.delta import EntryV1, EntryV2, add_lang, entries, extend
+from tests.graphs.delta import STATES, EntryV1, EntryV2, add_lang, entries, extend, fan
 from tests.graphs.notes import ItemV2, note, notes
 from tests.integration.savers import reopened
 
@@ -135,3 +135,34 @@ def test_an_earlier_turns_items_kept_compatible_read_back_as_the_new_type(
     with reopened(saver, tmp_path) as fresh:
         items = graph.copy(update={"checkpointer": fresh}).get_state(config).values["items"]
     assert [(type(i), i.n, type(i.n)) for i in items] == [(ItemV2, n, float) for n in (0, 1, 2)]
+
+
+@pytest.mark.parametrize("state", list(STATES))
+@pytest.mark.parametrize("written_by", ["langgraph", "neograph-ext"])
+def test_a_step_finished_by_a_resume_after_a_crash_keeps_its_sibling_on_a_rewind(
+    drive: Drive,
+    saver: BaseCheckpointSaver[Any],
+    config: RunnableConfig,
+    tmp_path: Path,
+    state: str,
+    written_by: str,
+) -> None:
+    """``c`` crashed and finished when the thread was resumed (adopted, for a thread
+    plain LangGraph wrote): its step holds the failed try's error beside its output.
+    A change of ``b`` then keeps ``c``, as planned."""
+    runs: Counter[str] = Counter()
+    crashing = fan(STATES[state], runs, crash="c")
+    with pytest.raises(RuntimeError, match="c crashed"):
+        if written_by == "langgraph":
+            drive.invoke(crashing.compile(checkpointer=saver), {"log": []}, config)
+        else:
+            drive.run(ne.compile(crashing, checkpointer=saver), {"log": []}, config)
+    drive.run(ne.compile(fan(STATES[state], runs), checkpointer=saver), None, config)
+    runs.clear()
+    graph = ne.compile(fan(STATES[state], runs, b="b2"), checkpointer=saver, versions={"b": "2"})
+    assert drive.plan(graph, config).kept_tasks == {"c"}
+    drive.run(graph, None, config)
+    assert runs == Counter("bd")
+    with reopened(saver, tmp_path) as fresh:
+        values = graph.copy(update={"checkpointer": fresh}).get_state(config).values
+    assert values == {"log": ["a1", "b2", "c1", "d1"]}
