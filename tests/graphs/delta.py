@@ -75,9 +75,15 @@ def add_lang(entries: list[Any]) -> list[BaseModel]:
     return [EntryV2(label=dict(e)["label"], lang="en") for e in entries]
 
 
-def entries(entry: type[BaseModel], reducer: Any, runs: Counter[str]) -> Builder:
+def entries(
+    entry: type[BaseModel],
+    reducer: Any,
+    runs: Counter[str],
+    record: Callable[[str], None] | None = None,
+) -> Builder:
     """``a -> b -> c -> d``, each appending an ``entry`` labelled with its name (``lang``
-    ``en``, as ``add_lang`` converts) to ``log``, a list kept by ``reducer``."""
+    ``en``, as ``add_lang`` converts) to ``log``, a list kept by ``reducer``; each
+    counts itself in ``runs`` and tells ``record`` first, if given."""
     deployed(entry)
     state = TypedDict(  # type: ignore[misc]  # noqa: UP013
         "Entries", {"log": Annotated[list[entry], reducer]}, total=False
@@ -85,6 +91,8 @@ def entries(entry: type[BaseModel], reducer: Any, runs: Counter[str]) -> Builder
 
     def step(name: str) -> Callable[[dict[str, Any]], dict[str, list[BaseModel]]]:
         def fn(values: dict[str, Any]) -> dict[str, list[BaseModel]]:
+            if record is not None:
+                record(name)
             runs[name] += 1
             fields = {"label": name, "lang": "en"}
             return {"log": [entry(**{k: fields[k] for k in entry.model_fields})]}

@@ -14,7 +14,9 @@ A path is what one call of neograph-ext writes when a deploy lands on a thread:
   question is asked again (the answer is set aside);
 - ``adopt``: a new turn on a chat plain LangGraph wrote (its items stay in the list);
 - ``append``: a changed item type of a list every turn appended to, the earlier
-  turns replayed (``replay_turns=True``).
+  turns replayed (``replay_turns=True``);
+- ``convert``: a DeltaChannel log whose entries a migration converted, then a changed
+  last node: the rewind converts the earlier entries again (a fork carrying them).
 
 ``setup`` runs in the test process, unkilled; ``call`` runs in a worker, which may be
 killed at any write (``worker --kill-before``) and is then started again, unchanged.
@@ -25,17 +27,20 @@ from __future__ import annotations
 
 import operator
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.channels.delta import DeltaChannel
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 
 import neograph_ext as ne
+from tests.graphs.delta import EntryV1, EntryV2, add_lang, entries, extend
 from tests.reliability import worker
 
 TURNS = 4
@@ -321,6 +326,31 @@ def _append_call(saver: BaseCheckpointSaver[Any], log: Path, config: RunnableCon
     return final(graph, config)
 
 
+# --- convert: a migrated DeltaChannel log, then a rewind before its last writer --------
+
+
+def _entries(saver: BaseCheckpointSaver[Any], log: Path, entry: Any, **kw: Any) -> Any:
+    kind = DeltaChannel(extend, snapshot_frequency=1000)
+    built = entries(entry, kind, Counter(), lambda name: worker.record(log, name))
+    migrating = ne.ResumePolicy(migrations={"log": add_lang})
+    return ne.compile(built, checkpointer=saver, resume=migrating, **kw)
+
+
+def _convert_setup(saver: BaseCheckpointSaver[Any], log: Path, config: RunnableConfig) -> None:
+    ne.run(_entries(saver, log, EntryV1), {}, config)
+    ne.run(_entries(saver, log, EntryV2), None, config)
+
+
+def _converting(saver: BaseCheckpointSaver[Any], log: Path) -> Any:
+    return _entries(saver, log, EntryV2, versions={"d": "2"})
+
+
+def _convert_call(saver: BaseCheckpointSaver[Any], log: Path, config: RunnableConfig) -> Any:
+    graph = _converting(saver, log)
+    ne.run(graph, None, config)
+    return final(graph, config)
+
+
 @dataclass(frozen=True)
 class WritePath:
     """One write path: how a thread is prepared, and the call that writes."""
@@ -348,4 +378,5 @@ PATHS: Mapping[str, WritePath] = {
     ),
     "adopt": WritePath(_adopt_setup, _adopt_call, _chat),
     "append": WritePath(_append_setup, _append_call, lambda s, log: _notes(s, log, NotesV2)),
+    "convert": WritePath(_convert_setup, _convert_call, _converting),
 }
