@@ -11,16 +11,19 @@ from __future__ import annotations
 import operator
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, TypedDict
 
 import pytest
 from langchain_core.runnables import RunnableConfig
 from langgraph.channels.delta import DeltaChannel
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import START, StateGraph
+from pydantic import BaseModel
 
 import neograph_ext as ne
 from tests.drive import Drive
-from tests.graphs.delta import STATES, EntryV1, EntryV2, add_lang, entries, extend, fan
+from tests.graphs.delta import STATES, extend, fan
+from tests.graphs.entries import EntryV1, EntryV2, add_lang, entries
 from tests.graphs.notes import ItemV2, note, notes
 from tests.integration.savers import reopened
 
@@ -166,3 +169,60 @@ def test_a_step_finished_by_a_resume_after_a_crash_keeps_its_sibling_on_a_rewind
     with reopened(saver, tmp_path) as fresh:
         values = graph.copy(update={"checkpointer": fresh}).get_state(config).values
     assert values == {"log": ["a1", "b2", "c1", "d1"]}
+
+
+class Kept(BaseModel):
+    """An importable model: it reads back as itself."""
+
+    text: str
+
+
+class Crash(RuntimeError):
+    """``publish`` failing, as a process dying mid-run."""
+
+
+def drafting(saver: BaseCheckpointSaver[Any], runs: Counter[str], kind: Any, **how: bool) -> Any:
+    """``write -> publish``: ``write`` appends a draft to a list in ``kind``, of a class
+    defined here (which no process can import: it reads back as a dict) unless ``kept``;
+    ``publish`` reports the class it was handed, or ``crash``es."""
+
+    class Draft(BaseModel):
+        text: str
+
+    model = Kept if how.get("kept") else Draft
+    state = TypedDict(  # type: ignore[misc]  # noqa: UP013
+        "Drafts", {"drafts": Annotated[list[model], kind], "out": str}, total=False
+    )
+
+    def write(values: Any) -> dict[str, Any]:
+        runs["write"] += 1
+        return {"drafts": [model(text="hello")]}
+
+    def publish(values: Any) -> dict[str, Any]:
+        runs["publish"] += 1
+        if how.get("crash"):
+            raise Crash("publish")
+        return {"out": type(values["drafts"][0]).__name__}
+
+    builder = StateGraph(state)
+    builder.add_sequence([write, publish]).add_edge(START, "write")
+    return ne.compile(builder, checkpointer=saver)
+
+
+@pytest.mark.parametrize("reducer", list(DELTA))
+@pytest.mark.parametrize("kept", [False, True], ids=["a dict", "itself"])
+def test_a_stored_delta_value_is_judged_as_langgraph_rebuilds_it(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, reducer: str, kept: bool
+) -> None:
+    """A resume hands ``publish`` the rebuilt list, not what ``channel_values`` hold (no
+    value, or a snapshot): one that reads back as a dict rewinds to ``write``; one that
+    reads back as itself is no false alarm."""
+    with pytest.raises(Crash):
+        drive.run(drafting(saver, Counter(), DELTA[reducer], crash=True, kept=kept), {}, config)
+    runs: Counter[str] = Counter()
+    graph = drafting(saver, runs, DELTA[reducer], kept=kept)
+    planned = drive.plan(graph, config)
+    assert planned.kind is (ne.PlanKind.CONTINUE if kept else ne.PlanKind.REWIND)
+    result = drive.run(graph, None, config)
+    assert result["out"] == ("Kept" if kept else "Draft")
+    assert runs == (Counter(["publish"]) if kept else Counter(["write", "publish"]))

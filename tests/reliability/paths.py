@@ -40,7 +40,8 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 
 import neograph_ext as ne
-from tests.graphs.delta import EntryV1, EntryV2, add_lang, entries, extend
+from tests.graphs.delta import extend
+from tests.graphs.entries import EntryV1, EntryV2, add_lang, entries
 from tests.reliability import worker
 
 TURNS = 4

@@ -12,7 +12,7 @@ from neograph_ext._history import Record
 from neograph_ext._introspect import build_stamp
 from neograph_ext._plan import Carry, PlanKind, decide
 from neograph_ext._stamp import Stamp
-from tests.graphs.delta import EntryV1, EntryV2, entries
+from tests.graphs.entries import EntryV1, EntryV2, entries
 from tests.graphs.lineages import record
 
 
