@@ -25,6 +25,7 @@ from tests.drive import Drive
 from tests.graphs.delta import STATES, extend, fan
 from tests.graphs.entries import EntryV1, EntryV2, add_lang, entries
 from tests.graphs.notes import ItemV2, note, notes
+from tests.graphs.pipelines import model
 from tests.integration.savers import reopened
 
 DELTA = {
@@ -32,6 +33,8 @@ DELTA = {
     "delta-near": DeltaChannel(extend, snapshot_frequency=1),
 }
 ACCUMULATING = {"plain": operator.add, **DELTA}
+ItemV3 = model("Item", n=(float, ...), tag=(str, "x"))
+"""The item of a deploy after ``ItemV2``: a field added."""
 FRESH = [{"label": name, "lang": "en"} for name in "abcd"]
 """The log a fresh run of the new code writes."""
 
@@ -113,6 +116,42 @@ def test_a_rollback_after_a_migration_takes_the_unconverted_items_back(
     assert _log(old, config, saver, tmp_path) == [{"label": name} for name in "abcd"]
     drive.run(new, None, config, resume=taking)
     assert _log(new, config, saver, tmp_path) == FRESH
+
+
+@pytest.mark.parametrize("reducer", list(DELTA))
+def test_a_replay_into_the_first_turn_after_a_migration_forks_and_ends_as_a_fresh_run(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, reducer: str
+) -> None:
+    """Migrated in the second turn, changed again after a third: the rewind to before
+    the first item needs nothing converted (no item is there yet); the three turns are
+    replayed, and every checkpoint of the old branch stays."""
+    kind = DELTA[reducer]
+    old = ne.compile(notes(Counter(), reducer=kind), checkpointer=saver)
+    for text in ("one", "two"):
+        drive.run(old, note(text), config)
+    policy = ne.ResumePolicy(
+        migrations={"items": lambda items: [ItemV2(n=dict(i)["n"]) for i in items]}
+    )
+    drive.run(
+        ne.compile(notes(Counter(), ItemV2, reducer=kind), checkpointer=saver, resume=policy),
+        note("three"),
+        config,
+    )
+    before = {
+        s.config["configurable"]["checkpoint_id"] for s in drive.get_state_history(old, config)
+    }
+    runs: Counter[str] = Counter()
+    replaying = ne.ResumePolicy(replay_turns=True)
+    graph = ne.compile(notes(runs, ItemV3, reducer=kind), checkpointer=saver, resume=replaying)
+    assert len(drive.plan(graph, config).replayed) == 2
+    drive.run(graph, None, config)
+    assert runs == Counter({"take": 3})
+    items = drive.get_state(graph, config).values["items"]
+    assert [(type(i), i.n, i.tag) for i in items] == [(ItemV3, float(n), "x") for n in range(3)]
+    after = {
+        s.config["configurable"]["checkpoint_id"] for s in drive.get_state_history(graph, config)
+    }
+    assert before < after
 
 
 @pytest.mark.parametrize("reducer", list(DELTA))
