@@ -92,6 +92,29 @@ def test_without_the_migration_that_rewind_is_refused_naming_the_channel(
 
 
 @pytest.mark.parametrize("reducer", list(ACCUMULATING))
+def test_a_rewind_to_before_an_accept_brings_back_what_was_accepted(
+    drive: Drive,
+    saver: BaseCheckpointSaver[Any],
+    config: RunnableConfig,
+    tmp_path: Path,
+    reducer: str,
+) -> None:
+    """``accept`` converts nothing, though its fork snapshots a DeltaChannel: the
+    entries stay as they were accepted, and only ``d`` runs again."""
+    kind = ACCUMULATING[reducer]
+    runs: Counter[str] = Counter()
+    drive.run(ne.compile(entries(EntryV1, kind, runs), checkpointer=saver), {}, config)
+    drive.accept(ne.compile(entries(EntryV2, kind, runs), checkpointer=saver), config)
+    runs.clear()
+    changed = ne.compile(entries(EntryV2, kind, runs), checkpointer=saver, versions={"d": "2"})
+    assert drive.plan(changed, config).blocker is None
+    drive.run(changed, None, config)
+    assert runs == Counter("d")
+    accepted = [{"label": name} for name in "abc"]
+    assert _log(changed, config, saver, tmp_path) == [*accepted, FRESH[-1]]
+
+
+@pytest.mark.parametrize("reducer", list(ACCUMULATING))
 def test_a_rollback_after_a_migration_takes_the_unconverted_items_back(
     drive: Drive,
     saver: BaseCheckpointSaver[Any],
