@@ -1,5 +1,6 @@
-"""Where a ``DeltaChannel`` meets the other features: carrying values across a type
-change, later rewinds, pruning, rolling deploys, adopted threads.
+"""Where a ``DeltaChannel`` meets the other features: values carried across a type
+change and later rewinds, replays, rollbacks and ``accept``; a step finished by a resume
+after a crash (an adopted thread); the read-back check of a resumed head.
 
 Each case counts node executions and compares the thread, read back through a new saver
 instance, with a fresh run of the new code; the plain reducer channel runs beside the
