@@ -66,6 +66,8 @@ test-oldest: $(OLDEST_STAMP)
 		--ignore=tests/integration/test_saver_check.py \
 		--ignore=tests/integration/test_delta_channels.py \
 		--ignore=tests/integration/test_accumulating_delta.py \
+		--ignore=tests/integration/test_delta_matrix.py \
+		--ignore=tests/unit/test_misread_delta.py \
 		--ignore=tests/integration/test_conformance.py \
 		--ignore=tests/integration/test_auto_resume_dropin.py \
 		--ignore=tests/unit/test_storage_kind.py \

@@ -34,7 +34,7 @@ from neograph_ext._keep import incomplete
 from neograph_ext._langgraph import delta_channels
 from neograph_ext._langgraph_calls import RETURN, FinishedCall, failed_tasks, finished_calls
 from neograph_ext._lineage_facts import verified
-from neograph_ext._misread import head_misread, result_misread
+from neograph_ext._misread import head_misread, rebuilt_judged, result_misread
 from neograph_ext._operations import (
     CarryValues,
     Flow,
@@ -97,7 +97,7 @@ def planned(
     """The decision for ``head``: from the head alone when it decides (``needs_lineage``),
     else from its lineage, with the stamp descriptions it names and the values a carry
     would convert. ``full``: always from the lineage (``plan``)."""
-    facts = _facts(call, head)
+    facts = yield from _facts(call, head)
     # A resumed entrypoint turn is served its cached results: they are read (and judged)
     # on its turn, which the head's facts alone do not cover.
     served = call.graph.neograph_ext_entrypoint is not None and bool(facts and facts.next_nodes)
@@ -278,19 +278,24 @@ def _moved(planned: CheckpointTuple | None, now: CheckpointTuple | None) -> bool
     ) != len(now.pending_writes or ())
 
 
-def _facts(call: ThreadCall, head: CheckpointTuple | None) -> HeadFacts | None:
-    """What ``decide`` needs to know of the head, read from its tuple and the graph."""
+def _facts(call: ThreadCall, head: CheckpointTuple | None) -> Flow[HeadFacts | None]:
+    """What ``decide`` needs to know of the head, read from its tuple and the graph, and
+    of the DeltaChannels a resume hands to nodes, their values as LangGraph rebuilds them."""
     if head is None:
         return None
     stamp, mark = read_marks(head.metadata)  # a mapping: ``resumable`` checked it
     waits = waiting_nodes(call.graph, head)
+    checked = call.graph.neograph_ext_revival
+    judged = rebuilt_judged(checked, delta_channels(call.graph)) if waits else frozenset()
+    values = (yield ReadValues(head.config)) if judged else {}
+    rebuilt = {ch: values[ch] for ch in judged if ch in values}
     return HeadFacts(
         head.checkpoint["id"],
         waits,
         paused=is_paused(call.graph, head),
         verified=verified(stamp, mark.verified, call.stamp),
         replaying=mark.replaying,
-        misread=head_misread(call.graph.neograph_ext_revival, head, bool(waits)),
+        misread=head_misread(checked, head, bool(waits), rebuilt),
     )
 
 

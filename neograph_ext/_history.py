@@ -96,6 +96,10 @@ class Record(NamedTuple):
     took_from: str | None = None
     """When ``run`` wrote it taking the thread over from other code (``RunMark``): the
     first 16 hex digits of that code's stamp id."""
+    carried: bool = False
+    """``run`` wrote it to carry values converted to their current types (a migration,
+    ``keep_compatible``: its run mark's decision is ``migrate``), not as an ``accept``
+    or a kept step's fork, whose values are the thread's as they were."""
 
 
 def lineage(
@@ -209,6 +213,7 @@ def _with_stamp(r: Record, stamp: Stamp) -> Record:
         r.nulled,
         r.input,
         r.took_from,
+        r.carried,
     )
 
 
@@ -230,7 +235,7 @@ class _Walk:
         self.described = described
         self.marks: dict[
             tuple[str, str | None],
-            tuple[Stamp | StampRef | Unreadable, str | None, str | None],
+            tuple[Stamp | StampRef | Unreadable, str | None, str | None, bool],
         ] = {}
         self.names: dict[frozenset[str], frozenset[str]] = {}
         self.ran: dict[tuple[str, ...], frozenset[str]] = {}
@@ -239,9 +244,10 @@ class _Walk:
 
     def marked(
         self, metadata: Mapping[str, Any]
-    ) -> tuple[Stamp | StampRef | Unreadable | None, str | None, str | None]:
+    ) -> tuple[Stamp | StampRef | Unreadable | None, str | None, str | None, bool]:
         """The stamp a checkpoint's metadata names, the stamp id its run mark verified,
-        and the stamp its run took the thread over from."""
+        the stamp its run took the thread over from, and whether the run carried
+        converted values (``Record.carried``)."""
         raw, run = metadata.get(STAMP_KEY), metadata.get(RUN_KEY)
         key = (raw, run) if type(raw) is str and (run is None or type(run) is str) else None
         found = self.marks.get(key) if key is not None else None
@@ -251,8 +257,9 @@ class _Walk:
         verified = mark.verified
         if not isinstance(stamp, StampRef | Unreadable):
             # A 0.1.0 stamp's marks live under other keys: read those every time.
-            return stamp, verified, None
-        marked = (self._described(stamp), verified, mark.took_from)
+            return stamp, verified, None, False
+        carried = mark.decision == "migrate"  # ``PlanKind.MIGRATE``, as ``_migrate`` marks it
+        marked = (self._described(stamp), verified, mark.took_from, carried)
         if key is not None:
             self.marks[key] = marked
         return marked
@@ -320,7 +327,7 @@ class _Walk:
         source = metadata.get("source", "")
         if type(source) is not str:
             source = str(source)
-        stamp, verified, took_from = self.marked(metadata)
+        stamp, verified, took_from, carried = self.marked(metadata)
         if odd and not isinstance(tup.metadata, Mapping | None):
             stamp = Unreadable(
                 "format", f"metadata is a {type(tup.metadata).__name__}, not a mapping"
@@ -353,6 +360,7 @@ class _Walk:
                 self.nulled_in(checkpoint, wrote),
                 self.turn_input(checkpoint) if source == "input" else None,
                 took_from,
+                carried,
             ),
         )
 

@@ -62,8 +62,13 @@ KEEP_KEY = "neograph_ext_keep"
 
 NULL_TASK = "00000000-0000-0000-0000-000000000000"
 """LangGraph's task id for writes that belong to no task (a ``Command``'s update)."""
-_UNFINISHED = frozenset({"__error__", "__interrupt__"})
-"""A task that wrote one of these did not finish: it runs again."""
+_ERROR, _INTERRUPT = "__error__", "__interrupt__"
+"""A task that wrote an interrupt did not finish, nor did one that wrote an error and
+nothing else: it runs again. One that wrote an error and then its output failed, and
+then finished when the thread was resumed: LangGraph hands it its output
+(``read_task_statuses``), and so does the fork, without the failed try's error."""
+_STATUS = frozenset({_ERROR, _INTERRUPT, "__error_source_node__", "__resume__"})
+"""Writes that say what happened to a task, not what it produced (``CONTROL_WRITES``)."""
 _NOT_CARRIED = frozenset({"__interrupt__", "__resume__"})
 """Writes that time travel drops from the checkpoint it forks, and so does a keep."""
 
@@ -89,7 +94,7 @@ def kept_writes(
     """
     by_id = {task.id: (task.name, tuple(task.path)) for task in old_tasks}
     grouped: dict[TaskKey | None, list[tuple[str, Any]]] = defaultdict(list)
-    unfinished: set[TaskKey] = set()
+    interrupted: set[TaskKey] = set()
     for task_id, channel, value in writes:
         if task_id == NULL_TASK:
             if channel not in _NOT_CARRIED:
@@ -98,10 +103,16 @@ def kept_writes(
         key = by_id.get(task_id)
         if key is None or key[0] not in nodes:
             continue
-        if channel in _UNFINISHED:
-            unfinished.add(key)
+        if channel == _INTERRUPT:
+            interrupted.add(key)
+        elif channel == _ERROR:
+            continue
         grouped[key].append((channel, value))
-    return {key: found for key, found in grouped.items() if key not in unfinished}
+    return {
+        key: found
+        for key, found in grouped.items()
+        if key is None or (key not in interrupted and any(ch not in _STATUS for ch, _ in found))
+    }
 
 
 def forked(

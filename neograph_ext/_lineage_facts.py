@@ -105,18 +105,20 @@ def converted_items(
     """Per accumulating channel, the carrying forks of ``records[:end]`` that converted
     its items from a type other than ``current``'s, as ``(index, checkpoint id)``.
 
-    A fork converted a channel when its stamp types it otherwise than its parent's. An
+    A fork converted a channel when ``run`` carried values on it (``Record.carried``)
+    and its stamp types the channel otherwise than its parent's. An
     accumulating channel's value holds the items of every earlier write, so a rewind to
     a checkpoint before that fork brings the unconverted items back, whichever node
     writes the channel after it; harmless only when they are of the current type (a
-    rollback to the code before the conversion). A fork that only snapshotted a
-    ``DeltaChannel`` (a keeping fork, ``accept``) left its type, and its items, alone.
+    rollback to the code before the conversion). A fork that carried nothing (a keeping
+    fork, ``accept``) left the items as they were, though it wrote a ``DeltaChannel``'s
+    snapshot.
     """
     found: dict[str, list[tuple[int, str]]] = {}
     for index in range(1, end):
         record = records[index]
         stamp, before = record.stamp, records[index - 1].stamp
-        if not (accumulates & record.wrote) or not is_carrying_fork(record):
+        if not (record.carried and accumulates & record.wrote) or not is_carrying_fork(record):
             continue
         if not isinstance(stamp, Stamp):
             continue

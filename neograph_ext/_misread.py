@@ -26,13 +26,14 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from typing_extensions import is_typeddict
 
 from neograph_ext._langgraph import TASKS_CHANNEL
-from neograph_ext._revive import Revival, by_path, same_class, type_hints
+from neograph_ext._revive import Revival, by_path, revived_classes, same_class, type_hints
 
 __all__ = [
     "class_mismatch",
     "head_misread",
     "mismatch",
     "misread",
+    "rebuilt_judged",
     "result_misread",
     "sends_misread",
 ]
@@ -212,14 +213,32 @@ def result_misread(task: str, tp: object, value: object) -> str | None:
     return f"cached result of task `{task}` does not read back as `{expected}`: got `{got}`"
 
 
-def head_misread(checked: Revival, head: CheckpointTuple | None, waits: bool) -> dict[str, str]:
+def rebuilt_judged(checked: Revival, delta: Iterable[str]) -> frozenset[str]:
+    """The channels of ``delta`` (the graph's DeltaChannels) whose values ``misread``
+    judges: their ``channel_values`` hold no value, or a snapshot, so they are judged as
+    LangGraph rebuilds them (``head_misread``'s ``rebuilt``)."""
+    return frozenset(
+        ch
+        for ch in delta
+        if ch in checked.types and any(True for _ in revived_classes(checked.types[ch]))
+    )
+
+
+def head_misread(
+    checked: Revival,
+    head: CheckpointTuple | None,
+    waits: bool,
+    rebuilt: Mapping[str, Any] | None = None,
+) -> dict[str, str]:
     """``misread`` of a head's stored values when a resume hands them to nodes (the head
     ``waits`` on nodes), and of the ``Send`` arguments it queued (under
-    ``TASKS_CHANNEL``); nothing for a complete head, from which no node reads."""
+    ``TASKS_CHANNEL``); nothing for a complete head, from which no node reads.
+    ``rebuilt``: the values of the channels of ``rebuilt_judged``, as LangGraph rebuilds
+    them; what their ``channel_values`` hold is never what a node is handed."""
     if head is None or not waits or not (checked.types or checked.inputs):
         return {}
     values = head.checkpoint.get("channel_values") or {}
-    found = misread(checked, values)
+    found = misread(checked, {**values, **rebuilt} if rebuilt else values)
     why = sends_misread(checked.inputs, values.get(TASKS_CHANNEL))
     return found | {TASKS_CHANNEL: why} if why is not None else found
 

@@ -14,7 +14,9 @@ A path is what one call of neograph-ext writes when a deploy lands on a thread:
   question is asked again (the answer is set aside);
 - ``adopt``: a new turn on a chat plain LangGraph wrote (its items stay in the list);
 - ``append``: a changed item type of a list every turn appended to, the earlier
-  turns replayed (``replay_turns=True``).
+  turns replayed (``replay_turns=True``);
+- ``convert``: a DeltaChannel log whose entries a migration converted, then a changed
+  last node: the rewind converts the earlier entries again (a fork carrying them).
 - ``freplay``: an ``@entrypoint``'s replay of turns (``functional_paths``).
 
 ``setup`` runs in the test process, unkilled; ``call`` runs in a worker, which may be
@@ -26,17 +28,21 @@ from __future__ import annotations
 
 import operator
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.channels.delta import DeltaChannel
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 
 import neograph_ext as ne
+from tests.graphs.delta import extend
+from tests.graphs.entries import EntryV1, EntryV2, add_lang, entries
 from tests.reliability import functional_paths as fp
 from tests.reliability import worker
 
@@ -324,6 +330,31 @@ def _append_call(saver: BaseCheckpointSaver[Any], log: Path, config: RunnableCon
     return final(graph, config)
 
 
+# --- convert: a migrated DeltaChannel log, then a rewind before its last writer --------
+
+
+def _entries(saver: BaseCheckpointSaver[Any], log: Path, entry: Any, **kw: Any) -> Any:
+    kind = DeltaChannel(extend, snapshot_frequency=1000)
+    built = entries(entry, kind, Counter(), lambda name: worker.record(log, name))
+    migrating = ne.ResumePolicy(migrations={"log": add_lang})
+    return ne.compile(built, checkpointer=saver, resume=migrating, **kw)
+
+
+def _convert_setup(saver: BaseCheckpointSaver[Any], log: Path, config: RunnableConfig) -> None:
+    ne.run(_entries(saver, log, EntryV1), {}, config)
+    ne.run(_entries(saver, log, EntryV2), None, config)
+
+
+def _converting(saver: BaseCheckpointSaver[Any], log: Path) -> Any:
+    return _entries(saver, log, EntryV2, versions={"d": "2"})
+
+
+def _convert_call(saver: BaseCheckpointSaver[Any], log: Path, config: RunnableConfig) -> Any:
+    graph = _converting(saver, log)
+    ne.run(graph, None, config)
+    return final(graph, config)
+
+
 @dataclass(frozen=True)
 class WritePath:
     """One write path: how a thread is prepared, and the call that writes."""
@@ -351,5 +382,6 @@ PATHS: Mapping[str, WritePath] = {
     ),
     "adopt": WritePath(_adopt_setup, _adopt_call, _chat),
     "append": WritePath(_append_setup, _append_call, lambda s, log: _notes(s, log, NotesV2)),
+    "convert": WritePath(_convert_setup, _convert_call, _converting),
     "freplay": WritePath(fp.freplay_setup, fp.freplay_call, fp.freplay),
 }

@@ -120,6 +120,9 @@ def _every_boundary(db: str, name: str, tmp_path: Path, *, asynchronous: bool) -
     assert ref.planned is finished, f"an unkilled call left the thread {ref.planned}"
     if name == "append":  # every turn's item is of the new type, not the latest turn's alone
         assert [type(i) for i in ref.outcome.result["values"]["items"]] == [str] * 3
+    if name == "convert":  # the earlier entries converted again, d's written once
+        expected = [f"Entry(label='{n}', lang='en')" for n in "abcd"]
+        assert ref.outcome.result["values"]["log"] == expected
     writes = ref.outcome.writes
     assert writes, "the call made no saver write: nothing would be killed"
     boundaries = [(n, None) for n in range(1, len(writes) + 1)]

@@ -83,6 +83,22 @@ def test_kept_writes_group_finished_tasks_of_kept_nodes_by_name_and_path() -> No
     }
 
 
+def test_a_task_that_failed_then_finished_on_a_resume_is_kept_without_its_error() -> None:
+    """The failed try's error stays among the step's writes beside the output of the
+    resume that finished it; LangGraph hands that task its output, not a re-run."""
+    tasks = [task("t1", "b"), task("t2", "c")]
+    writes = [
+        ("t1", "log", ["b"]),
+        ("t2", "__error__", "boom"),
+        ("t2", "log", ["c"]),
+    ]
+    assert kept_writes(tasks, writes, frozenset({"c"})) == {
+        ("c", ("__pregel_pull", "c")): [("log", ["c"])]
+    }
+    failed = [("t2", "__error__", "boom"), ("t2", "__error_source_node__", "c")]
+    assert kept_writes(tasks, failed, frozenset({"c"})) == {}
+
+
 def target(metadata: dict[str, Any], writes: list[Any] | None = None) -> CheckpointTuple:
     checkpoint = empty_checkpoint()
     checkpoint["v"] = 4

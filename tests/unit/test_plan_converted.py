@@ -12,7 +12,7 @@ from neograph_ext._history import Record
 from neograph_ext._introspect import build_stamp
 from neograph_ext._plan import Carry, PlanKind, decide
 from neograph_ext._stamp import Stamp
-from tests.graphs.delta import EntryV1, EntryV2, entries
+from tests.graphs.entries import EntryV1, EntryV2, entries
 from tests.graphs.lineages import record
 
 
@@ -26,7 +26,7 @@ def carried(fork: Stamp) -> list[Record]:
     return [
         record(-1, stamp=old, source="input"),
         *(record(step, node, ("log",), stamp=old) for step, node in enumerate("abcd")),
-        record(4, (), ("log",), stamp=fork, source="fork", verified=fork.id),
+        record(4, (), ("log",), stamp=fork, source="fork", verified=fork.id)._replace(carried=True),
     ]
 
 
@@ -68,3 +68,12 @@ def test_a_rollback_to_the_code_before_the_conversion_wants_the_items_as_they_we
     plan = decide(carried(stamp(EntryV2)), stamp(EntryV1), "t")
     assert plan.kind is PlanKind.REWIND and plan.blocker is None
     assert not plan.migrated
+
+
+def test_an_accept_converted_nothing_though_it_snapshotted_the_channel() -> None:
+    """``accept`` stamps the head's values as current, items as they were: a rewind to
+    before it brings back what was accepted."""
+    records = carried(stamp(EntryV2))
+    records[-1] = records[-1]._replace(carried=False)
+    plan = decide(records, stamp(EntryV2, d="2"), "t")
+    assert plan.kind is PlanKind.REWIND and plan.blocker is None and not plan.migrated
