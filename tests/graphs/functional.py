@@ -123,15 +123,23 @@ def fan_out(runs: Counter[str], crash: set[str], *, is_async: bool) -> Workflow:
 
 
 def saving(
-    runs: Counter[str], *, is_async: bool, save: type = str, crash: set[str] | None = None
+    runs: Counter[str],
+    *,
+    is_async: bool,
+    save: type = str,
+    crash: set[str] | None = None,
+    ask_at: int | None = None,
 ) -> Workflow:
     """A two-turn counter: ``add`` adds the input to ``previous``, saved as ``save``
-    (``entrypoint.final[int, save]``); ``add`` raises while named in ``crash``."""
+    (``entrypoint.final[int, save]``); ``add`` raises while named in ``crash``; given
+    the input ``ask_at``, the entrypoint asks for a number to add too (``interrupt``)."""
     add = _task("add", runs, crash if crash is not None else set(), lambda x: x + 100, is_async)
 
     def body(x: int, previous: Any, total: int) -> Any:
         runs["workflow"] += 1
         total += int(previous) if previous is not None else 0
+        if x == ask_at:
+            total += int(interrupt("how much more?"))
         return entrypoint.final(value=total, save=save(total))
 
     if is_async:

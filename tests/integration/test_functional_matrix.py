@@ -131,3 +131,25 @@ def test_a_replay_of_turns_cut_short_replays_the_turns_still_owed(
     assert drive.run(changed, None, config) == 306
     assert runs == Counter(workflow=3, add=3)
     assert drive.plan(changed, config).kind is ne.PlanKind.UP_TO_DATE
+
+
+def test_a_replay_stopped_by_a_question_replays_the_later_turns_once_answered(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    runs: Counter[str] = Counter()
+    graph = ne.compile(saving(runs, is_async=drive.is_async, ask_at=2), checkpointer=saver)
+    drive.run(graph, 1, config)
+    assert "__interrupt__" in drive.run(graph, 2, config)
+    assert drive.run(graph, Command(resume="1000"), config) == 1203
+    assert drive.run(graph, 3, config) == 1306
+    runs.clear()
+    changed = ne.compile(
+        saving(runs, is_async=drive.is_async, save=int, ask_at=2), checkpointer=saver
+    )
+    replay = ne.ResumePolicy(replay_turns=True)
+    assert "__interrupt__" in drive.run(changed, None, config, resume=replay)  # turn 2 asks
+    assert len(drive.plan(changed, config).replayed) == 1
+    # Before: the answer ended the thread with turn 2 (1203), turn 3 lost.
+    assert drive.run(changed, Command(resume="1000"), config) == 1306
+    assert runs == Counter(add=3, workflow=4)
+    assert drive.plan(changed, config).kind is ne.PlanKind.UP_TO_DATE

@@ -230,6 +230,6 @@ def test_a_replay_cut_short_finishes_the_turn_then_replays_the_turns_owed() -> N
     finished = replace(DONE, owed=("i3",), verified=True)
     done = decide_calls(_turn(ended=OLD, complete=True), OLD, "t", finished)
     assert (done.kind, done.replayed) == (PlanKind.CONTINUE, ("i3",))
-    # Waiting on a question, the replay goes on once it is answered.
+    # Waiting on a question a replayed turn asked, the replay goes on once it is answered.
     waiting = replace(PAUSED, owed=("i2",), verified=True)
-    assert not decide_calls(_turn(), OLD, "t", waiting).replayed
+    assert decide_calls(_turn(), OLD, "t", waiting).replayed == ("i2",)
