@@ -153,3 +153,28 @@ def test_a_replay_stopped_by_a_question_replays_the_later_turns_once_answered(
     assert drive.run(changed, Command(resume="1000"), config) == 1306
     assert runs == Counter(add=3, workflow=4)
     assert drive.plan(changed, config).kind is ne.PlanKind.UP_TO_DATE
+
+
+def test_a_migrated_previous_of_a_turn_waiting_on_a_question_keeps_its_cached_calls(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    runs: Counter[str] = Counter()
+    graph = ne.compile(saving(runs, is_async=drive.is_async, ask_at=2), checkpointer=saver)
+    drive.run(graph, 1, config)
+    assert "__interrupt__" in drive.run(graph, 2, config)  # `add` finished, then it asks
+    runs.clear()
+    convert = ne.ResumePolicy(migrations={int: int})
+    changed = ne.compile(
+        saving(runs, is_async=drive.is_async, save=int, ask_at=2),
+        checkpointer=saver,
+        resume=convert,
+    )
+    plan = drive.plan(changed, config)
+    assert (plan.kind, plan.migrated, plan.kept) == ("migrate", {"__previous__"}, {"add"})
+    # Before: planned `migrate` again on the fork it wrote, and failed; the fork's copy
+    # of `add`'s result was filed under the old call's id, so `add` ran again.
+    assert drive.run(changed, Command(resume="1000"), config) == 1203
+    assert runs == Counter(workflow=1)
+    head = saver.get_tuple(config)
+    assert head is not None and head.checkpoint["channel_values"]["__previous__"] == 1203
+    assert drive.plan(changed, config).kind is ne.PlanKind.UP_TO_DATE
