@@ -21,7 +21,7 @@ from langgraph.types import Command
 import neograph_ext as ne
 from tests.cli.support import Database, postgres_database, sqlite_database
 from tests.drive import Drive
-from tests.graphs.functional import asking_chain, nesting, saving
+from tests.graphs.functional import asking_chain, chain, nesting, saving
 from tests.graphs.pipelines import Crash
 
 
@@ -178,3 +178,22 @@ def test_a_migrated_previous_of_a_turn_waiting_on_a_question_keeps_its_cached_ca
     head = saver.get_tuple(config)
     assert head is not None and head.checkpoint["channel_values"]["__previous__"] == 1203
     assert drive.plan(changed, config).kind is ne.PlanKind.UP_TO_DATE
+
+
+def test_accept_on_a_crashed_turn_keeps_its_cached_calls(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    runs: Counter[str] = Counter()
+    crash = {"t3"}
+    workflow = chain(runs, crash, is_async=drive.is_async)
+    with pytest.raises(Crash):
+        drive.run(ne.compile(workflow, checkpointer=saver), 1, config)
+    crash.clear()
+    runs.clear()
+    changed = ne.compile(workflow, checkpointer=saver, versions={"t2": "v2"})
+    drive.accept(changed, config)  # handled by hand: t2's cached result stands
+    assert drive.plan(changed, config).kept == {"t1", "t2"}
+    # Before: the fork `accept` wrote held the cached results under the old call ids,
+    # so t1 and t2 ran again.
+    assert drive.run(changed, None, config) == 3
+    assert runs == Counter(t3=1)
