@@ -18,7 +18,7 @@ from langgraph.types import CachePolicy, interrupt
 
 from tests.graphs.pipelines import Crash
 
-__all__ = ["asking_chain", "cached", "chain", "fan_out", "nesting", "saving"]
+__all__ = ["asking_chain", "asking_task", "cached", "chain", "fan_out", "nesting", "saving"]
 
 Workflow = Pregel[Any, Any, Any, Any]
 
@@ -201,5 +201,37 @@ def nesting(runs: Counter[str], crash: set[str], *, is_async: bool) -> Workflow:
     @entrypoint()
     def workflow(x: int) -> int:  # type: ignore[no-redef]
         return last(outer(x).result()).result()
+
+    return workflow
+
+
+def asking_task(runs: Counter[str], *, is_async: bool) -> Workflow:
+    """``t1``, then ``ask``, a task that asks (``interrupt()``) for a number to add, then
+    ``t3``."""
+    t1 = _task("t1", runs, set(), lambda x: x + 1, is_async)
+    t3 = _task("t3", runs, set(), lambda x: x * 10, is_async)
+
+    def asked(x: int) -> int:
+        runs["ask"] += 1
+        return x + int(interrupt(f"add to {x}?"))
+
+    async def aasked(x: int) -> int:
+        return asked(x)
+
+    chosen: Any = aasked if is_async else asked
+    chosen.__name__ = "ask"
+    chosen.__annotations__ = {"x": int, "return": int}
+    ask = task(chosen)
+    if is_async:
+
+        @entrypoint()
+        async def workflow(x: int) -> int:
+            return await t3(await ask(await t1(x)))
+
+        return workflow
+
+    @entrypoint()
+    def workflow(x: int) -> int:  # type: ignore[no-redef]
+        return t3(ask(t1(x).result()).result()).result()
 
     return workflow

@@ -21,7 +21,7 @@ from langgraph.types import Command
 import neograph_ext as ne
 from tests.cli.support import Database, postgres_database, sqlite_database
 from tests.drive import Drive
-from tests.graphs.functional import asking_chain, chain, nesting, saving
+from tests.graphs.functional import asking_chain, asking_task, chain, nesting, saving
 from tests.graphs.pipelines import Crash
 
 
@@ -197,3 +197,34 @@ def test_accept_on_a_crashed_turn_keeps_its_cached_calls(
     # so t1 and t2 ran again.
     assert drive.run(changed, None, config) == 3
     assert runs == Counter(t3=1)
+
+
+@pytest.mark.parametrize(
+    ("changed", "asked_again", "ran"),
+    [
+        ("t1", True, Counter(t1=1, ask=2, t3=1)),  # upstream of the question: asked again
+        ("ask", False, Counter(ask=1, t3=1)),  # the asking task itself: nothing cached
+        ("t3", False, Counter(ask=1, t3=1)),  # after the question: not run yet
+    ],
+)
+def test_a_question_asked_inside_a_task_after_a_deploy(
+    drive: Drive,
+    saver: BaseCheckpointSaver[Any],
+    config: RunnableConfig,
+    changed: str,
+    asked_again: bool,
+    ran: Counter[str],
+) -> None:
+    runs: Counter[str] = Counter()
+    workflow = asking_task(runs, is_async=drive.is_async)
+    assert "__interrupt__" in drive.run(ne.compile(workflow, checkpointer=saver), 1, config)
+    runs.clear()
+    graph = ne.compile(workflow, checkpointer=saver, versions={changed: "v2"})
+    plan = drive.plan(graph, config)
+    assert plan.kind is (ne.PlanKind.REWIND if asked_again else ne.PlanKind.CONTINUE)
+    out = drive.run(graph, Command(resume="5"), config)
+    if asked_again:  # the answer to the old question is set aside
+        assert "__interrupt__" in out
+        out = drive.run(graph, Command(resume="5"), config)
+    assert out == 70  # as a fresh run of the new code answered 5: (1 + 1 + 5) * 10
+    assert runs == ran
