@@ -38,6 +38,7 @@ from neograph_ext._changes import ChangeReason, NodeChange, step_changes
 from neograph_ext._decision import Carriable, HeadFacts, PlanKind, ResumePlan, TaskStep
 from neograph_ext._history import Record
 from neograph_ext._langgraph_calls import PREVIOUS_CHANNEL
+from neograph_ext._lineage_facts import is_carrying_fork
 from neograph_ext._ownership import owned
 from neograph_ext._plan import ASKED_AGAIN, with_owed
 from neograph_ext._stamp import Stamp, StampRef, Unreadable
@@ -89,8 +90,9 @@ class EntrypointTurn:
     later_inputs: tuple[str, ...] = ()
     """The input checkpoints of the turns after the first, oldest first (for a replay)."""
     verified: frozenset[str] = frozenset()
-    """The stamp ids checkpoints written after the base were verified against (by
-    ``run`` or ``accept``): verified against the current one, the turn is settled."""
+    """The stamp ids checkpoints written after the base (or the base itself, a fork
+    ``run`` wrote) were verified against (by ``run`` or ``accept``): verified against
+    the current one, the turn is settled."""
     failed: frozenset[str] = frozenset()
     """The tasks whose call failed on the base and never finished: they run again."""
 
@@ -407,6 +409,10 @@ def turn_of(
     call failed there."""
     stamps = {record.checkpoint_id: record.stamp for record in records}
     after = [r.checkpoint_id for r in records].index(base[0]) + 1 if base[0] in stamps else 0
+    if after and is_carrying_fork(records[after - 1]):
+        # A fork ``run`` wrote of the turn (carrying its ``previous``, keeping calls) was
+        # verified by that run, as the checkpoints after it are.
+        after -= 1
     inputs = [i for i, record in enumerate(records) if record.source == "input"]
     last = inputs[-1] if inputs else 0
     # The thread's own first turn starts from no ``previous``: its checkpoint has no parent.

@@ -12,11 +12,14 @@ Rules:
 - Nothing is deleted: B and its writes stay on the old branch. The fork records how
   many calls it holds (``_keep.KEEP_KEY``), so a fork a kill left without them is
   planned from B again (``_keep.incomplete``).
+- A fork that carries a turn on (a migrated ``previous``, ``accept``) copies its cached
+  results too, under the ids the calls have on it (``refiled_calls``).
 - ``calls_fork`` does no I/O; ``keep_calls`` and ``akeep_calls`` differ by ``await`` alone.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -31,7 +34,7 @@ from neograph_ext._keep import forked
 from neograph_ext._langgraph_calls import call_id, finished_calls
 from neograph_ext._stamp import Stamp
 
-__all__ = ["akeep_calls", "calls_fork", "keep_calls"]
+__all__ = ["akeep_calls", "calls_fork", "keep_calls", "refiled_calls"]
 
 
 def calls_fork(
@@ -62,6 +65,23 @@ def calls_fork(
         if new_id is not None:
             writes.append((new_id, c.writes))
     return Fork(address(target), checkpoint, metadata, {}, tuple(writes))
+
+
+def refiled_calls(base: CheckpointTuple, fork: Fork, shape: EntrypointShape) -> Fork:
+    """``fork`` of the turn's base ``base``, its copies of the base's finished calls filed
+    under the ids those calls have on the fork (an id hashes the checkpoint id), so that
+    they are served again rather than run; other writes stay as they were filed.
+    """
+    step = base.metadata.get("step", -1)
+    step = step if isinstance(step, int) else -1
+    writes = base.pending_writes or ()
+    ids = {
+        c.task_id: call_id(fork.checkpoint, step, shape.name, c.task, c.position)
+        for c in finished_calls(base.checkpoint, step, shape.name, shape.tasks, writes)
+        if c.task is not None
+    }
+    refiled = tuple((ids.get(task_id) or task_id, held) for task_id, held in fork.writes)
+    return replace(fork, writes=refiled)
 
 
 def keep_calls(

@@ -27,6 +27,7 @@ from neograph_ext._decision import PlanKind, ResumePlan
 from neograph_ext._errors import GraphError
 from neograph_ext._fork import Fork, address, aput_fork, forked_checkpoint, put_fork
 from neograph_ext._keep import KEEP_KEY, NULL_TASK
+from neograph_ext._keep_calls import refiled_calls
 from neograph_ext._langgraph import delta_channels
 from neograph_ext._stamp import (
     RUN_KEY,
@@ -152,6 +153,7 @@ def carry(
         keep_writes=plan.kind is not PlanKind.REWIND,
         took_from=plan.taken_from,
     )
+    new = _with_calls(graph, base, new)
     # Read before anything is written: if the state cannot be read, nothing is.
     old = graph.get_state(new.parent).tasks if new.writes else ()
     save(saver, stamp)  # the fork names the stamp: its description must be found
@@ -186,10 +188,18 @@ async def acarry(
         keep_writes=plan.kind is not PlanKind.REWIND,
         took_from=plan.taken_from,
     )
+    new = _with_calls(graph, base, new)
     old = (await graph.aget_state(new.parent)).tasks if new.writes else ()
     await asave(saver, stamp)
     await aregister(saver, stamp)
     return await aput_fork(graph, saver, new, old)
+
+
+def _with_calls(graph: Pregel[Any, Any, Any, Any], base: CheckpointTuple, new: Fork) -> Fork:
+    """For an entrypoint, the fork with its copies of the turn's cached results filed
+    under their ids on it (``_keep_calls.refiled_calls``); else as it is."""
+    shape = getattr(graph, "neograph_ext_entrypoint", None)
+    return new if shape is None else refiled_calls(base, new, shape)
 
 
 def _sources(plan: ResumePlan) -> list[str]:

@@ -150,9 +150,10 @@ def decide(
 
 
 def with_owed(plan: ResumePlan, head: HeadFacts) -> ResumePlan:
-    """``plan``, or for a replay of turns cut short (a kill, a crash), the plan that
-    finishes the head's turn and then replays the turns still owed."""
-    owes = head.owed and head.verified and not head.paused
+    """``plan``, or for a replay of turns cut short (a kill, a crash, a question a
+    replayed turn asks), the plan that finishes the head's turn and then replays the
+    turns still owed."""
+    owes = head.owed and head.verified
     if owes and plan.kind in (PlanKind.CONTINUE, PlanKind.UP_TO_DATE):
         return replace(plan, kind=PlanKind.CONTINUE, replayed=head.owed)
     return plan

@@ -187,8 +187,10 @@ def work_for(
         elif new_turn:
             steps += (_turn(call, decision, input, given, Due.COMPLETE),)
     elif decision.replayed:
-        # A replay cut short by a kill: finish the head's turn, then the turns owed.
-        steps = () if complete else (Invocation(None, call.config, here),)
+        # A replay cut short by a kill or by a question: finish the head's turn (the
+        # question answered, unless it is still owed), then the turns owed.
+        resumed = input if answer and not asking else None
+        steps = () if complete else (Invocation(resumed, call.config, here),)
         steps += _replays(call, decision, source)
         if new_turn:
             steps += (_turn(call, decision, input, given, Due.COMPLETE),)

@@ -18,7 +18,7 @@ from langgraph.types import CachePolicy, interrupt
 
 from tests.graphs.pipelines import Crash
 
-__all__ = ["asking_chain", "cached", "chain", "fan_out", "nesting", "saving"]
+__all__ = ["asking_chain", "asking_task", "cached", "chain", "fan_out", "nesting", "saving"]
 
 Workflow = Pregel[Any, Any, Any, Any]
 
@@ -123,15 +123,23 @@ def fan_out(runs: Counter[str], crash: set[str], *, is_async: bool) -> Workflow:
 
 
 def saving(
-    runs: Counter[str], *, is_async: bool, save: type = str, crash: set[str] | None = None
+    runs: Counter[str],
+    *,
+    is_async: bool,
+    save: type = str,
+    crash: set[str] | None = None,
+    ask_at: int | None = None,
 ) -> Workflow:
     """A two-turn counter: ``add`` adds the input to ``previous``, saved as ``save``
-    (``entrypoint.final[int, save]``); ``add`` raises while named in ``crash``."""
+    (``entrypoint.final[int, save]``); ``add`` raises while named in ``crash``; given
+    the input ``ask_at``, the entrypoint asks for a number to add too (``interrupt``)."""
     add = _task("add", runs, crash if crash is not None else set(), lambda x: x + 100, is_async)
 
     def body(x: int, previous: Any, total: int) -> Any:
         runs["workflow"] += 1
         total += int(previous) if previous is not None else 0
+        if x == ask_at:
+            total += int(interrupt("how much more?"))
         return entrypoint.final(value=total, save=save(total))
 
     if is_async:
@@ -193,5 +201,37 @@ def nesting(runs: Counter[str], crash: set[str], *, is_async: bool) -> Workflow:
     @entrypoint()
     def workflow(x: int) -> int:  # type: ignore[no-redef]
         return last(outer(x).result()).result()
+
+    return workflow
+
+
+def asking_task(runs: Counter[str], *, is_async: bool) -> Workflow:
+    """``t1``, then ``ask``, a task that asks (``interrupt()``) for a number to add, then
+    ``t3``."""
+    t1 = _task("t1", runs, set(), lambda x: x + 1, is_async)
+    t3 = _task("t3", runs, set(), lambda x: x * 10, is_async)
+
+    def asked(x: int) -> int:
+        runs["ask"] += 1
+        return x + int(interrupt(f"add to {x}?"))
+
+    async def aasked(x: int) -> int:
+        return asked(x)
+
+    chosen: Any = aasked if is_async else asked
+    chosen.__name__ = "ask"
+    chosen.__annotations__ = {"x": int, "return": int}
+    ask = task(chosen)
+    if is_async:
+
+        @entrypoint()
+        async def workflow(x: int) -> int:
+            return await t3(await ask(await t1(x)))
+
+        return workflow
+
+    @entrypoint()
+    def workflow(x: int) -> int:  # type: ignore[no-redef]
+        return t3(ask(t1(x).result()).result()).result()
 
     return workflow

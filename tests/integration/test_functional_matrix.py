@@ -21,7 +21,7 @@ from langgraph.types import Command
 import neograph_ext as ne
 from tests.cli.support import Database, postgres_database, sqlite_database
 from tests.drive import Drive
-from tests.graphs.functional import asking_chain, nesting, saving
+from tests.graphs.functional import asking_chain, asking_task, chain, nesting, saving
 from tests.graphs.pipelines import Crash
 
 
@@ -131,3 +131,100 @@ def test_a_replay_of_turns_cut_short_replays_the_turns_still_owed(
     assert drive.run(changed, None, config) == 306
     assert runs == Counter(workflow=3, add=3)
     assert drive.plan(changed, config).kind is ne.PlanKind.UP_TO_DATE
+
+
+def test_a_replay_stopped_by_a_question_replays_the_later_turns_once_answered(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    runs: Counter[str] = Counter()
+    graph = ne.compile(saving(runs, is_async=drive.is_async, ask_at=2), checkpointer=saver)
+    drive.run(graph, 1, config)
+    assert "__interrupt__" in drive.run(graph, 2, config)
+    assert drive.run(graph, Command(resume="1000"), config) == 1203
+    assert drive.run(graph, 3, config) == 1306
+    runs.clear()
+    changed = ne.compile(
+        saving(runs, is_async=drive.is_async, save=int, ask_at=2), checkpointer=saver
+    )
+    replay = ne.ResumePolicy(replay_turns=True)
+    assert "__interrupt__" in drive.run(changed, None, config, resume=replay)  # turn 2 asks
+    assert len(drive.plan(changed, config).replayed) == 1
+    # Before: the answer ended the thread with turn 2 (1203), turn 3 lost.
+    assert drive.run(changed, Command(resume="1000"), config) == 1306
+    assert runs == Counter(add=3, workflow=4)
+    assert drive.plan(changed, config).kind is ne.PlanKind.UP_TO_DATE
+
+
+def test_a_migrated_previous_of_a_turn_waiting_on_a_question_keeps_its_cached_calls(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    runs: Counter[str] = Counter()
+    graph = ne.compile(saving(runs, is_async=drive.is_async, ask_at=2), checkpointer=saver)
+    drive.run(graph, 1, config)
+    assert "__interrupt__" in drive.run(graph, 2, config)  # `add` finished, then it asks
+    runs.clear()
+    convert = ne.ResumePolicy(migrations={int: int})
+    changed = ne.compile(
+        saving(runs, is_async=drive.is_async, save=int, ask_at=2),
+        checkpointer=saver,
+        resume=convert,
+    )
+    plan = drive.plan(changed, config)
+    assert (plan.kind, plan.migrated, plan.kept) == ("migrate", {"__previous__"}, {"add"})
+    # Before: planned `migrate` again on the fork it wrote, and failed; the fork's copy
+    # of `add`'s result was filed under the old call's id, so `add` ran again.
+    assert drive.run(changed, Command(resume="1000"), config) == 1203
+    assert runs == Counter(workflow=1)
+    head = saver.get_tuple(config)
+    assert head is not None and head.checkpoint["channel_values"]["__previous__"] == 1203
+    assert drive.plan(changed, config).kind is ne.PlanKind.UP_TO_DATE
+
+
+def test_accept_on_a_crashed_turn_keeps_its_cached_calls(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    runs: Counter[str] = Counter()
+    crash = {"t3"}
+    workflow = chain(runs, crash, is_async=drive.is_async)
+    with pytest.raises(Crash):
+        drive.run(ne.compile(workflow, checkpointer=saver), 1, config)
+    crash.clear()
+    runs.clear()
+    changed = ne.compile(workflow, checkpointer=saver, versions={"t2": "v2"})
+    drive.accept(changed, config)  # handled by hand: t2's cached result stands
+    assert drive.plan(changed, config).kept == {"t1", "t2"}
+    # Before: the fork `accept` wrote held the cached results under the old call ids,
+    # so t1 and t2 ran again.
+    assert drive.run(changed, None, config) == 3
+    assert runs == Counter(t3=1)
+
+
+@pytest.mark.parametrize(
+    ("changed", "asked_again", "ran"),
+    [
+        ("t1", True, Counter(t1=1, ask=2, t3=1)),  # upstream of the question: asked again
+        ("ask", False, Counter(ask=1, t3=1)),  # the asking task itself: nothing cached
+        ("t3", False, Counter(ask=1, t3=1)),  # after the question: not run yet
+    ],
+)
+def test_a_question_asked_inside_a_task_after_a_deploy(
+    drive: Drive,
+    saver: BaseCheckpointSaver[Any],
+    config: RunnableConfig,
+    changed: str,
+    asked_again: bool,
+    ran: Counter[str],
+) -> None:
+    runs: Counter[str] = Counter()
+    workflow = asking_task(runs, is_async=drive.is_async)
+    assert "__interrupt__" in drive.run(ne.compile(workflow, checkpointer=saver), 1, config)
+    runs.clear()
+    graph = ne.compile(workflow, checkpointer=saver, versions={changed: "v2"})
+    plan = drive.plan(graph, config)
+    assert plan.kind is (ne.PlanKind.REWIND if asked_again else ne.PlanKind.CONTINUE)
+    out = drive.run(graph, Command(resume="5"), config)
+    if asked_again:  # the answer to the old question is set aside
+        assert "__interrupt__" in out
+        out = drive.run(graph, Command(resume="5"), config)
+    assert out == 70  # as a fresh run of the new code answered 5: (1 + 1 + 5) * 10
+    assert runs == ran

@@ -230,6 +230,20 @@ def test_a_replay_cut_short_finishes_the_turn_then_replays_the_turns_owed() -> N
     finished = replace(DONE, owed=("i3",), verified=True)
     done = decide_calls(_turn(ended=OLD, complete=True), OLD, "t", finished)
     assert (done.kind, done.replayed) == (PlanKind.CONTINUE, ("i3",))
-    # Waiting on a question, the replay goes on once it is answered.
+    # Waiting on a question a replayed turn asked, the replay goes on once it is answered.
     waiting = replace(PAUSED, owed=("i2",), verified=True)
-    assert not decide_calls(_turn(), OLD, "t", waiting).replayed
+    assert decide_calls(_turn(), OLD, "t", waiting).replayed == ("i2",)
+
+
+def test_a_carrying_fork_of_a_running_turn_counts_as_verified() -> None:
+    fork = _record("f", "fork", 1)._replace(parent_id="i2", verified="v")
+    records = (
+        _record("i1", "input", -1),
+        _record("l1", "loop", 0),
+        _record("i2", "input", 1)._replace(verified="old"),
+        fork,
+    )
+    # The fork carried the turn's `previous` on: the turn is settled against its stamp.
+    assert turn_of(records, "workflow", ("f", 1), (), complete=False).verified == {"v"}
+    ran = fork._replace(ran=frozenset({"workflow"}))  # a fork a node wrote proves nothing
+    assert not turn_of((*records[:3], ran), "workflow", ("f", 1), (), complete=False).verified

@@ -167,3 +167,14 @@ def test_a_rewind_into_an_earlier_turn_replays_each_later_turn_once_complete() -
 def test_a_caller_durability_is_kept() -> None:
     work = work_for(_call(), ResumePlan(PlanKind.FRESH, "t"), None, INPUT, {"durability": "exit"})
     assert work.kwargs == {"durability": "exit"}
+
+
+def test_a_replay_stopped_by_a_question_answers_it_then_replays_the_turns_owed() -> None:
+    call = _call()
+    plan = _plan(PlanKind.CONTINUE, next_nodes=frozenset({"b"}), replayed=("1f0-t3",))
+    answer: Command[Any] = Command(resume="yes")
+    first, replay = work_for(call, plan, _head(call, interrupted=True), answer, {}).invocations
+    assert first.input is answer and first.config == CONFIG
+    assert isinstance(replay.input, ReplayInput) and replay.when is Due.COMPLETE
+    (again,) = work_for(call, plan, _head(call, interrupted=True), None, {}).invocations[:1]
+    assert again.input is None  # no answer given: the question is asked again
