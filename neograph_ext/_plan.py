@@ -144,9 +144,10 @@ def decide(
     plan = owned(plan, records, current, head.stamp_order, take_over=take_over)
     if plan.kind is PlanKind.REWIND and head.paused:
         plan = replace(plan, notes=(*plan.notes, ASKED_AGAIN))
-    owes = head.owed and head.verified and not head.paused
+    owes = head.owed and head.verified
     if owes and plan.kind in (PlanKind.CONTINUE, PlanKind.UP_TO_DATE):
-        # A replay cut short by a kill: the head's turn, then the turns still owed.
+        # A replay cut short by a kill, or stopped at a question: the head's turn (the
+        # answer), then the turns still owed.
         plan = replace(plan, kind=PlanKind.CONTINUE, replayed=head.owed)
     return plan
 

@@ -187,8 +187,9 @@ def work_for(
         elif new_turn:
             steps += (_turn(call, decision, input, given, Due.COMPLETE),)
     elif decision.replayed:
-        # A replay cut short by a kill: finish the head's turn, then the turns owed.
-        steps = () if complete else (Invocation(None, call.config, here),)
+        # A replay cut short by a kill, or stopped at a question: finish the head's turn
+        # (with the answer given), then the turns owed.
+        steps = () if complete else (_resuming(call, decision, input, asking, here),)
         steps += _replays(call, decision, source)
         if new_turn:
             steps += (_turn(call, decision, input, given, Due.COMPLETE),)
@@ -202,17 +203,26 @@ def work_for(
                 "thread %r is incomplete: resuming it; the input given is ignored",
                 decision.thread_id,
             )
-        if answer and asking and not reanswer:
-            logger.warning(
-                "thread %r: the question asked again after a change was not stored yet: "
-                "it is asked now, and the answer given, sent to the old question, is set "
-                "aside (ResumePolicy(reanswer=True) would apply it)",
-                decision.thread_id,
-            )
-            answer = False
-        steps = (Invocation(input if answer else None, call.config, here),)
+        steps = (_resuming(call, decision, input, asking, here),)
     stored = stored_result(call.graph, head) if complete and not steps else None
     return Work(steps, durable(kwargs, call.graph), stored)
+
+
+def _resuming(
+    call: ThreadCall, decision: ResumePlan, input: Any, asking: bool, mark: str
+) -> Invocation:
+    """Resume the incomplete head: with the answer given, unless it was sent to a question
+    asked again after a change and not stored yet."""
+    answer = isinstance(input, Command)
+    if answer and asking and not call.resume.reanswer:
+        logger.warning(
+            "thread %r: the question asked again after a change was not stored yet: "
+            "it is asked now, and the answer given, sent to the old question, is set "
+            "aside (ResumePolicy(reanswer=True) would apply it)",
+            decision.thread_id,
+        )
+        answer = False
+    return Invocation(input if answer else None, call.config, mark)
 
 
 def _source(decision: ResumePlan, head: CheckpointTuple | None) -> str | None:

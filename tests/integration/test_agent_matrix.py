@@ -21,7 +21,7 @@ from langgraph.types import Command
 import neograph_ext as ne
 from tests.drive import Drive
 from tests.graphs.agents import agent, artifact_tool, counted_tool
-from tests.graphs.chat import ProfileV1, ProfileV2
+from tests.graphs.chat import ProfileV1, ProfileV2, ProfileV3
 from tests.graphs.pipelines import Crash, as_data, deployed, model
 
 CITY = model("SearchArgs", city=(str, ...))
@@ -44,17 +44,22 @@ class ProfileStateV2(AgentState[Any]):
     profile: NotRequired[ProfileV2]
 
 
+class ProfileStateV3(AgentState[Any]):
+    profile: NotRequired[ProfileV3]  # `who` renamed `full_name`: nothing to keep
+
+
 def profiler(runs: Counter[str], state: type[Any]) -> Any:
     """A middleware whose ``before_agent`` hook writes its own state field ``profile``
     on a thread's first turn only."""
-    profile = ProfileV2 if state is ProfileStateV2 else ProfileV1
+    profile = {ProfileStateV2: ProfileV2, ProfileStateV3: ProfileV3}.get(state, ProfileV1)
+    field = "full_name" if profile is ProfileV3 else "who"
 
     class Profiler(AgentMiddleware[Any, Any, Any]):
         state_schema = state
 
         def before_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
             runs["profiler"] += 1
-            return None if state.get("profile") else {"profile": profile(who="Ada")}
+            return None if state.get("profile") else {"profile": profile(**{field: "Ada"})}
 
     return lambda _: Profiler()
 
@@ -163,3 +168,53 @@ def test_the_same_input_object_again_returns_the_stored_answer(
     again = drive.run(graph, question, config)
     assert runs == Counter({"model": 2, "search": 1})
     assert again["messages"] == first["messages"] and len(first["messages"]) == 4
+
+
+def _said(result: dict[str, Any]) -> list[tuple[str, Any, Any]]:
+    """The conversation, without the ids LangGraph gives messages."""
+    return [(m.type, m.content, getattr(m, "tool_calls", None)) for m in result["messages"]]
+
+
+def _approved_chat(drive: Drive, graph: Any, config: RunnableConfig) -> Any:
+    """Three turns, each calling ``search`` once the human approves it."""
+    for text in "abc":
+        assert "__interrupt__" in drive.run(graph, say(text), config)
+        result = drive.run(graph, Command(resume=APPROVE), config)
+    return result
+
+
+def test_replayed_turns_each_asked_again_end_as_a_fresh_run_of_the_new_code(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    """The profile written in turn 1 changed beyond keeping: ``replay_turns`` re-runs turn
+    1 and feeds turns 2 and 3 their inputs again; each stops at its approval, and each
+    answer goes on with the turns still owed."""
+    runs: Counter[str] = Counter()
+
+    def gated(state: type[Any]) -> Any:
+        gate = HumanInTheLoopMiddleware({"search": True})
+        hooks = [profiler(runs, state), lambda _: gate]
+        built = agent(runs, [counted_tool(runs, CITY)], ["search"], middleware=hooks)
+        return ne.compile(built, checkpointer=saver)
+
+    deployed(ProfileV1)
+    _approved_chat(drive, gated(ProfileState), config)
+    runs.clear()
+    deployed(ProfileV3)
+    graph = gated(ProfileStateV3)
+    replay = ne.ResumePolicy(replay_turns=True)
+    plan = drive.plan(graph, config, resume=replay)
+    assert plan.kind is ne.PlanKind.REWIND and len(plan.replayed) == 2
+    result = drive.run(graph, None, config, resume=replay)
+    for _ in range(3):  # each turn asks again; each answer goes on with the next turn
+        assert "__interrupt__" in result
+        result = drive.run(graph, Command(resume=APPROVE), config)
+    assert "__interrupt__" not in result
+    assert drive.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
+    replayed, ran = result, runs.copy()
+    runs.clear()
+    other = {"configurable": {"thread_id": f"{config['configurable']['thread_id']}-fresh"}}
+    fresh = _approved_chat(drive, gated(ProfileStateV3), other)
+    assert ran == runs == Counter({"model": 6, "search": 3, "profiler": 3})
+    assert as_data(replayed["profile"]) == as_data(fresh["profile"]) == {"full_name": "Ada"}
+    assert _said(replayed) == _said(fresh) and len(_said(fresh)) == 12
