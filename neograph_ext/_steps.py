@@ -174,7 +174,16 @@ def work_for(
             after = at_checkpoint(call.config, None)
             steps = (Invocation(None, after, asked, keep=(rewind, decision.kept_tasks)),)
         steps += _replays(call, decision, source)
-        if reanswer and (answer or paused):
+        if reanswer and (answer or paused) and decision.replayed:
+            # The first question the rewind stops at is an earlier turn's, not the one
+            # the answer was given to (the head's, in its last turn): it is asked.
+            logger.warning(
+                "thread %r: the answer given is set aside: the replay asks the questions "
+                "of the earlier turns first, and the question it answered is asked again "
+                "once its turn is replayed",
+                decision.thread_id,
+            )
+        elif reanswer and (answer or paused):
             after = at_checkpoint(call.config, None)
             steps += (Invocation(input, after, here, Due.INTERRUPTED),)
         elif paused:

@@ -28,6 +28,7 @@ CITY = model("SearchArgs", city=(str, ...))
 READING = model("Reading", temp=(int, ...))
 READING_V2 = model("Reading", temp=(float, ...), unit=(str, ...))
 APPROVE = {"decisions": [{"type": "approve"}]}
+REJECT = {"decisions": [{"type": "reject", "message": "not now"}]}
 
 
 def say(text: str) -> dict[str, Any]:
@@ -175,12 +176,20 @@ def _said(result: dict[str, Any]) -> list[tuple[str, Any, Any]]:
     return [(m.type, m.content, getattr(m, "tool_calls", None)) for m in result["messages"]]
 
 
-def _approved_chat(drive: Drive, graph: Any, config: RunnableConfig) -> Any:
-    """Three turns, each calling ``search`` once the human approves it."""
-    for text in "abc":
+def _approved_chat(drive: Drive, graph: Any, config: RunnableConfig, *answers: Any) -> Any:
+    """Three turns, each calling ``search`` once the human approves it (or as
+    ``answers`` say, turn by turn)."""
+    for text, answer in zip("abc", answers or (APPROVE,) * 3, strict=True):
         assert "__interrupt__" in drive.run(graph, say(text), config)
-        result = drive.run(graph, Command(resume=APPROVE), config)
+        result = drive.run(graph, Command(resume=answer), config)
     return result
+
+
+def _gated(runs: Counter[str], saver: BaseCheckpointSaver[Any], state: type[Any]) -> Any:
+    gate = HumanInTheLoopMiddleware({"search": True})
+    hooks = [profiler(runs, state), lambda _: gate]
+    built = agent(runs, [counted_tool(runs, CITY)], ["search"], middleware=hooks)
+    return ne.compile(built, checkpointer=saver)
 
 
 def test_replayed_turns_each_asked_again_end_as_a_fresh_run_of_the_new_code(
@@ -190,18 +199,11 @@ def test_replayed_turns_each_asked_again_end_as_a_fresh_run_of_the_new_code(
     1 and feeds turns 2 and 3 their inputs again; each stops at its approval, and each
     answer goes on with the turns still owed."""
     runs: Counter[str] = Counter()
-
-    def gated(state: type[Any]) -> Any:
-        gate = HumanInTheLoopMiddleware({"search": True})
-        hooks = [profiler(runs, state), lambda _: gate]
-        built = agent(runs, [counted_tool(runs, CITY)], ["search"], middleware=hooks)
-        return ne.compile(built, checkpointer=saver)
-
     deployed(ProfileV1)
-    _approved_chat(drive, gated(ProfileState), config)
+    _approved_chat(drive, _gated(runs, saver, ProfileState), config)
     runs.clear()
     deployed(ProfileV3)
-    graph = gated(ProfileStateV3)
+    graph = _gated(runs, saver, ProfileStateV3)
     replay = ne.ResumePolicy(replay_turns=True)
     plan = drive.plan(graph, config, resume=replay)
     assert plan.kind is ne.PlanKind.REWIND and len(plan.replayed) == 2
@@ -214,7 +216,39 @@ def test_replayed_turns_each_asked_again_end_as_a_fresh_run_of_the_new_code(
     replayed, ran = result, runs.copy()
     runs.clear()
     other = {"configurable": {"thread_id": f"{config['configurable']['thread_id']}-fresh"}}
-    fresh = _approved_chat(drive, gated(ProfileStateV3), other)
+    fresh = _approved_chat(drive, _gated(runs, saver, ProfileStateV3), other)
     assert ran == runs == Counter({"model": 6, "search": 3, "profiler": 3})
     assert as_data(replayed["profile"]) == as_data(fresh["profile"]) == {"full_name": "Ada"}
     assert _said(replayed) == _said(fresh) and len(_said(fresh)) == 12
+
+
+def test_an_answer_to_the_last_turns_question_is_not_given_to_a_replayed_turns(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    """Turn 3 waits on its approval when the deploy comes: the rejection sent for it, with
+    ``reanswer``, is set aside while turns 1 and 2 are replayed and asked again, and
+    turn 3's question is asked again when its turn comes."""
+    runs: Counter[str] = Counter()
+    deployed(ProfileV1)
+    old = _gated(runs, saver, ProfileState)
+    for text in "ab":
+        drive.run(old, say(text), config)
+        drive.run(old, Command(resume=APPROVE), config)
+    assert "__interrupt__" in drive.run(old, say("c"), config)
+    runs.clear()
+    deployed(ProfileV3)
+    graph = _gated(runs, saver, ProfileStateV3)
+    policy = ne.ResumePolicy(replay_turns=True, reanswer=True)
+    result = drive.run(graph, Command(resume=REJECT), config, resume=policy)
+    assert "__interrupt__" in result  # turn 1's question, not answered with turn 3's answer
+    assert runs == Counter({"profiler": 1, "model": 1})
+    for answer in (APPROVE, APPROVE, REJECT):
+        assert "__interrupt__" in result
+        result = drive.run(graph, Command(resume=answer), config)
+    assert "__interrupt__" not in result
+    replayed, ran = result, runs.copy()
+    runs.clear()
+    other = {"configurable": {"thread_id": f"{config['configurable']['thread_id']}-fresh"}}
+    fresh = _approved_chat(drive, graph, other, APPROVE, APPROVE, REJECT)
+    assert ran == runs and _said(replayed) == _said(fresh)
+    assert _said(fresh)[-2][1] == "User rejected the tool call for `search` with reason: not now"
