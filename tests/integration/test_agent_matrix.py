@@ -13,6 +13,7 @@ from typing import Any, NotRequired
 import pytest
 from langchain.agents import AgentState
 from langchain.agents.middleware import AgentMiddleware, HumanInTheLoopMiddleware
+from langchain.agents.structured_output import ToolStrategy
 from langchain_core.messages import HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -25,6 +26,8 @@ from tests.graphs.chat import ProfileV1, ProfileV2, ProfileV3
 from tests.graphs.pipelines import Crash, as_data, deployed, model
 
 CITY = model("SearchArgs", city=(str, ...))
+WEATHER = model("Weather", temp=(float, ...))
+WEATHER_V2 = model("Weather", temp=(float, ...), humidity=(int, ...))
 READING = model("Reading", temp=(int, ...))
 READING_V2 = model("Reading", temp=(float, ...), unit=(str, ...))
 APPROVE = {"decisions": [{"type": "approve"}]}
@@ -252,3 +255,27 @@ def test_an_answer_to_the_last_turns_question_is_not_given_to_a_replayed_turns(
     fresh = _approved_chat(drive, graph, other, APPROVE, APPROVE, REJECT)
     assert ran == runs and _said(replayed) == _said(fresh)
     assert _said(fresh)[-2][1] == "User rejected the tool call for `search` with reason: not now"
+
+
+def test_keep_compatible_keeps_no_structured_response_the_new_model_rejects(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    """The stored response lacks the field the new response model requires: it is no
+    value to keep, and the final model call re-runs."""
+    runs: Counter[str] = Counter()
+    tools = [counted_tool(runs, CITY)]
+
+    def weather(schema: type[Any], **options: Any) -> Any:
+        built = agent(runs, tools, ["search", "Weather"], response_format=ToolStrategy(schema))
+        return ne.compile(built, checkpointer=saver, **options)
+
+    deployed(WEATHER)
+    drive.run(weather(WEATHER), say("a"), config)
+    runs.clear()
+    deployed(WEATHER_V2)
+    graph = weather(WEATHER_V2, resume=ne.ResumePolicy(keep_compatible=True))
+    plan = drive.plan(graph, config)
+    assert plan.kind is ne.PlanKind.REWIND and not plan.migrated
+    result = drive.run(graph, None, config)
+    assert runs == Counter({"model": 1})
+    assert result["structured_response"] == WEATHER_V2(temp=1.5, humidity=1)
