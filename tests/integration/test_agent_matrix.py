@@ -257,25 +257,47 @@ def test_an_answer_to_the_last_turns_question_is_not_given_to_a_replayed_turns(
     assert _said(fresh)[-2][1] == "User rejected the tool call for `search` with reason: not now"
 
 
-def test_keep_compatible_keeps_no_structured_response_the_new_model_rejects(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+JSON_WEATHER = {"title": "W", "type": "object", "properties": {"temp": {"type": "number"}}}
+JSON_WEATHER_V2 = {
+    **JSON_WEATHER,
+    "properties": {"temp": {"type": "number"}, "humidity": {"type": "integer"}},
+    "required": ["temp", "humidity"],
+}
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "answer"),
+    [
+        (WEATHER, WEATHER_V2, WEATHER_V2(temp=1.5, humidity=1)),
+        (JSON_WEATHER, JSON_WEATHER_V2, {"temp": 1.5, "humidity": 1}),
+    ],
+    ids=["model", "json-schema"],
+)
+def test_keep_compatible_keeps_no_structured_response_the_new_schema_rejects(
+    drive: Drive,
+    saver: BaseCheckpointSaver[Any],
+    config: RunnableConfig,
+    old: Any,
+    new: Any,
+    answer: Any,
 ) -> None:
-    """The stored response lacks the field the new response model requires: it is no
-    value to keep, and the final model call re-runs."""
+    """The stored response lacks the field the new response schema requires (a JSON schema
+    validates nothing here): it is no value to keep, and the final model call re-runs."""
     runs: Counter[str] = Counter()
     tools = [counted_tool(runs, CITY)]
 
-    def weather(schema: type[Any], **options: Any) -> Any:
-        built = agent(runs, tools, ["search", "Weather"], response_format=ToolStrategy(schema))
+    def weather(schema: Any, **options: Any) -> Any:
+        name = "W" if isinstance(schema, dict) else "Weather"
+        built = agent(runs, tools, ["search", name], response_format=ToolStrategy(schema))
         return ne.compile(built, checkpointer=saver, **options)
 
     deployed(WEATHER)
-    drive.run(weather(WEATHER), say("a"), config)
+    drive.run(weather(old), say("a"), config)
     runs.clear()
     deployed(WEATHER_V2)
-    graph = weather(WEATHER_V2, resume=ne.ResumePolicy(keep_compatible=True))
+    graph = weather(new, resume=ne.ResumePolicy(keep_compatible=True))
     plan = drive.plan(graph, config)
     assert plan.kind is ne.PlanKind.REWIND and not plan.migrated
     result = drive.run(graph, None, config)
     assert runs == Counter({"model": 1})
-    assert result["structured_response"] == WEATHER_V2(temp=1.5, humidity=1)
+    assert result["structured_response"] == answer
