@@ -301,3 +301,30 @@ def test_keep_compatible_keeps_no_structured_response_the_new_schema_rejects(
     result = drive.run(graph, None, config)
     assert runs == Counter({"model": 1})
     assert result["structured_response"] == answer
+
+
+def test_rolling_deploy_on_an_approval_old_workers_leave_the_new_question_alone(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    """The new release adds a tool argument while the human is asked to approve the old
+    call: it asks again with the new arguments; an old worker given the answer refuses."""
+    runs: Counter[str] = Counter()
+    calls: list[dict[str, Any]] = []
+
+    def release(args: type[Any]) -> Any:
+        gate = HumanInTheLoopMiddleware({"search": True})
+        tools = [counted_tool(runs, args, calls=calls)]
+        built = agent(runs, tools, ["search"], middleware=[lambda _: gate])
+        return ne.compile(built, checkpointer=saver)
+
+    old, new = release(CITY), release(model("SearchArgs", city=(str, ...), units=(str, ...)))
+    drive.run(old, say("a"), config)
+    asked = drive.run(new, Command(resume=APPROVE), config)["__interrupt__"]
+    assert [a["args"] for i in asked for a in i.value["action_requests"]] == [
+        {"city": "s", "units": "s"}
+    ]
+    with pytest.raises(ne.ThreadSupersededError):
+        drive.run(old, Command(resume=APPROVE), config)
+    result = drive.run(new, Command(resume=APPROVE), config)
+    assert runs == Counter({"model": 3, "search": 1}) and calls == [{"city": "s", "units": "s"}]
+    assert result["messages"][-1].content == "done"

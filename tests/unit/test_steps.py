@@ -150,7 +150,7 @@ def test_a_rewind_of_a_paused_thread_asks_again_and_applies_the_answer_only_if_a
     (asked,) = work_for(call, plan, head, answer, {}).invocations
     assert asked.input is None and ".ask_again." in asked.mark
     _, applied = work_for(_with(call, reanswer=True), plan, head, answer, {}).invocations
-    assert applied.input is answer and applied.when is Due.INTERRUPTED
+    assert applied.input == answer and applied.when is Due.INTERRUPTED
 
 
 def test_a_rewind_into_an_earlier_turn_replays_each_later_turn_once_complete() -> None:
@@ -167,3 +167,12 @@ def test_a_rewind_into_an_earlier_turn_replays_each_later_turn_once_complete() -
 def test_a_caller_durability_is_kept() -> None:
     work = work_for(_call(), ResumePlan(PlanKind.FRESH, "t"), None, INPUT, {"durability": "exit"})
     assert work.kwargs == {"durability": "exit"}
+
+
+def test_a_new_thread_is_invoked_with_a_copy_of_the_callers_input() -> None:
+    """LangGraph's reducers change what they are given in place (``add_messages`` sets
+    ids): the caller's input must keep its digest."""
+    given = {"log": ["first"]}
+    (step,) = work_for(_call(), _plan(PlanKind.FRESH), None, given, {}).invocations
+    assert step.input == given and step.input is not given
+    assert step.input["log"] is not given["log"]
