@@ -184,7 +184,8 @@ def converted(options: Carrying, plan: ResumePlan, values: Mapping[str, Any]) ->
                     "or drop it to re-run the node that wrote the channel",
                     plan,
                 ) from exc
-            fitted = _fits(tp, result)
+            # A JSON schema declares no type to validate by: the migration's word is taken.
+            fitted = (result,) if isinstance(tp, Mapping) else _fits(tp, result)
             if fitted is None:
                 raise CheckpointSchemaError(
                     f"thread {plan.thread_id!r}: {label} returned a value for channel "
@@ -208,7 +209,10 @@ def converted(options: Carrying, plan: ResumePlan, values: Mapping[str, Any]) ->
 
 
 def _fits(tp: object, value: object) -> tuple[Any] | None:
-    """``(value validated as tp,)``, or None when it does not validate."""
+    """``(value validated as tp,)``, or None when it does not validate, or ``tp`` is a
+    JSON schema (a structured response declared as one), which no value is checked by."""
+    if isinstance(tp, Mapping):
+        return None
     try:
         return (TypeAdapter[Any](tp).validate_python(_plain(value)),)  # type: ignore[arg-type]
     except (ValidationError, AttributeError, TypeError, ValueError):

@@ -161,11 +161,7 @@ def build_stamp(
             fields["outputs"] = tool_outputs[name]
         nodes[name] = NodeStamp(fp=canonical_digest(fields), inner=inner, **fields)
     types = channel_types(builder)
-    schemas = (response_schema(spec.runnable) for spec in builder.nodes.values())
-    response = next((schema for schema in schemas if schema is not None), None)
-    if response is not None and RESPONSE_CHANNEL in types:
-        # create_agent types it with a type variable: the schema asked for is the type.
-        types[RESPONSE_CHANNEL] = response
+    response = _response_type(builder)
     channels: dict[str, str] = {}
     for key, tp in types.items():
         try:
@@ -361,8 +357,28 @@ def _inner_digests(stamp: Stamp) -> dict[str, str]:
     return found
 
 
+def _response_type(builder: StateGraph[Any, Any, Any, Any]) -> object | None:
+    """The structured response a ``create_agent`` graph asks for, if it asks for one."""
+    schemas = (response_schema(spec.runnable) for spec in builder.nodes.values())
+    return next((schema for schema in schemas if schema is not None), None)
+
+
 def channel_types(builder: StateGraph[Any, Any, Any, Any]) -> dict[str, object]:
-    """Each state key's annotated type, as the user declared it."""
+    """Each state key's annotated type, as the user declared it.
+
+    ``create_agent`` types its ``structured_response`` with a type variable: the schema
+    its ``response_format`` asks for is that channel's type, for the stamp and for what
+    keeping, migrating and reading back judge its stored value by.
+    """
+    types = _declared_channel_types(builder)
+    response = _response_type(builder)
+    if response is not None and RESPONSE_CHANNEL in types:
+        types[RESPONSE_CHANNEL] = response
+    return types
+
+
+def _declared_channel_types(builder: StateGraph[Any, Any, Any, Any]) -> dict[str, object]:
+    """Each state key's type as its schema annotates it."""
     types: dict[str, object] = {}
     for schema in builder.schemas:
         if isinstance(schema, type) and issubclass(schema, BaseModel):

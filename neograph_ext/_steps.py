@@ -174,7 +174,16 @@ def work_for(
             after = at_checkpoint(call.config, None)
             steps = (Invocation(None, after, asked, keep=(rewind, decision.kept_tasks)),)
         steps += _replays(call, decision, source)
-        if reanswer and (answer or paused):
+        if reanswer and (answer or paused) and decision.replayed:
+            # The first question the rewind stops at is an earlier turn's, not the one
+            # the answer was given to (the head's, in its last turn): it is asked.
+            logger.warning(
+                "thread %r: the answer given is set aside: the replay asks the questions "
+                "of the earlier turns first, and the question it answered is asked again "
+                "once its turn is replayed",
+                decision.thread_id,
+            )
+        elif reanswer and (answer or paused):
             after = at_checkpoint(call.config, None)
             steps += (Invocation(input, after, here, Due.INTERRUPTED),)
         elif paused:
@@ -187,10 +196,9 @@ def work_for(
         elif new_turn:
             steps += (_turn(call, decision, input, given, Due.COMPLETE),)
     elif decision.replayed:
-        # A replay cut short by a kill or by a question: finish the head's turn (the
-        # question answered, unless it is still owed), then the turns owed.
-        resumed = input if answer and not asking else None
-        steps = () if complete else (Invocation(resumed, call.config, here),)
+        # A replay cut short by a kill, or stopped at a question: finish the head's turn
+        # (with the answer given), then the turns owed.
+        steps = () if complete else (_resuming(call, decision, input, asking, here),)
         steps += _replays(call, decision, source)
         if new_turn:
             steps += (_turn(call, decision, input, given, Due.COMPLETE),)
@@ -204,17 +212,26 @@ def work_for(
                 "thread %r is incomplete: resuming it; the input given is ignored",
                 decision.thread_id,
             )
-        if answer and asking and not reanswer:
-            logger.warning(
-                "thread %r: the question asked again after a change was not stored yet: "
-                "it is asked now, and the answer given, sent to the old question, is set "
-                "aside (ResumePolicy(reanswer=True) would apply it)",
-                decision.thread_id,
-            )
-            answer = False
-        steps = (Invocation(input if answer else None, call.config, here),)
+        steps = (_resuming(call, decision, input, asking, here),)
     stored = stored_result(call.graph, head) if complete and not steps else None
     return Work(steps, durable(kwargs, call.graph), stored)
+
+
+def _resuming(
+    call: ThreadCall, decision: ResumePlan, input: Any, asking: bool, mark: str
+) -> Invocation:
+    """Resume the incomplete head: with the answer given, unless it was sent to a question
+    asked again after a change and not stored yet."""
+    answer = isinstance(input, Command)
+    if answer and asking and not call.resume.reanswer:
+        logger.warning(
+            "thread %r: the question asked again after a change was not stored yet: "
+            "it is asked now, and the answer given, sent to the old question, is set "
+            "aside (ResumePolicy(reanswer=True) would apply it)",
+            decision.thread_id,
+        )
+        answer = False
+    return Invocation(input if answer else None, call.config, mark)
 
 
 def _source(decision: ResumePlan, head: CheckpointTuple | None) -> str | None:

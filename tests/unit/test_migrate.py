@@ -61,3 +61,11 @@ def test_a_typeddict_qualifier_is_no_type_to_validate_against() -> None:
     assert options.keep == {"profile"}
     carry = carry_for(options, frozenset({"profile"}), {"profile": {"who": "Ada"}})
     assert carry.compatible == {"profile"}
+
+
+def test_a_json_schema_channel_keeps_no_stored_value() -> None:
+    """A structured response declared as a JSON schema has no type to validate by."""
+    schema = {"title": "W", "type": "object", "properties": {"t": {"type": "number"}}}
+    options = carrying({"structured_response": schema}, keep_compatible=True)
+    values = {"structured_response": {"t": 1}}
+    assert not carry_for(options, frozenset({"structured_response"}), values).compatible

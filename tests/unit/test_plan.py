@@ -244,3 +244,22 @@ def test_a_crashed_step_blames_a_retyped_channel_on_the_tasks_that_wrote_it(
     records[-1] = records[-1]._replace(pending_wrote=pending_wrote)
     plan = decide(records, new, "t")
     assert (plan.kind, plan.invalidated_nodes) == (kind, invalidated), plan
+
+
+@pytest.mark.parametrize("paused", [False, True], ids=["cut-short", "stopped-at-a-question"])
+def test_a_verified_head_owing_replayed_turns_replays_them(paused: bool) -> None:
+    """A replay killed part-way, or stopped at a question of a replayed turn, still owes
+    the later turns: the answer (or the retry) finishes the head's turn, then replays them."""
+    s = stamp()
+    head = record(3, "c", LOG, stamp=s, verified=s.id, next_nodes=("d",))
+    facts = HeadFacts(
+        head.checkpoint_id,
+        head.next_nodes,
+        paused=paused,
+        verified=True,
+        replaying="old-head",
+        owed=("turn-3",),
+    )
+    assert needs_lineage(facts)
+    plan = decide([head], s, "t", head=facts)
+    assert plan.kind is PlanKind.CONTINUE and plan.replayed == ("turn-3",)

@@ -150,7 +150,7 @@ def test_a_rewind_of_a_paused_thread_asks_again_and_applies_the_answer_only_if_a
     (asked,) = work_for(call, plan, head, answer, {}).invocations
     assert asked.input is None and ".ask_again." in asked.mark
     _, applied = work_for(_with(call, reanswer=True), plan, head, answer, {}).invocations
-    assert applied.input is answer and applied.when is Due.INTERRUPTED
+    assert applied.input == answer and applied.when is Due.INTERRUPTED
 
 
 def test_a_rewind_into_an_earlier_turn_replays_each_later_turn_once_complete() -> None:
@@ -174,7 +174,16 @@ def test_a_replay_stopped_by_a_question_answers_it_then_replays_the_turns_owed()
     plan = _plan(PlanKind.CONTINUE, next_nodes=frozenset({"b"}), replayed=("1f0-t3",))
     answer: Command[Any] = Command(resume="yes")
     first, replay = work_for(call, plan, _head(call, interrupted=True), answer, {}).invocations
-    assert first.input is answer and first.config == CONFIG
+    assert first.input == answer and first.config == CONFIG
     assert isinstance(replay.input, ReplayInput) and replay.when is Due.COMPLETE
     (again,) = work_for(call, plan, _head(call, interrupted=True), None, {}).invocations[:1]
     assert again.input is None  # no answer given: the question is asked again
+
+
+def test_a_new_thread_is_invoked_with_a_copy_of_the_callers_input() -> None:
+    """LangGraph's reducers change what they are given in place (``add_messages`` sets
+    ids): the caller's input must keep its digest."""
+    given = {"log": ["first"]}
+    (step,) = work_for(_call(), _plan(PlanKind.FRESH), None, given, {}).invocations
+    assert step.input == given and step.input is not given
+    assert step.input["log"] is not given["log"]
