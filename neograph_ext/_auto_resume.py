@@ -137,13 +137,15 @@ async def aserved(
 
 def _as_given(decision: ResumePlan | None, resume: ResumePolicy) -> bool:
     """Whether a served call is LangGraph's own: a new thread, or a plan that leaves
-    LangGraph nothing to change (``_PLAIN_KINDS``) and that the policy does not refuse
-    (``on_unverified="raise"``)."""
+    LangGraph nothing to change (``_PLAIN_KINDS``, owing no replayed turns) and that the
+    policy does not refuse (``on_unverified="raise"``)."""
     if decision is None:
         return True
     if decision.kind is PlanKind.UNVERIFIED:
         return resume.on_unverified == "resume"
-    return decision.kind in _PLAIN_KINDS
+    # Turns a replay still owes (it was cut short, or stopped at a question) are
+    # replayed after the head's turn: LangGraph alone would leave them out.
+    return decision.kind in _PLAIN_KINDS and not decision.replayed
 
 
 def _told(

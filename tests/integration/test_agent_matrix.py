@@ -328,3 +328,28 @@ def test_rolling_deploy_on_an_approval_old_workers_leave_the_new_question_alone(
     result = drive.run(new, Command(resume=APPROVE), config)
     assert runs == Counter({"model": 3, "search": 1}) and calls == [{"city": "s", "units": "s"}]
     assert result["messages"][-1].content == "done"
+
+
+def test_a_served_graph_replays_the_turns_owed_after_each_answer(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    """As ``run`` does, for plain calls of a graph compiled with ``auto_resume`` (LangGraph
+    Server): an answer to a replayed turn's question goes on with the turns owed."""
+    runs: Counter[str] = Counter()
+    deployed(ProfileV1)
+    _approved_chat(drive, _gated(runs, saver, ProfileState), config)
+    runs.clear()
+    deployed(ProfileV3)
+    built = _gated(runs, saver, ProfileStateV3).builder
+    served = ne.compile(
+        built,
+        checkpointer=saver,
+        auto_resume=True,
+        resume=ne.ResumePolicy(replay_turns=True),
+    )
+    result = drive.invoke(served, None, config)
+    for _ in range(3):
+        assert "__interrupt__" in result
+        result = drive.invoke(served, Command(resume=APPROVE), config)
+    assert runs == Counter({"model": 6, "search": 3, "profiler": 3})
+    assert len(_said(result)) == 12 and "__interrupt__" not in result
