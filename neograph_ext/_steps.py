@@ -168,9 +168,12 @@ def work_for(
         )
         rewind = at_checkpoint(call.config, decision.checkpoint_id)
         steps = (Invocation(None, rewind, asked),)
-        if decision.kept_tasks:
+        if decision.kept_tasks or call.graph.neograph_ext_entrypoint is not None:
             # Resumed without a checkpoint_id: the fork is the newest checkpoint, and
-            # LangGraph hands the writes saved on it back to the kept tasks.
+            # LangGraph hands the writes saved on it back to the kept tasks. An
+            # entrypoint's turn is forked so even when nothing is kept: invoked from
+            # its input checkpoint, langgraph 1.1 runs on that checkpoint itself, over
+            # the old calls' writes, instead of forking it.
             after = at_checkpoint(call.config, None)
             steps = (Invocation(None, after, asked, keep=(rewind, decision.kept_tasks)),)
         steps += _replays(call, decision, source)

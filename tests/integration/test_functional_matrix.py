@@ -225,6 +225,8 @@ def test_a_question_asked_inside_a_task_after_a_deploy(
     out = drive.run(graph, Command(resume="5"), config)
     if asked_again:  # the answer to the old question is set aside
         assert "__interrupt__" in out
+        # Answered again, the question asked again is answered (on langgraph 1.1 the
+        # rewind, run on the turn's input checkpoint itself, asked again forever).
         out = drive.run(graph, Command(resume="5"), config)
     assert out == 70  # as a fresh run of the new code answered 5: (1 + 1 + 5) * 10
     assert runs == ran
