@@ -12,9 +12,10 @@ are its parent node's execution), and they are checked against the plan:
 - ``up_to_date``, or any complete thread given no new input: nothing ran;
 - ``continue``, ``unverified`` and ``migrate`` of an incomplete thread: the first step
   executed runs only nodes the plan names as waiting (``next_nodes``);
-- ``rewind``: no node the plan keeps (and does not name to re-run) ran; the first step
-  executed runs only nodes of ``rerun``; a rewind that ran to the end ran every node
-  of ``rerun`` the graph still routed to;
+- ``rewind``: no node the plan keeps (and does not name to re-run) ran, nor, for an
+  ``@entrypoint``, a task it keeps (the calls the entrypoint makes, counted apart); the
+  first step executed runs only nodes of ``rerun``; a rewind that ran to the end ran
+  every node of ``rerun`` the graph still routed to;
 - a new turn (a complete thread given another input) may run any node after that.
 
 ``install`` puts the harness in place of the four functions for one test.
@@ -62,6 +63,8 @@ class Executions(BaseCallbackHandler):
 
     def __init__(self) -> None:
         self.tasks: list[tuple[int, str]] = []
+        self.calls: list[str] = []
+        """The tasks an ``@entrypoint`` called directly (one level below its node)."""
 
     def on_chain_start(
         self,
@@ -84,6 +87,13 @@ class Executions(BaseCallbackHandler):
             and any(tag.startswith("graph:step:") for tag in tags or ())
         ):
             self.tasks.append((int(metadata.get("langgraph_step", -1)), str(node)))
+        elif (
+            node is not None
+            and kwargs.get("name") == node
+            and str(namespace or "").count("|") == 1
+            and not any(tag.startswith("graph:step:") for tag in tags or ())
+        ):
+            self.calls.append(str(node))
 
 
 @dataclass
@@ -104,6 +114,7 @@ class Call:
     def check(self, graph: Any, config: RunnableConfig, raised: BaseException | None) -> None:
         """Check what ran against the plan; a finished rewind also against the lineage."""
         _check_without_state(self, raised)
+        self.check_calls(graph, raised)
         if self._rewound(raised):
             state = graph.get_state({"configurable": config["configurable"]})
             if not state.next and not state.interrupts:
@@ -119,6 +130,18 @@ class Call:
             and not self.new_turn
             and not plan.replayed
         )
+
+    def check_calls(self, graph: Any, raised: BaseException | None) -> None:
+        """An entrypoint's rewind called no task it keeps (and does not re-run)."""
+        plan = self.plan
+        if getattr(graph, "neograph_ext_entrypoint", None) is None or plan is None:
+            return
+        if plan.kind is not PlanKind.REWIND or self.new_turn or plan.replayed:
+            return
+        if isinstance(raised, NeographExtError):
+            return
+        ran = set(self.executions.calls) & (plan.kept - plan.rerun)
+        _agree(not ran, plan, self.executions.tasks, f"kept tasks ran: {ran}")
 
     def check_rerun(self, reached: set[str]) -> None:
         """Every node of ``rerun`` the new lineage reached ran in this call."""
@@ -299,6 +322,7 @@ def install(monkeypatch: pytest.MonkeyPatch) -> None:
 async def _acheck(call: Call, graph: Any, config: RunnableConfig, raised: Any) -> None:
     """Async twin of ``Call.check``."""
     _check_without_state(call, raised)
+    call.check_calls(graph, raised)
     if call._rewound(raised):
         state = await graph.aget_state({"configurable": config["configurable"]})
         if not state.next and not state.interrupts:
