@@ -38,7 +38,14 @@ from neograph_ext._head_state import (
 )
 from neograph_ext._langgraph import unsaved_subgraph
 from neograph_ext._ownership import superseded_message
-from neograph_ext._stamp import ASK_AGAIN, encode_run, input_digest, read_marks
+from neograph_ext._stamp import (
+    ASK_AGAIN,
+    Stamp,
+    StampRef,
+    encode_run,
+    input_digest,
+    read_marks,
+)
 from neograph_ext._thread import ThreadCall, at_checkpoint
 
 __all__ = [
@@ -215,9 +222,36 @@ def work_for(
                 "thread %r is incomplete: resuming it; the input given is ignored",
                 decision.thread_id,
             )
-        steps = (_resuming(call, decision, input, asking, here),)
+        steps = (_claiming(call, head, here) or _resuming(call, decision, input, asking, here),)
     stored = stored_result(call.graph, head) if complete and not steps else None
     return Work(steps, durable(kwargs, call.graph), stored)
+
+
+def _claiming(call: ThreadCall, head: CheckpointTuple | None, mark: str) -> Invocation | None:
+    """Resume a crashed head other code wrote from a fork of it under this code's stamp.
+
+    The writes a superstep's tasks leave when one of them crashes stay on the checkpoint
+    it ran from, and carry no stamp: left on the other code's head, an older release
+    resuming it would be handed this code's outputs (and make the thread its own), a
+    newer one would take them for its own. On the fork, which keeps every finished task,
+    they are this code's (``_ownership``). A head waiting on a question, or on a
+    subgraph (whose own checkpoints a fork would leave behind), and an entrypoint's
+    turn are resumed where they are.
+    """
+    if head is None or call.graph.neograph_ext_entrypoint is not None:
+        return None
+    if is_paused(call.graph, head):
+        return None
+    stamp, _ = read_marks(head.metadata)
+    if not isinstance(stamp, Stamp | StampRef) or stamp.id == call.stamp.id:
+        return None
+    nodes = call.stamp.nodes
+    waits = waiting_nodes(call.graph, head)
+    if any(nodes[name].sub is not None for name in waits if name in nodes):
+        return None
+    base = at_checkpoint(call.config, head.checkpoint["id"])
+    everything = frozenset(call.graph.nodes)
+    return Invocation(None, at_checkpoint(call.config, None), mark, keep=(base, everything))
 
 
 def _resuming(

@@ -1,0 +1,134 @@
+"""A crash during a rolling deploy: the writes a crashed superstep leaves carry no stamp.
+
+When one task of a superstep crashes, LangGraph keeps the writes of the tasks that
+finished on the checkpoint the step ran from. Resumed by a new release from a head the
+old release wrote, those are the new code's outputs on the old code's checkpoint: an
+old worker resuming the thread next was handed them (and made the thread its own, so
+the new code then undid its work). The new code now resumes such a head from a fork of
+it under its own stamp, so the thread is the new code's from its first write.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, TypedDict
+
+import pytest
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END, START, StateGraph
+from pydantic import BaseModel
+
+import neograph_ext
+from neograph_ext import PlanKind, ResumePolicy, ThreadSupersededError
+from tests.drive import Drive
+from tests.graphs.deploys import SummaryV1, SummaryV2
+from tests.graphs.pipelines import Crash, deployed
+
+
+class _Release:
+    """``draft -> (summarize | index) -> publish``; the releases differ in ``summarize``'s
+    output type; a node named in ``failing`` crashes while it is named there."""
+
+    def __init__(
+        self, summary: type[BaseModel], saver: BaseCheckpointSaver[Any], **options: Any
+    ) -> None:
+        self.summary = summary
+        self.runs: Counter[str] = Counter()
+        self.failing: set[str] = set()
+        state = TypedDict(  # type: ignore[misc]  # noqa: UP013
+            "Fan", {"doc": str, "summary": summary, "index": str, "out": str}, total=False
+        )
+        builder = StateGraph(state)
+        for name, fn in (
+            ("draft", lambda s: self._ran("draft", {"doc": f"draft of {s['doc']}"})),
+            ("summarize", lambda s: self._ran("summarize", {"summary": summary(text=s["doc"])})),
+            ("index", lambda s: self._ran("index", {"index": "indexed"})),
+            ("publish", lambda s: self._ran("publish", {"out": type(s["summary"]).__name__})),
+        ):
+            builder.add_node(name, fn)
+        builder.add_edge(START, "draft")
+        builder.add_edge("draft", "summarize")
+        builder.add_edge("draft", "index")
+        builder.add_edge(["summarize", "index"], "publish")
+        builder.add_edge("publish", END)
+        self.graph = neograph_ext.compile(builder, checkpointer=saver, **options)
+
+    def _ran(self, name: str, update: dict[str, Any]) -> dict[str, Any]:
+        self.runs[name] += 1
+        if name in self.failing:
+            raise Crash(name)
+        return update
+
+    def serving(self) -> Any:
+        deployed(self.summary)
+        return self.graph
+
+
+def _crashed_twice(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> tuple[_Release, _Release]:
+    """The old release crashed in both branches; the new one resumed the thread, its
+    ``summarize`` finished and ``index`` crashed again."""
+    old, new = _Release(SummaryV1, saver), _Release(SummaryV2, saver)
+    old.failing |= {"summarize", "index"}
+    with pytest.raises(Crash):
+        drive.run(old.serving(), {"doc": "d"}, config)
+    old.failing.clear()
+    assert drive.plan(new.serving(), config).kind is PlanKind.CONTINUE
+    new.failing.add("index")
+    with pytest.raises(Crash):
+        drive.run(new.serving(), None, config)
+    new.failing.clear()
+    return old, new
+
+
+def test_old_code_is_not_handed_what_the_new_code_left_in_a_crashed_step(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    old, new = _crashed_twice(drive, saver, config)
+    assert drive.plan(old.serving(), config).kind is PlanKind.SUPERSEDED
+    with pytest.raises(ThreadSupersededError):
+        drive.run(old.serving(), None, config)
+    assert old.runs == Counter({"draft": 1, "summarize": 1, "index": 1})  # the first try only
+    result = drive.run(new.serving(), None, config)
+    assert result["out"] == "ReviewSummary" and isinstance(result["summary"], SummaryV2)
+    # The new code's finished summarize is kept across its own crash; index runs again.
+    assert new.runs == Counter({"summarize": 1, "index": 2, "publish": 1})
+    assert drive.plan(new.serving(), config).kind is PlanKind.UP_TO_DATE
+
+
+def test_a_rollback_takes_the_crashed_thread_over_and_reruns_the_new_codes_work(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    old, new = _crashed_twice(drive, saver, config)
+    back = _Release(SummaryV1, saver, resume=ResumePolicy(take_over=True))
+    result = drive.run(back.serving(), None, config)
+    assert isinstance(result["summary"], SummaryV1)
+    # summarize's output is the new code's: the old code re-runs it rather than keep it.
+    assert back.runs["summarize"] == 1 and back.runs["publish"] == 1
+    assert drive.plan(back.serving(), config).kind is PlanKind.UP_TO_DATE
+    assert old.runs["publish"] == 0 and new.runs["publish"] == 0
+
+
+def test_a_crashed_head_the_current_code_wrote_is_resumed_where_it_is(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    only = _Release(SummaryV2, saver)
+    only.failing.add("index")
+    with pytest.raises(Crash):
+        drive.run(only.serving(), {"doc": "d"}, config)
+    only.failing.clear()
+    forks = [
+        s
+        for s in drive.get_state_history(only.serving(), config)
+        if s.metadata.get("source") == "fork"
+    ]
+    drive.run(only.serving(), None, config)
+    after = [
+        s
+        for s in drive.get_state_history(only.serving(), config)
+        if s.metadata.get("source") == "fork"
+    ]
+    assert forks == [] and after == []
+    assert only.runs == Counter({"draft": 1, "summarize": 1, "index": 2, "publish": 1})
