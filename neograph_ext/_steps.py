@@ -234,13 +234,11 @@ def _claiming(call: ThreadCall, head: CheckpointTuple | None, mark: str) -> Invo
     it ran from, and carry no stamp: left on the other code's head, an older release
     resuming it would be handed this code's outputs (and make the thread its own), a
     newer one would take them for its own. On the fork, which keeps every finished task,
-    they are this code's (``_ownership``). A head waiting on a question, or on a
-    subgraph (whose own checkpoints a fork would leave behind), and an entrypoint's
-    turn are resumed where they are.
+    they are this code's (``_ownership``); an entrypoint's fork keeps its turn's
+    finished calls (``_keep_calls``). A head waiting on a question, or on a subgraph
+    (whose own checkpoints a fork would leave behind), is resumed where it is.
     """
-    if head is None or call.graph.neograph_ext_entrypoint is not None:
-        return None
-    if is_paused(call.graph, head):
+    if head is None or is_paused(call.graph, head):
         return None
     stamp, _ = read_marks(head.metadata)
     if not isinstance(stamp, Stamp | StampRef) or stamp.id == call.stamp.id:
@@ -250,7 +248,8 @@ def _claiming(call: ThreadCall, head: CheckpointTuple | None, mark: str) -> Invo
     if any(nodes[name].sub is not None for name in waits if name in nodes):
         return None
     base = at_checkpoint(call.config, head.checkpoint["id"])
-    everything = frozenset(call.graph.nodes)
+    shape = call.graph.neograph_ext_entrypoint
+    everything = shape.tasks if shape is not None else frozenset(call.graph.nodes)
     return Invocation(None, at_checkpoint(call.config, None), mark, keep=(base, everything))
 
 

@@ -23,6 +23,7 @@ import neograph_ext
 from neograph_ext import PlanKind, ResumePolicy, ThreadSupersededError
 from tests.drive import Drive
 from tests.graphs.deploys import SummaryV1, SummaryV2
+from tests.graphs.functional import chain
 from tests.graphs.pipelines import Crash, deployed
 
 
@@ -132,3 +133,25 @@ def test_a_crashed_head_the_current_code_wrote_is_resumed_where_it_is(
     ]
     assert forks == [] and after == []
     assert only.runs == Counter({"draft": 1, "summarize": 1, "index": 2, "publish": 1})
+
+
+def test_old_code_is_not_served_what_the_new_code_cached_in_a_crashed_turn(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    runs: Counter[str] = Counter()
+    crash: set[str] = {"t1"}
+    workflow = chain(runs, crash, is_async=drive.is_async)
+    old = neograph_ext.compile(workflow, checkpointer=saver)
+    new = neograph_ext.compile(workflow, checkpointer=saver, versions={"t2": "v2"})
+    with pytest.raises(Crash):
+        drive.run(old, 1, config)
+    crash.clear()
+    crash.add("t3")
+    with pytest.raises(Crash):
+        drive.run(new, None, config)  # t1 and the new t2 finish: their results are cached
+    crash.clear()
+    assert drive.plan(old, config).kind is PlanKind.SUPERSEDED
+    with pytest.raises(ThreadSupersededError):
+        drive.run(old, None, config)
+    assert drive.run(new, None, config) == 3
+    assert runs == Counter({"t1": 2, "t2": 1, "t3": 2})  # t1 and t2 served from the cache
