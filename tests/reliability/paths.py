@@ -13,6 +13,9 @@ A path is what one call of neograph-ext writes when a deploy lands on a thread:
 - ``reask``: an answer sent to a question whose upstream content changed: the
   question is asked again (the answer is set aside);
 - ``adopt``: a new turn on a chat plain LangGraph wrote (its items stay in the list);
+- ``claim``: a thread that crashed after a parallel sibling finished, resumed by a
+  deploy that changed a later node: it forks the head under its own stamp first,
+  keeping the sibling's writes, then resumes the fork;
 - ``append``: a changed item type of a list every turn appended to, the earlier
   turns replayed (``replay_turns=True``);
 - ``convert``: a DeltaChannel log whose entries a migration converted, then a changed
@@ -269,6 +272,30 @@ def _accept_asked_call(saver: BaseCheckpointSaver[Any], log: Path, config: Runna
     return final(graph, config)
 
 
+# --- claim: a crashed head the old code wrote, resumed by the new code --------------
+
+
+def _claimed(saver: BaseCheckpointSaver[Any], log: Path) -> Any:
+    """The deployed code of ``claim``: only ``f``, downstream of the crash, changed."""
+    return _six(saver, log, "f=int")
+
+
+def _claim_setup(saver: BaseCheckpointSaver[Any], log: Path, config: RunnableConfig) -> None:
+    crashed_in(saver, log, config, "c", frozenset({"d"}))
+
+
+def _claim_call(saver: BaseCheckpointSaver[Any], log: Path, config: RunnableConfig) -> Any:
+    graph = _claimed(saver, log)
+    ne.run(graph, None, config)
+    return final(graph, config)
+
+
+async def _aclaim_call(saver: BaseCheckpointSaver[Any], log: Path, config: RunnableConfig) -> Any:
+    graph = _claimed(saver, log)
+    await ne.arun(graph, None, config)
+    return await afinal(graph, config)
+
+
 # --- adopt: a chat plain LangGraph wrote, a new turn under run() -------------------
 
 
@@ -381,6 +408,7 @@ PATHS: Mapping[str, WritePath] = {
         _reask_setup, _accept_asked_call, lambda s, log: _approval(s, log, "v2")
     ),
     "adopt": WritePath(_adopt_setup, _adopt_call, _chat),
+    "claim": WritePath(_claim_setup, _claim_call, _claimed, _aclaim_call),
     "append": WritePath(_append_setup, _append_call, lambda s, log: _notes(s, log, NotesV2)),
     "convert": WritePath(_convert_setup, _convert_call, _converting),
     "freplay": WritePath(fp.freplay_setup, fp.freplay_call, fp.freplay),
