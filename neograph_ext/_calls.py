@@ -2,7 +2,8 @@
 current stamp to a ``ResumePlan``.
 
 Rules:
-- No I/O and no LangGraph graph here; the read side (``_flow``) builds an ``EntrypointTurn``.
+- No I/O and no LangGraph graph here; the read side (``_flow``) builds an
+  ``EntrypointTurn`` (``_turn``).
 - A turn's cached task results are the finished calls on its base checkpoint (the
   input checkpoint, or the fork a rewind wrote), attributed to the base's stamp. A call
   is changed when its task's fingerprint differs from the current one. The first
@@ -32,69 +33,20 @@ Rules:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from neograph_ext._changes import ChangeReason, NodeChange, step_changes
 from neograph_ext._decision import Carriable, HeadFacts, PlanKind, ResumePlan, TaskStep
 from neograph_ext._history import Record
 from neograph_ext._langgraph_calls import PREVIOUS_CHANNEL
-from neograph_ext._lineage_facts import is_carrying_fork
 from neograph_ext._ownership import owned
 from neograph_ext._plan import ASKED_AGAIN, with_owed
 from neograph_ext._stamp import Stamp, StampRef, Unreadable
+from neograph_ext._turn import EntrypointTurn, TurnCall
 
-__all__ = ["EntrypointTurn", "TurnCall", "decide_calls", "kept_prefix", "turn_base", "turn_of"]
+__all__ = ["decide_calls", "kept_prefix"]
 
 _Seen = Stamp | StampRef | Unreadable | None
-
-
-@dataclass(frozen=True)
-class TurnCall:
-    """One finished call of the turn."""
-
-    index: int
-    """Its position among the entrypoint's calls."""
-    task: str | None
-    """The task's name; None for a call no task seen matches."""
-    misread: str | None = None
-    """Why its cached result does not read back as the task's declared return type
-    (``_misread.result_misread``), if it does not."""
-
-
-@dataclass(frozen=True)
-class EntrypointTurn:
-    """The latest turn of an entrypoint thread, as the read side found it."""
-
-    entrypoint: str
-    """The entrypoint's name."""
-    base_id: str
-    """The checkpoint its calls wrote to (its input checkpoint, or a fork of it)."""
-    base_step: int
-    """That checkpoint's step."""
-    base_stamp: _Seen
-    """The stamp the base carries: the code its cached results are attributed to."""
-    calls: tuple[TurnCall, ...]
-    """Its finished calls, in call order."""
-    ended: _Seen = None
-    """For a finished turn: the stamp of the checkpoint it ended with."""
-    complete: bool = False
-    """Whether the turn finished (its head is the checkpoint after the base)."""
-    previous: _Seen = None
-    """The stamp of the checkpoint that saved the ``previous`` the turn started from."""
-    earlier: bool = False
-    """Whether an earlier turn saved that ``previous``."""
-    first_turn: str | None = None
-    """The input checkpoint of the thread's first turn (for a replay); None when it is
-    not stored any more (``prune(keep_last=...)``): a replay from a later turn would
-    start from the stale ``previous`` itself."""
-    later_inputs: tuple[str, ...] = ()
-    """The input checkpoints of the turns after the first, oldest first (for a replay)."""
-    verified: frozenset[str] = frozenset()
-    """The stamp ids checkpoints written after the base (or the base itself, a fork
-    ``run`` wrote) were verified against (by ``run`` or ``accept``): verified against
-    the current one, the turn is settled."""
-    failed: frozenset[str] = frozenset()
-    """The tasks whose call failed on the base and never finished: they run again."""
 
 
 def kept_prefix(calls: tuple[TurnCall, ...], kept: frozenset[str]) -> tuple[TurnCall, ...]:
@@ -376,59 +328,4 @@ def _stale_previous(
             "turn under another save type, and it is live: rewinding the turn would hand "
             f"the stale value to the new code. {ways}"
         ),
-    )
-
-
-def turn_base(records: Sequence[Record], *, complete: bool) -> str | None:
-    """The checkpoint the latest turn's calls wrote to: the head while the turn runs;
-    once it finished, the checkpoint before the one its entrypoint's step wrote (a fork
-    ``accept`` made of that one comes after it)."""
-    if not records:
-        return None
-    if not complete:
-        return records[-1].checkpoint_id
-    for index in range(len(records) - 1, 0, -1):
-        if records[index].source == "loop":
-            return records[index - 1].checkpoint_id
-        if records[index].source == "input":
-            break
-    return records[-1].checkpoint_id
-
-
-def turn_of(
-    records: Sequence[Record],
-    entrypoint: str,
-    base: tuple[str, int],
-    calls: tuple[TurnCall, ...],
-    *,
-    complete: bool,
-    failed: frozenset[str] = frozenset(),
-) -> EntrypointTurn:
-    """The latest turn of an entrypoint thread, from its lineage (oldest first) and the
-    finished calls on its base checkpoint ``base`` (id, step), and the tasks whose
-    call failed there."""
-    stamps = {record.checkpoint_id: record.stamp for record in records}
-    after = [r.checkpoint_id for r in records].index(base[0]) + 1 if base[0] in stamps else 0
-    if after and is_carrying_fork(records[after - 1]):
-        # A fork ``run`` wrote of the turn (carrying its ``previous``, keeping calls) was
-        # verified by that run, as the checkpoints after it are.
-        after -= 1
-    inputs = [i for i, record in enumerate(records) if record.source == "input"]
-    last = inputs[-1] if inputs else 0
-    # The thread's own first turn starts from no ``previous``: its checkpoint has no parent.
-    started = bool(inputs) and inputs[0] == 0 and records[0].parent_id is None
-    return EntrypointTurn(
-        entrypoint,
-        base[0],
-        base[1],
-        stamps.get(base[0]),
-        calls,
-        ended=records[-1].stamp if complete and records else None,
-        complete=complete,
-        previous=records[last - 1].stamp if last > 0 else None,
-        earlier=last > 0,
-        first_turn=records[0].checkpoint_id if started else None,
-        later_inputs=tuple(records[i].checkpoint_id for i in inputs[1:]),
-        verified=frozenset(r.verified for r in records[after:] if r.verified is not None),
-        failed=failed,
     )

@@ -23,7 +23,7 @@ from typing import Any
 
 from langgraph.checkpoint.base import CheckpointTuple
 
-from neograph_ext._calls import EntrypointTurn, TurnCall, decide_calls, turn_base, turn_of
+from neograph_ext._calls import decide_calls
 from neograph_ext._carrying import carry_for, readable, rebuilt_channels
 from neograph_ext._decision import Carriable, HeadFacts, PlanKind, ResumePlan
 from neograph_ext._decision_log import logged
@@ -57,6 +57,7 @@ from neograph_ext._plan import decide, needs_lineage
 from neograph_ext._stamp import encode_run, input_digest, read_marks
 from neograph_ext._steps import Due, ReplayInput, Work, is_due, work_for
 from neograph_ext._thread import ThreadCall, at_checkpoint, named_checkpoint
+from neograph_ext._turn import EntrypointTurn, TurnCall, turn_base, turn_of
 from neograph_ext._unreadable import resumable
 
 __all__ = [
@@ -303,7 +304,7 @@ def _entrypoint_turn(
     call: ThreadCall, head: CheckpointTuple, facts: HeadFacts, records: tuple[Record, ...]
 ) -> Flow[EntrypointTurn]:
     """The latest turn of an entrypoint thread: its cached task results are on its base
-    (``_calls.turn_base``): the head while it runs, an ancestor once it finished."""
+    (``_turn.turn_base``): the head while it runs, an ancestor once it finished."""
     shape = call.graph.neograph_ext_entrypoint
     assert shape is not None  # only asked for an entrypoint
     complete = not facts.next_nodes

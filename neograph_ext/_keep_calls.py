@@ -26,13 +26,14 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.pregel import Pregel
 
-from neograph_ext._calls import TurnCall, kept_prefix
+from neograph_ext._calls import kept_prefix
 from neograph_ext._entrypoint import EntrypointShape
 from neograph_ext._errors import GraphError
 from neograph_ext._fork import Fork, address, aput_fork, put_fork
 from neograph_ext._keep import forked
 from neograph_ext._langgraph_calls import call_id, finished_calls
 from neograph_ext._stamp import Stamp
+from neograph_ext._turn import TurnCall
 
 __all__ = ["akeep_calls", "calls_fork", "keep_calls", "refiled_calls"]
 
