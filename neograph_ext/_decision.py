@@ -237,6 +237,11 @@ class HeadFacts:
     """Stamp ids in the order the database first stored them (``_stamp_order``), oldest
     first: which code is newer (``_ownership``). Read only when other code owns the
     thread."""
+    unrevivable: frozenset[str] = frozenset()
+    """Of the ``misread`` channels, those whose declared type holds a class this process
+    cannot revive (``_revive.Revival.unrevivable``): their values come back as data from
+    every checkpoint, so a rewind helps only while no pause comes between writer and
+    reader."""
 
 
 Carriable = Callable[[frozenset[str]], Carry]

@@ -282,13 +282,16 @@ def _facts(call: ThreadCall, head: CheckpointTuple | None) -> HeadFacts | None:
         return None
     stamp, mark = read_marks(head.metadata)  # a mapping: ``resumable`` checked it
     waits = waiting_nodes(call.graph, head)
+    revival = call.graph.neograph_ext_revival
+    misread = head_misread(revival, head, bool(waits))
     return HeadFacts(
         head.checkpoint["id"],
         waits,
         paused=is_paused(call.graph, head),
         verified=verified(stamp, mark.verified, call.stamp),
         replaying=mark.replaying,
-        misread=head_misread(call.graph.neograph_ext_revival, head, bool(waits)),
+        misread=misread,
+        unrevivable=revival.unrevivable & misread.keys(),
     )
 
 
@@ -339,8 +342,7 @@ def _carriable(call: ThreadCall, head: CheckpointTuple, facts: HeadFacts) -> Flo
     rebuilt = (yield ReadValues(head.config)) if channels else {}
     values = readable(head.checkpoint.get("channel_values", {}), rebuilt, channels)
     # A converted value of a type that cannot be revived would not read back either.
-    unrevivable = call.graph.neograph_ext_revival.unrevivable & facts.misread.keys()
-    return lambda candidates: carry_for(options, candidates - unrevivable, values)
+    return lambda candidates: carry_for(options, candidates - facts.unrevivable, values)
 
 
 def _replayed(

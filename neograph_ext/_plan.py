@@ -142,8 +142,12 @@ def decide(
     if head is None:
         return plan
     plan = owned(plan, records, current, head.stamp_order, take_over=take_over)
-    if plan.kind is PlanKind.REWIND and head.paused:
-        plan = replace(plan, notes=(*plan.notes, ASKED_AGAIN))
+    if plan.kind is PlanKind.REWIND and head.paused and not plan.blocker:
+        lost = sorted(head.unrevivable & head.misread.keys())
+        if lost:
+            plan = replace(plan, blocker=_lost_on_pause(thread_id, lost))
+        else:
+            plan = replace(plan, notes=(*plan.notes, ASKED_AGAIN))
     owes = head.owed and head.verified and not head.paused
     if owes and plan.kind in (PlanKind.CONTINUE, PlanKind.UP_TO_DATE):
         # A replay cut short by a kill: the head's turn, then the turns still owed.
@@ -267,6 +271,21 @@ def _at_verified_head(head: HeadFacts, thread_id: str) -> ResumePlan:
     verified it checked its lineage), so it resumes the nodes the head waits on, if any."""
     kind = PlanKind.CONTINUE if head.next_nodes else PlanKind.UP_TO_DATE
     return ResumePlan(kind, thread_id, head_id=head.checkpoint_id, next_nodes=head.next_nodes)
+
+
+def _lost_on_pause(thread_id: str, channels: Sequence[str]) -> str:
+    """Why a paused thread's misread values of classes that cannot be revived block: the
+    rewind would re-run their writer and ask again, and the answer would resume from a
+    checkpoint, where they come back as data once more, again and again."""
+    named = ", ".join(f"`{ch}`" for ch in channels)
+    return (
+        f"thread {thread_id!r} waits on a question, and the stored value of {named} holds "
+        "a class this process cannot revive from a checkpoint (neograph_ext."
+        "unrevivable_types(graph) names it); a rewind would re-run its writer and ask the "
+        "question again, and the answer would meet the same plain data. Fix: define the "
+        "class at the top level of an importable module (or allow it on the saver's "
+        "msgpack allowlist), then answer again; or start a new thread_id"
+    )
 
 
 ASKED_AGAIN = (

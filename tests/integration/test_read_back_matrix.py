@@ -1,0 +1,64 @@
+"""Where the read-back check meets the rest of the library: a paused thread, a ``Send``
+to a node with a private input schema, a new turn, ... Each probe would catch a
+regression of a case the simple ``write -> publish`` tests of ``test_read_back`` miss.
+
+The classes the serializer cannot revive are defined inside the factories, as local
+classes: they come back as ``dict`` on every saver, in the process that wrote them.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, TypedDict
+
+import pytest
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import START, StateGraph
+from langgraph.types import Command, interrupt
+from pydantic import BaseModel
+
+import neograph_ext as ne
+from tests.drive import Drive
+
+
+def reviewed(saver: BaseCheckpointSaver[Any], runs: Counter[str]) -> Any:
+    """``write -> review``: ``write`` stores a model of a local class, ``review`` asks a
+    question before it reads it."""
+
+    class Draft(BaseModel):
+        text: str
+
+    S = TypedDict("S", {"draft": Draft, "out": str}, total=False)  # type: ignore[misc]  # noqa: UP013
+
+    def write(state: Any) -> dict[str, Any]:
+        runs["write"] += 1
+        return {"draft": Draft(text="hello")}
+
+    def review(state: Any) -> dict[str, Any]:
+        answer = interrupt("publish it?")
+        runs["review"] += 1
+        return {"out": f"{type(state['draft']).__name__}:{answer}"}
+
+    builder = StateGraph(S).add_sequence([write, review]).add_edge(START, "write")
+    return ne.compile(builder, checkpointer=saver)
+
+
+def test_an_answer_to_a_thread_holding_a_value_no_checkpoint_revives_is_refused(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    # A rewind would re-run `write` and ask again; the answer resumes `review` from the
+    # checkpoint, where `draft` is a dict again: every answer was set aside (each one
+    # re-running `write`), and with reanswer=True `review` got the dict.
+    runs: Counter[str] = Counter()
+    graph = reviewed(saver, runs)
+    assert "__interrupt__" in drive.run(graph, {}, config)
+    stored = len(list(saver.list(config)))
+    for policy in (None, ne.ResumePolicy(reanswer=True), ne.ResumePolicy(on_change="raise")):
+        runs.clear()
+        with pytest.raises(ne.CheckpointSchemaError) as caught:
+            drive.run(graph, Command(resume="yes"), config, resume=policy)
+        message = str(caught.value)
+        assert "stored value of `draft` does not read back as `Draft`: got `dict`" in message
+        assert "waits on a question" in message and "top level of an importable" in message
+        assert runs == Counter() and len(list(saver.list(config))) == stored
