@@ -8,18 +8,20 @@ classes: they come back as ``dict`` on every saver, in the process that wrote th
 
 from __future__ import annotations
 
+import operator
 from collections import Counter
-from typing import Any, TypedDict
+from typing import Annotated, Any, TypedDict
 
 import pytest
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.graph import START, StateGraph
-from langgraph.types import Command, interrupt
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import Command, Send, interrupt
 from pydantic import BaseModel
 
 import neograph_ext as ne
 from tests.drive import Drive
+from tests.graphs.pipelines import Crash
 
 
 def reviewed(saver: BaseCheckpointSaver[Any], runs: Counter[str]) -> Any:
@@ -62,3 +64,46 @@ def test_an_answer_to_a_thread_holding_a_value_no_checkpoint_revives_is_refused(
         assert "stored value of `draft` does not read back as `Draft`: got `dict`" in message
         assert "waits on a question" in message and "top level of an importable" in message
         assert runs == Counter() and len(list(saver.list(config))) == stored
+
+
+def mapped(runs: Counter[str], *, crash: bool = False) -> Any:
+    """``fan`` sends ``work`` three jobs as ``{"job": Job}``, the node's private input
+    schema (a TypedDict) holding a model of a local class; with ``crash``, the third
+    job fails."""
+
+    class Job(BaseModel):
+        n: int
+
+    JobState = TypedDict("JobState", {"job": Job})  # type: ignore[misc]  # noqa: UP013
+    Fan = TypedDict("Fan", {"out": Annotated[list[str], operator.add]}, total=False)  # type: ignore[misc]  # noqa: UP013
+
+    def fan(state: Any) -> dict[str, Any]:
+        runs["fan"] += 1
+        return {}
+
+    def work(given: Any) -> dict[str, Any]:
+        runs["work"] += 1
+        if crash and given["job"].n == 2:
+            raise Crash("the third job failed")
+        return {"out": [type(given["job"]).__name__]}
+
+    work.__annotations__ = {"given": JobState, "return": dict}
+    builder = StateGraph(Fan).add_node(fan).add_node(work).add_edge(START, "fan")
+    builder.add_conditional_edges(
+        "fan", lambda _: [Send("work", {"job": Job(n=i)}) for i in range(3)]
+    )
+    return builder.add_edge("work", END)
+
+
+def test_a_send_to_a_typeddict_input_holding_a_model_runs_its_sender_again(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    with pytest.raises(Crash):
+        drive.run(ne.compile(mapped(Counter(), crash=True), checkpointer=saver), {}, config)
+    runs: Counter[str] = Counter()
+    graph = ne.compile(mapped(runs), checkpointer=saver)
+    plan = drive.plan(graph, config)
+    assert plan.kind is ne.PlanKind.REWIND and plan.invalidated_nodes == {"fan"}
+    assert "a stored Send to `work` does not read back as `Job`: got `dict`" in str(plan)
+    assert sorted(drive.run(graph, None, config)["out"]) == ["Job"] * 3  # was one 'dict'
+    assert runs == Counter({"fan": 1, "work": 3})
