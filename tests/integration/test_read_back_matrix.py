@@ -15,6 +15,7 @@ from typing import Annotated, Any, TypedDict
 import pytest
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.func import entrypoint
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, Send, interrupt
 from pydantic import BaseModel
@@ -107,3 +108,90 @@ def test_a_send_to_a_typeddict_input_holding_a_model_runs_its_sender_again(
     assert "a stored Send to `work` does not read back as `Job`: got `dict`" in str(plan)
     assert sorted(drive.run(graph, None, config)["out"]) == ["Job"] * 3  # was one 'dict'
     assert runs == Counter({"fan": 1, "work": 3})
+
+
+def chatting(saver: BaseCheckpointSaver[Any], runs: Counter[str]) -> Any:
+    """``write`` (first turn only) ``-> publish``: a later turn's ``publish`` reads the
+    model of a local class ``write`` stored in the first."""
+
+    class Draft(BaseModel):
+        text: str
+
+    S = TypedDict("S", {"q": str, "draft": Draft, "out": str}, total=False)  # type: ignore[misc]  # noqa: UP013
+
+    def write(state: Any) -> dict[str, Any]:
+        runs["write"] += 1
+        return {"draft": Draft(text="hello")}
+
+    def publish(state: Any) -> dict[str, Any]:
+        runs["publish"] += 1
+        return {"out": f"{type(state['draft']).__name__}:{state['q']}"}
+
+    builder = StateGraph(S).add_node(write).add_node(publish).add_edge("write", "publish")
+    builder.add_conditional_edges(START, lambda s: "publish" if "draft" in s else "write")
+    return ne.compile(builder, checkpointer=saver)
+
+
+def test_a_new_turn_from_values_that_do_not_read_back_is_said_and_refused_in_strict_mode(
+    drive: Drive,
+    saver: BaseCheckpointSaver[Any],
+    config: RunnableConfig,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    runs: Counter[str] = Counter()
+    graph = chatting(saver, runs)
+    assert drive.run(graph, {"q": "one"}, config)["out"] == "Draft:one"
+    runs.clear()
+    with pytest.raises(ne.CheckpointSchemaError, match="stored value of `draft` does not read"):
+        drive.run(graph, {"q": "two"}, config, resume=ne.ResumePolicy(on_change="raise"))
+    assert runs == Counter()
+    with caplog.at_level("WARNING", logger="neograph_ext"):
+        # No rewind can help: the turn reads `draft` from the checkpoint.
+        assert drive.run(graph, {"q": "two"}, config)["out"] == "dict:two"
+    [said] = [r.getMessage() for r in caplog.records if "a new turn starts" in r.getMessage()]
+    assert "stored value of `draft` does not read back as `Draft`: got `dict`" in said
+    assert "top level of an importable module" in said and runs == Counter({"publish": 1})
+
+
+def saving(runs: Counter[str], *, is_async: bool) -> Any:
+    """An entrypoint saving a model of a local class for its next turn's ``previous``."""
+
+    class Draft(BaseModel):
+        text: str
+
+    def body(text: str, previous: Any) -> Any:
+        runs["flow"] += 1
+        return entrypoint.final(value=type(previous).__name__, save=Draft(text=text))
+
+    async def aflow(text: str, *, previous: Any = None) -> Any:
+        return body(text, previous)
+
+    def flow(text: str, *, previous: Any = None) -> Any:
+        return body(text, previous)
+
+    chosen: Any = aflow if is_async else flow
+    chosen.__name__ = "flow"
+    chosen.__annotations__ = {
+        "text": str,
+        "previous": Draft | None,
+        "return": entrypoint.final[str, Draft],
+    }
+    return entrypoint()(chosen)
+
+
+def test_an_entrypoints_previous_that_does_not_read_back_is_said_and_refused_in_strict_mode(
+    drive: Drive,
+    saver: BaseCheckpointSaver[Any],
+    config: RunnableConfig,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    runs: Counter[str] = Counter()
+    graph = ne.compile(saving(runs, is_async=drive.is_async), checkpointer=saver)
+    assert drive.run(graph, "one", config) == "NoneType"
+    with pytest.raises(ne.CheckpointSchemaError, match="stored value of `__previous__` does"):
+        drive.run(graph, "two", config, resume=ne.ResumePolicy(on_change="raise"))
+    assert runs == Counter({"flow": 1})
+    with caplog.at_level("WARNING", logger="neograph_ext"):
+        assert drive.run(graph, "two", config) == "dict"
+    [said] = [r.getMessage() for r in caplog.records if "a new turn starts" in r.getMessage()]
+    assert "`__previous__` does not read back as `Draft`: got `dict`" in said
