@@ -238,10 +238,14 @@ class HeadFacts:
     first: which code is newer (``_ownership``). Read only when other code owns the
     thread."""
     unrevivable: frozenset[str] = frozenset()
-    """Of the ``misread`` channels, those whose declared type holds a class this process
-    cannot revive (``_revive.Revival.unrevivable``): their values come back as data from
+    """Of the ``misread`` channels (and the ``inner`` subgraph nodes), those whose declared
+    type holds a class this process cannot revive (``_revive.Revival.unrevivable``), or
+    whose subgraph's misread value does: their values come back as data from
     every checkpoint, so a rewind helps only while no pause comes between writer and
     reader."""
+    inner: tuple[NodeChange, ...] = ()
+    """A change of each subgraph node the head waits on whose subgraph's own checkpoint
+    holds a value that does not read back (``_subgraph_misread``): pending at the head."""
 
 
 Carriable = Callable[[frozenset[str]], Carry]

@@ -25,6 +25,7 @@ from langgraph.checkpoint.base import CheckpointTuple
 
 from neograph_ext._calls import EntrypointTurn, TurnCall, decide_calls, turn_base, turn_of
 from neograph_ext._carrying import carry_for, readable, rebuilt_channels
+from neograph_ext._changes import NodeChange
 from neograph_ext._decision import Carriable, HeadFacts, PlanKind, ResumePlan
 from neograph_ext._decision_log import logged
 from neograph_ext._errors import GraphError
@@ -45,6 +46,7 @@ from neograph_ext._operations import (
     LoadDescriptions,
     ReadLineage,
     ReadStampOrder,
+    ReadSubgraphValues,
     ReadTuple,
     ReadValues,
     StoreDescription,
@@ -56,6 +58,7 @@ from neograph_ext._ownership import owner
 from neograph_ext._plan import decide, needs_lineage
 from neograph_ext._stamp import encode_run, input_digest, read_marks
 from neograph_ext._steps import Due, ReplayInput, Work, is_due, work_for
+from neograph_ext._subgraph_misread import inner_changes, inner_misread
 from neograph_ext._thread import ThreadCall, at_checkpoint, named_checkpoint
 from neograph_ext._unreadable import resumable
 
@@ -97,7 +100,7 @@ def planned(
     """The decision for ``head``: from the head alone when it decides (``needs_lineage``),
     else from its lineage, with the stamp descriptions it names and the values a carry
     would convert. ``full``: always from the lineage (``plan``)."""
-    facts = _facts(call, head)
+    facts = yield from _facts(call, head)
     # A resumed entrypoint turn is served its cached results: they are read (and judged)
     # on its turn, which the head's facts alone do not cover.
     served = call.graph.neograph_ext_entrypoint is not None and bool(facts and facts.next_nodes)
@@ -276,14 +279,22 @@ def _moved(planned: CheckpointTuple | None, now: CheckpointTuple | None) -> bool
     ) != len(now.pending_writes or ())
 
 
-def _facts(call: ThreadCall, head: CheckpointTuple | None) -> HeadFacts | None:
-    """What ``decide`` needs to know of the head, read from its tuple and the graph."""
+def _facts(call: ThreadCall, head: CheckpointTuple | None) -> Flow[HeadFacts | None]:
+    """What ``decide`` needs to know of the head, read from its tuple and the graph, and
+    from the checkpoints of the subgraphs it waits on that declare classes stored by path."""
     if head is None:
         return None
     stamp, mark = read_marks(head.metadata)  # a mapping: ``resumable`` checked it
     waits = waiting_nodes(call.graph, head)
     revival = call.graph.neograph_ext_revival
     misread = head_misread(revival, head, bool(waits))
+    inner: tuple[NodeChange, ...] = ()
+    lost = revival.unrevivable & misread.keys()
+    subgraphs = waits & revival.subgraphs.keys()
+    if subgraphs:
+        held = yield ReadSubgraphValues(head.config, frozenset(subgraphs))
+        found, lost_inside = inner_misread(revival.subgraphs, held)
+        inner, lost = inner_changes(found), lost | lost_inside
     return HeadFacts(
         head.checkpoint["id"],
         waits,
@@ -291,7 +302,8 @@ def _facts(call: ThreadCall, head: CheckpointTuple | None) -> HeadFacts | None:
         verified=verified(stamp, mark.verified, call.stamp),
         replaying=mark.replaying,
         misread=misread,
-        unrevivable=revival.unrevivable & misread.keys(),
+        unrevivable=lost,
+        inner=inner,
     )
 
 
@@ -342,7 +354,9 @@ def _carriable(call: ThreadCall, head: CheckpointTuple, facts: HeadFacts) -> Flo
     rebuilt = (yield ReadValues(head.config)) if channels else {}
     values = readable(head.checkpoint.get("channel_values", {}), rebuilt, channels)
     # A converted value of a type that cannot be revived would not read back either.
-    return lambda candidates: carry_for(options, candidates - facts.unrevivable, values)
+    return lambda candidates: carry_for(
+        options, candidates - (facts.unrevivable & facts.misread.keys()), values
+    )
 
 
 def _replayed(

@@ -88,7 +88,13 @@ def needs_lineage(head: HeadFacts | None, *, full: bool = False) -> bool:
     ``kept`` and ``rerun`` are complete)."""
     if head is None:
         return False
-    return full or not head.verified or head.replaying is not None or bool(head.misread)
+    return (
+        full
+        or not head.verified
+        or head.replaying is not None
+        or bool(head.misread)
+        or bool(head.inner)
+    )
 
 
 def decide(
@@ -132,18 +138,20 @@ def decide(
     if head is not None and not records:
         return _at_verified_head(head, thread_id)
     misread = head.misread if head is not None else misread
-    plan = _decide_steps(records, current, thread_id, Carry(), replay_turns, misread)
+    inner = head.inner if head is not None else ()
+    plan = _decide_steps(records, current, thread_id, Carry(), replay_turns, misread, inner)
     if isinstance(carry, Carry):
-        plan = _decide_steps(records, current, thread_id, carry, replay_turns, misread)
+        plan = _decide_steps(records, current, thread_id, carry, replay_turns, misread, inner)
     elif carry is not None and plan.candidates:
         found = carry(plan.candidates)
         if found != Carry():
-            plan = _decide_steps(records, current, thread_id, found, replay_turns, misread)
+            plan = _decide_steps(records, current, thread_id, found, replay_turns, misread, inner)
     if head is None:
         return plan
     plan = owned(plan, records, current, head.stamp_order, take_over=take_over)
     if plan.kind is PlanKind.REWIND and head.paused and not plan.blocker:
-        lost = sorted(head.unrevivable & head.misread.keys())
+        judged = head.misread.keys() | {change.node for change in head.inner}
+        lost = sorted(head.unrevivable & judged)
         if lost:
             plan = replace(plan, blocker=_lost_on_pause(thread_id, lost))
         else:
@@ -162,6 +170,7 @@ def _decide_steps(
     carry: Carry,
     replay_turns: bool,
     misread: Mapping[str, str] | None,
+    inner: tuple[NodeChange, ...] = (),
 ) -> ResumePlan:
     """``decide`` over a lineage, with what may be carried known."""
     if not records:
@@ -184,7 +193,7 @@ def _decide_steps(
     if other_graph:
         return plan_with(blocker=other_graph)
     renames = kept_renames(records, current)
-    pending = unique(pending_changes(head, current) + waiting_subgraphs(head, current))
+    pending = unique(pending_changes(head, current) + waiting_subgraphs(head, current) + inner)
     # What ``run`` verified under an earlier stamp is judged by that stamp: the thread
     # then counts as written by that code directly, and its carrying forks as values it
     # wrote (a chain of deploys plans as each deploy would on its own).
@@ -279,7 +288,7 @@ def _lost_on_pause(thread_id: str, channels: Sequence[str]) -> str:
     checkpoint, where they come back as data once more, again and again."""
     named = ", ".join(f"`{ch}`" for ch in channels)
     return (
-        f"thread {thread_id!r} waits on a question, and the stored value of {named} holds "
+        f"thread {thread_id!r} waits on a question, and the value stored in {named} holds "
         "a class this process cannot revive from a checkpoint (neograph_ext."
         "unrevivable_types(graph) names it); a rewind would re-run its writer and ask the "
         "question again, and the answer would meet the same plain data. Fix: define the "

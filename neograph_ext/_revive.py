@@ -112,6 +112,10 @@ class Revival:
     inputs: Mapping[str, type] = dataclasses.field(default_factory=dict)
     """Per node whose input is a class of its own, not the state: a ``Send`` to it is
     stored with its argument whole, which must read back as that class."""
+    subgraphs: Mapping[str, Revival] = dataclasses.field(default_factory=dict)
+    """Per node running a compiled subgraph that declares a class stored by path, the
+    subgraph's own: its checkpoint holds values the parent's head does not
+    (``_subgraph_misread``)."""
 
 
 def allowed_pairs(saver: object, registered: set[tuple[str, ...]] | None) -> Allowed:

@@ -195,3 +195,94 @@ def test_an_entrypoints_previous_that_does_not_read_back_is_said_and_refused_in_
         assert drive.run(graph, "two", config) == "dict"
     [said] = [r.getMessage() for r in caplog.records if "a new turn starts" in r.getMessage()]
     assert "`__previous__` does not read back as `Draft`: got `dict`" in said
+
+
+class Kept(BaseModel):
+    """An importable model: it reads back as itself."""
+
+    text: str
+
+
+def nesting(
+    runs: Counter[str], *, crash: bool = False, pause: bool = False, local: bool = True
+) -> Any:
+    """A parent whose one node runs a plainly compiled subgraph ``write -> publish``,
+    ``write`` storing a model in the subgraph's own checkpoint: of a local class unless
+    ``local`` is False. With ``pause``, ``publish`` asks a question first."""
+
+    class Draft(BaseModel):
+        text: str
+
+    model = Draft if local else Kept
+    Sub = TypedDict("Sub", {"draft": model, "out": str}, total=False)  # type: ignore[misc]  # noqa: UP013
+    Parent = TypedDict("Parent", {"out": str}, total=False)  # type: ignore[misc]  # noqa: UP013
+
+    def write(state: Any) -> dict[str, Any]:
+        runs["write"] += 1
+        return {"draft": model(text="hello")}
+
+    def publish(state: Any) -> dict[str, Any]:
+        if pause:
+            interrupt("publish it?")
+        runs["publish"] += 1
+        if crash:
+            raise Crash("publish")
+        return {"out": type(state["draft"]).__name__}
+
+    inner = StateGraph(Sub).add_sequence([write, publish]).add_edge(START, "write").compile()
+    return StateGraph(Parent).add_node("sub", inner).add_edge(START, "sub")
+
+
+def test_a_value_in_a_subgraphs_checkpoint_that_does_not_read_back_restarts_it(
+    drive: Drive,
+    saver: BaseCheckpointSaver[Any],
+    config: RunnableConfig,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level("WARNING", logger="neograph_ext"):
+        crashing = ne.compile(nesting(Counter(), crash=True), checkpointer=saver)
+    [warning] = [r.getMessage() for r in caplog.records if "will not read back" in r.getMessage()]
+    assert "subgraph `sub` channel `draft`" in warning
+    with pytest.raises(Crash):
+        drive.run(crashing, {}, config)
+    runs: Counter[str] = Counter()
+    graph = ne.compile(nesting(runs), checkpointer=saver)
+    with pytest.raises(ne.CheckpointSchemaError, match="in its subgraph's checkpoint"):
+        drive.run(graph, None, config, resume=ne.ResumePolicy(on_change="raise"))
+    plan = drive.plan(graph, config)
+    assert plan.kind is ne.PlanKind.REWIND and plan.invalidated_nodes == {"sub"}
+    assert (
+        "node `sub`: in its subgraph's checkpoint, stored value of `draft` does not read back "
+        "as `Draft`: got `dict`"
+    ) in str(plan)
+    assert drive.run(graph, None, config)["out"] == "Draft"  # was 'dict'
+    assert runs == Counter({"write": 1, "publish": 1})
+    # The crashed branch is kept: the rewind forked the thread.
+    assert "fork" in [t.metadata.get("source") for t in list(saver.list(config))]
+
+
+def test_a_paused_subgraph_holding_a_value_no_checkpoint_revives_refuses_the_answer(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    runs: Counter[str] = Counter()
+    graph = ne.compile(nesting(runs, pause=True), checkpointer=saver)
+    assert "__interrupt__" in drive.run(graph, {}, config)
+    runs.clear()
+    with pytest.raises(ne.CheckpointSchemaError, match="waits on a question") as caught:
+        drive.run(graph, Command(resume="yes"), config)
+    assert "in its subgraph's checkpoint, stored value of `draft`" in str(caught.value)
+    assert runs == Counter()
+
+
+def test_a_subgraph_value_that_reads_back_resumes_where_it_stopped(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    with pytest.raises(Crash):
+        drive.run(
+            ne.compile(nesting(Counter(), crash=True, local=False), checkpointer=saver), {}, config
+        )
+    runs: Counter[str] = Counter()
+    graph = ne.compile(nesting(runs, local=False), checkpointer=saver)
+    assert drive.plan(graph, config).kind is ne.PlanKind.CONTINUE
+    assert drive.run(graph, None, config)["out"] == "Kept"
+    assert runs == Counter({"publish": 1})

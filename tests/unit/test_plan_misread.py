@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 
-from neograph_ext._changes import ChangeReason
+from neograph_ext._changes import ChangeReason, NodeChange
 from neograph_ext._history import Record
 from neograph_ext._introspect import build_stamp
 from neograph_ext._plan import ASKED_AGAIN, Carry, HeadFacts, PlanKind, decide
@@ -99,3 +99,15 @@ def test_a_crashed_thread_rewinds_a_misread_value_no_checkpoint_can_revive() -> 
     head = replace(paused(unrevivable=frozenset({"draft"})), paused=False)
     plan = decide(thread(), CURRENT, "t", head=head)
     assert plan.kind is PlanKind.REWIND and plan.blocker is None
+
+
+def test_a_misread_value_inside_a_waiting_subgraph_forks_the_head() -> None:
+    # Forked from the head, the subgraph's task gets a new id: it starts afresh.
+    records = thread()
+    change = NodeChange("d", ChangeReason.STORED_VALUE, None, None, (f"inside: {WHY}",))
+    head = HeadFacts("cp003", frozenset({"d"}), inner=(change,))
+    plan = decide(records, CURRENT, "t", head=head)
+    assert plan.kind is PlanKind.REWIND and plan.checkpoint_id == records[-1].checkpoint_id
+    assert plan.invalidated_nodes == {"d"} and plan.kept == {"a", "b", "c"}
+    paused_head = replace(head, paused=True, unrevivable=frozenset({"d"}))
+    assert "waits on a question" in (decide(records, CURRENT, "t", head=paused_head).blocker or "")
