@@ -29,6 +29,7 @@ from neograph_ext._changes import NodeChange
 from neograph_ext._decision import Carriable, HeadFacts, PlanKind, ResumePlan
 from neograph_ext._decision_log import logged
 from neograph_ext._errors import GraphError
+from neograph_ext._fork_misread import judged_fork
 from neograph_ext._head_state import is_paused, waiting_nodes
 from neograph_ext._history import Record, lineage, references, resolved
 from neograph_ext._keep import incomplete
@@ -138,15 +139,21 @@ def planned(
         # Other code wrote the thread last: whether it is newer decides (``_ownership``).
         facts = replace(facts, stamp_order=(yield ReadStampOrder(holder)))
     carriable = yield from _carriable(call, head, facts)
-    plan = decide(
-        records,
-        call.stamp,
-        call.thread_id,
-        carriable,
-        replay_turns=call.resume.replay_turns,
-        head=facts,
-        take_over=call.resume.take_over,
-    )
+
+    def decided(facts: HeadFacts) -> ResumePlan:
+        return decide(
+            records,
+            call.stamp,
+            call.thread_id,
+            carriable,
+            replay_turns=call.resume.replay_turns,
+            head=facts,
+            take_over=call.resume.take_over,
+        )
+
+    plan = decided(facts)
+    revival = call.graph.neograph_ext_revival
+    plan = yield from judged_fork(call.config, revival, facts, plan, decided)
     if plan.kind is PlanKind.CONTINUE and plan.replayed:
         logger.warning(
             "thread %r: a replay of the turns of checkpoint %s was cut short; %d turn(s) "

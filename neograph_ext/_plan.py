@@ -138,14 +138,13 @@ def decide(
     if head is not None and not records:
         return _at_verified_head(head, thread_id)
     misread = head.misread if head is not None else misread
-    inner = head.inner if head is not None else ()
-    plan = _decide_steps(records, current, thread_id, Carry(), replay_turns, misread, inner)
+    plan = _decide_steps(records, current, thread_id, Carry(), replay_turns, misread, head)
     if isinstance(carry, Carry):
-        plan = _decide_steps(records, current, thread_id, carry, replay_turns, misread, inner)
+        plan = _decide_steps(records, current, thread_id, carry, replay_turns, misread, head)
     elif carry is not None and plan.candidates:
         found = carry(plan.candidates)
         if found != Carry():
-            plan = _decide_steps(records, current, thread_id, found, replay_turns, misread, inner)
+            plan = _decide_steps(records, current, thread_id, found, replay_turns, misread, head)
     if head is None:
         return plan
     plan = owned(plan, records, current, head.stamp_order, take_over=take_over)
@@ -170,7 +169,7 @@ def _decide_steps(
     carry: Carry,
     replay_turns: bool,
     misread: Mapping[str, str] | None,
-    inner: tuple[NodeChange, ...] = (),
+    facts: HeadFacts | None,
 ) -> ResumePlan:
     """``decide`` over a lineage, with what may be carried known."""
     if not records:
@@ -193,6 +192,7 @@ def _decide_steps(
     if other_graph:
         return plan_with(blocker=other_graph)
     renames = kept_renames(records, current)
+    inner = facts.inner if facts is not None else ()
     pending = unique(pending_changes(head, current) + waiting_subgraphs(head, current) + inner)
     # What ``run`` verified under an earlier stamp is judged by that stamp: the thread
     # then counts as written by that code directly, and its carrying forks as values it
@@ -242,6 +242,11 @@ def _decide_steps(
         found_in.append((index, alive(changes, live, last) if index < turn else changes, live))
     if misread:
         found_in = with_misread(found_in, records, writers, misread)
+    for checkpoint_id, stale in sorted((facts.fork_misread if facts else {}).items()):
+        # What a rewind to it would hand on: blamed on its writer up to that checkpoint.
+        at = next((i for i, r in enumerate(records) if r.checkpoint_id == checkpoint_id), None)
+        if at is not None and stale:
+            found_in = with_misread(found_in, records, last_writers(records[: at + 1]), stale)
     base = plan_with(
         candidates=frozenset(
             c.channel for _, found, live in found_in if live for c in found if c.channel in live

@@ -286,3 +286,54 @@ def test_a_subgraph_value_that_reads_back_resumes_where_it_stopped(
     assert drive.plan(graph, config).kind is ne.PlanKind.CONTINUE
     assert drive.run(graph, None, config)["out"] == "Kept"
     assert runs == Counter({"publish": 1})
+
+
+def clearing(
+    saver: BaseCheckpointSaver[Any], runs: Counter[str], *, crash: bool = False, **options: Any
+) -> Any:
+    """``write -> read -> clear -> publish``: ``clear`` empties the ``draft`` ``write``
+    stored (a model of a local class), so the head holds ``None`` there while the
+    checkpoint before ``read`` holds the model."""
+
+    class Draft(BaseModel):
+        text: str
+
+    S = TypedDict("S", {"draft": Draft | None, "seen": str, "out": str}, total=False)  # type: ignore[misc]  # noqa: UP013
+
+    def write(state: Any) -> dict[str, Any]:
+        runs["write"] += 1
+        return {"draft": Draft(text="hello")}
+
+    def read(state: Any) -> dict[str, Any]:
+        runs["read"] += 1
+        return {"seen": type(state["draft"]).__name__}
+
+    def clear(state: Any) -> dict[str, Any]:
+        runs["clear"] += 1
+        return {"draft": None}
+
+    def publish(state: Any) -> dict[str, Any]:
+        runs["publish"] += 1
+        if crash:
+            raise Crash("publish")
+        return {"out": state["seen"]}
+
+    builder = StateGraph(S).add_sequence([write, read, clear, publish])
+    return ne.compile(builder.add_edge(START, "write"), checkpointer=saver, **options)
+
+
+def test_a_rewind_target_holding_a_value_that_does_not_read_back_forks_before_its_writer(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    with pytest.raises(Crash):
+        drive.run(clearing(saver, Counter(), crash=True), {}, config)
+    stored = len(list(saver.list(config)))
+    runs: Counter[str] = Counter()
+    graph = clearing(saver, runs, versions={"read": "v2"})  # `read` changed: rewind to it
+    plan = drive.plan(graph, config)
+    assert plan.kind is ne.PlanKind.REWIND and plan.invalidated_nodes == {"write", "read"}
+    assert "node `write`: stored value of `draft` does not read back as `Draft | None`" in str(plan)
+    assert drive.run(graph, None, config)["out"] == "Draft"  # was 'dict'
+    assert runs == Counter({"write": 1, "read": 1, "clear": 1, "publish": 1})
+    # A fork: every checkpoint of the crashed branch is still there.
+    assert len(list(saver.list(config))) > stored

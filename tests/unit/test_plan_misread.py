@@ -111,3 +111,16 @@ def test_a_misread_value_inside_a_waiting_subgraph_forks_the_head() -> None:
     assert plan.invalidated_nodes == {"d"} and plan.kept == {"a", "b", "c"}
     paused_head = replace(head, paused=True, unrevivable=frozenset({"d"}))
     assert "waits on a question" in (decide(records, CURRENT, "t", head=paused_head).blocker or "")
+
+
+def test_a_misread_value_of_the_checkpoint_a_rewind_forks_from_blames_its_writer_there() -> None:
+    # `c` replaced `draft` since: the head's value reads back, the fork's does not.
+    records = [
+        *thread()[:-1],
+        record(2, "c", ("draft",), stamp=CURRENT, next_nodes="d"),
+    ]
+    fork = {records[2].checkpoint_id: {"draft": WHY}}
+    head = HeadFacts(records[-1].checkpoint_id, frozenset({"d"}), fork_misread=fork)
+    plan = decide(records, CURRENT, "t", head=head)
+    assert plan.kind is PlanKind.REWIND and plan.invalidated_nodes == {"a"}
+    assert plan.checkpoint_id == records[0].checkpoint_id
