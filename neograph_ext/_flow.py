@@ -153,7 +153,8 @@ def planned(
 
     plan = decided(facts)
     revival = call.graph.neograph_ext_revival
-    plan = yield from judged_fork(call.config, revival, facts, plan, decided)
+    held = head.checkpoint.get("channel_values") or {}
+    plan = yield from judged_fork(call.config, revival, held, facts, plan, decided)
     if plan.kind is PlanKind.CONTINUE and plan.replayed:
         logger.warning(
             "thread %r: a replay of the turns of checkpoint %s was cut short; %d turn(s) "

@@ -10,6 +10,10 @@ Rules:
   superstep and all after it run again.
 - A live stored value of the head that does not read back as its channel's declared
   type (``misread``) changes the record that last wrote it, whatever its stamp.
+  So does one of the checkpoint a rewind forks from (``HeadFacts.fork_misread``), on
+  the record that last wrote it up to there; one inside a subgraph the head waits on
+  (``HeadFacts.inner``) changes its node, pending at the head. A paused thread is not
+  rewound for a value no checkpoint revives: the answer would meet it again.
 - Checkpoints without a trustworthy stamp never count as changed (``unverified``).
 - A stamp whose description cannot be found (a reference left unresolved) counts
   as changed for every node it covers: a rewind that may not be minimal, never a
