@@ -9,6 +9,8 @@ classes: they come back as ``dict`` on every saver, in the process that wrote th
 from __future__ import annotations
 
 import operator
+import sys
+import types
 from collections import Counter
 from typing import Annotated, Any, TypedDict
 
@@ -18,25 +20,34 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.func import entrypoint
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, Send, interrupt
-from pydantic import BaseModel
+from pydantic import BaseModel, create_model
 
 import neograph_ext as ne
 from tests.drive import Drive
 from tests.graphs.pipelines import Crash
 
 
-def reviewed(saver: BaseCheckpointSaver[Any], runs: Counter[str]) -> Any:
-    """``write -> review``: ``write`` stores a model of a local class, ``review`` asks a
-    question before it reads it."""
+class Kept(BaseModel):
+    """An importable model: it reads back as itself."""
+
+    text: str
+
+
+def reviewed(
+    saver: BaseCheckpointSaver[Any], runs: Counter[str], model: type[BaseModel] | None = None
+) -> Any:
+    """``write -> review``: ``write`` stores a model (of a local class unless ``model``
+    names one), ``review`` asks a question before it reads it."""
 
     class Draft(BaseModel):
         text: str
 
-    S = TypedDict("S", {"draft": Draft, "out": str}, total=False)  # type: ignore[misc]  # noqa: UP013
+    chosen = model or Draft
+    S = TypedDict("S", {"draft": chosen, "out": str}, total=False)  # type: ignore[misc]  # noqa: UP013
 
     def write(state: Any) -> dict[str, Any]:
         runs["write"] += 1
-        return {"draft": Draft(text="hello")}
+        return {"draft": chosen(text="hello")}
 
     def review(state: Any) -> dict[str, Any]:
         answer = interrupt("publish it?")
@@ -65,6 +76,27 @@ def test_an_answer_to_a_thread_holding_a_value_no_checkpoint_revives_is_refused(
         assert "stored value of `draft` does not read back as `Draft`: got `dict`" in message
         assert "waits on a question" in message and "top level of an importable" in message
         assert runs == Counter() and _ids(saver, config) == stored
+
+
+def test_an_answer_after_its_values_class_moved_is_asked_again_then_applied(
+    drive: Drive,
+    saver: BaseCheckpointSaver[Any],
+    config: RunnableConfig,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The class moved between deploys: the stored path no longer imports, but the class
+    # now declared does, so the rewind's value reads back after the pause.
+    old = types.ModuleType("moved_models")
+    old.Draft = create_model("Draft", text=(str, ...), __module__="moved_models")  # type: ignore[attr-defined, call-overload]
+    monkeypatch.setitem(sys.modules, "moved_models", old)
+    assert "__interrupt__" in drive.run(reviewed(saver, Counter(), old.Draft), {}, config)
+    monkeypatch.delitem(sys.modules, "moved_models")
+    runs: Counter[str] = Counter()
+    graph = reviewed(saver, runs, Kept)
+    assert "__interrupt__" in drive.run(graph, Command(resume="yes"), config)  # asked again
+    assert runs == Counter({"write": 1})
+    assert drive.run(graph, Command(resume="yes"), config)["out"] == "Kept:yes"
+    assert runs == Counter({"write": 1, "review": 1})
 
 
 def mapped(runs: Counter[str], *, crash: bool = False) -> Any:
@@ -195,12 +227,6 @@ def test_an_entrypoints_previous_that_does_not_read_back_is_said_and_refused_in_
         assert drive.run(graph, "two", config) == "dict"
     [said] = [r.getMessage() for r in caplog.records if "a new turn starts" in r.getMessage()]
     assert "`__previous__` does not read back as `Draft`: got `dict`" in said
-
-
-class Kept(BaseModel):
-    """An importable model: it reads back as itself."""
-
-    text: str
 
 
 def nesting(
