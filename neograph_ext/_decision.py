@@ -238,9 +238,10 @@ class HeadFacts:
     first: which code is newer (``_ownership``). Read only when other code owns the
     thread."""
     unrevivable: frozenset[str] = frozenset()
-    """Of the ``misread`` channels (and the ``inner`` subgraph nodes), those whose declared
-    type holds a class this process cannot revive (``_revive.Revival.unrevivable``), or
-    whose subgraph's misread value does: their values come back as data from
+    """Of the ``misread`` channels (and the ``inner`` subgraph nodes, an entrypoint's tasks
+    whose cached results misread), those whose declared type holds a class this process
+    cannot revive (``_revive.Revival.unrevivable``), or whose subgraph's misread value
+    does: their values come back as data from
     every checkpoint, so a rewind helps only while no pause comes between writer and
     reader."""
     inner: tuple[NodeChange, ...] = ()

@@ -36,7 +36,7 @@ from neograph_ext._keep import incomplete
 from neograph_ext._langgraph import delta_channels
 from neograph_ext._langgraph_calls import RETURN, FinishedCall, failed_tasks, finished_calls
 from neograph_ext._lineage_facts import verified
-from neograph_ext._misread import head_misread, result_misread
+from neograph_ext._misread import head_misread, result_misread, unrevivable_tasks
 from neograph_ext._operations import (
     CarryValues,
     Flow,
@@ -121,6 +121,10 @@ def planned(
     records = resolved(records, {key: described[key] for key in wanted if key in described})
     if call.graph.neograph_ext_entrypoint is not None:
         turn = yield from _entrypoint_turn(call, head, facts, records)
+        shape = call.graph.neograph_ext_entrypoint
+        misread_tasks = frozenset(c.task for c in turn.calls if c.task and c.misread)
+        lost = unrevivable_tasks(call.graph.neograph_ext_revival, shape.returns)
+        facts = replace(facts, unrevivable=facts.unrevivable | (lost & misread_tasks))
         carriable = yield from _carriable(call, head, facts)
         calls = decide_calls(
             turn,

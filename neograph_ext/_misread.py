@@ -28,7 +28,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from typing_extensions import is_typeddict
 
 from neograph_ext._langgraph import TASKS_CHANNEL
-from neograph_ext._revive import Revival, by_path, same_class, type_hints
+from neograph_ext._revive import Revival, by_path, revived_classes, same_class, type_hints
 
 __all__ = [
     "class_mismatch",
@@ -38,6 +38,7 @@ __all__ = [
     "result_misread",
     "sends_misread",
     "turn_misread",
+    "unrevivable_tasks",
 ]
 
 
@@ -249,3 +250,15 @@ def turn_misread(checked: Revival, head: CheckpointTuple | None) -> dict[str, st
     if head is None or not checked.types:
         return {}
     return misread(checked, head.checkpoint.get("channel_values") or {})
+
+
+def unrevivable_tasks(checked: Revival, returns: Mapping[str, object]) -> frozenset[str]:
+    """The tasks of an entrypoint whose declared return type holds a class no checkpoint
+    revives here (``checked.findings``): a cached result of theirs always comes back as
+    data."""
+    bad = {f.type_name for f in checked.findings}
+    return frozenset(
+        task
+        for task, tp in returns.items()
+        if any(f"{c.__module__}.{c.__qualname__}" in bad for c in revived_classes(tp))
+    )

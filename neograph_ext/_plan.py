@@ -79,6 +79,7 @@ __all__ = [
     "ResumePlan",
     "TaskStep",
     "decide",
+    "lost_on_pause",
     "needs_lineage",
     "verified",
     "verified_head",
@@ -156,7 +157,7 @@ def decide(
         judged = head.misread.keys() | {change.node for change in head.inner}
         lost = sorted(head.unrevivable & judged)
         if lost:
-            plan = replace(plan, blocker=_lost_on_pause(thread_id, lost))
+            plan = replace(plan, blocker=lost_on_pause(thread_id, lost))
         else:
             plan = replace(plan, notes=(*plan.notes, ASKED_AGAIN))
     owes = head.owed and head.verified and not head.paused
@@ -291,10 +292,11 @@ def _at_verified_head(head: HeadFacts, thread_id: str) -> ResumePlan:
     return ResumePlan(kind, thread_id, head_id=head.checkpoint_id, next_nodes=head.next_nodes)
 
 
-def _lost_on_pause(thread_id: str, channels: Sequence[str]) -> str:
-    """Why a paused thread's misread values of classes that cannot be revived block: the
-    rewind would re-run their writer and ask again, and the answer would resume from a
-    checkpoint, where they come back as data once more, again and again."""
+def lost_on_pause(thread_id: str, channels: Sequence[str]) -> str:
+    """Why a paused thread's misread values of classes that cannot be revived block (of
+    ``channels``: state channels, subgraph nodes, tasks whose cached results they are):
+    the rewind would re-run their writer and ask again, and the answer would resume from
+    a checkpoint, where they come back as data once more, again and again."""
     named = ", ".join(f"`{ch}`" for ch in channels)
     return (
         f"thread {thread_id!r} waits on a question, and the value stored in {named} holds "

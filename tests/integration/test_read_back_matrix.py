@@ -17,7 +17,7 @@ from typing import Annotated, Any, TypedDict
 import pytest
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.func import entrypoint
+from langgraph.func import entrypoint, task
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, Send, interrupt
 from pydantic import BaseModel, create_model
@@ -390,3 +390,51 @@ def test_a_rewind_handing_on_a_value_of_an_earlier_turn_that_does_not_read_back_
         assert drive.run(changed, None, config)["out"] == "dict:two"
     assert [r for r in caplog.records if "hands on stored values" in r.getMessage()]
     assert runs == Counter({"publish": 1})
+
+
+def approving(runs: Counter[str], *, is_async: bool) -> Any:
+    """An entrypoint whose task ``write`` returns a model of a local class, then asks a
+    question before it reads the result."""
+
+    class Draft(BaseModel):
+        text: str
+
+    def write_body(text: str) -> Any:
+        runs["write"] += 1
+        return Draft(text=text)
+
+    async def awrite(text: str) -> Any:
+        return write_body(text)
+
+    chosen: Any = awrite if is_async else write_body
+    chosen.__name__ = "write"
+    chosen.__annotations__ = {"text": str, "return": Draft}
+    write = task(chosen)
+
+    def answered(draft: Any) -> str:
+        answer = interrupt("publish it?")
+        runs["publish"] += 1
+        return f"{type(draft).__name__}:{answer}"
+
+    async def aflow(text: str) -> str:
+        return answered(await write(text))
+
+    def flow(text: str) -> str:
+        return answered(write(text).result())
+
+    return entrypoint()(aflow if is_async else flow)
+
+
+def test_an_answer_to_an_entrypoint_whose_cached_result_no_checkpoint_revives_is_refused(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    # Each answer re-ran `write` and asked again: its cached result came back as a dict.
+    runs: Counter[str] = Counter()
+    graph = ne.compile(approving(runs, is_async=drive.is_async), checkpointer=saver)
+    assert "__interrupt__" in drive.run(graph, "hello", config)
+    stored = _ids(saver, config)
+    runs.clear()
+    with pytest.raises(ne.CheckpointSchemaError, match="waits on a question") as caught:
+        drive.run(graph, Command(resume="yes"), config)
+    assert "cached result of task `write` does not read back as `Draft`" in str(caught.value)
+    assert runs == Counter() and _ids(saver, config) == stored

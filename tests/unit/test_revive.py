@@ -19,10 +19,11 @@ from langgraph.types import Send
 from pydantic import BaseModel
 
 from neograph_ext._langgraph import MSGPACK_ALLOWLIST
-from neograph_ext._misread import class_mismatch, misread, sends_misread
+from neograph_ext._misread import class_mismatch, misread, sends_misread, unrevivable_tasks
 from neograph_ext._revive import (
     Revival,
     allowed_pairs,
+    entrypoint_revival,
     findings,
     node_inputs,
     revival,
@@ -266,3 +267,9 @@ def _work(given: Row) -> dict[str, Any]:
 
 def _count(given: Plain) -> dict[str, Any]:
     return {}
+
+
+def test_the_tasks_whose_cached_results_no_checkpoint_revives_are_named() -> None:
+    local = _local()
+    checked = entrypoint_revival("flow", {}, {"write": local, "count": int, "keep": Draft}, True)
+    assert unrevivable_tasks(checked, {"write": local, "count": int, "keep": Draft}) == {"write"}
