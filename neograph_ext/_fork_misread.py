@@ -5,7 +5,8 @@ head's: a value an earlier node wrote there may have been replaced since (a key 
 once used), so the head's check (``_misread.head_misread``) never sees it.
 
 Rules:
-- Only a rewind's target is read, once per target (``judged_fork``). While it holds a
+- Only a rewind's target is read, once per target (``judged_fork``), and only when a
+  channel declares a class the serializer stores by path. While it holds a
   value that does not read back, the plan is decided again with it (``HeadFacts.
   fork_misread``): the record that last wrote the value up to the target counts as
   changed (``_plan``), so each round forks earlier, and it ends at a target whose
@@ -27,7 +28,7 @@ from langchain_core.runnables import RunnableConfig
 from neograph_ext._decision import HeadFacts, PlanKind, ResumePlan
 from neograph_ext._misread import misread
 from neograph_ext._operations import Flow, ReadTuple
-from neograph_ext._revive import Revival
+from neograph_ext._revive import Revival, revived_classes
 from neograph_ext._thread import at_checkpoint
 
 __all__ = ["judged_fork"]
@@ -52,6 +53,10 @@ def judged_fork(
         plan: The decision.
         decided: Decides again with other facts of the head.
     """
+    if plan.kind is not PlanKind.REWIND or not any(
+        next(revived_classes(tp), None) for tp in checked.types.values()
+    ):
+        return plan  # no channel holds a class the serializer could hand back as data
     judged = dict(facts.fork_misread)
     crossed: dict[str, str] = {}
     while (
