@@ -40,7 +40,7 @@ from neograph_ext._decision import Carriable, HeadFacts, PlanKind, ResumePlan, T
 from neograph_ext._history import Record
 from neograph_ext._langgraph_calls import PREVIOUS_CHANNEL
 from neograph_ext._ownership import owned
-from neograph_ext._plan import ASKED_AGAIN, with_owed
+from neograph_ext._plan import ASKED_AGAIN, lost_on_pause, with_owed
 from neograph_ext._stamp import Stamp, StampRef, Unreadable
 from neograph_ext._turn import EntrypointTurn, TurnCall
 
@@ -221,9 +221,14 @@ def _own(seen: _Seen, current: Stamp) -> _Seen:
 
 
 def _paused(plan: ResumePlan, head: HeadFacts) -> ResumePlan:
-    if plan.kind is PlanKind.REWIND and head.paused:
-        return replace(plan, notes=(*plan.notes, ASKED_AGAIN))
-    return plan
+    if plan.kind is not PlanKind.REWIND or not head.paused:
+        return plan
+    # A cached result of a class no checkpoint revives would be read back again after
+    # the question asked again: the answer would never be applied.
+    lost = sorted(head.unrevivable & {c.node for c in plan.changes})
+    if lost:
+        return replace(plan, blocker=lost_on_pause(plan.thread_id, lost))
+    return replace(plan, notes=(*plan.notes, ASKED_AGAIN))
 
 
 def _unverified(seen: _Seen) -> str | None:

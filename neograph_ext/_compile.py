@@ -41,6 +41,7 @@ from neograph_ext._revive import (
     revival,
 )
 from neograph_ext._stamp import STAMP_KEY, Stamp, stamp_ref
+from neograph_ext._subgraph_misread import subgraph_revivals
 from neograph_ext._telemetry import Telemetry
 from neograph_ext._verify_writes import verifying
 from neograph_ext._written_types import watching
@@ -196,6 +197,9 @@ def compile(
     channels, coerced, outputs = declared(builder, output_types)
     allowed = allowed_pairs(graph.checkpointer, getattr(graph, "_serde_allowlist", None))
     revived = revival(channels, coerced, outputs, allowed, node_inputs(builder))
+    inner, inner_findings = subgraph_revivals(builder, allowed)
+    if inner:
+        revived = replace(revived, subgraphs=inner, findings=revived.findings + inner_findings)
     report(revived, graph.name, strict=resume.on_change == "raise")
     watching(graph, outputs, coerced, deep=verify_writes)
     if verify_writes:

@@ -237,6 +237,20 @@ class HeadFacts:
     """Stamp ids in the order the database first stored them (``_stamp_order``), oldest
     first: which code is newer (``_ownership``). Read only when other code owns the
     thread."""
+    unrevivable: frozenset[str] = frozenset()
+    """Of the ``misread`` channels (and the ``inner`` subgraph nodes, an entrypoint's tasks
+    whose cached results misread), those whose declared type holds a class this process
+    cannot revive (``_revive.Revival.unrevivable``), or whose subgraph's misread value
+    does: their values come back as data from
+    every checkpoint, so a rewind helps only while no pause comes between writer and
+    reader."""
+    inner: tuple[NodeChange, ...] = ()
+    """A change of each subgraph node the head waits on whose subgraph's own checkpoint
+    holds a value that does not read back (``_subgraph_misread``): pending at the head."""
+    fork_misread: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    """Per checkpoint a rewind would fork from, why each of its stored values that does
+    not read back does not (``_fork_misread``): the record that last wrote it up to that
+    checkpoint counts as changed."""
 
 
 Carriable = Callable[[frozenset[str]], Carry]

@@ -43,6 +43,7 @@ from neograph_ext._operations import (
     Op,
     ReadLineage,
     ReadStampOrder,
+    ReadSubgraphValues,
     ReadTuple,
     ReadValues,
     StoreDescription,
@@ -53,6 +54,7 @@ from neograph_ext._stamp import Stamp
 from neograph_ext._stamp_order import aorder, order
 from neograph_ext._stamp_store import aload, load
 from neograph_ext._storage import alineage_of, areader_for, lineage_of, reader_for
+from neograph_ext._subgraph_misread import subgraph_values
 from neograph_ext._telemetry import AsyncHerald, Herald, atold_outside, recorded, told, told_outside
 from neograph_ext._thread import ThreadCall, whole_thread
 from neograph_ext._unreadable import reading
@@ -155,6 +157,8 @@ class Driver:
             return load(saver, op.wanted)
         if isinstance(op, ReadValues):
             return graph.get_state(op.config).values
+        if isinstance(op, ReadSubgraphValues):
+            return subgraph_values(graph.get_state(op.config, subgraphs=True), op.nodes)
         if isinstance(op, ReadStampOrder):
             return order(saver, op.owner)
         if isinstance(op, TakeLock):
@@ -265,6 +269,8 @@ class AsyncDriver:
             return await aload(saver, op.wanted)
         if isinstance(op, ReadValues):
             return (await graph.aget_state(op.config)).values
+        if isinstance(op, ReadSubgraphValues):
+            return subgraph_values(await graph.aget_state(op.config, subgraphs=True), op.nodes)
         if isinstance(op, ReadStampOrder):
             return await aorder(saver, op.owner)
         if isinstance(op, TakeLock):

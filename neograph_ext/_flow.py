@@ -25,16 +25,23 @@ from langgraph.checkpoint.base import CheckpointTuple
 
 from neograph_ext._calls import decide_calls
 from neograph_ext._carrying import carry_for, readable, rebuilt_channels
+from neograph_ext._changes import NodeChange
 from neograph_ext._decision import Carriable, HeadFacts, PlanKind, ResumePlan
 from neograph_ext._decision_log import logged
 from neograph_ext._errors import GraphError
+from neograph_ext._fork_misread import judged_fork
 from neograph_ext._head_state import is_paused, waiting_nodes
 from neograph_ext._history import Record, lineage, references, resolved
 from neograph_ext._keep import incomplete
 from neograph_ext._langgraph import delta_channels
 from neograph_ext._langgraph_calls import RETURN, FinishedCall, failed_tasks, finished_calls
 from neograph_ext._lineage_facts import verified
-from neograph_ext._misread import head_misread, rebuilt_judged, result_misread
+from neograph_ext._misread import (
+    head_misread,
+    rebuilt_judged,
+    result_misread,
+    unrevivable_tasks,
+)
 from neograph_ext._operations import (
     CarryValues,
     Flow,
@@ -45,6 +52,7 @@ from neograph_ext._operations import (
     LoadDescriptions,
     ReadLineage,
     ReadStampOrder,
+    ReadSubgraphValues,
     ReadTuple,
     ReadValues,
     StoreDescription,
@@ -56,6 +64,7 @@ from neograph_ext._ownership import owner
 from neograph_ext._plan import decide, needs_lineage
 from neograph_ext._stamp import encode_run, input_digest, read_marks
 from neograph_ext._steps import Due, ReplayInput, Work, is_due, work_for
+from neograph_ext._subgraph_misread import inner_changes, inner_misread
 from neograph_ext._thread import ThreadCall, at_checkpoint, named_checkpoint
 from neograph_ext._turn import EntrypointTurn, TurnCall, turn_base, turn_of
 from neograph_ext._unreadable import resumable
@@ -125,6 +134,10 @@ def planned(
         facts = replace(facts, owed=owed_turns(listed, facts.checkpoint_id, facts.replaying))
     if call.graph.neograph_ext_entrypoint is not None:
         turn = yield from _entrypoint_turn(call, head, facts, records)
+        shape = call.graph.neograph_ext_entrypoint
+        misread_tasks = frozenset(c.task for c in turn.calls if c.task and c.misread)
+        lost = unrevivable_tasks(call.graph.neograph_ext_revival, shape.returns)
+        facts = replace(facts, unrevivable=facts.unrevivable | (lost & misread_tasks))
         carriable = yield from _carriable(call, head, facts)
         calls = decide_calls(
             turn,
@@ -138,15 +151,22 @@ def planned(
         )
         return logged(call.saver, call.thread_id, calls)
     carriable = yield from _carriable(call, head, facts)
-    plan = decide(
-        records,
-        call.stamp,
-        call.thread_id,
-        carriable,
-        replay_turns=call.resume.replay_turns,
-        head=facts,
-        take_over=call.resume.take_over,
-    )
+
+    def decided(facts: HeadFacts) -> ResumePlan:
+        return decide(
+            records,
+            call.stamp,
+            call.thread_id,
+            carriable,
+            replay_turns=call.resume.replay_turns,
+            head=facts,
+            take_over=call.resume.take_over,
+        )
+
+    plan = decided(facts)
+    revival = call.graph.neograph_ext_revival
+    held = head.checkpoint.get("channel_values") or {}
+    plan = yield from judged_fork(call.config, revival, held, facts, plan, decided)
     if plan.kind is PlanKind.CONTINUE and plan.replayed:
         logger.warning(
             "thread %r: a replay of the turns of checkpoint %s was cut short; %d turn(s) "
@@ -280,23 +300,35 @@ def _moved(planned: CheckpointTuple | None, now: CheckpointTuple | None) -> bool
 
 
 def _facts(call: ThreadCall, head: CheckpointTuple | None) -> Flow[HeadFacts | None]:
-    """What ``decide`` needs to know of the head, read from its tuple and the graph, and
-    of the DeltaChannels a resume hands to nodes, their values as LangGraph rebuilds them."""
+    """What ``decide`` needs to know of the head: read from its tuple and the graph; of
+    the DeltaChannels a resume hands to nodes, their values as LangGraph rebuilds them;
+    and from the checkpoints of the subgraphs it waits on that declare classes stored by
+    path."""
     if head is None:
         return None
     stamp, mark = read_marks(head.metadata)  # a mapping: ``resumable`` checked it
     waits = waiting_nodes(call.graph, head)
-    checked = call.graph.neograph_ext_revival
-    judged = rebuilt_judged(checked, delta_channels(call.graph)) if waits else frozenset()
+    revival = call.graph.neograph_ext_revival
+    judged = rebuilt_judged(revival, delta_channels(call.graph)) if waits else frozenset()
     values = (yield ReadValues(head.config)) if judged else {}
     rebuilt = {ch: values[ch] for ch in judged if ch in values}
+    misread = head_misread(revival, head, bool(waits), rebuilt)
+    inner: tuple[NodeChange, ...] = ()
+    lost = revival.unrevivable & misread.keys()
+    subgraphs = waits & revival.subgraphs.keys()
+    if subgraphs:
+        held = yield ReadSubgraphValues(head.config, frozenset(subgraphs))
+        found, lost_inside = inner_misread(revival.subgraphs, held)
+        inner, lost = inner_changes(found), lost | lost_inside
     return HeadFacts(
         head.checkpoint["id"],
         waits,
         paused=is_paused(call.graph, head),
         verified=verified(stamp, mark.verified, call.stamp),
         replaying=mark.replaying,
-        misread=head_misread(checked, head, bool(waits), rebuilt),
+        misread=misread,
+        unrevivable=lost,
+        inner=inner,
     )
 
 
@@ -347,8 +379,9 @@ def _carriable(call: ThreadCall, head: CheckpointTuple, facts: HeadFacts) -> Flo
     rebuilt = (yield ReadValues(head.config)) if channels else {}
     values = readable(head.checkpoint.get("channel_values", {}), rebuilt, channels)
     # A converted value of a type that cannot be revived would not read back either.
-    unrevivable = call.graph.neograph_ext_revival.unrevivable & facts.misread.keys()
-    return lambda candidates: carry_for(options, candidates - unrevivable, values)
+    return lambda candidates: carry_for(
+        options, candidates - (facts.unrevivable & facts.misread.keys()), values
+    )
 
 
 def _replayed(

@@ -62,8 +62,14 @@ def with_misread(
         live = frozenset(ch for ch in record.wrote if writers.get(ch) == index)
         found, _ = steps.setdefault(index, ([], live))
         found += [
-            NodeChange(node, ChangeReason.STORED_VALUE, None, None, (why,), channel=channel)
+            change
             for node in blamed or sorted(user_nodes(record.ran)) or [STORED]
+            if (
+                change := NodeChange(
+                    node, ChangeReason.STORED_VALUE, None, None, (why,), channel=channel
+                )
+            )
+            not in found
         ]
     return [(index, tuple(found), live) for index, (found, live) in sorted(steps.items())]
 

@@ -8,6 +8,8 @@ Rules:
   Anything else passes.
 - A value that reads back as declared (a TypedDict value is a dict; a pydantic state
   schema coerces on read) is never reported.
+- A complete head is checked only when a new turn starts from it (``turn_misread``):
+  no rewind rebuilds those values, the turn reads them from the checkpoint.
 - A value holding no other values is judged by its class alone, once per type and
   class (``class_mismatch``): a thread's thousands of messages are few classes.
 """
@@ -36,6 +38,8 @@ __all__ = [
     "rebuilt_judged",
     "result_misread",
     "sends_misread",
+    "turn_misread",
+    "unrevivable_tasks",
 ]
 
 
@@ -256,3 +260,24 @@ def sends_misread(inputs: Mapping[str, type], queued: object) -> str | None:
             node = packet.node
             return f"a stored Send to `{node}` does not read back as `{expected}`: got `{got}`"
     return None
+
+
+def turn_misread(checked: Revival, head: CheckpointTuple | None) -> dict[str, str]:
+    """``misread`` of the stored values a new turn on a complete ``head`` starts from
+    (an entrypoint's ``previous`` among them). No rewind rebuilds them: the turn reads
+    them from the checkpoint, where they come back as they do now."""
+    if head is None or not checked.types:
+        return {}
+    return misread(checked, head.checkpoint.get("channel_values") or {})
+
+
+def unrevivable_tasks(checked: Revival, returns: Mapping[str, object]) -> frozenset[str]:
+    """The tasks of an entrypoint whose declared return type holds a class no checkpoint
+    revives here (``checked.findings``): a cached result of theirs always comes back as
+    data."""
+    bad = {f.type_name for f in checked.findings}
+    return frozenset(
+        task
+        for task, tp in returns.items()
+        if any(f"{c.__module__}.{c.__qualname__}" in bad for c in revived_classes(tp))
+    )

@@ -26,6 +26,7 @@ __all__ = [
     "Op",
     "ReadLineage",
     "ReadStampOrder",
+    "ReadSubgraphValues",
     "ReadTuple",
     "ReadValues",
     "StoreDescription",
@@ -69,6 +70,15 @@ class ReadValues(NamedTuple):
     """A checkpoint's values as LangGraph rebuilds them (``get_state``): sends them back."""
 
     config: RunnableConfig
+
+
+class ReadSubgraphValues(NamedTuple):
+    """The values the unfinished subgraphs of ``nodes`` a checkpoint waits on hold in
+    their own checkpoints (``get_state(subgraphs=True)``,
+    ``_subgraph_misread.subgraph_values``): sends back a mapping per node."""
+
+    config: RunnableConfig
+    nodes: frozenset[str]
 
 
 class ReadStampOrder(NamedTuple):
@@ -141,6 +151,7 @@ Op = (
     | LoadDescriptions
     | ReadValues
     | ReadStampOrder
+    | ReadSubgraphValues
     | TakeLock
     | StoreDescription
     | CarryValues

@@ -10,6 +10,10 @@ Rules:
   superstep and all after it run again.
 - A live stored value of the head that does not read back as its channel's declared
   type (``misread``) changes the record that last wrote it, whatever its stamp.
+  So does one of the checkpoint a rewind forks from (``HeadFacts.fork_misread``), on
+  the record that last wrote it up to there; one inside a subgraph the head waits on
+  (``HeadFacts.inner``) changes its node, pending at the head. A paused thread is not
+  rewound for a value no checkpoint revives: the answer would meet it again.
 - Checkpoints without a trustworthy stamp never count as changed (``unverified``).
 - A stamp whose description cannot be found (a reference left unresolved) counts
   as changed for every node it covers: a rewind that may not be minimal, never a
@@ -76,6 +80,7 @@ __all__ = [
     "ResumePlan",
     "TaskStep",
     "decide",
+    "lost_on_pause",
     "needs_lineage",
     "verified",
     "verified_head",
@@ -90,7 +95,13 @@ def needs_lineage(head: HeadFacts | None, *, full: bool = False) -> bool:
     ``kept`` and ``rerun`` are complete)."""
     if head is None:
         return False
-    return full or not head.verified or head.replaying is not None or bool(head.misread)
+    return (
+        full
+        or not head.verified
+        or head.replaying is not None
+        or bool(head.misread)
+        or bool(head.inner)
+    )
 
 
 def decide(
@@ -134,18 +145,23 @@ def decide(
     if head is not None and not records:
         return _at_verified_head(head, thread_id)
     misread = head.misread if head is not None else misread
-    plan = _decide_steps(records, current, thread_id, Carry(), replay_turns, misread)
+    plan = _decide_steps(records, current, thread_id, Carry(), replay_turns, misread, head)
     if isinstance(carry, Carry):
-        plan = _decide_steps(records, current, thread_id, carry, replay_turns, misread)
+        plan = _decide_steps(records, current, thread_id, carry, replay_turns, misread, head)
     elif carry is not None and plan.candidates:
         found = carry(plan.candidates)
         if found != Carry():
-            plan = _decide_steps(records, current, thread_id, found, replay_turns, misread)
+            plan = _decide_steps(records, current, thread_id, found, replay_turns, misread, head)
     if head is None:
         return plan
     plan = owned(plan, records, current, head.stamp_order, take_over=take_over)
-    if plan.kind is PlanKind.REWIND and head.paused:
-        plan = replace(plan, notes=(*plan.notes, ASKED_AGAIN))
+    if plan.kind is PlanKind.REWIND and head.paused and not plan.blocker:
+        judged = head.misread.keys() | {change.node for change in head.inner}
+        lost = sorted(head.unrevivable & judged)
+        if lost:
+            plan = replace(plan, blocker=lost_on_pause(thread_id, lost))
+        else:
+            plan = replace(plan, notes=(*plan.notes, ASKED_AGAIN))
     return with_owed(plan, head)
 
 
@@ -166,6 +182,7 @@ def _decide_steps(
     carry: Carry,
     replay_turns: bool,
     misread: Mapping[str, str] | None,
+    facts: HeadFacts | None,
 ) -> ResumePlan:
     """``decide`` over a lineage, with what may be carried known."""
     if not records:
@@ -188,7 +205,8 @@ def _decide_steps(
     if other_graph:
         return plan_with(blocker=other_graph)
     renames = kept_renames(records, current)
-    pending = unique(pending_changes(head, current) + waiting_subgraphs(head, current))
+    inner = facts.inner if facts is not None else ()
+    pending = unique(pending_changes(head, current) + waiting_subgraphs(head, current) + inner)
     # What ``run`` verified under an earlier stamp is judged by that stamp: the thread
     # then counts as written by that code directly, and its carrying forks as values it
     # wrote (a chain of deploys plans as each deploy would on its own).
@@ -237,6 +255,11 @@ def _decide_steps(
         found_in.append((index, alive(changes, live, last) if index < turn else changes, live))
     if misread:
         found_in = with_misread(found_in, records, writers, misread)
+    for checkpoint_id, stale in sorted((facts.fork_misread if facts else {}).items()):
+        # What a rewind to it would hand on: blamed on its writer up to that checkpoint.
+        at = next((i for i, r in enumerate(records) if r.checkpoint_id == checkpoint_id), None)
+        if at is not None and stale:
+            found_in = with_misread(found_in, records, last_writers(records[: at + 1]), stale)
     # An accumulating channel a carrying fork converted is carried again by a rewind to
     # before that fork (``_settlements``): the policy is asked about it too.
     converted = (
@@ -283,6 +306,22 @@ def _at_verified_head(head: HeadFacts, thread_id: str) -> ResumePlan:
     verified it checked its lineage), so it resumes the nodes the head waits on, if any."""
     kind = PlanKind.CONTINUE if head.next_nodes else PlanKind.UP_TO_DATE
     return ResumePlan(kind, thread_id, head_id=head.checkpoint_id, next_nodes=head.next_nodes)
+
+
+def lost_on_pause(thread_id: str, channels: Sequence[str]) -> str:
+    """Why a paused thread's misread values of classes that cannot be revived block (of
+    ``channels``: state channels, subgraph nodes, tasks whose cached results they are):
+    the rewind would re-run their writer and ask again, and the answer would resume from
+    a checkpoint, where they come back as data once more, again and again."""
+    named = ", ".join(f"`{ch}`" for ch in channels)
+    return (
+        f"thread {thread_id!r} waits on a question, and the value stored in {named} holds "
+        "a class this process cannot revive from a checkpoint (neograph_ext."
+        "unrevivable_types(graph) names it); a rewind would re-run its writer and ask the "
+        "question again, and the answer would meet the same plain data. Fix: define the "
+        "class at the top level of an importable module (or allow it on the saver's "
+        "msgpack allowlist), then answer again; or start a new thread_id"
+    )
 
 
 ASKED_AGAIN = (

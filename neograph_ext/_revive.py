@@ -112,6 +112,10 @@ class Revival:
     inputs: Mapping[str, type] = dataclasses.field(default_factory=dict)
     """Per node whose input is a class of its own, not the state: a ``Send`` to it is
     stored with its argument whole, which must read back as that class."""
+    subgraphs: Mapping[str, Revival] = dataclasses.field(default_factory=dict)
+    """Per node running a compiled subgraph that declares a class stored by path, the
+    subgraph's own: its checkpoint holds values the parent's head does not
+    (``_subgraph_misread``)."""
 
 
 def allowed_pairs(saver: object, registered: set[tuple[str, ...]] | None) -> Allowed:
@@ -314,14 +318,18 @@ def revival(
 
 
 def node_inputs(builder: StateGraph[Any, Any, Any, Any]) -> dict[str, type]:
-    """Per node whose input is declared as a class the serializer revives by path and
+    """Per node whose input is declared as a class the serializer revives by path, or as
+    a TypedDict holding one (a private input schema, as map-reduce graphs declare), and
     not as the state, that class: what a ``Send`` to the node carries."""
     return {
         name: spec.input_schema
         for name, spec in builder.nodes.items()
         if spec.input_schema is not builder.state_schema
         and isinstance(spec.input_schema, type)
-        and by_path(spec.input_schema)
+        and (
+            by_path(spec.input_schema)
+            or (is_typeddict(spec.input_schema) and any(revived_classes(spec.input_schema)))
+        )
     }
 
 

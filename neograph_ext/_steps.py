@@ -37,6 +37,7 @@ from neograph_ext._head_state import (
     waiting_nodes,
 )
 from neograph_ext._langgraph import unsaved_subgraph
+from neograph_ext._misread import turn_misread
 from neograph_ext._ownership import superseded_message
 from neograph_ext._stamp import (
     ASK_AGAIN,
@@ -156,6 +157,8 @@ def work_for(
     # recorded (plain LangGraph started it) is known by its input checkpoint's value;
     # without one (durability="exit"), any input starts a new turn, as graph.invoke would.
     new_turn = complete and given is not None and stored_input != given
+    if new_turn:
+        _misread_turn(call, decision, head, strict)
     if head is None:
         if answer and input.resume is not None:
             raise GraphError(
@@ -268,6 +271,27 @@ def _resuming(
         )
         answer = False
     return Invocation(input if answer else None, call.config, mark)
+
+
+def _misread_turn(
+    call: ThreadCall, decision: ResumePlan, head: CheckpointTuple | None, strict: bool
+) -> None:
+    """Say so when a new turn starts from stored values that do not read back as their
+    declared types; in strict mode, refuse it."""
+    found = turn_misread(call.graph.neograph_ext_revival, head)
+    if not found:
+        return
+    message = (
+        f"thread {decision.thread_id!r}: a new turn starts from stored values that do not "
+        f"read back as their declared types ({'; '.join(found[ch] for ch in sorted(found))}); "
+        "a node of the turn that reads one before writing it gets the plain data. No rewind "
+        "can rebuild them: the turn reads them from the checkpoint. Fix: define the class "
+        "at the top level of an importable module (or allow it on the saver's msgpack "
+        "allowlist); neograph_ext.unrevivable_types(graph) names it"
+    )
+    if strict:
+        raise CheckpointSchemaError(message, decision)
+    logger.warning("%s", message)
 
 
 def _source(decision: ResumePlan, head: CheckpointTuple | None) -> str | None:

@@ -14,14 +14,18 @@ from typing import Annotated, Any, NamedTuple, TypedDict
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from langgraph.graph import START, StateGraph
+from langgraph.types import Send
 from pydantic import BaseModel
 
 from neograph_ext._langgraph import MSGPACK_ALLOWLIST
-from neograph_ext._misread import class_mismatch, misread
+from neograph_ext._misread import class_mismatch, misread, sends_misread, unrevivable_tasks
 from neograph_ext._revive import (
     Revival,
     allowed_pairs,
+    entrypoint_revival,
     findings,
+    node_inputs,
     revival,
     revived_classes,
     why_not,
@@ -235,3 +239,37 @@ def test_a_write_round_trip_names_what_came_back_otherwise() -> None:
     value = {"rows": [Draft(text="a")], "pair": ("x", 1), "at": Tone.PLAIN}
     assert _difference(value, _round_trip(value)) is None  # a tuple comes back as a list
     assert _difference({"k": 1}, {"k": 2}) == "int came back changed"
+
+
+class Plain(TypedDict):
+    n: int
+
+
+class Fan(TypedDict, total=False):
+    out: int
+
+
+def test_a_send_to_a_node_with_a_typeddict_input_is_judged_by_its_keys() -> None:
+    builder = StateGraph(Fan)
+    builder.add_node("work", _work)
+    builder.add_node("count", _count)
+    builder.add_edge(START, "work")
+    assert node_inputs(builder) == {"work": Row}  # `Plain` holds no class stored by path
+    assert sends_misread({"work": Row}, [Send("work", {"draft": {"text": "a"}, "n": 1})]) == (
+        "a stored Send to `work` does not read back as `Draft`: got `dict`"
+    )
+    assert sends_misread({"work": Row}, [Send("work", {"draft": Draft(text="a"), "n": 1})]) is None
+
+
+def _work(given: Row) -> dict[str, Any]:
+    return {}
+
+
+def _count(given: Plain) -> dict[str, Any]:
+    return {}
+
+
+def test_the_tasks_whose_cached_results_no_checkpoint_revives_are_named() -> None:
+    local = _local()
+    checked = entrypoint_revival("flow", {}, {"write": local, "count": int, "keep": Draft}, True)
+    assert unrevivable_tasks(checked, {"write": local, "count": int, "keep": Draft}) == {"write"}
