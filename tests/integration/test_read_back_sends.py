@@ -5,6 +5,8 @@ sent it runs again, so every branch gets the class its node declares."""
 from __future__ import annotations
 
 import operator
+import threading
+import time
 from collections import Counter
 from typing import Annotated, Any, TypedDict
 
@@ -42,10 +44,19 @@ def make(runs: Counter[str], *, crash: bool = False, local: bool = True) -> Any:
         runs["fan"] += 1
         return {}
 
+    returned = threading.Semaphore(0)
+
     def work(given: Any) -> dict[str, Any]:
         runs["work"] += 1
         if crash and getattr(given, "n", None) == 2:
+            # The jobs run in parallel: fail once the other two finished and LangGraph
+            # stored their writes (it does as each task finishes), so that only this
+            # one is left to run; else which of them the crash cut short is up to timing.
+            for _ in range(2):
+                assert returned.acquire(timeout=10), "the other jobs never finished"
+            time.sleep(0.1)
             raise RuntimeError("the third job failed")
+        returned.release()
         return {"out": [type(given).__name__]}
 
     work.__annotations__ = {"given": job, "return": dict}
