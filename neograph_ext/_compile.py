@@ -34,6 +34,7 @@ from neograph_ext._langgraph_calls import PREVIOUS_CHANNEL
 from neograph_ext._policy import LockPolicy, ResumePolicy, asked, resolve
 from neograph_ext._revive import (
     allowed_pairs,
+    cleared,
     declared,
     entrypoint_revival,
     node_inputs,
@@ -195,6 +196,7 @@ def compile(
     carrying(types, resume.keep_compatible, resume.migrations)  # names checked at compile
     graph = builder.compile(**options)
     channels, coerced, outputs = declared(builder, output_types)
+    channels = cleared(channels, stamp.clears or ())
     allowed = allowed_pairs(graph.checkpointer, getattr(graph, "_serde_allowlist", None))
     revived = revival(channels, coerced, outputs, allowed, node_inputs(builder))
     inner, inner_findings = subgraph_revivals(builder, allowed)

@@ -166,7 +166,8 @@ def planned(
     plan = decided(facts)
     revival = call.graph.neograph_ext_revival
     held = head.checkpoint.get("channel_values") or {}
-    plan = yield from judged_fork(call.config, revival, held, facts, plan, decided)
+    delta = frozenset(delta_channels(call.graph))
+    plan = yield from judged_fork(call.config, revival, held, facts, plan, decided, delta)
     if plan.kind is PlanKind.CONTINUE and plan.replayed:
         logger.warning(
             "thread %r: a replay of the turns of checkpoint %s was cut short; %d turn(s) "

@@ -15,6 +15,9 @@ Rules:
   check's (which judges a value of an earlier turn by its own rules). One that check
   does not judge (a complete head's) is named in a note of the rewind: no rewind can
   rebuild a value that crossed turns through the checkpoint.
+- A ``DeltaChannel`` is not judged there: its checkpoint holds a log of writes, not the
+  value nodes read, and what it accumulated up to the target is still in the head's
+  value, which the head's check judges as LangGraph rebuilds it.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ def judged_fork(
     facts: HeadFacts,
     plan: ResumePlan,
     decided: Callable[[HeadFacts], ResumePlan],
+    delta: frozenset[str] = frozenset(),
 ) -> Flow[ResumePlan]:
     """``plan``, or, when the checkpoint it rewinds to holds values that do not read
     back, the plan ``decided`` with them, until its target's values read back.
@@ -52,6 +56,7 @@ def judged_fork(
         facts: The head's facts ``plan`` was decided with.
         plan: The decision.
         decided: Decides again with other facts of the head.
+        delta: The graph's ``DeltaChannel``s, which are not judged here.
     """
     if plan.kind is not PlanKind.REWIND or not any(
         next(revived_classes(tp), None) for tp in checked.types.values()
@@ -67,7 +72,8 @@ def judged_fork(
         and plan.checkpoint_id not in judged
     ):
         target = yield ReadTuple(at_checkpoint(config, plan.checkpoint_id))
-        values = target.checkpoint.get("channel_values") or {} if target is not None else {}
+        stored = target.checkpoint.get("channel_values") or {} if target is not None else {}
+        values = {ch: value for ch, value in stored.items() if ch not in delta}
         found: dict[str, str] = {}
         crossed = {}
         for channel, why in misread(checked, values).items():

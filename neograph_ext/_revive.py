@@ -32,9 +32,9 @@ import importlib
 import logging
 import types
 import typing
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, get_args, get_origin
+from typing import Annotated, Any, Literal, Optional, get_args, get_origin
 
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
@@ -53,6 +53,7 @@ __all__ = [
     "Revival",
     "allowed_pairs",
     "by_path",
+    "cleared",
     "declared",
     "declared_fields",
     "entrypoint_revival",
@@ -281,6 +282,18 @@ def findings(declared: Sequence[tuple[str, object]], allowed: Allowed) -> tuple[
             name = f"{cls.__module__}.{cls.__qualname__}"
             found.append(Finding(name, tuple(places), reasons, _fix(cls, reasons)))
     return tuple(found)
+
+
+def cleared(channel_types: Mapping[str, object], clears: Iterable[str]) -> dict[str, object]:
+    """``channel_types``, each channel a node clears with None when it has nothing to say
+    there (``Stamp.clears``: ``create_agent``'s ``structured_response``) typed as holding
+    None too: a stored None there is a value LangGraph wrote, not one that failed to
+    read back. A JSON schema (a dict, no type) stays as it is: nothing judges by it."""
+    gone = frozenset(clears)
+    return {
+        ch: Optional[tp] if ch in gone and not isinstance(tp, Mapping) else tp  # noqa: UP045
+        for ch, tp in channel_types.items()
+    }
 
 
 def revival(

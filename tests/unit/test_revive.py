@@ -23,6 +23,7 @@ from neograph_ext._misread import class_mismatch, misread, sends_misread, unrevi
 from neograph_ext._revive import (
     Revival,
     allowed_pairs,
+    cleared,
     entrypoint_revival,
     findings,
     node_inputs,
@@ -273,3 +274,19 @@ def test_the_tasks_whose_cached_results_no_checkpoint_revives_are_named() -> Non
     local = _local()
     checked = entrypoint_revival("flow", {}, {"write": local, "count": int, "keep": Draft}, True)
     assert unrevivable_tasks(checked, {"write": local, "count": int, "keep": Draft}) == {"write"}
+
+
+def test_a_none_in_a_channel_a_node_clears_reads_back() -> None:
+    """``create_agent`` clears ``structured_response`` with None before a final answer:
+    a checkpoint a rewind forks from holds it, and it is no value that failed to revive."""
+    types = cleared({"structured_response": Draft, "draft": Draft}, ["structured_response"])
+    checked = Revival(types)
+    assert misread(checked, {"structured_response": None, "draft": Draft(text="a")}) == {}
+    assert misread(checked, {"structured_response": {"text": "a"}}) == {
+        "structured_response": "stored value of `structured_response` does not read back as "
+        "`Draft | None`: got `dict`"
+    }
+    assert misread(checked, {"draft": None}) != {}  # a channel nothing clears: as before
+    assert cleared({"structured_response": {"type": "object"}}, ["structured_response"]) == {
+        "structured_response": {"type": "object"}
+    }
