@@ -10,6 +10,8 @@ it under its own stamp, so the thread is the new code's from its first write.
 
 from __future__ import annotations
 
+import threading
+import time
 from collections import Counter
 from typing import Any, TypedDict
 
@@ -26,6 +28,9 @@ from tests.graphs.deploys import SummaryV1, SummaryV2
 from tests.graphs.functional import chain
 from tests.graphs.pipelines import Crash, deployed
 
+_SIBLINGS = {"summarize": "index", "index": "summarize"}
+"""The two branches of one superstep."""
+
 
 class _Release:
     """``draft -> (summarize | index) -> publish``; the releases differ in ``summarize``'s
@@ -37,6 +42,7 @@ class _Release:
         self.summary = summary
         self.runs: Counter[str] = Counter()
         self.failing: set[str] = set()
+        self.finished = {name: threading.Event() for name in _SIBLINGS}
         state = TypedDict(  # type: ignore[misc]  # noqa: UP013
             "Fan", {"doc": str, "summary": summary, "index": str, "out": str}, total=False
         )
@@ -57,8 +63,16 @@ class _Release:
 
     def _ran(self, name: str, update: dict[str, Any]) -> dict[str, Any]:
         self.runs[name] += 1
+        sibling = _SIBLINGS.get(name)
         if name in self.failing:
+            if sibling is not None and sibling not in self.failing:
+                # The branches run in parallel: crash once the other one finished and
+                # LangGraph stored its writes, else the crash may cut it short too.
+                assert self.finished[sibling].wait(10), f"{sibling} never finished"
+                time.sleep(0.1)
             raise Crash(name)
+        if sibling is not None:
+            self.finished[name].set()
         return update
 
     def serving(self) -> Any:
