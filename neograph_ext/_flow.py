@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from langgraph.checkpoint.base import CheckpointTuple
@@ -166,8 +167,8 @@ def planned(
     plan = decided(facts)
     revival = call.graph.neograph_ext_revival
     held = head.checkpoint.get("channel_values") or {}
-    delta = frozenset(delta_channels(call.graph))
-    plan = yield from judged_fork(call.config, revival, held, facts, plan, decided, delta)
+    deltas = partial(delta_channels, call.graph)
+    plan = yield from judged_fork(call.config, revival, held, facts, plan, decided, deltas)
     if plan.kind is PlanKind.CONTINUE and plan.replayed:
         logger.warning(
             "thread %r: a replay of the turns of checkpoint %s was cut short; %d turn(s) "

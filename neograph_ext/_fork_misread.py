@@ -22,7 +22,7 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -44,7 +44,7 @@ def judged_fork(
     facts: HeadFacts,
     plan: ResumePlan,
     decided: Callable[[HeadFacts], ResumePlan],
-    delta: frozenset[str] = frozenset(),
+    deltas: Callable[[], Iterable[str]] = tuple,
 ) -> Flow[ResumePlan]:
     """``plan``, or, when the checkpoint it rewinds to holds values that do not read
     back, the plan ``decided`` with them, until its target's values read back.
@@ -56,13 +56,15 @@ def judged_fork(
         facts: The head's facts ``plan`` was decided with.
         plan: The decision.
         decided: Decides again with other facts of the head.
-        delta: The graph's ``DeltaChannel``s, which are not judged here.
+        deltas: The graph's ``DeltaChannel``s, which are not judged here (asked only
+            when a target is read: finding them walks the graph's nodes).
     """
     if plan.kind is not PlanKind.REWIND or not any(
         next(revived_classes(tp), None) for tp in checked.types.values()
     ):
         return plan  # no channel holds a class the serializer could hand back as data
     judged = dict(facts.fork_misread)
+    delta = frozenset(deltas())
     crossed: dict[str, str] = {}
     while (
         plan.kind is PlanKind.REWIND
