@@ -44,7 +44,7 @@ demo: venv
 test: venv
 	@status=0; \
 	if [ -z "$(PYTEST_ARGS)" ]; then $(MAKE) --no-print-directory compat || status=1; fi; \
-	PYTHON=$(BIN)/python bash scripts/pg.sh $(BIN)/python -m pytest $(PYTEST_ARGS) || status=1; \
+	PYTHON=$(BIN)/python bash scripts/pg.sh $(BIN)/python -m pytest -n 2 $(PYTEST_ARGS) || status=1; \
 	if [ -z "$(PYTEST_ARGS)" ]; then $(MAKE) --no-print-directory test-oldest || status=1; fi; \
 	exit $$status
 
@@ -54,7 +54,7 @@ $(OLDEST_STAMP): pyproject.toml .ci/oldest.txt
 	$(OLDEST)/bin/python -m pip --version >/dev/null 2>&1 || $(PYTHON) -m venv --clear $(OLDEST)
 	$(OLDEST)/bin/python -m pip install --upgrade pip
 	$(OLDEST)/bin/python -m pip install -c .ci/oldest.txt -e '.[sqlite,postgres,cli,otel]' \
-		pytest pytest-asyncio hypothesis opentelemetry-sdk
+		pytest pytest-asyncio pytest-xdist pytest-timeout hypothesis opentelemetry-sdk
 	touch $@
 
 # Left out, run by make test on the newest versions: the third-party savers and the agent
@@ -62,7 +62,7 @@ $(OLDEST_STAMP): pyproject.toml .ci/oldest.txt
 # langchain-core 1.8), and DeltaChannel, which arrived in langgraph 1.2 (the conformance
 # matrix has DeltaChannel columns).
 test-oldest: $(OLDEST_STAMP)
-	$(OLDEST)/bin/python -m pytest tests/unit tests/integration -m "not postgres" \
+	$(OLDEST)/bin/python -m pytest -n 2 tests/unit tests/integration -m "not postgres" \
 		--ignore=tests/integration/test_saver_check.py \
 		--ignore=tests/integration/test_delta_channels.py \
 		--ignore=tests/integration/test_accumulating_delta.py \

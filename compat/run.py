@@ -57,6 +57,8 @@ METADATA_ONLY_MARK = "NEOGRAPH_EXT_METADATA_ONLY"
 WRITTEN = "written type differs from the declared one"
 PASSED = frozenset({"passed", "xfailed"})
 FAILED = frozenset({"failed", "error"})
+# Seconds a test of LangGraph's suite may take: far above its slowest.
+TEST_TIMEOUT = 120
 
 
 @dataclass(frozen=True)
@@ -123,6 +125,8 @@ def _run_pass(name: str, tree: Path, targets: Sequence[str], workers: int, label
         # Full assertion diffs: the failure text is what the list is judged by.
         "-o", "verbosity_assertions=2",
         "-q", "--no-header",
+        # A test that hangs fails alone (its stacks in the log) and is judged like any failure.
+        "--timeout", str(TEST_TIMEOUT),
         *(["-n", str(workers)] if workers > 1 else []),
         *targets,
     ]  # fmt: skip

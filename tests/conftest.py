@@ -9,8 +9,11 @@ Rules:
   is then the mode's saver, opened on the drive's loop when it is async.
 - PostgreSQL tests never skip: without `NEOGRAPH_EXT_PG_DSN` they fail and
   say why. `make test` starts a throwaway server and sets it.
-- Every PostgreSQL test shares one database, so a test must use its own
-  thread ids: the `config` fixture gives a new one each time.
+- Every PostgreSQL test of one process shares one database, so a test must use
+  its own thread ids: the `config` fixture gives a new one each time. Under
+  `pytest -n`, each worker gets a database of its own (`pytest_configure`):
+  the stamp order and advisory locks are database-wide, and a test resets the
+  order as a fresh database has it.
 - Tests marked `storm` (minutes of random kills) are deselected unless `-m` names
   them: `pytest -m storm tests/reliability`.
 """
@@ -24,7 +27,9 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
+import psycopg
 import pytest
 import pytest_asyncio
 from langchain_core.runnables import RunnableConfig
@@ -34,6 +39,7 @@ from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+from psycopg import sql
 
 from neograph_ext._stamp_order import ORDER_THREAD
 from tests.drive import MODES, Drive
@@ -49,6 +55,25 @@ PG_MISSING = (
 
 # Fixtures whose "postgres" parameter needs the server.
 _SAVER_FIXTURES = ("saver", "async_saver")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    dsn = os.environ.get(PG_DSN_ENV)
+    if worker and dsn:
+        # Through the environment, so a test's subprocesses use the worker's database too.
+        os.environ[PG_DSN_ENV] = _own_database(dsn, f"neograph_ext_{worker}")
+
+
+def _own_database(dsn: str, name: str) -> str:
+    """A new, empty database ``name`` on the server of ``dsn`` (a URL, as the tests and
+    ``neograph-ext --db`` take it); its URL."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+        )
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    return urlsplit(dsn)._replace(path=f"/{name}").geturl()
 
 
 def _require_pg_dsn() -> str:
