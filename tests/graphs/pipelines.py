@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import operator
 import sys
+import threading
+import time
 import types
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -53,14 +55,29 @@ class Crash(RuntimeError):
 
 
 def node(
-    name: str, runs: Counter[str], *, returns: object = None, crash: bool = False
+    name: str,
+    runs: Counter[str],
+    *,
+    returns: object = None,
+    crash: bool = False,
+    branches: Mapping[str, threading.Event] | None = None,
 ) -> Callable[[State], dict[str, Any]]:
-    """A node that counts itself, appends its name to the log, and declares ``returns``."""
+    """A node that counts itself, appends its name to the log, and declares ``returns``;
+    one of the ``branches`` of a superstep (each sets its event when it finished) crashes
+    only once the others finished."""
 
     def fn(state: State) -> dict[str, Any]:
         runs[name] += 1
         if crash:
+            if branches:
+                # Parallel branches: crash once the others finished and LangGraph stored
+                # their writes, else the crash may cut them short too.
+                others = [event for other, event in branches.items() if other != name]
+                assert all(event.wait(10) for event in others), "a branch never finished"
+                time.sleep(0.1)
             raise Crash(name)
+        if branches:
+            branches[name].set()
         return {"log": [name]}
 
     fn.__name__ = name.replace("-", "_")
@@ -118,9 +135,11 @@ def diamond(
     builder = StateGraph(State)
     builder.add_node("a", node("a", runs, crash=crash == "a"))
     builder.add_node("d", node("d", runs, crash=crash == "d"))
+    finished = {name: threading.Event() for name in branches}
     for name in branches:
         returns = c_returns if name == "c" else None
-        builder.add_node(name, node(name, runs, returns=returns, crash=crash == name))
+        crashes = crash == name
+        builder.add_node(name, node(name, runs, returns=returns, crash=crashes, branches=finished))
         builder.add_edge("a", name)
     builder.add_edge(START, "a")
     builder.add_edge(list(branches), "d")
