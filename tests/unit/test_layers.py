@@ -7,6 +7,7 @@ of a module or inside a function, except those under ``TYPE_CHECKING``.
 from __future__ import annotations
 
 import ast
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,8 @@ CHECKED = tuple(sorted(path.stem for path in PACKAGE.glob("*.py") if path.stem !
 """Every module of the package."""
 
 
+# Cached: every parametrized test reads every module.
+@cache
 def imports(module: str) -> list[ast.ImportFrom]:
     tree = ast.parse((PACKAGE / f"{module}.py").read_text())
     typing_only = {
@@ -36,6 +39,7 @@ def imports(module: str) -> list[ast.ImportFrom]:
     ]
 
 
+@cache
 def graph() -> dict[str, set[str]]:
     modules = [path.stem for path in PACKAGE.glob("*.py")]
     return {m: {node.module.split(".")[1] for node in imports(m) if node.module} for m in modules}
