@@ -30,6 +30,7 @@ import importlib.metadata
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tarfile
@@ -59,6 +60,9 @@ PASSED = frozenset({"passed", "xfailed"})
 FAILED = frozenset({"failed", "error"})
 # Seconds a test of LangGraph's suite may take: far above its slowest.
 TEST_TIMEOUT = 120
+# Seconds a whole pass may take: several times a pass on a loaded machine, so a stalled
+# run (pytest-xdist itself, outside any test) fails in minutes, not at CI's limit.
+PASS_TIMEOUT = 900
 
 
 @dataclass(frozen=True)
@@ -141,7 +145,18 @@ def _run_pass(name: str, tree: Path, targets: Sequence[str], workers: int, label
     print(f"[compat] {name} pass: pytest log in {log.relative_to(ROOT)}", flush=True)
     started = time.monotonic()
     with log.open("w") as out:
-        subprocess.run(command, cwd=tree, env=env, stdout=out, stderr=subprocess.STDOUT)
+        # Its own process group, so a stalled pass is stopped with its xdist workers.
+        child = subprocess.Popen(
+            command, cwd=tree, env=env, stdout=out, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+        try:
+            child.wait(PASS_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.wait()
+            tail = "".join(log.read_text(errors="replace").splitlines(keepends=True)[-40:])
+            sys.exit(f"{tail}\n[compat] the {name} pass stalled: stopped after {PASS_TIMEOUT} s")
     seconds = time.monotonic() - started
     if not record.exists():
         sys.exit(f"[compat] the {name} pass wrote no results; see {log}")

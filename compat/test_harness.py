@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import operator
 from collections.abc import Iterator
+from pathlib import Path
 from types import ModuleType
 from typing import Annotated, Any, NamedTuple, TypedDict
 
@@ -131,3 +132,44 @@ def test_the_run_script_names_the_same_switch_and_an_explained_list() -> None:
     assert run.AUTO_RESUME_ENV == route_compile.AUTO_RESUME_ENV
     for nodeid, reason in run._read_list(run.EXCEPTIONS_FILE).items():
         assert nodeid.startswith("tests/") and reason, f"{nodeid}: an entry needs its reason"
+
+
+def _tree(tmp_path: Path, tests: str) -> Path:
+    """A tiny suite laid out as LangGraph's sdist is: a pyproject and a tests folder."""
+    tree = tmp_path / "tree"
+    (tree / "tests").mkdir(parents=True)
+    (tree / "pyproject.toml").write_text("[tool.pytest.ini_options]\n")
+    (tree / "tests" / "test_some.py").write_text(tests)
+    return tree
+
+
+def test_a_test_that_hangs_fails_alone_and_the_pass_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import run
+
+    monkeypatch.setattr(run, "ROOT", tmp_path)
+    monkeypatch.setattr(run, "CACHE", tmp_path / "cache")
+    monkeypatch.setattr(run, "TEST_TIMEOUT", 2)
+    tree = _tree(
+        tmp_path,
+        "import time\n\ndef test_hangs():\n    time.sleep(600)\n\ndef test_after():\n    pass\n",
+    )
+    done = run._run_pass("baseline", tree, ["tests"], 1, "t")
+    outcomes = {nodeid.split("::")[1]: entry["outcome"] for nodeid, entry in done.results.items()}
+    assert outcomes == {"test_hangs": "failed", "test_after": "passed"}
+    assert done.seconds < 60
+
+
+def test_a_pass_that_stalls_outside_any_test_is_stopped_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import run
+
+    monkeypatch.setattr(run, "ROOT", tmp_path)
+    monkeypatch.setattr(run, "CACHE", tmp_path / "cache")
+    monkeypatch.setattr(run, "PASS_TIMEOUT", 3)
+    # Collection is outside every test's timeout, as a stalled pytest-xdist would be.
+    tree = _tree(tmp_path, "import time\n\ntime.sleep(600)\n\ndef test_never():\n    pass\n")
+    with pytest.raises(SystemExit, match="the baseline pass stalled: stopped after 3 s"):
+        run._run_pass("baseline", tree, ["tests"], 1, "t")
