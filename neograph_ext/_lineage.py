@@ -24,8 +24,9 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.pregel import Pregel
 
-from neograph_ext._changes import NodeChange, step_changes
+from neograph_ext._changes import NodeChange
 from neograph_ext._history import Record, lineage, references, resolved
+from neograph_ext._lineage_facts import StepChanges
 from neograph_ext._stamp import Stamp, StampRef, Unreadable
 from neograph_ext._stamp_store import aload, is_store_thread, load
 from neograph_ext._storage import apages, areader_for, pages, reader_for
@@ -248,38 +249,24 @@ def _history(
         for tup in tuples
         if tup.parent_config
     )
-    memo: dict[_Step, tuple[NodeChange, ...]] = {}
+    walked = resolved(records, described)
+    compared = StepChanges(walked, current) if current is not None else None
     entries = tuple(
-        _entry(record, children[record.checkpoint_id], _compared(record, current, memo))
-        for record in resolved(records, described)
+        _entry(record, children[record.checkpoint_id], _compared(record, compared))
+        for record in walked
     )
     return History(thread_id, entries, len(tuples))
 
 
-_Step = tuple[str, frozenset[str], frozenset[str], frozenset[tuple[str, str]] | None]
-"""A step as compared: the stamp it ran under, what ran, what it wrote, who wrote what."""
-
-
-def _compared(
-    record: Record, current: Stamp | None, memo: dict[_Step, tuple[NodeChange, ...]]
-) -> tuple[NodeChange, ...] | None:
+def _compared(record: Record, compared: StepChanges | None) -> tuple[NodeChange, ...] | None:
     """What changed for ``record``'s step, as ``plan`` compares it; None when there is
-    nothing to compare. Along a thread the same step under the same stamp repeats: each
-    is compared (and its diff lines built) once."""
+    nothing to compare."""
     stamp = record.stamp
-    if current is None or not isinstance(stamp, Stamp | StampRef):
+    if compared is None or not isinstance(stamp, Stamp | StampRef):
         return None
-    if stamp.id == current.id:
+    if stamp.id == compared.current.id:
         return ()
-    # As ``plan`` compares a step: a None written to say "nothing here" is no value.
-    wrote = record.wrote - (record.nulled & frozenset(current.clears or ()))
-    key = (stamp.id, record.ran, wrote, record.writers)
-    found = memo.get(key)
-    if found is None:
-        found = memo[key] = step_changes(
-            record.ran, wrote, stamp, current, writers=record.writers, renames=current.renames
-        )
-    return found
+    return compared.of(record, stamp)
 
 
 def _entry(record: Record, children: int, changes: tuple[NodeChange, ...] | None) -> HistoryEntry:

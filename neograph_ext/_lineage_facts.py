@@ -17,6 +17,7 @@ from neograph_ext._langgraph import TASKS_CHANNEL
 from neograph_ext._stamp import Stamp, StampRef, Unreadable
 
 __all__ = [
+    "StepChanges",
     "alive",
     "converted_items",
     "foreign",
@@ -218,6 +219,35 @@ def ran_in(records: Sequence[Record]) -> frozenset[str]:
     """Every node that ran in ``records``: a union of the few distinct sets that records
     share along a thread, much cheaper than visiting each name of thousands of records."""
     return frozenset().union(*{record.ran for record in records})
+
+
+class StepChanges:
+    """What changed in each step of a lineage, ``records``, against the current stamp: as
+    ``plan`` decides on it and ``history`` shows it. Along a thread the same step under
+    the same stamp repeats: each is compared (and its diff lines built) once."""
+
+    def __init__(self, records: Sequence[Record], current: Stamp) -> None:
+        self.current = current
+        self.renames = kept_renames(records, current)
+        self.clears = frozenset(current.clears or ())
+        self.compared: dict[_Step, tuple[NodeChange, ...]] = {}
+
+    def of(self, record: Record, stamp: Stamp | StampRef) -> tuple[NodeChange, ...]:
+        """The changes of ``record``'s step, taken to have run under ``stamp``."""
+        # A None a node wrote to say "nothing here" is no value of the changed type.
+        wrote = record.wrote - (record.nulled & self.clears) if record.nulled else record.wrote
+        key = (stamp.id, record.ran, wrote, record.writers)
+        found = self.compared.get(key)
+        if found is None:
+            found = self.compared[key] = step_changes(
+                record.ran, wrote, stamp, self.current, writers=record.writers,
+                renames=self.renames,
+            )  # fmt: skip
+        return found
+
+
+_Step = tuple[str, frozenset[str], frozenset[str], frozenset[tuple[str, str]] | None]
+"""A step as compared: the stamp it ran under, what ran, what it wrote, who wrote what."""
 
 
 def kept_renames(records: Sequence[Record], current: Stamp) -> dict[str, str]:

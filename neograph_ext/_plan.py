@@ -36,7 +36,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from functools import partial
 
-from neograph_ext._changes import NodeChange, step_changes, storage_kind_changes
+from neograph_ext._changes import NodeChange, storage_kind_changes
 from neograph_ext._decision import (
     Carriable,
     Carry,
@@ -47,11 +47,11 @@ from neograph_ext._decision import (
 )
 from neograph_ext._history import Record
 from neograph_ext._lineage_facts import (
+    StepChanges,
     alive,
     converted_items,
     foreign,
     is_carrying_fork,
-    kept_renames,
     last_writers,
     live_in,
     node_order,
@@ -204,7 +204,6 @@ def _decide_steps(
     other_graph = foreign(records, current)
     if other_graph:
         return plan_with(blocker=other_graph)
-    renames = kept_renames(records, current)
     inner = facts.inner if facts is not None else ()
     pending = unique(pending_changes(head, current) + waiting_subgraphs(head, current) + inner)
     # What ``run`` verified under an earlier stamp is judged by that stamp: the thread
@@ -214,15 +213,10 @@ def _decide_steps(
     writers = last_writers(records, verified_until)
     # Most records of a long thread wrote nothing still live: skip building their sets.
     holders = frozenset(writers.values())
-    # Along a thread the same stamp and step repeat: each combination is compared once.
-    memo: dict[
-        tuple[str, frozenset[str], frozenset[str], frozenset[tuple[str, str]] | None],
-        tuple[NodeChange, ...],
-    ] = {}
+    compared = StepChanges(records, current)
     found_in: list[tuple[int, tuple[NodeChange, ...], frozenset[str]]] = []
     notes: list[str] = []
     current_id, start = current.id, settled_at(records, current)
-    clears = frozenset(current.clears or ())
     accumulates = frozenset(current.accumulates or ())
     for index, record in enumerate(records[start:], start):
         stamp = record.stamp if index > verified_until else judged
@@ -236,14 +230,7 @@ def _decide_steps(
             continue
         if stamp.id == current_id:
             continue
-        # A None the node wrote to say "nothing here" is no value of the changed type.
-        wrote = record.wrote - (record.nulled & clears) if record.nulled else record.wrote
-        key = (stamp.id, record.ran, wrote, record.writers)
-        changes = memo.get(key)
-        if changes is None:
-            changes = memo[key] = step_changes(
-                record.ran, wrote, stamp, current, writers=record.writers, renames=renames
-            )
+        changes = compared.of(record, stamp)
         if not changes:
             continue
         last = (

@@ -18,7 +18,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 import neograph_ext as ne
-from tests.graphs.pipelines import linear, model
+from tests.graphs.pipelines import Crash, linear, model
 
 V1 = model(score=(int, ...))
 V2 = model(score=(float, ...))
@@ -86,6 +86,26 @@ async def test_ahistory_compares_each_step_with_the_graph(
     _assert_compared_with_v2(found, config)
     assert (await ne.aplan(graph, config)).changes == found[4].changes
     assert runs == Counter() and await _astored(async_saver) == stored
+
+
+def test_history_compares_a_rename_as_plan_does(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    """A node renamed before it ever finished keeps no work under its new name: its
+    predecessor's successor is gone, so ``plan`` rewinds the predecessor, and ``history``
+    shows that change on the predecessor's step."""
+    runs: Counter[str] = Counter()
+    with pytest.raises(Crash):
+        ne.run(ne.compile(linear(runs, crash="c"), checkpointer=saver), {"log": []}, config)
+    renamed = linear(runs, names=("a", "b", "c2", "d"))
+    graph = ne.compile(renamed, checkpointer=saver, renames={"c": "c2"})
+
+    plan = ne.plan(graph, config)
+    found = ne.history(graph, config)
+
+    assert plan.kind is ne.PlanKind.REWIND
+    assert [(c.node, c.reason) for c in plan.changes] == [("b", ne.ChangeReason.SUCCESSORS)]
+    assert [(e.step, e.changes) for e in found if e.changes] == [(2, plan.changes)]
 
 
 def test_history_of_a_checkpointer_alone_compares_nothing(
