@@ -9,16 +9,21 @@ a rewind (``summarize``, an LLM call, ran 6 times and the human was asked 6 time
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections import Counter
+from typing import Any, TypedDict
 
 import pytest
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import Command, interrupt
+from pydantic import BaseModel
 
+import neograph_ext
 from neograph_ext import PlanKind, ResumePolicy, ThreadSupersededError
 from tests.drive import Drive
 from tests.graphs.deploys import Release, SummaryV1, SummaryV2, SummaryV3
-from tests.graphs.pipelines import Crash
+from tests.graphs.pipelines import Crash, deployed
 
 SHAPES = ("waiting", "crashed", "complete")
 """The thread the old code left: at an interrupt, after a crash, or complete."""
@@ -184,3 +189,56 @@ def test_switching_a_branch_back_in_development(
     # Each switch re-runs the changed node once, and nothing else.
     assert (main_dev.runs["summarize"], branch_dev.runs["summarize"]) == (2, 2)
     assert main_dev.runs["draft"] == branch_dev.runs["draft"] == 0
+
+
+def _two_questions(
+    saver: BaseCheckpointSaver[Any], answer: type[BaseModel], runs: Counter[str]
+) -> Any:
+    """``(first | second) -> join``: both branches ask in one step; ``first`` stores its
+    answer as ``answer`` (the releases differ in it)."""
+    state = TypedDict(  # type: ignore[misc]  # noqa: UP013
+        "Asked", {"first": answer, "second": str, "out": str}, total=False
+    )
+
+    def first(s: Any) -> dict[str, Any]:
+        runs["first"] += 1
+        return {"first": answer(text=str(interrupt("first?")))}
+
+    def second(s: Any) -> dict[str, Any]:
+        runs["second"] += 1
+        return {"second": str(interrupt("second?"))}
+
+    def join(s: Any) -> dict[str, Any]:
+        runs["join"] += 1
+        return {"out": f"{s['first'].text} {s['second']}"}
+
+    builder = StateGraph(state)
+    for name, fn in (("first", first), ("second", second), ("join", join)):
+        builder.add_node(name, fn)
+    builder.add_edge(START, "first")
+    builder.add_edge(START, "second")
+    builder.add_edge(["first", "second"], "join")
+    builder.add_edge("join", END)
+    return neograph_ext.compile(builder, checkpointer=saver)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="not covered yet (docs/deploys.md): a step asking several questions at once, "
+    "one answered by the new code, is resumed by the old code as its own",
+)
+def test_old_code_is_refused_a_step_whose_other_question_the_new_code_answered(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    old_runs, new_runs = Counter[str](), Counter[str]()
+    old = _two_questions(saver, SummaryV1, old_runs)
+    new = _two_questions(saver, SummaryV2, new_runs)
+    deployed(SummaryV1)
+    asked = {found.value: found.id for found in drive.run(old, {}, config)["__interrupt__"]}
+    deployed(SummaryV2)
+    drive.run(new, Command(resume={asked["first?"]: "yes"}), config)
+    assert new_runs["first"] == 1
+    deployed(SummaryV1)
+    # Today: "continue", and answering runs ``join`` on the new code's ``first``.
+    assert drive.plan(old, config).kind is PlanKind.SUPERSEDED
