@@ -171,5 +171,28 @@ def test_a_pass_that_stalls_outside_any_test_is_stopped_and_says_so(
     monkeypatch.setattr(run, "PASS_TIMEOUT", 3)
     # Collection is outside every test's timeout, as a stalled pytest-xdist would be.
     tree = _tree(tmp_path, "import time\n\ntime.sleep(600)\n\ndef test_never():\n    pass\n")
-    with pytest.raises(SystemExit, match="the baseline pass stalled: stopped after 3 s"):
-        run._run_pass("baseline", tree, ["tests"], 1, "t")
+    with pytest.raises(run.Stalled, match="the wrapped pass stalled: stopped after 3 s"):
+        run._run_pass("wrapped", tree, ["tests"], 1, "t")
+
+
+def test_a_baseline_that_stalls_once_is_run_once_more(monkeypatch: pytest.MonkeyPatch) -> None:
+    import run
+
+    ran: list[str] = []
+
+    def stalls_once(name: str, *args: Any) -> Any:
+        ran.append(name)
+        if len(ran) == 1:
+            raise run.Stalled(f"the {name} pass stalled")
+        return run.Pass(name, {}, 1.0)
+
+    monkeypatch.setattr(run, "_run_pass", stalls_once)
+    assert run._baseline(Path("tree"), ["tests"], 1, "t") == run.Pass("baseline", {}, 1.0)
+    assert ran == ["baseline", "baseline"]
+
+    def stalls(name: str, *args: Any) -> Any:
+        raise run.Stalled(f"the {name} pass stalled")
+
+    monkeypatch.setattr(run, "_run_pass", stalls)
+    with pytest.raises(run.Stalled):  # a second stall ends the run
+        run._baseline(Path("tree"), ["tests"], 1, "t")
