@@ -117,7 +117,7 @@ class Stalled(Exception):
 
 
 def _baseline(tree: Path, targets: Sequence[str], workers: int, label: str) -> Pass:
-    """The plain pass, run once more if it stalls: it runs no code of ours, so a stall is
+    """The plain pass, run once more if it stalls: it never loads neograph-ext, so a stall is
     LangGraph's suite's, not a difference (a routed pass that stalls fails the run)."""
     try:
         return _run_pass("baseline", tree, targets, workers, label)
