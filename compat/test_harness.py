@@ -134,6 +134,15 @@ def test_the_run_script_names_the_same_switch_and_an_explained_list() -> None:
         assert nodeid.startswith("tests/") and reason, f"{nodeid}: an entry needs its reason"
 
 
+@pytest.fixture
+def results_in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The harness's logs and records under ``tmp_path``, not the checkout's ``.compat``."""
+    import run
+
+    monkeypatch.setattr(run, "ROOT", tmp_path)
+    monkeypatch.setattr(run, "CACHE", tmp_path / "cache")
+
+
 def _tree(tmp_path: Path, tests: str) -> Path:
     """A tiny suite laid out as LangGraph's sdist is: a pyproject and a tests folder."""
     tree = tmp_path / "tree"
@@ -143,13 +152,12 @@ def _tree(tmp_path: Path, tests: str) -> Path:
     return tree
 
 
+@pytest.mark.usefixtures("results_in_tmp")
 def test_a_test_that_hangs_fails_alone_and_the_pass_goes_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import run
 
-    monkeypatch.setattr(run, "ROOT", tmp_path)
-    monkeypatch.setattr(run, "CACHE", tmp_path / "cache")
     monkeypatch.setattr(run, "TEST_TIMEOUT", 2)
     tree = _tree(
         tmp_path,
@@ -161,13 +169,12 @@ def test_a_test_that_hangs_fails_alone_and_the_pass_goes_on(
     assert done.seconds < 60
 
 
+@pytest.mark.usefixtures("results_in_tmp")
 def test_a_pass_that_stalls_outside_any_test_is_stopped_and_says_so(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import run
 
-    monkeypatch.setattr(run, "ROOT", tmp_path)
-    monkeypatch.setattr(run, "CACHE", tmp_path / "cache")
     monkeypatch.setattr(run, "PASS_TIMEOUT", 3)
     # Collection is outside every test's timeout, as a stalled pytest-xdist would be.
     tree = _tree(tmp_path, "import time\n\ntime.sleep(600)\n\ndef test_never():\n    pass\n")
