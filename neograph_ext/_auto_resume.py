@@ -34,6 +34,7 @@ from neograph_ext._head_state import started_input
 from neograph_ext._policy import Asked, ResumePolicy
 from neograph_ext._run import astream, stream
 from neograph_ext._stamp import encode_run, input_digest
+from neograph_ext._steps import takes_head
 from neograph_ext._telemetry import AsyncHerald, Herald, fresh_plan, recorded, told
 from neograph_ext._thread import ThreadCall, thread_call
 
@@ -96,18 +97,20 @@ def served(
     Planned as ``run`` plans it, under the graph's whole policies (``compile(resume=...,
     lock=...)``). When nothing changed (``_as_given``: a new thread, a continue, an
     up-to-date or (unless refused) unverified thread, from the newest checkpoint or from
-    a ``checkpoint_id``), the call is LangGraph's own, with the caller's input, config and
-    keywords as given, so on unchanged code the option is invisible; its checkpoints
+    a ``checkpoint_id``), the call is LangGraph's own, with the caller's input, config
+    and keywords as given, so on unchanged code the option is invisible; its checkpoints
     carry a run mark that says the lineage was checked, so the next call needs no plan,
     and the stamp's description is stored afterwards, as by any plain call.
-    Otherwise (a rewind, a migrate, a strict error) it is ``stream`` under those
-    policies, whose invocations keep the caller's keywords, ``durability`` included.
+    Otherwise (a rewind, a migrate, a strict error, or a crashed or waiting head other
+    code owns, which ``run`` first makes this code's: ``_steps.takes_head``) it is
+    ``stream`` under those policies, whose invocations keep the caller's keywords,
+    ``durability`` included.
     """
     resume = graph.neograph_ext_auto_resume
     call = thread_call(graph, config, Asked("stream", resume))
     with Driver(call) as driver:
         decision, head = driver.run(served_plan(call))
-    if not _as_given(decision, call.resume):
+    if not _as_given(decision, call.resume) or takes_head(call, decision, head):
         yield from stream(graph, input, config, resume=resume, **kwargs)
         return
     config = _told(call, decision, Herald)
@@ -123,7 +126,7 @@ async def aserved(
     call = thread_call(graph, config, Asked("astream", resume))
     async with AsyncDriver(call) as driver:
         decision, head = await driver.run(served_plan(call))
-    if not _as_given(decision, call.resume):
+    if not _as_given(decision, call.resume) or takes_head(call, decision, head):
         chunks = astream(graph, input, config, resume=resume, **kwargs)
     else:
         mark = _plain_mark(call, decision, head, input)

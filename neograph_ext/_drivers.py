@@ -24,6 +24,7 @@ from typing import Any, TypeVar, cast
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple
 
+from neograph_ext._claim import CLAIM
 from neograph_ext._decision import ResumePlan
 from neograph_ext._graph import marking
 from neograph_ext._head_state import output_of
@@ -34,6 +35,7 @@ from neograph_ext._lock import athread_lock, thread_lock
 from neograph_ext._migrate import acarry, carry
 from neograph_ext._operations import (
     CarryValues,
+    ClaimStep,
     Flow,
     Idle,
     Invoke,
@@ -175,6 +177,8 @@ class Driver:
                 if shape is not None:
                     return keep_calls(graph, saver, op.target, shape, op.nodes, call.stamp, op.mark)
                 return keep(graph, saver, op.target, op.nodes, call.stamp, op.mark)
+        if isinstance(op, ClaimStep):
+            return saver.put_writes(op.config, op.writes, CLAIM)
         if isinstance(op, Tell):
             self._telling = recorded(op.plan, call.graph.neograph_ext_telemetry)
             return None
@@ -291,6 +295,8 @@ class AsyncDriver:
                         graph, saver, op.target, shape, op.nodes, call.stamp, op.mark
                     )
                 return await akeep(graph, saver, op.target, op.nodes, call.stamp, op.mark)
+        if isinstance(op, ClaimStep):
+            return await saver.aput_writes(op.config, op.writes, CLAIM)
         if isinstance(op, Tell):
             self._telling = recorded(op.plan, call.graph.neograph_ext_telemetry)
             return None

@@ -33,6 +33,7 @@ from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.types import Send
 
+from neograph_ext._claim import CLAIM
 from neograph_ext._errors import FixtureError
 from neograph_ext._langgraph import TASKS_CHANNEL
 from neograph_ext._stamp import InputDigest, Stamp, input_digest, read_description
@@ -165,7 +166,12 @@ def _checkpoint(thread_id: str, tup: CheckpointTuple, with_values: bool) -> dict
             for name, value in values.items()
         }
         writes = [
-            [task, channel, _value(value) if with_values or value is None else _LEFT_OUT]
+            # A claim's value names code, not data: kept, as the stamps are.
+            [
+                task,
+                channel,
+                _value(value) if with_values or value is None or task == CLAIM else _LEFT_OUT,
+            ]
             for task, channel, value in tup.pending_writes or ()
         ]
     except (TypeError, ValueError) as exc:

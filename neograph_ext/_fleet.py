@@ -26,6 +26,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.pregel import Pregel
 
+from neograph_ext._claim import claimant
 from neograph_ext._decision import ResumePlan
 from neograph_ext._drivers import AsyncDriver, Driver
 from neograph_ext._flow import planned, read_head
@@ -53,8 +54,9 @@ class ThreadCheck:
     its lineage was read: a head ``run`` verified against the current code decides
     alone, as it does for ``run``)."""
     written_by: str | None
-    """The id of the stamp its newest checkpoint was written under: the code that last
-    wrote it; None when that checkpoint carries no readable stamp (plain LangGraph)."""
+    """The id of the stamp its newest checkpoint was written under, or of the code that
+    claimed it since (``_claim``): the code that last wrote it; None when that
+    checkpoint carries no readable stamp (plain LangGraph)."""
     paused: bool
     """Its newest checkpoint waits on a question (an ``interrupt()`` or a breakpoint)."""
     current: bool = False
@@ -131,7 +133,9 @@ def _checked(call: ThreadCall) -> Flow[ThreadCheck]:
     if head is None:
         return ThreadCheck(plan, None, False)
     stamp, _ = read_marks(head.metadata or {})
-    written_by = stamp.id if isinstance(stamp, Stamp | StampRef) else None
+    written_by = claimant(head.pending_writes or ())
+    if written_by is None and isinstance(stamp, Stamp | StampRef):
+        written_by = stamp.id
     paused = is_paused(call.graph, head)
     return ThreadCheck(plan, written_by, paused, written_by == call.stamp.id)
 

@@ -27,6 +27,7 @@ from langgraph.checkpoint.base import CheckpointTuple
 from neograph_ext._calls import decide_calls
 from neograph_ext._carrying import carry_for, readable, rebuilt_channels
 from neograph_ext._changes import NodeChange
+from neograph_ext._claim import claimant
 from neograph_ext._decision import Carriable, HeadFacts, PlanKind, ResumePlan
 from neograph_ext._decision_log import logged
 from neograph_ext._errors import GraphError
@@ -45,6 +46,7 @@ from neograph_ext._misread import (
 )
 from neograph_ext._operations import (
     CarryValues,
+    ClaimStep,
     Flow,
     Idle,
     Invoke,
@@ -224,6 +226,8 @@ def resumed(call: ThreadCall, input: Any, kwargs: Mapping[str, Any]) -> Flow[Any
             value, mark = _replayed(call, value, (yield ReadTuple(value.config)))
         if step.keep is not None:
             yield KeepTasks(*step.keep, mark)
+        if step.claim is not None:
+            yield ClaimStep(*step.claim)
         result = yield Invoke(value, step.config, mark, work.kwargs)
     return result
 
@@ -326,12 +330,17 @@ def _facts(call: ThreadCall, head: CheckpointTuple | None) -> Flow[HeadFacts | N
         head.checkpoint["id"],
         waits,
         paused=is_paused(call.graph, head),
-        verified=verified(stamp, mark.verified, call.stamp),
+        verified=verified(stamp, mark.verified, call.stamp) and not _claimed_away(call, head),
         replaying=mark.replaying,
         misread=misread,
         unrevivable=lost,
         inner=inner,
     )
+
+
+def _claimed_away(call: ThreadCall, head: CheckpointTuple) -> bool:
+    """Whether other code claimed the head last (``_claim``): its lineage then decides."""
+    return claimant(head.pending_writes or ()) not in (None, call.stamp.id)
 
 
 def _entrypoint_turn(

@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.types import Send
 
+from neograph_ext._claim import CLAIM, Claim, claims_of, unclaimed
 from neograph_ext._langgraph import TASKS_CHANNEL, task_writers
 from neograph_ext._stamp import (
     RUN_KEY,
@@ -44,7 +45,7 @@ __all__ = [
 
 _NONE: frozenset[str] = frozenset()
 _EMPTY: Mapping[str, Any] = {}
-_SPECIAL_WRITES = frozenset({"__error__", "__interrupt__", "__resume__", "__scheduled__"})
+_SPECIAL_WRITES = frozenset({"__error__", "__interrupt__", "__resume__", "__scheduled__", CLAIM})
 
 
 class Record(NamedTuple):
@@ -75,7 +76,7 @@ class Record(NamedTuple):
     checkpoints were never written (``durability="exit"``)."""
     pending_tasks: int
     """Tasks of this checkpoint's own step that finished without a checkpoint after them
-    (only counted for the head)."""
+    (only counted for the head), under its own code: before any claim (``claims``)."""
     next_nodes: frozenset[str]
     """Nodes this checkpoint is waiting to run (only filled for the head)."""
     writers: frozenset[tuple[str, str]] | None = None
@@ -100,6 +101,10 @@ class Record(NamedTuple):
     """``run`` wrote it to carry values converted to their current types (a migration,
     ``keep_compatible``: its run mark's decision is ``migrate``), not as an ``accept``
     or a kept step's fork, whose values are the thread's as they were."""
+    claims: tuple[Claim, ...] = ()
+    """For the head waiting on a question: the claims of the code that resumed it where
+    it is (``_claim``), oldest first; ``pending_wrote`` then holds only what the tasks
+    that finished before the first one wrote."""
 
 
 def lineage(
@@ -178,7 +183,8 @@ class NotNewestFirst(Exception):
 def references(records: Iterable[Record], current: str) -> frozenset[str]:
     """The stamp ids whose descriptions planning ``records`` needs: all but ``current``."""
     # Records share their stamp objects: look at each distinct one once.
-    stamps = {id(r.stamp): r.stamp for r in records}.values()
+    stamps = [*{id(r.stamp): r.stamp for r in records}.values()]
+    stamps += [claim.stamp for r in records for claim in r.claims]
     return frozenset(s.id for s in stamps if isinstance(s, StampRef) and s.id != current)
 
 
@@ -186,12 +192,22 @@ def resolved(records: Sequence[Record], found: Mapping[str, Stamp]) -> tuple[Rec
     """``records`` with each reference replaced by its description, where one was found."""
     if not found:
         return tuple(records)
-    return tuple(
+    records = tuple(
         _with_stamp(r, found[r.stamp.id])
         if isinstance(r.stamp, StampRef) and r.stamp.id in found
         else r
         for r in records
     )
+    if not records or not records[-1].claims:
+        return records
+    head = records[-1]
+    claims = tuple(
+        claim._replace(stamp=found[claim.stamp.id])
+        if isinstance(claim.stamp, StampRef) and claim.stamp.id in found
+        else claim
+        for claim in head.claims
+    )
+    return (*records[:-1], head._replace(claims=claims))
 
 
 def _with_stamp(r: Record, stamp: Stamp) -> Record:
@@ -214,6 +230,7 @@ def _with_stamp(r: Record, stamp: Stamp) -> Record:
         r.input,
         r.took_from,
         r.carried,
+        r.claims,
     )
 
 
@@ -335,6 +352,8 @@ class _Walk:
         ran = self.ran_in(checkpoint, before)
         wrote = self.wrote_in(checkpoint, before)
         writes = tup.pending_writes if head else None
+        # What a claimant's tasks finished is theirs to answer for (``_claim``).
+        own = unclaimed(writes) if writes else ()
         # ``tuple.__new__``, not ``Record(...)`` (a Python-level constructor), and
         # positional: a long thread builds thousands of records per plan.
         return _new_record(
@@ -349,19 +368,25 @@ class _Walk:
                 ran,
                 wrote,
                 step - parent_step if source != "input" else 0,
-                len({task for task, channel, _ in writes if channel not in _SPECIAL_WRITES})
-                if writes
-                else 0,
+                len({task for task, _, _ in own}),
                 self.next_nodes if head else _NONE,
                 # Deriving task ids is most of a record's cost, and attribution only picks
                 # among the nodes of a step: a step of one node wrote everything itself.
                 _writers(tup, parent, parent_step) if len(ran) > 1 else None,
-                frozenset(c for _, c, _ in writes if c not in _SPECIAL_WRITES) if writes else _NONE,
+                frozenset(channel for _, channel, _ in own) if writes else _NONE,
                 self.nulled_in(checkpoint, wrote),
                 self.turn_input(checkpoint) if source == "input" else None,
                 took_from,
                 carried,
+                self.claimed(writes) if writes else (),
             ),
+        )
+
+    def claimed(self, writes: Sequence[tuple[str, str, Any]]) -> tuple[Claim, ...]:
+        """The head's claims, their stamps described where at hand."""
+        return tuple(
+            claim._replace(stamp=self.described.get(claim.stamp.id, claim.stamp))
+            for claim in claims_of(writes)
         )
 
     def nulled_in(self, checkpoint: Mapping[str, Any], wrote: frozenset[str]) -> frozenset[str]:

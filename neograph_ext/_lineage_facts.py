@@ -203,8 +203,10 @@ def live_in(
 
 
 def verified_head(head: Record, current: Stamp) -> bool:
-    """Whether ``run`` already checked the head's whole lineage against ``current``."""
-    return verified(head.stamp, head.verified, current)
+    """Whether ``run`` already checked the head's whole lineage against ``current``, and
+    no other code claimed the head since (``_claim``)."""
+    claimed_away = bool(head.claims) and head.claims[-1].stamp.id != current.id
+    return verified(head.stamp, head.verified, current) and not claimed_away
 
 
 def verified(
@@ -271,7 +273,21 @@ def unique(changes: Sequence[NodeChange]) -> tuple[NodeChange, ...]:
 
 
 def pending_changes(head: Record, current: Stamp) -> tuple[NodeChange, ...]:
-    """Changes among the head's finished-but-uncheckpointed tasks (a crashed superstep)."""
+    """Changes among the head's finished-but-uncheckpointed tasks (a crashed superstep, or
+    a step waiting on a question): each task's against the code it ran under, the head's
+    own, or a claimant's for the tasks that finished after its claim (``_claim``)."""
+    waiting = user_nodes(head.next_nodes)
+    claimed = tuple(
+        change
+        for claim in head.claims
+        if claim.tasks and claim.stamp.id != current.id
+        for change in step_changes(waiting, claim.wrote, claim.stamp, current)
+    )
+    return _unclaimed_changes(head, current) + claimed
+
+
+def _unclaimed_changes(head: Record, current: Stamp) -> tuple[NodeChange, ...]:
+    """Changes among the head's finished tasks that its own code ran."""
     if not head.pending_tasks or not isinstance(head.stamp, Stamp | StampRef):
         return ()
     if head.stamp.id == current.id:

@@ -23,6 +23,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointMetadata, C
 from langgraph.pregel import Pregel
 
 from neograph_ext._carrying import Carrying, converted, readable, rebuilt_channels
+from neograph_ext._claim import CLAIM
 from neograph_ext._decision import PlanKind, ResumePlan
 from neograph_ext._errors import GraphError
 from neograph_ext._fork import Fork, address, aput_fork, forked_checkpoint, put_fork
@@ -86,7 +87,8 @@ def fork(
     )
     grouped: dict[str, list[tuple[str, Any]]] = {}
     for task_id, channel, value in base.pending_writes or () if keep_writes else ():
-        grouped.setdefault(task_id, []).append((channel, value))
+        if task_id != CLAIM:  # the base's owner's: the fork is its writer's (``_claim``)
+            grouped.setdefault(task_id, []).append((channel, value))
     # What the fork owes: a fork holding fewer tasks' writes was left by a killed
     # process, and is planned from its base again (``_keep.incomplete``). The writes of
     # no task go first, so a fork holding every task's writes holds all of them.

@@ -6,7 +6,7 @@ flows stay I/O-free, and the two drivers perform each one, differing by ``await`
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping
+from collections.abc import Generator, Mapping, Sequence
 from typing import Any, NamedTuple, TypeVar
 
 from langchain_core.runnables import RunnableConfig
@@ -17,6 +17,7 @@ from neograph_ext._stamp import Stamp
 
 __all__ = [
     "CarryValues",
+    "ClaimStep",
     "Flow",
     "Idle",
     "Invoke",
@@ -117,6 +118,13 @@ class KeepTasks(NamedTuple):
     mark: str
 
 
+class ClaimStep(NamedTuple):
+    """Store a claim on the waiting checkpoint ``config`` names (``_claim``)."""
+
+    config: RunnableConfig
+    writes: Sequence[tuple[str, Any]]
+
+
 class Invoke(NamedTuple):
     """Invoke (or stream) the graph: sends back what ``invoke`` returned."""
 
@@ -156,6 +164,7 @@ Op = (
     | StoreDescription
     | CarryValues
     | KeepTasks
+    | ClaimStep
     | Invoke
     | Idle
     | Tell

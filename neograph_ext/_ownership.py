@@ -1,7 +1,8 @@
 """Who owns a thread during a rolling deploy: older code never undoes newer code's work.
 
 Rules:
-- The owner is the code whose stamp the newest stamped checkpoint of the lineage names.
+- The owner is the code whose stamp the newest stamped checkpoint of the lineage names,
+  or the code that last claimed that checkpoint waiting on a question (``_claim``).
 - Newer is the order in which the database first stored each stamp (``_stamp_order``,
   ``HeadFacts.stamp_order``), the same for every worker and free of their clocks; a
   stamp it does not list counts as newer than all it lists when it is the current
@@ -22,7 +23,7 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 
 from neograph_ext._decision import PlanKind, ResumePlan
@@ -36,19 +37,28 @@ _PREFIX = 16
 
 
 def owner(records: Sequence[Record]) -> str | None:
-    """The stamp id of the code that last wrote the lineage, if any wrote it stamped."""
-    for record in reversed(records):
-        if isinstance(record.stamp, Stamp | StampRef):
-            return record.stamp.id
+    """The stamp id of the code that last wrote the lineage, if any wrote it stamped: a
+    claim on the head (``_claim``) counts as the claimant's write."""
+    for stamp, _ in _marks(records):
+        return stamp.id
     return None
+
+
+def _marks(records: Sequence[Record]) -> Iterator[tuple[Stamp | StampRef, str | None]]:
+    """Each stamped write of the lineage, newest first: the stamp it was written under,
+    and the stamp whose code it took the thread over from."""
+    for record in reversed(records):
+        for claim in reversed(record.claims):
+            yield claim.stamp, claim.took_from
+        if isinstance(record.stamp, Stamp | StampRef):
+            yield record.stamp, record.took_from
 
 
 def outranks(holder: str, current: str, records: Sequence[Record], order: Sequence[str]) -> bool:
     """Whether the code of stamp ``holder`` counts as newer than ``current``'s on the
     thread of ``records``: by the latest take-over between the two, else by ``order``."""
-    for record in reversed(records):
-        took, stamp = record.took_from, record.stamp
-        if took is None or not isinstance(stamp, Stamp | StampRef):
+    for stamp, took in _marks(records):
+        if took is None:
             continue
         if stamp.id == holder and took == current[:_PREFIX]:
             return True

@@ -8,6 +8,8 @@ Rules:
   checkpoint and the tasks for ``_keep``, which makes the fork and saves their writes
   on it first; the thread then resumes from that fork. Nothing is deleted or
   overwritten.
+- A head other code owns becomes this code's before it is resumed: a crashed one from
+  a fork (``_forking``), a waiting one by a claim (``_claimed``, ``_claim``).
 - A follow-up invocation (a replayed turn, an answer to a question asked again) runs
   only when the thread is as its ``Due`` wants it once the invocations before it ran.
 """
@@ -27,6 +29,7 @@ from langgraph.pregel import Pregel
 from langgraph.types import Command
 
 from neograph_ext._changes import ChangeReason
+from neograph_ext._claim import claim_writes, claimant
 from neograph_ext._decision import PlanKind, ResumePlan
 from neograph_ext._errors import CheckpointSchemaError, GraphError, ThreadSupersededError
 from neograph_ext._head_state import (
@@ -56,6 +59,7 @@ __all__ = [
     "Work",
     "durable",
     "is_due",
+    "takes_head",
     "work_for",
 ]
 
@@ -94,6 +98,8 @@ class Invocation(NamedTuple):
     when: Due = Due.ALWAYS
     keep: tuple[RunnableConfig, frozenset[str]] | None = None
     """Before invoking: fork this checkpoint, keeping the finished tasks of these nodes."""
+    claim: tuple[RunnableConfig, list[tuple[str, Any]]] | None = None
+    """Before invoking: store this claim on this waiting checkpoint (``_claim``)."""
 
 
 class Work(NamedTuple):
@@ -178,12 +184,14 @@ def work_for(
         )
         rewind = at_checkpoint(call.config, decision.checkpoint_id)
         steps = (Invocation(None, rewind, asked),)
-        if decision.kept_tasks or call.graph.neograph_ext_entrypoint is not None:
+        in_place = decision.checkpoint_id == head.checkpoint["id"]
+        if decision.kept_tasks or in_place or call.graph.neograph_ext_entrypoint is not None:
             # Resumed without a checkpoint_id: the fork is the newest checkpoint, and
-            # LangGraph hands the writes saved on it back to the kept tasks. An
-            # entrypoint's turn is forked so even when nothing is kept: invoked from
-            # its input checkpoint, langgraph 1.1 runs on that checkpoint itself, over
-            # the old calls' writes, instead of forking it.
+            # LangGraph hands the writes saved on it back to the kept tasks. A rewind
+            # to the head itself, and an entrypoint's turn, are forked so even when
+            # nothing is kept: invoked from that checkpoint, langgraph 1.1 runs on the
+            # checkpoint itself, over the writes stored on it (which later resumes
+            # are handed), instead of forking it.
             after = at_checkpoint(call.config, None)
             steps = (Invocation(None, after, asked, keep=(rewind, decision.kept_tasks)),)
         steps += _replays(call, decision, source)
@@ -225,12 +233,13 @@ def work_for(
                 "thread %r is incomplete: resuming it; the input given is ignored",
                 decision.thread_id,
             )
-        steps = (_claiming(call, head, here) or _resuming(call, decision, input, asking, here),)
+        resume = _resuming(call, decision, input, asking, here)
+        steps = (_forking(call, head, here) or _claimed(call, head, resume, took),)
     stored = stored_result(call.graph, head) if complete and not steps else None
     return Work(steps, durable(kwargs, call.graph), stored)
 
 
-def _claiming(call: ThreadCall, head: CheckpointTuple | None, mark: str) -> Invocation | None:
+def _forking(call: ThreadCall, head: CheckpointTuple | None, mark: str) -> Invocation | None:
     """Resume a crashed head other code wrote from a fork of it under this code's stamp.
 
     The writes a superstep's tasks leave when one of them crashes stay on the checkpoint
@@ -238,8 +247,9 @@ def _claiming(call: ThreadCall, head: CheckpointTuple | None, mark: str) -> Invo
     resuming it would be handed this code's outputs (and make the thread its own), a
     newer one would take them for its own. On the fork, which keeps every finished task,
     they are this code's (``_ownership``); an entrypoint's fork keeps its turn's
-    finished calls (``_keep_calls``). A head waiting on a question, or on a subgraph
-    (whose own checkpoints a fork would leave behind), is resumed where it is.
+    finished calls (``_keep_calls``). A head waiting on a question is claimed instead
+    (``_claimed``), and one waiting on a subgraph (whose own checkpoints a fork would
+    leave behind) is resumed where it is.
     """
     if head is None or is_paused(call.graph, head):
         return None
@@ -254,6 +264,41 @@ def _claiming(call: ThreadCall, head: CheckpointTuple | None, mark: str) -> Invo
     shape = call.graph.neograph_ext_entrypoint
     everything = shape.tasks if shape is not None else frozenset(call.graph.nodes)
     return Invocation(None, at_checkpoint(call.config, None), mark, keep=(base, everything))
+
+
+def _claimed(
+    call: ThreadCall, head: CheckpointTuple | None, resume: Invocation, took: str | None
+) -> Invocation:
+    """``resume``, claiming the head first when it waits on a question and other code owns
+    it (``_claim``): what its tasks finish is this code's, though no checkpoint is
+    written while a question of the step is still open."""
+    if head is None or not _claimable(call, head):
+        return resume
+    writes = claim_writes(call.stamp.id, took, head.pending_writes or ())
+    return resume._replace(claim=(head.config, writes))
+
+
+def _claimable(call: ThreadCall, head: CheckpointTuple) -> bool:
+    """Whether the head waits on a question and other code owns it: it wrote the head, or
+    claimed it last."""
+    if not is_paused(call.graph, head):
+        return False
+    holder = claimant(head.pending_writes or ())
+    if holder is None:
+        stamp = read_marks(head.metadata)[0]
+        holder = stamp.id if isinstance(stamp, Stamp | StampRef) else None
+    return holder not in (None, call.stamp.id)
+
+
+def takes_head(call: ThreadCall, decision: ResumePlan | None, head: CheckpointTuple | None) -> bool:
+    """Whether resuming ``head`` as ``decision`` says first makes it this code's: a fork
+    of a crashed head (``_forking``) or a claim on a waiting one (``_claimed``) that other
+    code owns. Only ``run`` writes them: a served call doing so goes through it."""
+    if head is None or decision is None or decision.kind is not PlanKind.CONTINUE:
+        return False
+    if not decision.next_nodes and not has_interrupt(head):
+        return False  # complete: nothing is resumed
+    return _forking(call, head, "") is not None or _claimable(call, head)
 
 
 def _resuming(

@@ -31,6 +31,7 @@ from typing import Any
 
 from langgraph.checkpoint.base import CheckpointTuple
 
+from neograph_ext._claim import CLAIM
 from neograph_ext._stamp_store import is_store_thread
 from neograph_ext._storage_rows import (
     KEPT_VALUES,
@@ -73,11 +74,15 @@ WHERE checkpoint_ns = '' AND thread_id = ANY(%(threads)s) AND channel = ANY(%(ke
     AND type <> 'empty'
 """
 _WRITES = """
-SELECT thread_id, checkpoint_id, task_id, channel FROM checkpoint_writes
+SELECT thread_id, checkpoint_id, task_id, channel,
+    CASE WHEN task_id = %(claim)s THEN type END AS type,
+    CASE WHEN task_id = %(claim)s THEN blob END AS blob
+FROM checkpoint_writes
 WHERE checkpoint_ns = '' AND thread_id = ANY(%(threads)s)
 ORDER BY thread_id, checkpoint_id, task_path COLLATE "C", task_id COLLATE "C", idx
 """
-"""Each checkpoint's writes together, ordered by code point (as Python orders strings)."""
+"""Each checkpoint's writes together, ordered by code point (as Python orders strings);
+only a claim's value (``_claim``: it names who owns a waiting step)."""
 _HEADS = """
 WHERE checkpoint_ns = '' AND (thread_id, checkpoint_id) IN (
     SELECT thread_id, max(checkpoint_id) FROM checkpoints
@@ -180,7 +185,7 @@ def _ids(rows: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def _params(thread_ids: Sequence[str]) -> dict[str, Any]:
-    return {"threads": list(thread_ids), "kept": list(KEPT_VALUES)}
+    return {"threads": list(thread_ids), "kept": list(KEPT_VALUES), "claim": CLAIM}
 
 
 def _threads(
@@ -262,10 +267,11 @@ def _stored(blobs: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str, str], Ma
 
 
 def _grouped(writes: Sequence[Mapping[str, Any]], serde: Any) -> dict[tuple[str, str], Writes]:
-    """The writes' rows as each checkpoint's pending writes, without values."""
+    """The writes' rows as each checkpoint's pending writes, without values but a
+    claim's."""
     return grouped_writes(
         (
-            (w["thread_id"], w["checkpoint_id"], w["task_id"], w["channel"], None, None)
+            (w["thread_id"], w["checkpoint_id"], w["task_id"], w["channel"], w["type"], w["blob"])
             for w in writes
         ),
         serde,

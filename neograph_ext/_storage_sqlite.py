@@ -24,6 +24,7 @@ from typing import Any
 import ormsgpack
 from langgraph.checkpoint.base import CheckpointTuple
 
+from neograph_ext._claim import CLAIM
 from neograph_ext._stamp_store import is_store_thread
 from neograph_ext._storage_rows import (
     KEPT_VALUES,
@@ -157,14 +158,16 @@ def _checkpoints(thread_ids: Sequence[str]) -> tuple[str, tuple[Any, ...]]:
 
 
 def _writes(thread_ids: Sequence[str], task_path: bool) -> tuple[str, tuple[Any, ...]]:
-    """Every root write of the threads, without its value."""
+    """Every root write of the threads, without its value but a claim's (``_claim``: it
+    names who owns a waiting step)."""
     marks = ",".join("?" * len(thread_ids))
     path = "task_path" if task_path else "''"
     return (
-        f"SELECT thread_id, checkpoint_id, task_id, channel, NULL, NULL "
+        f"SELECT thread_id, checkpoint_id, task_id, channel, "
+        f"CASE WHEN task_id = ? THEN type END, CASE WHEN task_id = ? THEN value END "
         f"FROM writes WHERE checkpoint_ns = '' AND thread_id IN ({marks}) "
         f"ORDER BY {_WRITE_ORDER.format(path=path)}",
-        tuple(thread_ids),
+        (CLAIM, CLAIM, *thread_ids),
     )
 
 

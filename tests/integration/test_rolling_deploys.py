@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from pathlib import Path
 from typing import Any, TypedDict
 
 import pytest
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 from pydantic import BaseModel
@@ -191,8 +193,24 @@ def test_switching_a_branch_back_in_development(
     assert main_dev.runs["draft"] == branch_dev.runs["draft"] == 0
 
 
+def _checked(drive: Drive, graph: Any, config: RunnableConfig) -> list[neograph_ext.ThreadCheck]:
+    """``check_threads`` (or its async twin) of the config's thread."""
+    thread = [config["configurable"]["thread_id"]]
+    if not drive.is_async:
+        return list(neograph_ext.check_threads(graph, thread))
+
+    async def checked() -> list[neograph_ext.ThreadCheck]:
+        return [found async for found in neograph_ext.acheck_threads(graph, thread)]
+
+    return drive.wait(checked())
+
+
 def _two_questions(
-    saver: BaseCheckpointSaver[Any], answer: type[BaseModel], runs: Counter[str]
+    saver: BaseCheckpointSaver[Any],
+    answer: type[BaseModel],
+    runs: Counter[str],
+    *,
+    auto_resume: bool = False,
 ) -> Any:
     """``(first | second) -> join``: both branches ask in one step; ``first`` stores its
     answer as ``answer`` (the releases differ in it)."""
@@ -219,18 +237,52 @@ def _two_questions(
     builder.add_edge(START, "second")
     builder.add_edge(["first", "second"], "join")
     builder.add_edge("join", END)
-    return neograph_ext.compile(builder, checkpointer=saver)
+    served = {"auto_resume": True} if auto_resume else {}
+    return neograph_ext.compile(builder, checkpointer=saver, **served)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="not covered yet (docs/deploys.md): a step asking several questions at once, "
-    "one answered by the new code, is resumed by the old code as its own",
-)
+@pytest.mark.parametrize("served", [False, True], ids=["run", "served"])
 def test_old_code_is_refused_a_step_whose_other_question_the_new_code_answered(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, served: bool
+) -> None:
+    """The step stays where it is (no checkpoint is written while a question is open):
+    the new code's claim on it refuses the old code, and every question keeps its id.
+    A served graph (``auto_resume=True``, LangGraph Server) claims it alike."""
+    old_runs, new_runs = Counter[str](), Counter[str]()
+    old = _two_questions(saver, SummaryV1, old_runs, auto_resume=served)
+    new = _two_questions(saver, SummaryV2, new_runs, auto_resume=served)
+    call = drive.invoke if served else drive.run
+    deployed(SummaryV1)
+    asked = {found.value: found.id for found in call(old, {}, config)["__interrupt__"]}
+    deployed(SummaryV2)
+    waiting = call(new, Command(resume={asked["first?"]: "yes"}), config)
+    assert _questions(waiting) == {asked["second?"]}  # the open question kept its id
+    assert new_runs["first"] == 1
+    deployed(SummaryV1)
+    decided = drive.plan(old, config)
+    assert decided.kind is PlanKind.SUPERSEDED  # was "continue": join on new output
+    assert decided.owner == new.neograph_ext_stamp.id
+    (checked,) = _checked(drive, old, config)
+    assert checked.written_by == new.neograph_ext_stamp.id  # what ``check`` counts
+    assert checked.plan.kind is PlanKind.SUPERSEDED
+    with pytest.raises(ThreadSupersededError):
+        call(old, Command(resume={asked["second?"]: "no"}), config)
+    assert old_runs == Counter({"first": 1, "second": 1})  # the old code ran nothing more
+    deployed(SummaryV2)
+    assert drive.plan(new, config).kind is PlanKind.CONTINUE
+    done = call(new, Command(resume={asked["second?"]: "no"}), config)
+    assert done["out"] == "yes no"
+    # ``second`` runs at each resume until answered, as LangGraph runs it.
+    assert new_runs == Counter({"first": 1, "second": 2, "join": 1})
+    assert old_runs["join"] == 0
+
+
+def test_a_rollback_of_a_claimed_step_re_runs_what_the_new_code_finished(
     drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
+    """Taking over a step the new code claimed counts what its tasks finished as the new
+    code's: the old code asks their question again rather than reuse their output; the
+    new code is then refused until it takes the thread back."""
     old_runs, new_runs = Counter[str](), Counter[str]()
     old = _two_questions(saver, SummaryV1, old_runs)
     new = _two_questions(saver, SummaryV2, new_runs)
@@ -238,7 +290,84 @@ def test_old_code_is_refused_a_step_whose_other_question_the_new_code_answered(
     asked = {found.value: found.id for found in drive.run(old, {}, config)["__interrupt__"]}
     deployed(SummaryV2)
     drive.run(new, Command(resume={asked["first?"]: "yes"}), config)
-    assert new_runs["first"] == 1
     deployed(SummaryV1)
-    # Today: "continue", and answering runs ``join`` on the new code's ``first``.
-    assert drive.plan(old, config).kind is PlanKind.SUPERSEDED
+    taking = ResumePolicy(take_over=True)
+    decided = drive.plan(old, config, resume=taking)
+    assert decided.kind is PlanKind.REWIND
+    assert decided.taken_from == new.neograph_ext_stamp.id
+    assert "first" in decided.invalidated_nodes
+    again = drive.run(old, None, config, resume=taking)
+    assert {found.value for found in again["__interrupt__"]} >= {"first?"}
+    assert old_runs["join"] == 0  # the new code's ``first`` never reached ``join``
+    deployed(SummaryV2)
+    assert drive.plan(new, config).kind is PlanKind.SUPERSEDED
+
+
+def _asking_twice(
+    saver: BaseCheckpointSaver[Any], answer: type[BaseModel], runs: Counter[str]
+) -> Any:
+    """``ask -> finish``: ``ask`` asks two questions in turn; the releases differ in
+    what it stores."""
+    state = TypedDict(  # type: ignore[misc]  # noqa: UP013
+        "Twice", {"asked": answer, "out": str}, total=False
+    )
+
+    def ask(s: Any) -> dict[str, Any]:
+        runs["ask"] += 1
+        first, second = interrupt("first?"), interrupt("second?")
+        return {"asked": answer(text=f"{first} {second}")}
+
+    def finish(s: Any) -> dict[str, Any]:
+        runs["finish"] += 1
+        return {"out": s["asked"].text}
+
+    builder = StateGraph(state)
+    builder.add_node("ask", ask)
+    builder.add_node("finish", finish)
+    builder.add_edge(START, "ask")
+    builder.add_edge("ask", "finish")
+    builder.add_edge("finish", END)
+    return neograph_ext.compile(builder, checkpointer=saver)
+
+
+def test_old_code_is_refused_a_node_the_new_code_asked_again(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    """One node asking twice: the new code answered the first question, so the node runs
+    under the new code; the old code would run it again with both answers."""
+    old_runs, new_runs = Counter[str](), Counter[str]()
+    old = _asking_twice(saver, SummaryV1, old_runs)
+    new = _asking_twice(saver, SummaryV2, new_runs)
+    deployed(SummaryV1)
+    drive.run(old, {}, config)
+    deployed(SummaryV2)
+    second = drive.run(new, Command(resume="yes"), config)
+    assert [found.value for found in second["__interrupt__"]] == ["second?"]
+    deployed(SummaryV1)
+    assert drive.plan(old, config).kind is PlanKind.SUPERSEDED  # was "continue"
+    with pytest.raises(ThreadSupersededError):
+        drive.run(old, Command(resume="no"), config)
+    assert old_runs == Counter({"ask": 1})
+    deployed(SummaryV2)
+    assert drive.run(new, Command(resume="no"), config)["out"] == "yes no"
+    assert new_runs == Counter({"ask": 2, "finish": 1})
+
+
+def test_a_fixture_of_a_claimed_step_plans_offline_as_live(tmp_path: Path) -> None:
+    """The offline gate reads the claim too: it names code, so an export keeps it."""
+    config: RunnableConfig = {"configurable": {"thread_id": "asked"}}
+    with SqliteSaver.from_conn_string(str(tmp_path / "threads.sqlite")) as saver:
+        old = _two_questions(saver, SummaryV1, Counter())
+        new = _two_questions(saver, SummaryV2, Counter())
+        deployed(SummaryV1)
+        asked = {
+            found.value: found.id for found in neograph_ext.run(old, {}, config)["__interrupt__"]
+        }
+        deployed(SummaryV2)
+        neograph_ext.run(new, Command(resume={asked["first?"]: "yes"}), config)
+        neograph_ext.export_threads(new, tmp_path / "fixtures", threads=["asked"])
+        (fixture,) = neograph_ext.read_fixtures(tmp_path / "fixtures")
+        deployed(SummaryV1)
+        offline = neograph_ext.plan_fixture(old, fixture)
+        assert offline.kind is PlanKind.SUPERSEDED
+        assert offline == neograph_ext.plan(old, config)

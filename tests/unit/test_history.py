@@ -10,6 +10,7 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 import neograph_ext as ne
+from neograph_ext._claim import Claim
 from neograph_ext._history import Record, lineage, resolved
 from neograph_ext._stamp import StampRef
 from tests.graphs.pipelines import linear, model
@@ -68,6 +69,7 @@ def test_resolving_a_reference_keeps_every_other_field() -> None:
         name: frozenset({f"{name}-value"}) if name != "stamp" else StampRef(stamp.id)
         for name in Record._fields
     }
+    values["claims"] = (Claim(StampRef("f" * 64), None, 1, frozenset({"c"})),)
     record = Record(**values)  # type: ignore[arg-type]
     (found,) = resolved([record], {stamp.id: stamp})
     assert found == record._replace(stamp=stamp)
