@@ -5,7 +5,8 @@ Rules:
 - No I/O and no LangGraph graph here; the read side (``_flow``) builds an
   ``EntrypointTurn`` (``_turn``).
 - A turn's cached task results are the finished calls on its base checkpoint (the
-  input checkpoint, or the fork a rewind wrote), attributed to the base's stamp. A call
+  input checkpoint, or the fork a rewind wrote), attributed to the base's stamp, or to
+  the stamp of the code that claimed the base before the call finished (``_claim``). A call
   is changed when its task's fingerprint differs from the current one. The first
   changed call, in call order, is cut: it and every call after it (they may have
   consumed its stale value) run again, the calls before it are kept (``kept_prefix``).
@@ -137,7 +138,7 @@ def _decided(
     changes: list[NodeChange] = []
     cut = len(turn.calls)
     for position, call in enumerate(turn.calls):
-        found = _task_changes(call, turn.base_stamp, current)
+        found = _task_changes(call, _ran_under(call, turn, current), current)
         if found and position < cut:
             cut = position
         changes += [c for c in found if c.node not in {x.node for x in changes}]
@@ -191,7 +192,7 @@ def _carried(
     )
     if carry is None or not stale:
         return None
-    if any(_task_changes(call, turn.base_stamp, current) for call in turn.calls):
+    if any(_task_changes(c, _ran_under(c, turn, current), current) for c in turn.calls):
         return None
     if turn.complete and any(
         c.reason is not ChangeReason.CHANNEL
@@ -213,6 +214,12 @@ def _carried(
         migrated=frozenset({PREVIOUS_CHANNEL}),
         candidates=frozenset({PREVIOUS_CHANNEL}),
     )
+
+
+def _ran_under(call: TurnCall, turn: EntrypointTurn, current: Stamp) -> _Seen:
+    """The stamp of the code that ran the call: the claimant's it finished after
+    (``_claim``), else the base's."""
+    return _own(call.ran_under, current) if call.ran_under is not None else turn.base_stamp
 
 
 def _own(seen: _Seen, current: Stamp) -> _Seen:

@@ -6,7 +6,8 @@ checkpoint, so what the answered tasks finish stays on the other code's checkpoi
 unstamped. A fork would own them, but it gives the questions still open new ids (they
 derive from the task ids, hence from the checkpoint id): an answer a client sends to an
 id it holds would be set aside. The claim leaves the step, and its questions, where
-they are.
+they are. A step waiting on a subgraph is claimed too: a fork would leave the
+subgraph's own checkpoints behind.
 
 Rules:
 - A claim is a pending write of the waiting checkpoint, under a task id no task has:
@@ -45,8 +46,8 @@ class Claim(NamedTuple):
     took_from: str | None
     """When the claimant took the thread over (``RunMark.took_from``): the first 16 hex
     digits of the stamp it took it from."""
-    tasks: int
-    """How many tasks finished after this claim and before the next one."""
+    tasks: frozenset[str]
+    """The ids of the tasks that finished after this claim and before the next one."""
     wrote: frozenset[str]
     """The state channels those tasks wrote."""
 
@@ -72,7 +73,7 @@ def claims_of(writes: Iterable[Write]) -> tuple[Claim, ...]:
             Claim(
                 StampRef(value["stamp"]),
                 value["took_from"],
-                len({task for task, _ in theirs}),
+                frozenset(task for task, _ in theirs),
                 frozenset(channel for _, channel in theirs),
             )
         )

@@ -359,7 +359,13 @@ def _entrypoint_turn(
     step = step if isinstance(step, int) else -1
     writes = base.pending_writes or ()
     found = finished_calls(base.checkpoint, step, shape.name, shape.tasks, writes)
-    calls = tuple(TurnCall(c.position, c.task, _result_misread(shape.returns, c)) for c in found)
+    # Only the head is claimed: a turn that still runs has it for its base.
+    claims = records[-1].claims if records and base is head else ()
+    ran_under = {task: claim.stamp for claim in claims for task in claim.tasks}
+    calls = tuple(
+        TurnCall(c.position, c.task, _result_misread(shape.returns, c), ran_under.get(c.task_id))
+        for c in found
+    )
     failed = failed_tasks(base.checkpoint, step, shape.name, shape.tasks, writes)
     return turn_of(
         records,

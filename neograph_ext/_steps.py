@@ -247,9 +247,9 @@ def _forking(call: ThreadCall, head: CheckpointTuple | None, mark: str) -> Invoc
     resuming it would be handed this code's outputs (and make the thread its own), a
     newer one would take them for its own. On the fork, which keeps every finished task,
     they are this code's (``_ownership``); an entrypoint's fork keeps its turn's
-    finished calls (``_keep_calls``). A head waiting on a question is claimed instead
-    (``_claimed``), and one waiting on a subgraph (whose own checkpoints a fork would
-    leave behind) is resumed where it is.
+    finished calls (``_keep_calls``). A head waiting on a question (whose open questions
+    a fork would give new ids) or on a subgraph (whose own checkpoints a fork would
+    leave behind) is claimed instead and resumed where it is (``_claimed``).
     """
     if head is None or is_paused(call.graph, head):
         return None
@@ -269,20 +269,18 @@ def _forking(call: ThreadCall, head: CheckpointTuple | None, mark: str) -> Invoc
 def _claimed(
     call: ThreadCall, head: CheckpointTuple | None, resume: Invocation, took: str | None
 ) -> Invocation:
-    """``resume``, claiming the head first when it waits on a question and other code owns
-    it (``_claim``): what its tasks finish is this code's, though no checkpoint is
-    written while a question of the step is still open."""
-    if head is None or not _claimable(call, head):
+    """``resume``, claiming the head first when other code owns it (``_claim``): a head
+    resumed where it is, not forked (``_forking``), waits on a question or a subgraph.
+    What its tasks finish is this code's, though no checkpoint of the step is written
+    while a question is still open or the subgraph runs."""
+    if head is None or not _owned_elsewhere(call, head):
         return resume
     writes = claim_writes(call.stamp.id, took, head.pending_writes or ())
     return resume._replace(claim=(head.config, writes))
 
 
-def _claimable(call: ThreadCall, head: CheckpointTuple) -> bool:
-    """Whether the head waits on a question and other code owns it: it wrote the head, or
-    claimed it last."""
-    if not is_paused(call.graph, head):
-        return False
+def _owned_elsewhere(call: ThreadCall, head: CheckpointTuple) -> bool:
+    """Whether other code owns the head: it claimed the head last, or wrote it."""
     holder = claimant(head.pending_writes or ())
     if holder is None:
         stamp = read_marks(head.metadata)[0]
@@ -298,7 +296,7 @@ def takes_head(call: ThreadCall, decision: ResumePlan | None, head: CheckpointTu
         return False
     if not decision.next_nodes and not has_interrupt(head):
         return False  # complete: nothing is resumed
-    return _forking(call, head, "") is not None or _claimable(call, head)
+    return _forking(call, head, "") is not None or _owned_elsewhere(call, head)
 
 
 def _resuming(

@@ -34,6 +34,9 @@ class TurnCall:
     misread: str | None = None
     """Why its cached result does not read back as the task's declared return type
     (``_misread.result_misread``), if it does not."""
+    ran_under: Stamp | StampRef | None = None
+    """The stamp of the code that claimed the base before the call finished
+    (``_claim``), which ran it; None when the base's own code did."""
 
 
 @dataclass(frozen=True)

@@ -73,6 +73,31 @@ def chain(runs: Counter[str], crash: set[str], *, is_async: bool) -> Workflow:
     return workflow
 
 
+def asking_twice(runs: Counter[str], *, is_async: bool) -> Workflow:
+    """``t1``, then a question, then ``t2`` on its answer, then a second question, then
+    ``t3`` on both answers."""
+    t1 = _task("t1", runs, set(), lambda x: x + 1, is_async)
+    t2 = _task("t2", runs, set(), lambda x: x * 2, is_async)
+    t3 = _task("t3", runs, set(), lambda x: x - 1, is_async)
+    if is_async:
+
+        @entrypoint()
+        async def workflow(x: int) -> int:
+            a = await t1(x)
+            b = await t2(a + int(interrupt("first?")))
+            return await t3(b + int(interrupt("second?")))
+
+        return workflow
+
+    @entrypoint()
+    def workflow(x: int) -> int:  # type: ignore[no-redef]
+        a = t1(x).result()
+        b = t2(a + int(interrupt("first?"))).result()
+        return t3(b + int(interrupt("second?"))).result()
+
+    return workflow
+
+
 def asking_chain(runs: Counter[str], *, is_async: bool) -> Workflow:
     """``t1 -> t2``, then ``interrupt()`` in the entrypoint, then ``t3`` on the answer."""
     t1 = _task("t1", runs, set(), lambda x: x + 1, is_async)

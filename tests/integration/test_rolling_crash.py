@@ -19,13 +19,14 @@ import pytest
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
+from langgraph.types import Command
 from pydantic import BaseModel
 
 import neograph_ext
 from neograph_ext import PlanKind, ResumePolicy, ThreadSupersededError
 from tests.drive import Drive
 from tests.graphs.deploys import SummaryV1, SummaryV2
-from tests.graphs.functional import chain
+from tests.graphs.functional import asking_twice, chain
 from tests.graphs.pipelines import Crash, deployed
 
 _SIBLINGS = {"summarize": "index", "index": "summarize"}
@@ -195,3 +196,93 @@ def test_old_code_is_not_served_what_the_new_code_cached_in_a_crashed_turn(
         drive.run(old, None, config)
     assert drive.run(new, None, config) == 3
     assert runs == Counter({"t1": 2, "t2": 1, "t3": 2})  # t1 and t2 served from the cache
+
+
+def test_old_code_is_refused_an_entrypoint_turn_the_new_code_answered_in_part(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    """An entrypoint asking twice: the new code's answer to the first question ran ``t2``
+    (its result cached on the old code's checkpoint, which the turn still waits on); the
+    old code answering the second is refused rather than served it."""
+    runs: Counter[str] = Counter()
+    workflow = asking_twice(runs, is_async=drive.is_async)
+    old = neograph_ext.compile(workflow, checkpointer=saver)
+    new = neograph_ext.compile(workflow, checkpointer=saver, versions={"t2": "v2"})
+    drive.run(old, 1, config)
+    assert drive.plan(new, config).kind is PlanKind.CONTINUE  # t2 has not run yet
+    asked = drive.run(new, Command(resume=1), config)["__interrupt__"]
+    assert [found.value for found in asked] == ["second?"]
+    assert drive.plan(old, config).kind is PlanKind.SUPERSEDED  # was "continue"
+    with pytest.raises(ThreadSupersededError):
+        drive.run(old, Command(resume=2), config)
+    assert drive.run(new, Command(resume=2), config) == 2 * (1 + 1 + 1) + 2 - 1
+    assert runs == Counter({"t1": 1, "t2": 1, "t3": 1})
+
+
+class _Nested:
+    """``prep -> inner -> publish``, ``inner`` a subgraph ``s1 -> s2 -> s3``; the releases
+    differ in ``publish``'s output type (outside the subgraph); a node named in
+    ``failing`` crashes while it is named there."""
+
+    def __init__(self, out: type[BaseModel], saver: BaseCheckpointSaver[Any]) -> None:
+        self.out = out
+        self.runs: Counter[str] = Counter()
+        self.failing: set[str] = set()
+        fields = {"doc": str, "s1": str, "s2": str, "s3": str}
+        inner_state = TypedDict("InnerSteps", fields, total=False)  # type: ignore[misc]
+        inner = StateGraph(inner_state)
+        for name in ("s1", "s2", "s3"):
+            inner.add_node(name, self._step(name))
+        inner.add_edge(START, "s1")
+        inner.add_edge("s1", "s2")
+        inner.add_edge("s2", "s3")
+        inner.add_edge("s3", END)
+        outer_state = TypedDict(  # type: ignore[misc]
+            "OuterSteps", {**fields, "out": out}, total=False
+        )
+        builder = StateGraph(outer_state)
+        builder.add_node("prep", self._step("prep"))
+        builder.add_node("inner", inner.compile())
+        builder.add_node("publish", lambda s: self._ran("publish", {"out": out(text=s["s3"])}))
+        builder.add_edge(START, "prep")
+        builder.add_edge("prep", "inner")
+        builder.add_edge("inner", "publish")
+        builder.add_edge("publish", END)
+        self.graph = neograph_ext.compile(builder, checkpointer=saver)
+
+    def _step(self, name: str) -> Any:
+        return lambda s: self._ran(name, {name if name != "prep" else "doc": f"{name} done"})
+
+    def _ran(self, name: str, update: dict[str, Any]) -> dict[str, Any]:
+        self.runs[name] += 1
+        if name in self.failing:
+            raise Crash(name)
+        return update
+
+    def serving(self) -> Any:
+        deployed(self.out)
+        return self.graph
+
+
+def test_old_code_is_refused_a_subgraph_the_new_code_crashed_inside(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    """A step waiting on a subgraph is resumed where it is (a fork would leave the
+    subgraph's own checkpoints behind), so it is claimed: the old code is not handed the
+    subgraph's checkpoints the new code wrote."""
+    old, new = _Nested(SummaryV1, saver), _Nested(SummaryV2, saver)
+    old.failing.add("s2")
+    with pytest.raises(Crash):
+        drive.run(old.serving(), {"doc": "d"}, config)
+    new.failing.add("s3")
+    assert drive.plan(new.serving(), config).kind is PlanKind.CONTINUE
+    with pytest.raises(Crash):
+        drive.run(new.serving(), None, config)  # its s2 finished inside the subgraph
+    new.failing.clear()
+    assert drive.plan(old.serving(), config).kind is PlanKind.SUPERSEDED  # was "continue"
+    with pytest.raises(ThreadSupersededError):
+        drive.run(old.serving(), None, config)
+    assert old.runs == Counter({"prep": 1, "s1": 1, "s2": 1})
+    result = drive.run(new.serving(), None, config)
+    assert isinstance(result["out"], SummaryV2)
+    assert new.runs == Counter({"s2": 1, "s3": 2, "publish": 1})

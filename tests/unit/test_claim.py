@@ -38,7 +38,7 @@ def test_a_claim_owns_the_tasks_that_finish_after_it() -> None:
     claims = claims_of(writes)
     assert len(claims) == 1
     assert claims[0].stamp == StampRef(NEW.id)
-    assert (claims[0].tasks, claims[0].wrote) == (1, frozenset({"c"}))
+    assert (claims[0].tasks, claims[0].wrote) == ({"t-a"}, {"c"})
     assert {channel for _, channel, _ in unclaimed(writes)} == {"b", "log"}
 
 
@@ -71,7 +71,7 @@ def waiting(claims: list[tuple[Stamp, str | None, frozenset[str]]]) -> list[Reco
     """``a``, ``b`` written by the old code; the head waits on ``c`` (its question), and
     each claim's tasks wrote those channels."""
     head = record(2, "b", LOG, stamp=OLD, verified=OLD.id)
-    made = tuple(Claim(by, took, len(wrote), wrote) for by, took, wrote in claims)
+    made = tuple(Claim(by, took, frozenset({"t-c"}), wrote) for by, took, wrote in claims)
     return [
         record(-1, stamp=OLD, source="input"),
         record(0, stamp=OLD),

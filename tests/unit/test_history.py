@@ -69,7 +69,7 @@ def test_resolving_a_reference_keeps_every_other_field() -> None:
         name: frozenset({f"{name}-value"}) if name != "stamp" else StampRef(stamp.id)
         for name in Record._fields
     }
-    values["claims"] = (Claim(StampRef("f" * 64), None, 1, frozenset({"c"})),)
+    values["claims"] = (Claim(StampRef("f" * 64), None, frozenset({"t-c"}), frozenset({"c"})),)
     record = Record(**values)  # type: ignore[arg-type]
     (found,) = resolved([record], {stamp.id: stamp})
     assert found == record._replace(stamp=stamp)
