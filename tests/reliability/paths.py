@@ -16,6 +16,10 @@ A path is what one call of neograph-ext writes when a deploy lands on a thread:
 - ``claim``: a thread that crashed after a parallel sibling finished, resumed by a
   deploy that changed a later node: it forks the head under its own stamp first,
   keeping the sibling's writes, then resumes the fork;
+- ``claim_asked``: a node asking two questions in turn, left waiting on the first by
+  the old code, answered by a deploy that changed that node: it claims the step (the
+  second question is asked without a checkpoint), then each answer resumes it where
+  it is;
 - ``append``: a changed item type of a list every turn appended to, the earlier
   turns replayed (``replay_turns=True``);
 - ``convert``: a DeltaChannel log whose entries a migration converted, then a changed
@@ -296,6 +300,49 @@ async def _aclaim_call(saver: BaseCheckpointSaver[Any], log: Path, config: Runna
     return await afinal(graph, config)
 
 
+# --- claim_asked: a node asking twice the old code left waiting, the new code answers --
+
+
+class Asked(TypedDict, total=False):
+    topic: str
+    answers: str
+    out: str
+
+
+def asking(saver: BaseCheckpointSaver[Any], log: Path, version: str = "v1") -> Any:
+    """``ask -> finish``: ``ask`` asks two questions in turn; the releases differ in
+    ``ask`` (its ``version``), which has not finished when the deploy lands."""
+
+    def ask(state: Asked) -> dict[str, Any]:
+        worker.record(log, "ask")
+        first, second = interrupt("first?"), interrupt("second?")
+        return {"answers": f"{first} {second} ({version})"}
+
+    def finish(state: Asked) -> dict[str, Any]:
+        worker.record(log, "finish")
+        return {"out": f"done: {state['answers']}"}
+
+    builder = StateGraph(Asked).add_sequence([ask, finish])
+    builder.add_edge(START, "ask")
+    return ne.compile(builder, checkpointer=saver, versions={"ask": version})
+
+
+def _asking_setup(saver: BaseCheckpointSaver[Any], log: Path, config: RunnableConfig) -> None:
+    ne.run(asking(saver, log), {"topic": "release"}, config)
+
+
+def _claim_asked_call(saver: BaseCheckpointSaver[Any], log: Path, config: RunnableConfig) -> Any:
+    # One answer a request, as a client gives them; a retry answers the question the
+    # thread waits on, then resumes the thread (a step whose last answer was stored
+    # before the kill is finished; a finished thread is left as it is).
+    graph = asking(saver, log, "v2")
+    answers = {"first?": "yes", "second?": "no"}
+    while asked := [i.value for i in graph.get_state(config).interrupts]:
+        ne.run(graph, Command(resume=answers[asked[0]]), config)
+    ne.run(graph, None, config)
+    return final(graph, config)
+
+
 # --- adopt: a chat plain LangGraph wrote, a new turn under run() -------------------
 
 
@@ -409,6 +456,7 @@ PATHS: Mapping[str, WritePath] = {
     ),
     "adopt": WritePath(_adopt_setup, _adopt_call, _chat),
     "claim": WritePath(_claim_setup, _claim_call, _claimed, _aclaim_call),
+    "claim_asked": WritePath(_asking_setup, _claim_asked_call, lambda s, log: asking(s, log, "v2")),
     "append": WritePath(_append_setup, _append_call, lambda s, log: _notes(s, log, NotesV2)),
     "convert": WritePath(_convert_setup, _convert_call, _converting),
     "freplay": WritePath(fp.freplay_setup, fp.freplay_call, fp.freplay),

@@ -30,7 +30,7 @@ import neograph_ext as ne
 from tests.drive import Drive
 from tests.reliability import harness as h
 from tests.reliability import worker
-from tests.reliability.paths import PATHS, crashed_in, final, retyped
+from tests.reliability.paths import PATHS, asking, crashed_in, final, retyped
 
 
 def _config(thread: str) -> dict[str, Any]:
@@ -150,6 +150,32 @@ def _every_boundary(db: str, name: str, tmp_path: Path, *, asynchronous: bool) -
         where = f"killed {'before' if before_nth else 'after'} write {nth} ({writes[nth - 1]})"
         failures += _retried(db, name, log, thread, before, ref, where, asynchronous)
     assert not failures, "\n".join(failures)
+
+
+def test_a_kill_anywhere_in_a_claimed_step_leaves_the_old_code_refused(
+    db: str, tmp_path: Path
+) -> None:
+    """``claim_asked`` killed at each write: from the first write the new code makes on
+    the thread (its claim) on, an old worker is refused it; before, the thread is as the
+    old code left it, and the old code may resume it."""
+    writes = _reference(db, "claim_asked", tmp_path).outcome.writes
+    for nth in range(1, len(writes) + 1):
+        log = tmp_path / f"claimed-{nth}.log"
+        thread = _prepared(db, "claim_asked", log)
+        with worker.open_saver(db) as saver:
+            left = saver.get_tuple(_config(thread))
+        victim = h.spawn(db, thread, log, path="claim_asked", kill_before=nth)
+        victim.process.join(60)
+        assert victim.process.exitcode == -signal.SIGKILL, victim.wait()
+        with worker.open_saver(db) as saver:
+            now = saver.get_tuple(_config(thread))
+            untouched = (now.checkpoint["id"], len(now.pending_writes)) == (
+                left.checkpoint["id"],
+                len(left.pending_writes),
+            )
+            planned = ne.plan(asking(saver, log), _config(thread)).kind
+        expected = ne.PlanKind.CONTINUE if untouched else ne.PlanKind.SUPERSEDED
+        assert planned is expected, f"killed before write {nth}: {planned}"
 
 
 STORM_KILLS = 20
