@@ -13,7 +13,10 @@ measurement runs in a fresh subprocess, so its peak memory (``ru_maxrss``) is it
   its metadata, that tell which nodes ran and which channels they wrote, decoded as
   lightly as the format allows (SQLite: the body's msgpack, its stored objects left
   undecoded; PostgreSQL: the two JSON fields alone). Walking and deciding every thread
-  comes on top of it.
+  comes on top of it;
+- for the target, per thread: what 2x the floor leaves once the floor's own reading is
+  paid, against the walk of one thread's decoded checkpoints into records and
+  ``decide`` on them, timed in process (no reading at all).
 
     python bench/bench_fleet.py --threads 1000,10000          # SQLite
     NEOGRAPH_EXT_PG_DSN=... python bench/bench_fleet.py --pg  # PostgreSQL too
@@ -31,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import timeit
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -158,6 +162,30 @@ def _undecoded(code: int, data: bytes) -> None:
     """A stored object left undecoded, as the lightest read of a body leaves it."""
 
 
+def pure_costs() -> tuple[float, float]:
+    """Seconds per thread, in process, of the two parts of check that read nothing: the
+    walk of one thread's decoded checkpoints into records, and ``decide`` on them (the
+    pure core), for the thread every database here copies, under ``NEW``."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from neograph_ext._decision import HeadFacts
+    from neograph_ext._history import lineage
+    from neograph_ext._plan import decide
+
+    saver = InMemorySaver()
+    _write_source(saver)
+    config = {"configurable": {"thread_id": SOURCE}}
+    tuples = list(saver.list(config))
+    head = tuples[0].checkpoint["id"]
+    described = {OLD.neograph_ext_stamp.id: OLD.neograph_ext_stamp}
+    records = lineage(tuples, head, described=described)
+    facts, stamp = HeadFacts(head, frozenset()), NEW.neograph_ext_stamp
+    assert decide(records, stamp, SOURCE, head=facts).kind.value == "rewind"
+    walk = min(timeit.repeat(lambda: lineage(tuples, head, described=described), number=500))
+    decided = min(timeit.repeat(lambda: decide(records, stamp, SOURCE, head=facts), number=500))
+    return walk / 500, decided / 500
+
+
 def measured(args: list[str]) -> tuple[float, float, float]:
     """Seconds, peak memory (MB) and CPU seconds of ``args`` run in a fresh process."""
     started = time.perf_counter()
@@ -209,9 +237,21 @@ def measure(kind: str, db: str, threads: int, built: float) -> list[Result]:
         f"(CPU {fmt_ratio(walked_cpu / floor_cpu)}); check is "
         f"{fmt_ratio(check_s / walked_s)} of it (CPU {fmt_ratio(check_cpu / walked_cpu)})"
     )
+    walk, decided = pure_costs()
+    allowed = (TARGET_RATIO - 1) * floor_s / threads
+    budget = (
+        f"10c. Per thread, {kind}: what 2x the floor leaves for check's own work, against "
+        "walking one thread's decoded checkpoints into records and deciding it (pure, in "
+        "process, nothing read)"
+    )
+    costs = (
+        f"{allowed * 1e6:.0f} µs left; the walk takes {walk * 1e6:.0f} µs, decide "
+        f"{decided * 1e6:.0f} µs: **{fmt_ratio((walk + decided) / allowed)}** of what is left"
+    )
     return [
         Result((what, result, target), missed=not met),
         Result((context, walked, "no target; what check cannot read less than")),
+        Result((budget, costs, "no target; the budget the 2x target sets")),
     ]
 
 
