@@ -51,11 +51,18 @@ def _task(
     return task(chosen, **kw)
 
 
+def _three(runs: Counter[str], crash: set[str], is_async: bool) -> tuple[Any, Any, Any]:
+    """``t1`` adds one, ``t2`` doubles, ``t3`` takes one away."""
+    return (
+        _task("t1", runs, crash, lambda x: x + 1, is_async),
+        _task("t2", runs, crash, lambda x: x * 2, is_async),
+        _task("t3", runs, crash, lambda x: x - 1, is_async),
+    )
+
+
 def chain(runs: Counter[str], crash: set[str], *, is_async: bool) -> Workflow:
     """``t1(x) -> t2 -> t3``, returning t3's result; a task named in ``crash`` raises."""
-    t1 = _task("t1", runs, crash, lambda x: x + 1, is_async)
-    t2 = _task("t2", runs, crash, lambda x: x * 2, is_async)
-    t3 = _task("t3", runs, crash, lambda x: x - 1, is_async)
+    t1, t2, t3 = _three(runs, crash, is_async)
     if is_async:
 
         @entrypoint()
@@ -76,9 +83,7 @@ def chain(runs: Counter[str], crash: set[str], *, is_async: bool) -> Workflow:
 def asking_twice(runs: Counter[str], *, is_async: bool) -> Workflow:
     """``t1``, then a question, then ``t2`` on its answer, then a second question, then
     ``t3`` on both answers."""
-    t1 = _task("t1", runs, set(), lambda x: x + 1, is_async)
-    t2 = _task("t2", runs, set(), lambda x: x * 2, is_async)
-    t3 = _task("t3", runs, set(), lambda x: x - 1, is_async)
+    t1, t2, t3 = _three(runs, set(), is_async)
     if is_async:
 
         @entrypoint()
@@ -100,9 +105,7 @@ def asking_twice(runs: Counter[str], *, is_async: bool) -> Workflow:
 
 def asking_chain(runs: Counter[str], *, is_async: bool) -> Workflow:
     """``t1 -> t2``, then ``interrupt()`` in the entrypoint, then ``t3`` on the answer."""
-    t1 = _task("t1", runs, set(), lambda x: x + 1, is_async)
-    t2 = _task("t2", runs, set(), lambda x: x * 2, is_async)
-    t3 = _task("t3", runs, set(), lambda x: x - 1, is_async)
+    t1, t2, t3 = _three(runs, set(), is_async)
     if is_async:
 
         @entrypoint()
