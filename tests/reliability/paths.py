@@ -343,6 +343,17 @@ def _claim_asked_call(saver: BaseCheckpointSaver[Any], log: Path, config: Runnab
     return final(graph, config)
 
 
+async def _aclaim_asked_call(
+    saver: BaseCheckpointSaver[Any], log: Path, config: RunnableConfig
+) -> Any:
+    graph = asking(saver, log, "v2")
+    answers = {"first?": "yes", "second?": "no"}
+    while asked := [i.value for i in (await graph.aget_state(config)).interrupts]:
+        await ne.arun(graph, Command(resume=answers[asked[0]]), config)
+    await ne.arun(graph, None, config)
+    return await afinal(graph, config)
+
+
 # --- adopt: a chat plain LangGraph wrote, a new turn under run() -------------------
 
 
@@ -456,7 +467,9 @@ PATHS: Mapping[str, WritePath] = {
     ),
     "adopt": WritePath(_adopt_setup, _adopt_call, _chat),
     "claim": WritePath(_claim_setup, _claim_call, _claimed, _aclaim_call),
-    "claim_asked": WritePath(_asking_setup, _claim_asked_call, lambda s, log: asking(s, log, "v2")),
+    "claim_asked": WritePath(
+        _asking_setup, _claim_asked_call, lambda s, log: asking(s, log, "v2"), _aclaim_asked_call
+    ),
     "append": WritePath(_append_setup, _append_call, lambda s, log: _notes(s, log, NotesV2)),
     "convert": WritePath(_convert_setup, _convert_call, _converting),
     "freplay": WritePath(fp.freplay_setup, fp.freplay_call, fp.freplay),

@@ -9,7 +9,7 @@ leaves; every node an unkilled call runs ran, and no other; at most the node tha
 executing when the process died ran once more; ``plan`` returns (within a timeout) and
 says what it says after an unkilled call.
 
-The keep, re-ask and replay paths are killed through the async drivers too, on async
+The paths that have an async call are killed through the async drivers too, on async
 savers. The storm (``-m storm``, not run by default) kills at random moments instead.
 """
 
