@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
+from neograph_ext._langgraph import NULL_TASK
 from neograph_ext._stamp import Stamp, StampRef
 
 __all__ = ["CLAIM", "Claim", "Write", "claim_writes", "claimant", "claims_of", "unclaimed"]
@@ -33,7 +34,6 @@ CLAIM = "neograph-ext:claim"
 """The task id and the channel of a claim's write."""
 
 _CONTROL = frozenset({"__error__", "__interrupt__", "__resume__", "__scheduled__", CLAIM})
-_NULL_TASK = "00000000-0000-0000-0000-000000000000"
 _TOOK = 16
 """Hex digits of a stamp id a take-over's claim records (``RunMark.took_from``'s)."""
 
@@ -97,7 +97,7 @@ def unclaimed(writes: Iterable[Write]) -> list[Write]:
         write
         for write in writes
         if write[1] not in _CONTROL
-        and (before is None or write[0] in before or write[0] == _NULL_TASK)
+        and (before is None or write[0] in before or write[0] == NULL_TASK)
     ]
 
 
@@ -128,7 +128,7 @@ def _claims(writes: Sequence[Write]) -> list[Mapping[str, Any]]:
 def _output(task: str, channel: str) -> bool:
     """Whether a pending write is a task's output (not a question, an answer, an error,
     a claim or the input)."""
-    return task != _NULL_TASK and channel not in _CONTROL
+    return task != NULL_TASK and channel not in _CONTROL
 
 
 def _readable(value: object) -> bool:

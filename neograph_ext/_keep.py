@@ -44,11 +44,11 @@ from langgraph.types import PregelTask
 
 from neograph_ext._errors import GraphError
 from neograph_ext._fork import Fork, Writes, address, aput_fork, forked_checkpoint, put_fork
+from neograph_ext._langgraph import NULL_TASK
 from neograph_ext._stamp import RUN_KEY, STAMP_KEY, Stamp, stamp_ref
 
 __all__ = [
     "KEEP_KEY",
-    "NULL_TASK",
     "TaskKey",
     "akeep",
     "forked",
@@ -60,8 +60,6 @@ __all__ = [
 KEEP_KEY = "neograph_ext_keep"
 """Fork metadata: how many tasks' writes the fork was made to hold."""
 
-NULL_TASK = "00000000-0000-0000-0000-000000000000"
-"""LangGraph's task id for writes that belong to no task (a ``Command``'s update)."""
 _ERROR, _INTERRUPT = "__error__", "__interrupt__"
 """A task that wrote an interrupt did not finish, nor did one that wrote an error and
 nothing else: it runs again. One that wrote an error and then its output failed, and

@@ -33,6 +33,7 @@ __all__ = [
     "COMPILE_OPTIONS",
     "COUNTERS_KEY",
     "MSGPACK_ALLOWLIST",
+    "NULL_TASK",
     "SAFE_MSGPACK_TYPES",
     "STORED_IS_AVAILABLE",
     "TASKS_CHANNEL",
@@ -57,6 +58,9 @@ CHECKED_ON: Mapping[str, str] = {
     "deepagents": "0.7.32",
 }
 """The versions whose insides this module was read from and tested against."""
+
+NULL_TASK = "00000000-0000-0000-0000-000000000000"
+"""LangGraph's task id for writes that belong to no task (a ``Command``'s update)."""
 
 COMPILE_OPTIONS: Mapping[str, str] = {
     "checkpointer": "checkpointer",

@@ -27,9 +27,9 @@ from neograph_ext._claim import CLAIM
 from neograph_ext._decision import PlanKind, ResumePlan
 from neograph_ext._errors import GraphError
 from neograph_ext._fork import Fork, address, aput_fork, forked_checkpoint, put_fork
-from neograph_ext._keep import KEEP_KEY, NULL_TASK
+from neograph_ext._keep import KEEP_KEY
 from neograph_ext._keep_calls import refiled_calls
-from neograph_ext._langgraph import delta_channels
+from neograph_ext._langgraph import NULL_TASK, delta_channels
 from neograph_ext._stamp import (
     RUN_KEY,
     STAMP_KEY,
