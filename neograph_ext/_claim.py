@@ -28,12 +28,24 @@ from typing import Any, NamedTuple
 from neograph_ext._langgraph import NULL_TASK
 from neograph_ext._stamp import Stamp, StampRef
 
-__all__ = ["CLAIM", "Claim", "Write", "claim_writes", "claimant", "claims_of", "unclaimed"]
+__all__ = [
+    "CLAIM",
+    "CONTROL",
+    "Claim",
+    "Write",
+    "claim_writes",
+    "claimant",
+    "claims_of",
+    "last_writer",
+    "unclaimed",
+]
 
 CLAIM = "neograph-ext:claim"
 """The task id and the channel of a claim's write."""
 
-_CONTROL = frozenset({"__error__", "__interrupt__", "__resume__", "__scheduled__", CLAIM})
+CONTROL = frozenset({"__error__", "__interrupt__", "__resume__", "__scheduled__", CLAIM})
+"""The channels of pending writes that are no task's output: LangGraph's errors,
+questions, answers and scheduled tasks, and claims."""
 _TOOK = 16
 """Hex digits of a stamp id a take-over's claim records (``RunMark.took_from``'s)."""
 
@@ -86,6 +98,16 @@ def claimant(writes: Iterable[Write]) -> str | None:
     return claims[-1]["stamp"] if claims else None
 
 
+def last_writer(stamp: object, writes: Iterable[Write]) -> str | None:
+    """The stamp id of the code that last wrote a checkpoint written under ``stamp`` (as
+    ``_stamp.read_marks`` reads it) whose pending writes are ``writes``: its latest
+    claimant, else that stamp's; None when neither names readable code."""
+    found = claimant(writes)
+    if found is None and isinstance(stamp, Stamp | StampRef):
+        return stamp.id
+    return found
+
+
 def unclaimed(writes: Iterable[Write]) -> list[Write]:
     """The outputs of the tasks that finished before the first claim (all of them when
     there is none), the checkpoint's own code's, and the step's input (the null task's
@@ -96,7 +118,7 @@ def unclaimed(writes: Iterable[Write]) -> list[Write]:
     return [
         write
         for write in writes
-        if write[1] not in _CONTROL
+        if write[1] not in CONTROL
         and (before is None or write[0] in before or write[0] == NULL_TASK)
     ]
 
@@ -128,7 +150,7 @@ def _claims(writes: Sequence[Write]) -> list[Mapping[str, Any]]:
 def _output(task: str, channel: str) -> bool:
     """Whether a pending write is a task's output (not a question, an answer, an error,
     a claim or the input)."""
-    return task != NULL_TASK and channel not in _CONTROL
+    return task != NULL_TASK and channel not in CONTROL
 
 
 def _readable(value: object) -> bool:

@@ -26,7 +26,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.pregel import Pregel
 
-from neograph_ext._claim import claimant
+from neograph_ext._claim import last_writer
 from neograph_ext._decision import ResumePlan
 from neograph_ext._drivers import AsyncDriver, Driver
 from neograph_ext._flow import planned, read_head
@@ -34,7 +34,7 @@ from neograph_ext._head_state import is_paused
 from neograph_ext._history import lineage
 from neograph_ext._lineage import alist_threads, list_threads
 from neograph_ext._operations import Flow, Op, ReadLineage, ReadTuple
-from neograph_ext._stamp import Stamp, StampRef, read_marks
+from neograph_ext._stamp import read_marks
 from neograph_ext._storage import StorageReader, apages, areader_for, pages, reader_for
 from neograph_ext._thread import ThreadCall, checkpointer_of, named_checkpoint, stamped, thread_call
 from neograph_ext._unreadable import reading
@@ -132,10 +132,7 @@ def _checked(call: ThreadCall) -> Flow[ThreadCheck]:
     plan = yield from planned(call, head)
     if head is None:
         return ThreadCheck(plan, None, False)
-    stamp, _ = read_marks(head.metadata or {})
-    written_by = claimant(head.pending_writes or ())
-    if written_by is None and isinstance(stamp, Stamp | StampRef):
-        written_by = stamp.id
+    written_by = last_writer(read_marks(head.metadata or {})[0], head.pending_writes or ())
     paused = is_paused(call.graph, head)
     return ThreadCheck(plan, written_by, paused, written_by == call.stamp.id)
 

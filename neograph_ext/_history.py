@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.types import Send
 
-from neograph_ext._claim import CLAIM, Claim, claims_of, unclaimed
+from neograph_ext._claim import CONTROL, Claim, claims_of, unclaimed
 from neograph_ext._langgraph import TASKS_CHANNEL, task_writers
 from neograph_ext._stamp import (
     RUN_KEY,
@@ -45,7 +45,6 @@ __all__ = [
 
 _NONE: frozenset[str] = frozenset()
 _EMPTY: Mapping[str, Any] = {}
-_SPECIAL_WRITES = frozenset({"__error__", "__interrupt__", "__resume__", "__scheduled__", CLAIM})
 
 
 class Record(NamedTuple):
@@ -415,7 +414,7 @@ def _writers(
     under the parent checkpoint, by task id."""
     if parent is None:
         return None
-    writes = [w for w in parent.pending_writes or () if w[1] not in _SPECIAL_WRITES]
+    writes = [w for w in parent.pending_writes or () if w[1] not in CONTROL]
     seen: Mapping[str, Any] = tup.checkpoint.get("versions_seen", {})
     before: Mapping[str, Any] = parent.checkpoint.get("versions_seen", {})
     ran = sorted(name for name, versions in seen.items() if before.get(name) != versions)

@@ -29,7 +29,7 @@ from langgraph.pregel import Pregel
 from langgraph.types import Command
 
 from neograph_ext._changes import ChangeReason
-from neograph_ext._claim import claim_writes, claimant
+from neograph_ext._claim import claim_writes, last_writer
 from neograph_ext._decision import PlanKind, ResumePlan
 from neograph_ext._errors import CheckpointSchemaError, GraphError, ThreadSupersededError
 from neograph_ext._head_state import (
@@ -281,10 +281,7 @@ def _claimed(
 
 def _owned_elsewhere(call: ThreadCall, head: CheckpointTuple) -> bool:
     """Whether other code owns the head: it claimed the head last, or wrote it."""
-    holder = claimant(head.pending_writes or ())
-    if holder is None:
-        stamp = read_marks(head.metadata)[0]
-        holder = stamp.id if isinstance(stamp, Stamp | StampRef) else None
+    holder = last_writer(read_marks(head.metadata)[0], head.pending_writes or ())
     return holder not in (None, call.stamp.id)
 
 
