@@ -10,6 +10,8 @@ upstream of it. ``plan`` explains what a resume would do without doing it;
 code against, offline.
 """
 
+from importlib.metadata import version as _version
+
 from neograph_ext._accept import aaccept, accept
 from neograph_ext._budget import Budget, Ledger, Spend
 from neograph_ext._budget_read import aledger, ledger
@@ -50,6 +52,9 @@ from neograph_ext._pruning import aprune, prune
 from neograph_ext._run import aplan, arun, astream, plan, run, stream
 from neograph_ext._stamp_store import is_store_thread as is_reserved_thread
 from neograph_ext._telemetry import Telemetry
+
+__version__: str = _version("neograph-ext")
+"""The installed distribution's version: pyproject.toml is its one source."""
 
 __all__ = [
     "Budget",

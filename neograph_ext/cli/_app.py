@@ -10,12 +10,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager, nullcontext
-from importlib.metadata import version
 from typing import Annotated
 
 import typer
 from langchain_core.runnables import RunnableConfig
 
+import neograph_ext
 from neograph_ext import (
     PlanKind,
     ResumePlan,
@@ -81,7 +81,7 @@ DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks and eng
 
 def _print_version(wanted: bool) -> None:
     if wanted:
-        typer.echo(f"neograph-ext {version('neograph-ext')}")
+        typer.echo(f"neograph-ext {neograph_ext.__version__}")
         raise typer.Exit()
 
 

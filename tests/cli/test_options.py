@@ -1,19 +1,40 @@
-"""What every command shares: ``--version``, ``--db`` from the environment, node order."""
+"""What every command shares: ``--version`` (one version everywhere), ``--db`` from the
+environment, node order."""
 
 from __future__ import annotations
 
 import json
-from importlib.metadata import version
+import tomllib
+from importlib.metadata import distribution, version
+from pathlib import Path
+from urllib.parse import urlparse
+from urllib.request import url2pathname
 
+import pytest
+
+import neograph_ext
 from neograph_ext.cli._app import DB_ENV
 from tests.cli import cli_graphs
-from tests.cli.support import V2, Database, cli, one_error_line
+from tests.cli.support import ROOT, V2, Database, cli, one_error_line
 
 
-def test_version_prints_the_installed_version() -> None:
+def test_version_is_the_package_metadata_version() -> None:
     result = cli("--version")
     assert result.exit_code == 0, result.output
-    assert result.stdout == f"neograph-ext {version('neograph-ext')}\n"
+    assert result.stdout == f"neograph-ext {neograph_ext.__version__}\n"
+    assert neograph_ext.__version__ == version("neograph-ext")
+
+
+def test_the_installed_metadata_is_this_checkouts_pyproject() -> None:
+    """A fresh install of the checkout (as CI makes) reports pyproject.toml's version."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    source = json.loads(distribution("neograph-ext").read_text("direct_url.json") or "{}")
+    installed_from = Path(url2pathname(urlparse(source.get("url", "")).path)).resolve()
+    if installed_from != ROOT:
+        # Another checkout's install (a second worktree sharing one virtualenv): its
+        # metadata is that checkout's, so there is nothing of this one to compare.
+        pytest.skip(f"neograph-ext is installed from {installed_from}, not from {ROOT}")
+    assert version("neograph-ext") == project["version"], "stale install: pip install -e ."
 
 
 def test_db_is_read_from_the_environment_when_not_given(db: Database) -> None:
