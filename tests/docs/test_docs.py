@@ -1,5 +1,5 @@
-"""Every page of README.md and docs/*.md runs as a user pastes it, and every local link
-resolves.
+"""Every page of README.md, CHANGELOG.md and docs/*.md runs as a user pastes it, and every
+local link resolves.
 
 Conventions for writing docs:
 - The ```python blocks of one page, pasted in order into one file, run as a script
@@ -24,6 +24,7 @@ import os
 import re
 import subprocess
 import sys
+import tomllib
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +32,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-FILES = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
+FILES = sorted([ROOT / "README.md", ROOT / "CHANGELOG.md", *(ROOT / "docs").glob("*.md")])
 PG_VARIABLE = "DATABASE_URL"
 
 _FENCE = re.compile(r"^(`{3,}|~{3,})\s*([\w+-]*)")
@@ -128,6 +129,7 @@ def test_the_pages_exist() -> None:
     names = {path.relative_to(ROOT).as_posix() for path in FILES}
     for page in (
         "README.md",
+        "CHANGELOG.md",
         "docs/concepts.md",
         "docs/strict-mode.md",
         "docs/savers.md",
@@ -160,6 +162,15 @@ def test_page_runs_as_a_script(path: Path, tmp_path: Path, request: pytest.Fixtu
         [sys.executable, script], cwd=tmp_path, env=env, capture_output=True, text=True
     )
     assert done.returncode == 0, f"{relative} fails as a script:\n{done.stderr[-4000:]}"
+
+
+def test_the_changelog_opens_with_this_version() -> None:
+    """The newest release the changelog names is pyproject.toml's, in Keep a Changelog's form."""
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    text = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+    releases = re.findall(r"^## \[(\d+\.\d+\.\d+)\] - \d{4}-\d{2}-\d{2}$", text, re.MULTILINE)
+    assert releases[:1] == [version["version"]], releases
+    assert releases == sorted(releases, key=lambda v: tuple(map(int, v.split("."))), reverse=True)
 
 
 def test_a_page_needing_postgresql_says_so_before_its_first_example() -> None:
