@@ -10,7 +10,11 @@ Rules:
   the ``usage_metadata`` of the message each call returned.
 - A cap is checked before the superstep or call that would pass it; the handler raises
   ``BudgetExceededError`` there (``raise_error``), which fails the task before its node
-  or its call runs, as any error of a node does: the thread stays resumable.
+  or its call runs, as any error of a node does: the thread stays resumable. LangChain's
+  callback manager logs a handler's error before it re-raises it ("Error in
+  SpendCounter.on_chat_model_start callback: ...", langchain-core 1.0 to 1.8); that line
+  of a stop is dropped (``_told_by_the_error``), so the stop reaches the user once, as
+  the error. Any other error of the handler is still logged.
 - The ledger is read from the thread when the graph's run starts and written back after
   every change (``_ledger_store``), so a kill loses only what changed since the last
   write finished. ``_Tally`` holds the bookkeeping, ``SpendCounter`` the I/O.
@@ -24,6 +28,7 @@ Rules:
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from collections.abc import Mapping
 from typing import Any, Literal
@@ -48,6 +53,9 @@ from neograph_ext._ledger_store import (
 )
 
 __all__ = ["SpendCounter", "counting"]
+
+_CALLBACKS_LOG = logging.getLogger("langchain_core.callbacks.manager")
+"""Where LangChain's callback manager logs a handler's error, also one it re-raises."""
 
 
 def counting(
@@ -174,6 +182,7 @@ class SpendCounter(BaseCallbackHandler):
         self._soon: asyncio.Task[None] | None = None
         """The last write scheduled on an async saver's loop (``write_ledger_soon``)."""
         self._lock = threading.Lock()  # parallel tasks call back from several threads
+        _CALLBACKS_LOG.addFilter(_told_by_the_error)  # once: a filter is added only once
 
     def on_chain_start(
         self,
@@ -238,3 +247,13 @@ class SpendCounter(BaseCallbackHandler):
             self._record, self._soon = write_ledger_soon(
                 saver, tally.thread_id, self._record, tally.ledger, self._soon
             )
+
+
+def _told_by_the_error(record: logging.LogRecord) -> bool:
+    """Whether a log record of LangChain's callback manager is kept: not the line it logs
+    for a ``BudgetExceededError`` it then re-raises to the caller."""
+    message = record.getMessage()
+    return not (
+        message.startswith(f"Error in {SpendCounter.__name__}.")
+        and f" callback: {BudgetExceededError.__name__}(" in message
+    )

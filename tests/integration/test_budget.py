@@ -4,6 +4,7 @@ cap, and a larger cap continues the thread where it stopped."""
 
 from __future__ import annotations
 
+import logging
 import operator
 import uuid
 from collections import Counter
@@ -59,6 +60,25 @@ def test_a_cap_is_hit_across_two_resumes(drive: Drive, saver: BaseCheckpointSave
     assert runs == Counter(draft=1, review=2, publish=2)
     # Unbudgeted, the same resume would have finished the thread.
     assert drive.get_state(fixed, config).next == ("publish",)
+
+
+@pytest.mark.parametrize(
+    "budget", [ne.Budget(max_model_calls=2), ne.Budget(max_supersteps=1)], ids=["call", "step"]
+)
+def test_a_stop_reaches_the_caller_once_as_the_error_alone(
+    drive: Drive,
+    saver: BaseCheckpointSaver[Any],
+    budget: ne.Budget,
+    caplog: pytest.LogCaptureFixture,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """LangChain logs a callback's error before re-raising it; the stop is told once."""
+    graph = ne.compile(pipeline(Counter()), checkpointer=saver, budget=budget)
+    caplog.set_level(logging.INFO)  # a driver's DEBUG lines echo the stored error
+    with pytest.raises(ne.BudgetExceededError):
+        drive.run(graph, {"topic": "t"}, _thread())
+    assert [r.getMessage() for r in caplog.records if "BudgetExceeded" in r.getMessage()] == []
+    assert "BudgetExceededError" not in capfd.readouterr().err
 
 
 def test_raising_the_cap_continues_where_the_run_stopped(
