@@ -148,10 +148,9 @@ def test_page_runs_as_a_script(path: Path, tmp_path: Path, request: pytest.Fixtu
     for name, text in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text, encoding="utf-8")
+        compile(text, f"{relative} ({name})", "exec", dont_inherit=True)  # a file run by no one
     reason = fragment_reason(path)
     if reason is not None:
-        for name, text in files.items():
-            compile(text, f"{relative} ({name})", "exec", dont_inherit=True)
         warnings.warn(f"{relative} is a fragment, compiled but not run: {reason}", stacklevel=1)
         return
     paths = [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
