@@ -148,7 +148,8 @@ def test_page_runs_as_a_script(path: Path, tmp_path: Path, request: pytest.Fixtu
     for name, text in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text, encoding="utf-8")
-        compile(text, f"{relative} ({name})", "exec", dont_inherit=True)  # a file run by no one
+        # A syntax error fails here, also in a file nothing imports.
+        compile(text, f"{relative} ({name})", "exec", dont_inherit=True)
     reason = fragment_reason(path)
     if reason is not None:
         warnings.warn(f"{relative} is a fragment, compiled but not run: {reason}", stacklevel=1)
