@@ -109,7 +109,8 @@ def fragment_reason(path: Path) -> str | None:
 
 
 # README's Options block compiles a strict graph of a script's class; its fix (the block
-# and compile's message for `__main__` classes) comes with the issue of the first ten minutes.
+# and compile's message for `__main__` classes) is issue 44's. Strict: it fails once fixed,
+# so that this entry goes with the fix.
 _KNOWN = {
     "README.md": pytest.mark.xfail(
         strict=True, raises=AssertionError, reason="Options block: a strict graph of __main__"
