@@ -7,9 +7,10 @@ Rules:
   other text reaches a query as one.
 - An invalid record reads as None and is ignored, as if it had not been written: it is
   never an exception, so no stored value can wedge a thread.
-- One schema per record kind. Kept elsewhere, each behind one reader: stamps (the
-  ``Stamp`` model and the reference and run-mark patterns of ``_stamp``), ledgers
-  (``_budget.decode_ledger``), fixtures (``_fixtures``, a ``FixtureError``).
+- One schema per record kind: claims and the entries of the order of stamps here; kept
+  elsewhere, each behind one reader: stamps (the ``Stamp`` model and the reference and
+  run-mark patterns of ``_stamp``), ledgers (``_budget.decode_ledger``), fixtures
+  (``_fixtures``, a ``FixtureError``).
 """
 
 from __future__ import annotations
@@ -18,12 +19,17 @@ from collections.abc import Mapping
 from typing import Annotated
 
 import pydantic
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StringConstraints, TypeAdapter
 
-__all__ = ["ClaimRecord", "read_claim"]
+__all__ = ["ClaimRecord", "OrderEntry", "Release", "read_claim", "read_order_entry", "read_release"]
 
 _StampId = Annotated[str, StringConstraints(strict=True, pattern=r"^[0-9a-f]{64}$")]
 _StampPrefix = Annotated[str, StringConstraints(strict=True, pattern=r"^[0-9a-f]{16}$")]
+Release = Annotated[
+    str, StringConstraints(strict=True, min_length=1, max_length=100, pattern=r"^[!-~]+$")
+]
+"""A declared release (``_stamp_order.declared_release``): printable ASCII, no spaces."""
+_RELEASE: TypeAdapter[str] = TypeAdapter(Release)
 _TaskId = Annotated[str, StringConstraints(strict=True, max_length=200, pattern=r"^[^\x00]*$")]
 
 
@@ -48,5 +54,37 @@ def read_claim(value: object) -> ClaimRecord | None:
         return None
     try:
         return ClaimRecord.model_validate(dict(value))
+    except pydantic.ValidationError:
+        return None
+
+
+class OrderEntry(BaseModel):
+    """A stamp's place in a database's order of stamps (``_stamp_order``); its position
+    is its checkpoint id's."""
+
+    model_config = ConfigDict(frozen=True)
+
+    stamp: _StampId
+    """The stamp id."""
+    release: Release | None = None
+    """The release its code declared when it last took its place, if it declared one."""
+
+
+def read_order_entry(values: object) -> OrderEntry | None:
+    """An order checkpoint's channel values as their schema reads them; None if not one.
+    A release that is no release is left out: the stamp keeps its place."""
+    if not isinstance(values, Mapping):
+        return None
+    try:
+        release = read_release(values.get("release"))
+        return OrderEntry.model_validate({"stamp": values.get("stamp"), "release": release})
+    except pydantic.ValidationError:
+        return None
+
+
+def read_release(value: object) -> str | None:
+    """``value`` as a release (``Release``); None when it is not one."""
+    try:
+        return _RELEASE.validate_python(value)
     except pydantic.ValidationError:
         return None
