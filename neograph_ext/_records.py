@@ -7,21 +7,32 @@ Rules:
   other text reaches a query as one.
 - An invalid record reads as None and is ignored, as if it had not been written: it is
   never an exception, so no stored value can wedge a thread.
-- One schema per record kind: claims and the entries of the order of stamps here; kept
-  elsewhere, each behind one reader: stamps (the ``Stamp`` model and the reference and
-  run-mark patterns of ``_stamp``), ledgers (``_budget.decode_ledger``), fixtures
-  (``_fixtures``, a ``FixtureError``).
+- One schema per record kind: claims, ledgers and the entries of the order of stamps
+  here; stamps where their wire format is (the ``Stamp`` model and the reference and
+  run-mark patterns of ``_stamp``); fixture files, which are no database's, raise a
+  ``FixtureError`` instead (``_fixtures``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated
+from typing import Annotated, Final, Literal
 
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StringConstraints, TypeAdapter
 
-__all__ = ["ClaimRecord", "OrderEntry", "Release", "read_claim", "read_order_entry", "read_release"]
+__all__ = [
+    "LEDGER_FORMAT",
+    "MAX_LEDGER_CHARS",
+    "ClaimRecord",
+    "LedgerDocument",
+    "OrderEntry",
+    "Release",
+    "read_claim",
+    "read_ledger_document",
+    "read_order_entry",
+    "read_release",
+]
 
 _StampId = Annotated[str, StringConstraints(strict=True, pattern=r"^[0-9a-f]{64}$")]
 _StampPrefix = Annotated[str, StringConstraints(strict=True, pattern=r"^[0-9a-f]{16}$")]
@@ -87,4 +98,38 @@ def read_release(value: object) -> str | None:
     try:
         return _RELEASE.validate_python(value)
     except pydantic.ValidationError:
+        return None
+
+
+LEDGER_FORMAT: Final = 1
+"""Version of a stored ledger's JSON shape; a ledger of another version is not read."""
+MAX_LEDGER_CHARS: Final = 1_000_000
+"""Ledgers larger than this are not read: a thread's ledger is a few hundred bytes."""
+_Count = Annotated[StrictInt, Field(ge=0)]
+_Counts = tuple[_Count, _Count, _Count]
+
+
+class LedgerDocument(BaseModel):
+    """A budget ledger as stored (``_budget.encode_ledger``): JSON, each count triple
+    ``[supersteps, model calls, tokens]``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    v: Literal[1]
+    """``LEDGER_FORMAT``."""
+    t: _Counts
+    """The thread's total."""
+    u: tuple[_Counts, ...]
+    """Each turn's, oldest first."""
+    n: dict[str, tuple[_Count, _Count]]
+    """Per node, the model calls and tokens of its last execution."""
+
+
+def read_ledger_document(raw: object) -> LedgerDocument | None:
+    """A stored ledger as its schema reads it; None when it is not one."""
+    if not isinstance(raw, str) or len(raw) > MAX_LEDGER_CHARS:
+        return None
+    try:
+        return LedgerDocument.model_validate_json(raw)
+    except (pydantic.ValidationError, RecursionError):
         return None
