@@ -12,6 +12,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from tests.drive import SYNC_ONLY, Drive
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,22 +45,28 @@ def build(cls):
     def publish(state: State) -> dict:
         runs["publish"] += 1
         return {{"out": type(state["draft"]).__name__ + ":" + state["out"]}}
+    asking = StateGraph(State)
+    asking.add_node("write", write)
+    asking.add_node("ask", ask)
+    asking.add_edge(START, "write")
+    asking.add_edge("write", "ask")
     builder = StateGraph(State)
-    builder.add_node("write", write)
-    builder.add_node("ask", ask)
-    builder.add_node("publish", publish)
-    builder.add_edge(START, "write")
-    builder.add_edge("write", "ask")
-    builder.add_edge("ask", "publish")
-    builder.add_edge("publish", END)
-    return builder
+    if {nested}:  # the question is asked inside a subgraph added as a node
+        builder.add_node("inner", asking.compile())
+        builder.add_node("publish", publish)
+        builder.add_edge(START, "inner")
+        builder.add_edge("inner", "publish")
+        return builder
+    asking.add_node("publish", publish)
+    asking.add_edge("ask", "publish")
+    return asking
 
 config = {{"configurable": {{"thread_id": "t"}}}}
 with SqliteSaver.from_conn_string({path!r}) as saver:
-    old = ne.compile(build(Draft), checkpointer=saver, output_types={{"write": Draft}})
+    old = ne.compile(build(Draft), checkpointer=saver)
     assert "__interrupt__" in ne.run(old, {{}}, config)
     {deploy}
-    new = ne.compile(build(Draft2), checkpointer=saver, output_types={{"write": Draft2}})
+    new = ne.compile(build(Draft2), checkpointer=saver)
     report = {{"plan": str(ne.plan(new, config).kind)}}
     try:
         again = ne.run(new, Command(resume="first"), config)
@@ -74,8 +82,8 @@ RENAMED = "class Draft2(BaseModel):\n        text: str\n        words: int = 1"
 GONE = RENAMED + "\n    del sys.modules['__main__'].Draft"
 
 
-def _notebook(deploy: str, path: Path) -> dict[str, object]:
-    script = textwrap.dedent(NOTEBOOK).format(path=str(path), deploy=deploy)
+def _notebook(deploy: str, path: Path, nested: bool) -> dict[str, object]:
+    script = textwrap.dedent(NOTEBOOK).format(path=str(path), deploy=deploy, nested=nested)
     done = subprocess.run(
         [sys.executable, "-W", "ignore", "-c", script],
         cwd=ROOT,
@@ -88,11 +96,15 @@ def _notebook(deploy: str, path: Path) -> dict[str, object]:
     return report
 
 
+NESTED = pytest.mark.parametrize("nested", [False, True], ids=["flat", "subgraph"])
+
+
 @SYNC_ONLY  # its subject is a process of its own, whose classes live in ``__main__``
+@NESTED
 def test_a_renamed_main_class_still_defined_is_a_changed_type_and_rewinds(
-    drive: Drive, tmp_path: Path
+    drive: Drive, tmp_path: Path, nested: bool
 ) -> None:
-    report = _notebook(RENAMED, tmp_path / "notebook.sqlite")
+    report = _notebook(RENAMED, tmp_path / "notebook.sqlite", nested)
     assert report["plan"] == "rewind", report
     assert report["asked_again"] is True  # the question comes again after the rewind
     assert report["out"] == "Draft2:second"
@@ -100,9 +112,10 @@ def test_a_renamed_main_class_still_defined_is_a_changed_type_and_rewinds(
 
 
 @SYNC_ONLY
+@NESTED
 def test_a_main_value_that_comes_back_as_plain_data_blocks_on_a_pause(
-    drive: Drive, tmp_path: Path
+    drive: Drive, tmp_path: Path, nested: bool
 ) -> None:
-    report = _notebook(GONE, tmp_path / "notebook.sqlite")
+    report = _notebook(GONE, tmp_path / "notebook.sqlite", nested)
     assert "cannot revive" in str(report["error"]), report
     assert report["runs"] == {"write": 1}
