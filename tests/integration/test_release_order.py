@@ -1,17 +1,18 @@
 """A declared release orders code before the database's order does: a test suite that
 shares one database gets the same answers whatever order its tests run in.
 
-Three tests of one suite share a database, each run in every order on a fresh one: one
-appends node ``c`` to a finished thread (release 2 after release 1), the others store
-release 2's stamp, and release 1's, on threads of their own. Without declared releases,
-the database's order decides and the appended node's test depends on the order."""
+Three tests of one suite share a database, run in every order, on a fresh database each
+time and then all on one (as CI runs share one PostgreSQL database): one appends node
+``c`` to a finished thread (release 2 after release 1), the others store release 2's
+stamp, and release 1's, on threads of their own. Without declared releases, the
+database's order decides and the appended node's test depends on the order."""
 
 from __future__ import annotations
 
 import itertools
 from collections import Counter
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,9 @@ from tests.cli.support import Database, postgres_database, sqlite_database
 from tests.drive import SYNC_ONLY, Drive
 from tests.graphs.pipelines import linear
 
-Test = Callable[[Drive, BaseCheckpointSaver[Any], pytest.MonkeyPatch, bool], object]
+Test = Callable[[Drive, BaseCheckpointSaver[Any], pytest.MonkeyPatch, bool, int], object]
+"""A test of the suite: the saver, whether it declares releases, and the run of the suite
+(its threads' ids are the run's own)."""
 
 V1, V2 = ("a", "b"), ("a", "b", "c")
 
@@ -45,10 +48,10 @@ def _compiled(
 
 
 def appends_a_node(
-    drive: Drive, saver: BaseCheckpointSaver[Any], mp: pytest.MonkeyPatch, declared: bool
+    drive: Drive, saver: BaseCheckpointSaver[Any], mp: pytest.MonkeyPatch, declared: bool, run: int
 ) -> object:
     runs: Counter[str] = Counter()
-    config = {"configurable": {"thread_id": "finished"}}
+    config = {"configurable": {"thread_id": f"finished-{run}"}}
     drive.run(_compiled(saver, mp, V1, runs, declared), {"log": []}, config)
     new = _compiled(saver, mp, V2, runs, declared)
     kind = drive.plan(new, config).kind
@@ -61,10 +64,15 @@ def appends_a_node(
 
 def stores(names: tuple[str, ...]) -> Test:
     def test(
-        drive: Drive, saver: BaseCheckpointSaver[Any], mp: pytest.MonkeyPatch, declared: bool
+        drive: Drive,
+        saver: BaseCheckpointSaver[Any],
+        mp: pytest.MonkeyPatch,
+        declared: bool,
+        run: int,
     ) -> object:
         graph = _compiled(saver, mp, names, Counter(), declared)
-        return drive.run(graph, {"log": []}, {"configurable": {"thread_id": "-".join(names)}})
+        thread = {"configurable": {"thread_id": f"{'-'.join(names)}-{run}"}}
+        return drive.run(graph, {"log": []}, thread)
 
     return test
 
@@ -98,14 +106,18 @@ def _outcomes(
     databases: Callable[[int], AbstractContextManager[Database]],
     monkeypatch: pytest.MonkeyPatch,
     declared: bool,
+    shared: bool = False,
 ) -> list[dict[str, object]]:
-    """Each test's outcome, for every order of the suite, each order on a fresh database."""
+    """Each test's outcome, for every order of the suite, each order on a fresh database
+    or (``shared``) all of them one after the other on one."""
     found = []
-    for index, order in enumerate(itertools.permutations(SUITE)):
-        with databases(index) as db:
-            found.append(
-                {name: SUITE[name](drive, db.saver, monkeypatch, declared) for name in order}
-            )
+    with databases(-1) if shared else nullcontext(None) as kept:
+        for run, order in enumerate(itertools.permutations(SUITE)):
+            with nullcontext(kept) if kept is not None else databases(run) as db:
+                saver = db.saver
+                found.append(
+                    {name: SUITE[name](drive, saver, monkeypatch, declared, run) for name in order}
+                )
     return found
 
 
@@ -115,10 +127,11 @@ def test_declared_releases_give_the_suite_one_answer_in_every_order(
     databases: Callable[[int], AbstractContextManager[Database]],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    outcomes = _outcomes(drive, databases, monkeypatch, declared=True)
-    assert all(found == outcomes[0] for found in outcomes), outcomes
-    # Appending `c` re-ran `b` (its successors changed) and ran `c`, in every order.
-    assert outcomes[0]["appends"] == ("rewind", ["a", "b", "c"], {"a": 1, "b": 2, "c": 1})
+    for shared in (False, True):
+        outcomes = _outcomes(drive, databases, monkeypatch, declared=True, shared=shared)
+        assert all(found == outcomes[0] for found in outcomes), outcomes
+        # Appending `c` re-ran `b` (its successors changed) and ran `c`, in every order.
+        assert outcomes[0]["appends"] == ("rewind", ["a", "b", "c"], {"a": 1, "b": 2, "c": 1})
 
 
 @SYNC_ONLY
