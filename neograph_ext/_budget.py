@@ -20,6 +20,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Literal
 
+from neograph_ext._records import LEDGER_FORMAT, read_ledger_document
+
 __all__ = [
     "Budget",
     "Exceeded",
@@ -30,9 +32,6 @@ __all__ = [
     "estimated",
     "merged",
 ]
-
-_FORMAT = 1
-"""Version of a stored ledger's JSON shape; a ledger of another version is not read."""
 
 
 @dataclass(frozen=True)
@@ -215,7 +214,7 @@ def encode_ledger(ledger: Ledger) -> str:
     """The ledger as compact JSON: counts as ``[supersteps, calls, tokens]``."""
     return json.dumps(
         {
-            "v": _FORMAT,
+            "v": LEDGER_FORMAT,
             "t": _counts(ledger.total),
             "u": [_counts(spend) for spend in ledger.turns],
             "n": {node: _counts(spend)[1:] for node, spend in sorted(ledger.nodes.items())},
@@ -225,30 +224,17 @@ def encode_ledger(ledger: Ledger) -> str:
 
 
 def decode_ledger(raw: object) -> Ledger | None:
-    """A stored ledger (``encode_ledger``); None when it is not one this version wrote."""
-    if not isinstance(raw, str) or len(raw) > 1_000_000:
+    """A stored ledger (``encode_ledger``); None when it is not one this version wrote
+    (``_records.LedgerDocument``)."""
+    document = read_ledger_document(raw)
+    if document is None:
         return None
-    try:
-        data = json.loads(raw)
-        if not isinstance(data, dict) or data.get("v") != _FORMAT:
-            return None
-        nodes = data["n"]
-        return Ledger(
-            _spend_of(data["t"]),
-            tuple(_spend_of(counts) for counts in data["u"]),
-            {str(node): _spend_of([0, *counts]) for node, counts in nodes.items()},
-        )
-    except (ValueError, TypeError, KeyError, AttributeError, RecursionError):
-        return None
+    return Ledger(
+        Spend(*document.t),
+        tuple(Spend(*counts) for counts in document.u),
+        {node: Spend(0, *counts) for node, counts in document.n.items()},
+    )
 
 
 def _counts(spend: Spend) -> list[int]:
     return [getattr(spend, name.name) for name in fields(Spend)]
-
-
-def _spend_of(counts: object) -> Spend:
-    if not isinstance(counts, list) or len(counts) != 3:
-        raise ValueError("a count triple")
-    if not all(type(count) is int and count >= 0 for count in counts):
-        raise ValueError("counts are whole numbers")
-    return Spend(*counts)

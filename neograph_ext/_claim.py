@@ -22,10 +22,11 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
 from neograph_ext._langgraph import NULL_TASK
+from neograph_ext._records import ClaimRecord, read_claim
 from neograph_ext._stamp import Stamp, StampRef
 
 __all__ = [
@@ -74,8 +75,8 @@ def claims_of(writes: Iterable[Write]) -> tuple[Claim, ...]:
     found = _claims(writes)
     claims = []
     for index, value in enumerate(found):
-        before = frozenset(value["before"])
-        until = frozenset(found[index + 1]["before"]) if index + 1 < len(found) else None
+        before = frozenset(value.before)
+        until = frozenset(found[index + 1].before) if index + 1 < len(found) else None
         theirs = [
             (task, channel)
             for task, channel, _ in writes
@@ -83,8 +84,8 @@ def claims_of(writes: Iterable[Write]) -> tuple[Claim, ...]:
         ]
         claims.append(
             Claim(
-                StampRef(value["stamp"]),
-                value["took_from"],
+                StampRef(value.stamp),
+                value.took_from,
                 frozenset(task for task, _ in theirs),
                 frozenset(channel for _, channel in theirs),
             )
@@ -95,7 +96,7 @@ def claims_of(writes: Iterable[Write]) -> tuple[Claim, ...]:
 def claimant(writes: Iterable[Write]) -> str | None:
     """The stamp id of the latest claim among a checkpoint's pending writes, if any."""
     claims = _claims(tuple(writes))
-    return claims[-1]["stamp"] if claims else None
+    return claims[-1].stamp if claims else None
 
 
 def last_writer(stamp: object, writes: Iterable[Write]) -> str | None:
@@ -114,7 +115,7 @@ def unclaimed(writes: Iterable[Write]) -> list[Write]:
     writes, ``Command(update=...)``)."""
     writes = tuple(writes)
     found = _claims(writes)
-    before = frozenset(found[0]["before"]) if found else None
+    before = frozenset(found[0].before) if found else None
     return [
         write
         for write in writes
@@ -136,29 +137,18 @@ def claim_writes(
         "stamp": stamp,
         "took_from": took_from[:_TOOK] if took_from is not None else None,
         "before": sorted({task for task, channel, _ in writes if _output(task, channel)}),
-        "n": claims[-1]["n"] + 1 if claims else 0,
+        "n": claims[-1].n + 1 if claims else 0,
     }
     return [(CLAIM, value)]
 
 
-def _claims(writes: Sequence[Write]) -> list[Mapping[str, Any]]:
-    """The stored values of the claims among ``writes``, oldest first."""
-    found = [v for t, c, v in writes if t == CLAIM and c == CLAIM and _readable(v)]
-    return sorted(found, key=lambda value: value["n"])
+def _claims(writes: Sequence[Write]) -> list[ClaimRecord]:
+    """The valid claims among ``writes`` (``_records``: others are ignored), oldest first."""
+    found = [read_claim(v) for t, c, v in writes if t == CLAIM and c == CLAIM]
+    return sorted((claim for claim in found if claim is not None), key=lambda claim: claim.n)
 
 
 def _output(task: str, channel: str) -> bool:
     """Whether a pending write is a task's output (not a question, an answer, an error,
     a claim or the input)."""
     return task != NULL_TASK and channel not in CONTROL
-
-
-def _readable(value: object) -> bool:
-    """Whether a claim's stored value has the shape ``claim_writes`` gives it."""
-    return (
-        isinstance(value, Mapping)
-        and isinstance(value.get("stamp"), str)
-        and isinstance(value.get("n"), int)
-        and isinstance(value.get("before"), list | tuple)
-        and isinstance(value.get("took_from"), str | None)
-    )

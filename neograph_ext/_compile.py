@@ -42,6 +42,7 @@ from neograph_ext._revive import (
     revival,
 )
 from neograph_ext._stamp import STAMP_KEY, Stamp, stamp_ref
+from neograph_ext._stamp_order import declared_release
 from neograph_ext._subgraph_misread import subgraph_revivals
 from neograph_ext._telemetry import Telemetry
 from neograph_ext._verify_writes import verifying
@@ -151,7 +152,8 @@ def compile(
             or, with ``ResumePolicy(on_change="raise")``, a declared type's values cannot
             read back from a checkpoint as themselves (otherwise that is logged as a
             warning); or a 0.2 keyword is given with the policy that covers it; or
-            ``budget`` is not a ``Budget``.
+            ``budget`` is not a ``Budget``; or ``NEOGRAPH_EXT_RELEASE`` is set to no
+            release (docs/deploys.md).
     """
     if budget is not None and not isinstance(budget, Budget):
         raise GraphError(
@@ -259,6 +261,7 @@ def _stamped_as(
             # 0.2's strict compile left run() rewinding: only its plain calls raised.
             "neograph_ext_resume": replace(resume, on_change="rewind") if strict_plain else resume,
             "neograph_ext_lock": lock,
+            "neograph_ext_release": declared_release(),
             **({"neograph_ext_auto_resume": resume} if auto_resume is not None else {}),
             "neograph_ext_verify_saver": verify_saver,
             "_neograph_ext_saved": weakref.WeakSet(),

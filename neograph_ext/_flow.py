@@ -42,6 +42,7 @@ from neograph_ext._misread import (
     head_misread,
     rebuilt_judged,
     result_misread,
+    revived_as_data,
     unrevivable_tasks,
 )
 from neograph_ext._operations import (
@@ -320,7 +321,10 @@ def _facts(call: ThreadCall, head: CheckpointTuple | None) -> Flow[HeadFacts | N
     rebuilt = {ch: values[ch] for ch in judged if ch in values}
     misread = head_misread(revival, head, bool(waits), rebuilt)
     inner: tuple[NodeChange, ...] = ()
-    lost = revival.unrevivable & misread.keys()
+    stored = {**(head.checkpoint.get("channel_values") or {}), **rebuilt}
+    lost = frozenset(
+        ch for ch in revival.unrevivable & misread.keys() if revived_as_data(stored.get(ch))
+    )
     subgraphs = waits & revival.subgraphs.keys()
     if subgraphs:
         held = yield ReadSubgraphValues(head.config, frozenset(subgraphs))

@@ -75,6 +75,9 @@ class StampedGraph(Pregel[Any, Any, Any, Any], Stamped):
     """``compile(resume=...)``: the policy of a ``run`` or ``plan`` that gives none."""
     neograph_ext_lock: ClassVar[LockPolicy] = LockPolicy()
     """``compile(lock=...)``: the policy of a ``run`` (or a plain call) that gives none."""
+    neograph_ext_release: ClassVar[str | None] = None
+    """The release the environment declared at compile (``_stamp_order.RELEASE_ENV``),
+    kept with the stamp's place in each database's order of stamps."""
     _neograph_ext_saved: ClassVar[weakref.WeakSet[BaseCheckpointSaver[Any]]]
     """Savers already holding the stamp's description, in this process."""
     _neograph_ext_described: ClassVar[
@@ -173,7 +176,7 @@ class StampedGraph(Pregel[Any, Any, Any, Any], Stamped):
         """
         if saver not in self._neograph_ext_saved:
             save(saver, self.neograph_ext_stamp)
-            register(saver, self.neograph_ext_stamp)
+            register(saver, self.neograph_ext_stamp, self.neograph_ext_release)
             self._neograph_ext_saved.add(saver)
         if verify and self.neograph_ext_verify_saver:
             check_saver(saver, self.neograph_ext_stamp)
@@ -184,7 +187,7 @@ class StampedGraph(Pregel[Any, Any, Any, Any], Stamped):
         """Async twin of ``neograph_ext_save``."""
         if saver not in self._neograph_ext_saved:
             await asave(saver, self.neograph_ext_stamp)
-            await aregister(saver, self.neograph_ext_stamp)
+            await aregister(saver, self.neograph_ext_stamp, self.neograph_ext_release)
             self._neograph_ext_saved.add(saver)
         if verify and self.neograph_ext_verify_saver:
             await acheck_saver(saver, self.neograph_ext_stamp)

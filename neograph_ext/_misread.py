@@ -37,6 +37,7 @@ __all__ = [
     "misread",
     "rebuilt_judged",
     "result_misread",
+    "revived_as_data",
     "sends_misread",
     "turn_misread",
     "unrevivable_tasks",
@@ -245,6 +246,23 @@ def head_misread(
     found = misread(checked, {**values, **rebuilt} if rebuilt else values)
     why = sends_misread(checked.inputs, values.get(TASKS_CHANNEL))
     return found | {TASKS_CHANNEL: why} if why is not None else found
+
+
+def revived_as_data(value: object) -> bool:
+    """Whether a stored value that does not read back came back as plain data: it holds
+    no instance of a class the serializer revives by path. One that revived as another
+    real class (the old class of a rename, still defined in ``__main__`` or importable)
+    is a changed type, which a rewind rebuilds, in a notebook as in a module."""
+    stack = [value]
+    while stack:
+        current = stack.pop()
+        if by_path(type(current)):
+            return False
+        if isinstance(current, Mapping):
+            stack.extend(current.values())
+        elif isinstance(current, list | tuple | set | frozenset):
+            stack.extend(current)
+    return True
 
 
 def sends_misread(inputs: Mapping[str, type], queued: object) -> str | None:

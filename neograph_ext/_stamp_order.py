@@ -30,12 +30,19 @@ Rules:
   position, with a lower id, is seen once a later stamp is added.
 - A saver that cannot list (``list`` left unimplemented) keeps no order: a plain call
   on it works as under LangGraph's own compile.
+- A release declared at compile (``RELEASE_ENV``) is kept with the stamp's place, the
+  latest declared for a stamp replacing the one before. Stamps that declare one are
+  ordered among themselves by release, compared in natural order (runs of digits as
+  numbers: ``1.10`` after ``1.9``), ties by the database's order; they keep the places
+  the database gave the set of them, so the other stamps keep theirs.
 - Only this module knows the layout; sync and async twins differ by ``await`` alone.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
+import re
 import weakref
 from collections.abc import Iterable
 from typing import Any
@@ -49,15 +56,28 @@ from langgraph.checkpoint.base import (
     empty_checkpoint,
 )
 
+from neograph_ext._errors import GraphError
+from neograph_ext._records import OrderEntry, read_order_entry, read_release
 from neograph_ext._stamp import Stamp
 from neograph_ext._stamp_store import THREAD_PREFIX
 
-__all__ = ["ORDER_THREAD", "aorder", "aregister", "order", "register"]
+__all__ = [
+    "ORDER_THREAD",
+    "RELEASE_ENV",
+    "aorder",
+    "aregister",
+    "declared_release",
+    "order",
+    "register",
+]
 
 ORDER_THREAD = THREAD_PREFIX + "order"
 """The thread holding the order (reserved like every description's thread)."""
 
 _CHANNEL = "stamp"
+
+RELEASE_ENV = "NEOGRAPH_EXT_RELEASE"
+"""The environment variable a deploy declares its release in, read at compile."""
 
 _KNOWN: weakref.WeakKeyDictionary[BaseCheckpointSaver[Any], tuple[tuple[str, ...], str | None]] = (
     weakref.WeakKeyDictionary()
@@ -82,23 +102,45 @@ async def aorder(saver: BaseCheckpointSaver[Any], wanted: str) -> tuple[str, ...
     return _kept(saver, [tup async for tup in saver.alist(_thread())])
 
 
-def register(saver: BaseCheckpointSaver[Any], stamp: Stamp) -> None:
-    """Write ``stamp``'s place in ``saver``'s order: at the end, or where it is listed."""
+def declared_release() -> str | None:
+    """The release the environment declares (``RELEASE_ENV``), if any.
+
+    Raises:
+        GraphError: It is set to something other than 1 to 100 printable characters.
+    """
+    raw = os.environ.get(RELEASE_ENV)
+    if not raw:
+        return None
+    release = read_release(raw)
+    if release is None:
+        raise GraphError(
+            f"{RELEASE_ENV}={raw[:120]!r} is no release: declare 1 to 100 printable ASCII "
+            "characters without spaces (a version such as 1.4.2, or a build number), or "
+            "unset it to order code by the database's order"
+        )
+    return release
+
+
+def register(saver: BaseCheckpointSaver[Any], stamp: Stamp, release: str | None = None) -> None:
+    """Write ``stamp``'s place in ``saver``'s order: at the end, or where it is listed,
+    with ``release`` (else the one already kept there)."""
     try:
         listed = list(saver.list(_thread()))
     except NotImplementedError:
         return  # a saver that cannot list keeps no order (nor can it plan a lineage)
-    saver.put(*_write(saver, stamp, _place(listed, stamp)))
+    saver.put(*_write(saver, stamp, *_place(listed, stamp, release)))
     _kept(saver, list(saver.list(_thread())))
 
 
-async def aregister(saver: BaseCheckpointSaver[Any], stamp: Stamp) -> None:
+async def aregister(
+    saver: BaseCheckpointSaver[Any], stamp: Stamp, release: str | None = None
+) -> None:
     """Async twin of ``register``."""
     try:
         listed = [tup async for tup in saver.alist(_thread())]
     except NotImplementedError:
         return
-    await saver.aput(*_write(saver, stamp, _place(listed, stamp)))
+    await saver.aput(*_write(saver, stamp, *_place(listed, stamp, release)))
     _kept(saver, [tup async for tup in saver.alist(_thread())])
 
 
@@ -119,31 +161,47 @@ def _thread() -> RunnableConfig:
     return {"configurable": {"thread_id": ORDER_THREAD, "checkpoint_ns": ""}}
 
 
-def _entries(tuples: Iterable[CheckpointTuple]) -> list[tuple[int, str]]:
-    """``(position, stamp id)`` per checkpoint of the order that reads as one."""
+def _entries(tuples: Iterable[CheckpointTuple]) -> list[tuple[int, OrderEntry]]:
+    """``(position, entry)`` per checkpoint of the order that reads as one (``_records``)."""
     found = []
     for tup in tuples:
         position = _position(tup.checkpoint.get("id"))
-        stamp_id = tup.checkpoint.get("channel_values", {}).get(_CHANNEL)
-        if position is not None and isinstance(stamp_id, str) and len(stamp_id) == 64:
-            found.append((position, stamp_id))
+        entry = read_order_entry(tup.checkpoint.get("channel_values"))
+        if position is not None and entry is not None:
+            found.append((position, entry))
     return found
 
 
 def _ordered(tuples: Iterable[CheckpointTuple]) -> tuple[str, ...]:
-    first: dict[str, None] = {}
-    for _, stamp_id in sorted(_entries(tuples)):
-        first.setdefault(stamp_id, None)
-    return tuple(first)
+    first: dict[str, str | None] = {}
+    for _, entry in sorted(_entries(tuples), key=lambda found: (found[0], found[1].stamp)):
+        first.setdefault(entry.stamp, entry.release)
+    ids = list(first)
+    places = [index for index, stamp_id in enumerate(ids) if first[stamp_id] is not None]
+    by_release = sorted((ids[index] for index in places), key=lambda s: _natural(first[s]))
+    for index, stamp_id in zip(places, by_release, strict=True):
+        ids[index] = stamp_id
+    return tuple(ids)
 
 
-def _place(listed: Iterable[CheckpointTuple], stamp: Stamp) -> int:
-    """Where ``stamp`` is listed first, else one past the highest position."""
+def _natural(release: str | None) -> tuple[tuple[int, int, str], ...]:
+    """A release's sort key: runs of digits compare as numbers, the rest as text."""
+    runs = re.findall(r"\d+|\D+", release or "")
+    return tuple((0, int(run), "") if run.isdigit() else (1, 0, run) for run in runs)
+
+
+def _place(
+    listed: Iterable[CheckpointTuple], stamp: Stamp, release: str | None
+) -> tuple[int, str | None]:
+    """Where ``stamp`` is listed first, else one past the highest position; and the
+    release to keep there: ``release``, else the one kept."""
     entries = _entries(listed)
-    mine = [position for position, stamp_id in entries if stamp_id == stamp.id]
+    mine = sorted(
+        (position, entry.release) for position, entry in entries if entry.stamp == stamp.id
+    )
     if mine:
-        return min(mine)
-    return max((position for position, _ in entries), default=-1) + 1
+        return mine[0][0], release if release is not None else mine[0][1]
+    return max((position for position, _ in entries), default=-1) + 1, release
 
 
 def _position(checkpoint_id: object) -> int | None:
@@ -156,12 +214,13 @@ def _position(checkpoint_id: object) -> int | None:
 
 
 def _write(
-    saver: BaseCheckpointSaver[Any], stamp: Stamp, position: int
+    saver: BaseCheckpointSaver[Any], stamp: Stamp, position: int, release: str | None
 ) -> tuple[RunnableConfig, Checkpoint, CheckpointMetadata, dict[str, Any]]:
     version = saver.get_next_version(None, None)
     checkpoint = empty_checkpoint()
     checkpoint["id"] = f"{position:08x}-0000-6000-8000-{stamp.id[:12]}"
-    checkpoint["channel_values"] = {_CHANNEL: stamp.id}
-    checkpoint["channel_versions"] = {_CHANNEL: version}
+    values = {_CHANNEL: stamp.id} | ({"release": release} if release is not None else {})
+    checkpoint["channel_values"] = values
+    checkpoint["channel_versions"] = dict.fromkeys(values, version)
     metadata: CheckpointMetadata = {"source": "update", "step": position, "parents": {}}
-    return _thread(), checkpoint, metadata, {_CHANNEL: version}
+    return _thread(), checkpoint, metadata, dict.fromkeys(values, version)

@@ -29,7 +29,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import StateSnapshot
 
 from neograph_ext._changes import ChangeReason, NodeChange
-from neograph_ext._misread import misread
+from neograph_ext._misread import misread, revived_as_data
 from neograph_ext._revive import (
     Allowed,
     Finding,
@@ -90,14 +90,14 @@ def inner_misread(
     """Per subgraph node, why a value its subgraph's checkpoint holds does not read back
     as the subgraph declares it, for the first channel that does not; and the nodes of
     those whose subgraph holds a misread value of a class no checkpoint can revive
-    (``Revival.unrevivable``)."""
+    (``Revival.unrevivable``) that came back as plain data (``revived_as_data``)."""
     found: dict[str, str] = {}
     lost: set[str] = set()
     for node, held in sorted(values.items()):
         why = misread(revivals[node], held) if node in revivals else {}
         if why:
             found[node] = f"in its subgraph's checkpoint, {why[min(why)]}"
-            if revivals[node].unrevivable & why.keys():
+            if any(revived_as_data(held.get(ch)) for ch in revivals[node].unrevivable & why.keys()):
                 lost.add(node)
     return found, frozenset(lost)
 

@@ -3,20 +3,22 @@ older without any worker's clock (``_stamp_order``)."""
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.base import BaseCheckpointSaver, empty_checkpoint
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 import neograph_ext
 from neograph_ext import GraphError
-from neograph_ext._stamp_order import ORDER_THREAD, order
+from neograph_ext._stamp_order import ORDER_THREAD, order, register
 from tests.drive import Drive
 from tests.graphs.deploys import Release, SummaryV1, SummaryV2
+from tests.graphs.pipelines import linear
 from tests.integration.savers import reopened
 
 
@@ -87,3 +89,30 @@ def test_a_plain_call_on_a_saver_that_cannot_list_is_langgraphs_own(
     result = drive.invoke(release.serving(), {"doc": "unlisted"}, config)
     assert result["verdict"] == "published: auto"
     assert release.runs["publish"] == 1
+
+
+def test_declared_releases_order_their_stamps_among_the_places_they_took() -> None:
+    """Natural order (``1.10`` after ``1.9``); stamps without a release keep their places;
+    the latest release declared for a stamp replaces the one before; a place that does not
+    read as one (``_records.OrderEntry``) is left out, a release that is no release leaves
+    its stamp undeclared, at its place."""
+    saver = InMemorySaver()
+    first, late, early, last = (
+        neograph_ext.compile(linear(Counter(), names=names)).neograph_ext_stamp
+        for names in (("a",), ("a", "b"), ("a", "b", "c"), ("a", "b", "c", "d"))
+    )
+    register(saver, first)
+    register(saver, late, "1.10")
+    register(saver, early, "1.9")
+    register(saver, last)
+    assert order(saver, "") == (first.id, early.id, late.id, last.id)
+    register(saver, late, "1.8")
+    register(saver, late)  # declaring none keeps the release declared before
+    assert order(saver, "") == (first.id, late.id, early.id, last.id)
+    hostile = empty_checkpoint()
+    hostile["id"] = "00000009-0000-6000-8000-000000000000"
+    hostile["channel_values"] = {"stamp": "\x00" * 64, "release": ["1"]}
+    thread = {"configurable": {"thread_id": ORDER_THREAD, "checkpoint_ns": ""}}
+    saver.put(thread, hostile, {"source": "update", "step": 9, "parents": {}}, {})
+    register(saver, early, "2\x00")  # a release that is no release is not kept
+    assert order(saver, "") == (first.id, late.id, early.id, last.id)

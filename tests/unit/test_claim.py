@@ -67,6 +67,19 @@ def test_a_claim_that_does_not_read_back_is_no_claim() -> None:
     assert unclaimed(writes) == [("t-b", "b", 1)]
 
 
+def test_a_claim_of_the_right_shape_but_hostile_fields_is_no_claim() -> None:
+    """Lists in ``before`` would be unhashable; a NUL byte in a stamp id would reach SQL."""
+    hostile = [
+        {"stamp": "a" * 64, "n": 0, "before": [["t"], {"t": 1}], "took_from": None},
+        {"stamp": "a" * 63 + "\x00", "n": 0, "before": [], "took_from": None},
+        {"stamp": "a" * 64, "n": 2**70, "before": [], "took_from": None},
+        {"stamp": "a" * 64, "n": 0, "before": [], "took_from": "x\x00"},
+    ]
+    writes = [*((CLAIM, CLAIM, value) for value in hostile), ("t-b", "b", 1)]
+    assert claims_of(writes) == ()
+    assert unclaimed(writes) == [("t-b", "b", 1)]
+
+
 def waiting(claims: list[tuple[Stamp, str | None, frozenset[str]]]) -> list[Record]:
     """``a``, ``b`` written by the old code; the head waits on ``c`` (its question), and
     each claim's tasks wrote those channels."""
