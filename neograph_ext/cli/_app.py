@@ -29,9 +29,10 @@ from neograph_ext import (
     plan,
     unrevivable_types,
 )
-from neograph_ext.cli._accept import DECLINED, confirmed, preview, report
+from neograph_ext.cli._accept import preview, report, would
 from neograph_ext.cli._boundary import CliError, boundary, reading
 from neograph_ext.cli._check import Tally, counted
+from neograph_ext.cli._confirm import ASKS, YesOpt, confirm
 from neograph_ext.cli._database import open_database
 from neograph_ext.cli._export import export_command, fixture_check
 from neograph_ext.cli._graphs import Graph, attach, load
@@ -256,7 +257,7 @@ def _known(checks: Iterable[ThreadCheck]) -> Iterator[ThreadCheck]:
         yield check
 
 
-@app.command("accept")
+@app.command("accept", epilog=ASKS)
 def accept_command(
     graph: GraphArg,
     db: DbOpt,
@@ -265,34 +266,29 @@ def accept_command(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Say what it would write; write nothing.")
     ] = False,
-    yes: Annotated[
-        bool, typer.Option("--yes", "-y", help="Write without asking (needed off a terminal).")
-    ] = False,
+    yes: YesOpt = False,
     as_json: JsonOpt = False,
     debug: DebugOpt = False,
 ) -> None:
     """Record that a thread was handled by hand (say, its data migrated in SQL): WRITES one
-    checkpoint, a fork of its head stamped as current, so the next run carries on.
-    Asks first (--yes skips; --dry-run writes nothing)."""
+    checkpoint, a fork of its head stamped as current, so the next run carries on."""
     with boundary(debug):
         target = load(graph)
         with open_database(db, write=not dry_run, serde=reader(target)) as saver:
             compiled = attach(target, saver, graph)
             config = _config(thread, checkpoint)
             found = preview(compiled, config, _plan(compiled, thread, checkpoint))
-            if dry_run:
-                written = None
-            elif not confirmed(found, yes):
-                typer.echo("declined: nothing written", err=True)
-                raise typer.Exit(DECLINED)
-            else:
+            written = None
+            if not dry_run:
+                if not found.current:
+                    confirm("accept writes to", lambda: would(found), yes, "--dry-run")
                 with reading(f"thread {thread!r}"):
                     written = accept(compiled, config)
     report(found, written, as_json)
 
 
 app.command("export")(export_command)
-app.command("prune")(prune_command)
+app.command("prune", epilog=ASKS)(prune_command)
 
 
 def main() -> None:
