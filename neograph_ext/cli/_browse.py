@@ -10,6 +10,9 @@ Rules:
 - Values are printed as ``repr`` does (strings quoted and escaped), wrapped by rich;
   ``--json`` gives them as pydantic makes any value JSON (models as objects, other
   objects as their ``repr``).
+- ``show`` marks each value the current code would not take as declared
+  (``neograph_ext.stale_values``: read back as plain data, or not valid under the type
+  declared now), with the reason: under the value in text, in ``stale`` in JSON.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from pydantic_core import to_jsonable_python
 from rich.pretty import pretty_repr
 from rich.table import Table
 
-from neograph_ext import is_reserved_thread
+from neograph_ext import is_reserved_thread, stale_values
 from neograph_ext.cli._app import (
     CheckpointOpt,
     DbOpt,
@@ -132,11 +135,14 @@ def show_command(
     with boundary(debug):
         target = load(graph)
         with open_database(db, serde=reader(target)) as saver:
-            snapshot = _snapshot(attach(target, saver, graph), thread, checkpoint)
+            compiled = attach(target, saver, graph)
+            snapshot = _snapshot(compiled, thread, checkpoint)
+    values = snapshot.values if isinstance(snapshot.values, Mapping) else {}
+    stale = stale_values(compiled, values)
+    described = {**_described(snapshot), "stale": stale}
     if as_json:
-        typer.echo(to_json(_described(snapshot)))
+        typer.echo(to_json(described))
         return
-    described = _described(snapshot)
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold")
     table.add_column()
@@ -148,6 +154,8 @@ def show_command(
     table.add_row("values", "" if snapshot.values else "-")
     for name, value in snapshot.values.items():
         table.add_row(text(f"  {name}"), text(_readable(value)))
+        if name in stale:
+            table.add_row("", text(f"stale: {stale[name]}", style="yellow"))
     console().print(table)
 
 

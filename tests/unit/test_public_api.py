@@ -64,6 +64,7 @@ EXPECTED = [
     "prune",
     "read_fixtures",
     "run",
+    "stale_values",
     "stream",
     "unrevivable_types",
 ]
