@@ -14,7 +14,12 @@ from neograph_ext._accept import aaccept, accept
 from neograph_ext._budget import Budget, Ledger, Spend
 from neograph_ext._budget_read import aledger, ledger
 from neograph_ext._changes import ChangeReason, NodeChange
-from neograph_ext._checks import is_stamped, stale_values, unrevivable_types
+from neograph_ext._checks import (
+    declared_classes,
+    is_stamped,
+    stale_values,
+    unrevivable_types,
+)
 from neograph_ext._compile import compile
 from neograph_ext._decision import PlanKind, ResumePlan, TaskStep
 from neograph_ext._errors import (
@@ -96,6 +101,7 @@ __all__ = [
     "astream",
     "check_threads",
     "compile",
+    "declared_classes",
     "export_threads",
     "fingerprint_type",
     "history",

@@ -17,9 +17,10 @@ from langgraph.pregel import Pregel
 from neograph_ext._carrying import invalid
 from neograph_ext._graph import StampedGraph
 from neograph_ext._misread import misread
+from neograph_ext._revive import expected
 from neograph_ext._thread import stamped
 
-__all__ = ["is_stamped", "stale_values", "unrevivable_types"]
+__all__ = ["declared_classes", "is_stamped", "stale_values", "unrevivable_types"]
 
 
 def is_stamped(graph: object) -> bool:
@@ -81,3 +82,21 @@ def stale_values(graph: Pregel[Any, Any, Any, Any], values: Mapping[str, Any]) -
         if why is not None:
             found[channel] = f"stored value of `{channel}` does not validate as declared now: {why}"
     return found
+
+
+def declared_classes(graph: Pregel[Any, Any, Any, Any]) -> frozenset[tuple[str, str]]:
+    """The ``(module, name)`` of each class ``graph`` declares whose values its
+    checkpoints store by path and that read back as themselves: its state's, its node
+    outputs' (a ``response_format`` too), its subgraphs'.
+
+    Give them to the saver's serializer as ``JsonPlusSerializer(allowed_msgpack_modules=
+    ...)`` and they read back silently, also under ``LANGGRAPH_STRICT_MSGPACK``;
+    ``neograph-ext`` reads through them.
+
+    Args:
+        graph: A graph made by ``neograph_ext.compile``.
+
+    Raises:
+        GraphError: The graph was not compiled by neograph-ext.
+    """
+    return expected(stamped(graph).neograph_ext_revival)

@@ -45,7 +45,12 @@ from typing_extensions import is_typeddict
 
 from neograph_ext._errors import GraphError
 from neograph_ext._introspect import channel_types, is_state_schema, return_type
-from neograph_ext._langgraph import MSGPACK_ALLOWLIST, SAFE_MSGPACK_TYPES, strict_msgpack
+from neograph_ext._langgraph import (
+    MSGPACK_ALLOWLIST,
+    SAFE_MSGPACK_TYPES,
+    expect_classes,
+    strict_msgpack,
+)
 from neograph_ext._langgraph_agents import prebuilt_output
 
 __all__ = [
@@ -58,6 +63,7 @@ __all__ = [
     "declared",
     "declared_fields",
     "entrypoint_revival",
+    "expected",
     "findings",
     "node_inputs",
     "report",
@@ -307,6 +313,20 @@ def findings(declared: Sequence[tuple[str, object]], allowed: Allowed) -> tuple[
     return tuple(found)
 
 
+def expected(checked: Revival) -> frozenset[tuple[str, str]]:
+    """The ``(module, name)`` of each class ``checked`` declares, its subgraphs' too, that
+    reads back in this process (a script's own class included): what the serializer
+    revives, and what its ``allowed_msgpack_modules`` must list under strict msgpack."""
+    refused = {f.type_name for f in checked.findings if not f.script}
+    found = {
+        (cls.__module__, cls.__name__)
+        for tp in [*checked.types.values(), *checked.inputs.values()]
+        for cls in revived_classes(tp)
+        if f"{cls.__module__}.{cls.__qualname__}" not in refused
+    }
+    return frozenset(found).union(*(expected(inner) for inner in checked.subgraphs.values()))
+
+
 def cleared(channel_types: Mapping[str, object], clears: Iterable[str]) -> dict[str, object]:
     """``channel_types``, each channel a node clears with None when it has nothing to say
     there (``Stamp.clears``: ``create_agent``'s ``structured_response``) typed as holding
@@ -423,6 +443,8 @@ def declared_fields(outputs: Mapping[str, object]) -> Iterator[tuple[str, str, o
 
 def report(checked: Revival, graph_name: str, strict: bool) -> None:
     """Log each finding once, or, in strict mode, raise those but a script's classes.
+    LangGraph's own line for a declared class that reads back (``expect_classes``) is
+    spared: it says nothing a user must act on.
 
     Raises:
         GraphError: ``strict`` and some declared class cannot come back as itself, even
@@ -435,6 +457,7 @@ def report(checked: Revival, graph_name: str, strict: bool) -> None:
         )
     for finding in checked.findings:
         logger.warning("graph %r: %s", graph_name, finding.describe())
+    expect_classes(expected(checked))
 
 
 def declared(

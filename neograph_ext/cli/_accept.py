@@ -13,22 +13,16 @@ Rules:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import typer
 from langchain_core.runnables import RunnableConfig
 
-try:  # langgraph-checkpoint 4; 3.0 has no allowlist, so no value is ever blocked there
-    from langgraph.checkpoint.serde.event_hooks import SerdeEvent, register_serde_event_listener
-except ImportError:  # pragma: no cover - exercised on the oldest versions only
-    register_serde_event_listener = None  # type: ignore[assignment]
-
 from neograph_ext import ResumePlan, history
 from neograph_ext.cli._boundary import CliError, reading
 from neograph_ext.cli._graphs import Graph
+from neograph_ext.cli._serde import declined
 from neograph_ext.cli._show import console, text, to_json
 
 __all__ = ["Preview", "preview", "report", "would"]
@@ -48,7 +42,7 @@ class Preview:
 def preview(graph: Graph, config: RunnableConfig, plan: ResumePlan) -> Preview:
     """What ``accept`` would write, refusing a head it could not copy faithfully."""
     thread = config["configurable"]["thread_id"]
-    with reading(f"thread {thread!r}"), _blocked() as blocked:
+    with reading(f"thread {thread!r}"), declined() as blocked:
         head = history(graph, config)[-1]
         graph.get_state(config)  # every value and pending write the fork would copy
     if blocked:
@@ -61,25 +55,6 @@ def preview(graph: Graph, config: RunnableConfig, plan: ResumePlan) -> Preview:
     stamp = getattr(graph, "neograph_ext_stamp", None)
     current = head.verified and stamp is not None and head.stamp_id == stamp.id
     return Preview(plan, current)
-
-
-@contextmanager
-def _blocked() -> Iterator[set[str]]:
-    """The classes LangGraph's serializer declined to revive meanwhile (its events)."""
-    found: set[str] = set()
-
-    def heard(event: SerdeEvent) -> None:
-        if event["kind"] == "msgpack_blocked":
-            found.add(f"{event['module']}.{event['name']}")
-
-    if register_serde_event_listener is None:
-        yield found
-        return
-    unregister = register_serde_event_listener(heard)
-    try:
-        yield found
-    finally:
-        unregister()
 
 
 def would(found: Preview) -> str:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Iterator
-from contextlib import AbstractContextManager, nullcontext
 from importlib.metadata import version
 from typing import Annotated
 
@@ -31,14 +30,14 @@ from neograph_ext import (
 )
 from neograph_ext.cli._accept import preview, report, would
 from neograph_ext.cli._boundary import CliError, boundary, reading
-from neograph_ext.cli._check import Tally, counted
+from neograph_ext.cli._check import Tally, counted, declined_note
 from neograph_ext.cli._confirm import ASKS, YesOpt, confirm
 from neograph_ext.cli._database import open_database
 from neograph_ext.cli._export import export_command, fixture_check
 from neograph_ext.cli._graphs import Graph, attach, load
 from neograph_ext.cli._ledger import ledger_table
 from neograph_ext.cli._prune import prune_command
-from neograph_ext.cli._serde import quiet_values, reader
+from neograph_ext.cli._serde import reader
 from neograph_ext.cli._show import (
     console,
     history_rows,
@@ -152,7 +151,7 @@ def history_command(
     """List a thread's lineage: steps, nodes run, fingerprint status, forks."""
     with boundary(debug):
         target = load(graph) if graph else None
-        with open_database(db, serde=reader(target)) as saver, _quiet(target):
+        with open_database(db, serde=reader(target)) as saver:
             source = saver if target is None else attach(target, saver, graph)
             with reading(f"thread {thread!r}"):
                 found = history(source, _config(thread, checkpoint))
@@ -233,6 +232,7 @@ def check_command(
     if as_json:
         ok = not tally.failing and not unreadable
         report = {"ok": ok, "failing": tally.failing, "types": list(unreadable)}
+        report["declined"] = [{"class": c, "threads": t} for c, t in tally.declined.items()]
         rows = [{**dataclasses.asdict(row), "unfinished": row.unfinished} for row in found.stamps]
         typer.echo("], " + to_json({**report, "inventory": rows})[1:])
     else:
@@ -241,6 +241,8 @@ def check_command(
         print_check(tally.kinds, tally.shown, len(tally.failing), strict_unverified)
         for line in unreadable:
             console().print(text(f"failed: {line}"), style="red", soft_wrap=True)
+        for name, threads in tally.declined.items():
+            console().print(text(declined_note(name, threads)), soft_wrap=True)
     if tally.failing or unreadable:
         raise typer.Exit(1)
 
@@ -301,11 +303,6 @@ def _config(thread: str, checkpoint: str | None) -> RunnableConfig:
     if checkpoint:
         configurable["checkpoint_id"] = checkpoint
     return {"configurable": configurable}
-
-
-def _quiet(target: object | None) -> AbstractContextManager[None]:
-    """Without GRAPH no stored value is printed: the serializer's notes are noise."""
-    return quiet_values() if target is None else nullcontext()
 
 
 def _plan(

@@ -18,7 +18,6 @@ Rules:
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -42,7 +41,7 @@ from neograph_ext.cli._app import (
 from neograph_ext.cli._boundary import CliError, boundary, reading
 from neograph_ext.cli._database import Saver, open_database
 from neograph_ext.cli._graphs import Graph, attach, load
-from neograph_ext.cli._serde import quiet_values, reader
+from neograph_ext.cli._serde import reader
 from neograph_ext.cli._show import console, safe, text, to_json
 
 __all__ = ["Change", "ThreadRow", "changes", "diff_command", "show_command", "threads_command"]
@@ -80,9 +79,8 @@ def threads_command(
     neograph-ext-stamp:* threads are left out."""
     with boundary(debug):
         target = load(graph) if graph else None
-        quiet = quiet_values() if target is None else nullcontext()
         where = reading("the checkpoints in this database")
-        with open_database(db, serde=reader(target)) as saver, quiet, where:
+        with open_database(db, serde=reader(target)) as saver, where:
             rows = list(_thread_rows(saver))
     if as_json:
         typer.echo(to_json([row.__dict__ for row in rows]))

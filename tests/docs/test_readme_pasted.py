@@ -28,3 +28,4 @@ def test_the_readme_blocks_run_pasted_into_one_script(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "in this script alone" in done.stderr  # guidance, not a refusal
+    assert "Deserializing unregistered type" not in done.stderr

@@ -51,6 +51,7 @@ EXPECTED = [
     "astream",
     "check_threads",
     "compile",
+    "declared_classes",
     "export_threads",
     "fingerprint_type",
     "history",
