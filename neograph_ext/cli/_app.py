@@ -35,6 +35,7 @@ from neograph_ext.cli._confirm import ASKS, YesOpt, confirm
 from neograph_ext.cli._database import open_database
 from neograph_ext.cli._export import export_command, fixture_check
 from neograph_ext.cli._graphs import Graph, attach, load
+from neograph_ext.cli._help import Command, Group
 from neograph_ext.cli._ledger import ledger_table
 from neograph_ext.cli._prune import prune_command
 from neograph_ext.cli._serde import reader
@@ -58,6 +59,7 @@ app = typer.Typer(
     help="See what resuming LangGraph threads will do after a deploy, before it happens.",
     no_args_is_help=True,
     add_completion=False,
+    cls=Group,
     pretty_exceptions_show_locals=False,  # locals may hold a database password
 )
 
@@ -97,7 +99,7 @@ def _options(
     """See what resuming LangGraph threads will do after a deploy, before it happens."""
 
 
-@app.command("plan")
+@app.command("plan", cls=Command)
 def plan_command(
     graph: GraphArg,
     db: DbOpt,
@@ -137,7 +139,7 @@ def plan_command(
         console().print(plan_panel(decision))
 
 
-@app.command("history")
+@app.command("history", cls=Command)
 def history_command(
     db: DbOpt,
     thread: ThreadOpt,
@@ -169,7 +171,7 @@ def history_command(
             console().print(ledger_table(thread, spent))
 
 
-@app.command("check")
+@app.command("check", cls=Command)
 def check_command(
     graph: GraphArg,
     db: Annotated[
@@ -259,7 +261,7 @@ def _known(checks: Iterable[ThreadCheck]) -> Iterator[ThreadCheck]:
         yield check
 
 
-@app.command("accept", epilog=ASKS)
+@app.command("accept", cls=Command, epilog=ASKS)
 def accept_command(
     graph: GraphArg,
     db: DbOpt,
@@ -289,8 +291,8 @@ def accept_command(
     report(found, written, as_json)
 
 
-app.command("export")(export_command)
-app.command("prune", epilog=ASKS)(prune_command)
+app.command("export", cls=Command)(export_command)
+app.command("prune", cls=Command, epilog=ASKS)(prune_command)
 
 
 def main() -> None:

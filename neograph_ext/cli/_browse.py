@@ -41,6 +41,7 @@ from neograph_ext.cli._app import (
 from neograph_ext.cli._boundary import CliError, boundary, reading
 from neograph_ext.cli._database import Saver, open_database
 from neograph_ext.cli._graphs import Graph, attach, load
+from neograph_ext.cli._help import Command
 from neograph_ext.cli._serde import reader
 from neograph_ext.cli._show import console, safe, text, to_json
 
@@ -65,7 +66,7 @@ class ThreadRow:
     """When the head was written (LangGraph's ``ts``)."""
 
 
-@app.command("threads")
+@app.command("threads", cls=Command)
 def threads_command(
     db: DbOpt,
     graph: Annotated[
@@ -119,7 +120,7 @@ def _thread_rows(saver: Saver) -> Iterator[ThreadRow]:
     yield from (heads[name] for name in sorted(heads))
 
 
-@app.command("show")
+@app.command("show", cls=Command)
 def show_command(
     graph: GraphArg,
     db: DbOpt,
@@ -157,7 +158,7 @@ def show_command(
     console().print(table)
 
 
-@app.command("diff")
+@app.command("diff", cls=Command)
 def diff_command(
     graph: GraphArg,
     db: DbOpt,
