@@ -16,7 +16,12 @@ from neograph_ext._accept import aaccept, accept
 from neograph_ext._budget import Budget, Ledger, Spend
 from neograph_ext._budget_read import aledger, ledger
 from neograph_ext._changes import ChangeReason, NodeChange
-from neograph_ext._checks import is_stamped, unrevivable_types
+from neograph_ext._checks import (
+    declared_classes,
+    is_stamped,
+    stale_values,
+    unrevivable_types,
+)
 from neograph_ext._compile import compile
 from neograph_ext._decision import PlanKind, ResumePlan, TaskStep
 from neograph_ext._errors import (
@@ -101,6 +106,7 @@ __all__ = [
     "astream",
     "check_threads",
     "compile",
+    "declared_classes",
     "export_threads",
     "fingerprint_type",
     "history",
@@ -114,6 +120,7 @@ __all__ = [
     "prune",
     "read_fixtures",
     "run",
+    "stale_values",
     "stream",
     "unrevivable_types",
 ]

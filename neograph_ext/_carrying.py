@@ -34,6 +34,7 @@ __all__ = [
     "carry_for",
     "carrying",
     "converted",
+    "invalid",
     "readable",
     "rebuilt_channels",
 ]
@@ -206,6 +207,28 @@ def converted(options: Carrying, plan: ResumePlan, values: Mapping[str, Any]) ->
                 )
             out[channel] = fitted[0]
     return out
+
+
+def invalid(tp: object, value: object) -> str | None:
+    """Why a stored ``value`` does not validate as ``tp`` (its first error, where), or
+    None when it does, or when nothing judges it (a JSON schema, a type pydantic cannot
+    validate)."""
+    if isinstance(tp, Mapping):
+        return None
+    try:
+        adapter = TypeAdapter[Any](tp)  # type: ignore[arg-type]
+    except Exception:  # a type pydantic has no schema for: nothing to judge by
+        return None
+    try:
+        adapter.validate_python(_plain(value))
+    except ValidationError as exc:
+        first, *rest = exc.errors()
+        where = ".".join(map(str, first["loc"]))
+        more = f" (and {len(rest)} more)" if rest else ""
+        return f"{where}: {first['msg']}{more}" if where else f"{first['msg']}{more}"
+    except (AttributeError, TypeError, ValueError) as exc:
+        return str(exc)
+    return None
 
 
 def _fits(tp: object, value: object) -> tuple[Any] | None:

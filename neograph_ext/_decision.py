@@ -3,11 +3,14 @@
 Rules:
 - Frozen records and enums only, each field documented: no logic beyond printing (as
   text, or drawn on the graph by ``_drawing``).
+- A plan's node names (``rerun``, ``kept``, ``kept_tasks``) are sets that iterate in the
+  order the nodes run (``NodeOrder``): membership, equality and set operations are
+  ``frozenset``'s, and a list of them is in execution order.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -19,7 +22,30 @@ from neograph_ext._drawing import draw_mermaid, draw_png, marks
 if TYPE_CHECKING:
     from langgraph.pregel import Pregel
 
-__all__ = ["Carriable", "Carry", "HeadFacts", "PlanKind", "ResumePlan", "TaskStep"]
+__all__ = ["Carriable", "Carry", "HeadFacts", "NodeOrder", "PlanKind", "ResumePlan", "TaskStep"]
+
+
+class NodeOrder(frozenset[str]):
+    """Node names, a ``frozenset`` that iterates (so lists, prints, serializes) in the
+    order the nodes run."""
+
+    __slots__ = ("_order",)
+    _order: tuple[str, ...]
+
+    def __new__(cls, ordered: Iterable[str] = ()) -> NodeOrder:
+        names = tuple(dict.fromkeys(ordered))
+        found = super().__new__(cls, names)
+        found._order = names
+        return found
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._order)
+
+    def __repr__(self) -> str:
+        return f"NodeOrder({list(self._order)!r})"
+
+    def __reduce__(self) -> tuple[type[NodeOrder], tuple[tuple[str, ...]]]:
+        return NodeOrder, (self._order,)
 
 
 class PlanKind(StrEnum):
@@ -73,13 +99,14 @@ class ResumePlan:
     changes: tuple[NodeChange, ...] = ()
     """Each reason, with its field-level diff."""
     rerun: frozenset[str] = frozenset()
-    """Nodes that will run again (new code may route to others too); for a rewind after
-    a crash, also any task of the target's step that never finished."""
+    """Nodes that will run again (new code may route to others too), in the order they
+    run (a ``NodeOrder``); for a rewind after a crash, also any task of the target's step
+    that never finished."""
     kept: frozenset[str] = frozenset()
-    """Nodes of the current run whose results are kept."""
+    """Nodes of the current run whose results are kept, in the order they ran."""
     kept_tasks: frozenset[str] = frozenset()
     """For a rewind: nodes of the target's superstep whose finished tasks are kept, not
-    run again (also counted in ``kept`` unless they run again later)."""
+    run again (also counted in ``kept`` unless they run again later), in order."""
     next_nodes: frozenset[str] = frozenset()
     """Nodes the head checkpoint waits on; empty when the run completed."""
     blocker: str | None = None
@@ -104,7 +131,7 @@ class ResumePlan:
     value the rewind keeps instead of the target's older one, as ``(channel, id)``."""
     order: tuple[str, ...] = field(default=(), compare=False)
     """Nodes in the order they first ran along the lineage, then those the head waits
-    on: how ``rerun`` and ``kept`` are printed (not part of the decision)."""
+    on: the order ``rerun`` and ``kept`` iterate in (not part of the decision)."""
     turn_input: str | None = None
     """Digest of the input the head's turn started with, as its input checkpoint holds
     it: tells the same input given again from a new turn where no run mark recorded it
@@ -121,6 +148,10 @@ class ResumePlan:
     stamp id of the newer code it is taken from; the plan is what it would be if that
     code were older."""
 
+    def __post_init__(self) -> None:
+        for name in ("rerun", "kept", "kept_tasks"):
+            object.__setattr__(self, name, NodeOrder(self.in_order(getattr(self, name))))
+
     def __str__(self) -> str:
         head = f"{self.kind}: thread {self.thread_id!r}"
         if self.kind is PlanKind.REWIND:
@@ -132,11 +163,11 @@ class ResumePlan:
         lines = [head]
         lines += [change.describe() for change in self.changes]
         if self.rerun:
-            lines.append(f"re-runs: {', '.join(self.in_order(self.rerun))}")
+            lines.append(f"re-runs: {', '.join(self.rerun)}")
         if self.kept:
-            lines.append(f"kept: {', '.join(self.in_order(self.kept))}")
+            lines.append(f"kept: {', '.join(self.kept)}")
         if self.kept_tasks:
-            lines.append(f"kept in the rewound step: {', '.join(self.in_order(self.kept_tasks))}")
+            lines.append(f"kept in the rewound step: {', '.join(self.kept_tasks)}")
         summary = self.step_summary()
         if summary:
             lines.append(f"steps: {summary}")
@@ -174,13 +205,15 @@ class ResumePlan:
         """The plan drawn on ``graph`` (the graph it was made for) as Mermaid text:
         LangGraph's own drawing (``graph.get_graph().draw_mermaid()``) with each node the
         plan names labelled and styled: ``kept``, ``rerun``, ``changed`` (the invalidated
-        nodes, which re-run too) and, for a thread that carries on, ``next``."""
+        nodes, which re-run too; each numbered in the order it runs) and, for a thread
+        that carries on, ``next``."""
         waiting = self.next_nodes if self.kind in (PlanKind.CONTINUE, PlanKind.UNVERIFIED) else ()
         marked = marks(self.kept, self.rerun, self.invalidated_nodes, waiting)
         title = f"thread {self.thread_id}: {self.kind}"
         if self.kind is PlanKind.REWIND and self.step is not None:
             title += f", fork from step {self.step}"
-        return draw_mermaid(graph, marked, title + (" (blocked)" if self.blocker else ""))
+        title += " (blocked)" if self.blocker else ""
+        return draw_mermaid(graph, marked, title, tuple(self.rerun))
 
     def draw_mermaid_png(self, graph: Pregel[Any, Any, Any, Any], **options: Any) -> bytes:
         """``draw_mermaid`` as a PNG, drawn by LangGraph's ``draw_mermaid_png``, whose
@@ -191,8 +224,8 @@ class ResumePlan:
 
     def in_order(self, nodes: Iterable[str]) -> list[str]:
         """``nodes`` in the order they run (``order``: first run along the lineage, then
-        those the head waits on); nodes it lacks last, by name. How ``rerun``, ``kept``
-        and the rest are printed, here and by the command line."""
+        those the head waits on); nodes it lacks last, by name: the order ``rerun``,
+        ``kept`` and ``kept_tasks`` iterate in, and the rest print in."""
         rank = {node: position for position, node in enumerate(self.order)}
         return sorted(nodes, key=lambda node: (rank.get(node, len(rank)), node))
 

@@ -3,8 +3,8 @@
 Rules:
 - The drawing is LangGraph's (``graph.get_graph().draw_mermaid()``: its shapes, edges
   and node styles). This module adds only what the plan says of each node: a line in
-  its label (LangGraph prints a node's metadata there) and a Mermaid class per mark,
-  styled after LangGraph's own ``classDef`` lines.
+  its label (LangGraph prints a node's metadata there; a re-run's place in the order
+  they run) and a Mermaid class per mark, styled after LangGraph's own ``classDef`` lines.
 - Reads no checkpoint: the marks come from a ``ResumePlan`` already made.
 - A PNG is LangGraph's ``draw_mermaid_png`` of the same text: by default it asks the
   mermaid.ink service (network); ``base_url=`` names a self-hosted one, and
@@ -17,7 +17,7 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from enum import StrEnum
 from typing import Any
 
@@ -67,7 +67,10 @@ def marks(
 
 
 def draw_mermaid(
-    graph: Pregel[Any, Any, Any, Any], marked: Mapping[str, Mark], title: str | None = None
+    graph: Pregel[Any, Any, Any, Any],
+    marked: Mapping[str, Mark],
+    title: str | None = None,
+    reruns: Sequence[str] = (),
 ) -> str:
     """LangGraph's Mermaid text of ``graph``, each node of ``marked`` labelled and styled.
 
@@ -75,6 +78,8 @@ def draw_mermaid(
         graph: The compiled graph the plan was made for.
         marked: Per node name, its mark (``marks``); nodes it lacks are drawn as they are.
         title: The drawing's title (Mermaid front matter), if any.
+        reruns: The nodes that run again, in the order they run: each one's label says
+            its place (``re-runs, 2 of 3``).
 
     Returns:
         Mermaid flowchart text.
@@ -84,12 +89,14 @@ def draw_mermaid(
     from langchain_core.runnables.graph_mermaid import _to_safe_id
 
     drawable = graph.get_graph().reid()
+    place = {node: f", {n} of {len(reruns)}" for n, node in enumerate(reruns, 1)}
     ids: dict[Mark, list[str]] = {}
     for key, node in list(drawable.nodes.items()):
         mark = marked.get(node.name)
         if mark is None:
             continue
-        metadata = {**(node.metadata or {}), "resume": _LABELS[mark]}
+        label = _LABELS[mark] + (place.get(node.name, "") if mark is not Mark.KEPT else "")
+        metadata = {**(node.metadata or {}), "resume": label}
         drawable.nodes[key] = node._replace(metadata=metadata)
         ids.setdefault(mark, []).append(_to_safe_id(key))
     text = drawable.draw_mermaid(frontmatter_config={"title": title} if title else None)

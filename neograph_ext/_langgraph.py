@@ -41,6 +41,7 @@ __all__ = [
     "compile_options",
     "delta_channels",
     "delta_snapshot",
+    "expect_classes",
     "fold_cache_keys",
     "fold_task_cache_keys",
     "hash_task_id",
@@ -104,6 +105,19 @@ SAFE_MSGPACK_TYPES: frozenset[tuple[str, ...]] = (
     _msgpack.SAFE_MSGPACK_TYPES if _msgpack is not None else frozenset()
 )
 """The ``(module, name)`` pairs every serializer with an allowlist revives."""
+
+
+def expect_classes(pairs: frozenset[tuple[str, str]]) -> None:
+    """Spare the log LangGraph's "Deserializing unregistered type" line for ``pairs``, the
+    classes a compiled graph declares and reads back: LangGraph warns once per class and
+    process that it revives off an allowlist, and keeps the classes it warned of
+    (``jsonplus._warned_unregistered_types``); these are marked as warned already. A
+    class no graph declares still gets its line."""
+    from langgraph.checkpoint.serde import jsonplus
+
+    warned = getattr(jsonplus, "_warned_unregistered_types", None)
+    if isinstance(warned, set):
+        warned.update(pairs)
 
 
 def strict_msgpack() -> bool:

@@ -13,11 +13,12 @@ Rules:
   (``MSGPACK_ALLOWLIST``: langgraph-checkpoint 3 has none), then the import by module
   and ``__name__`` (not ``__qualname__``: a nested class is looked up at module level).
   A class of ``__main__`` is importable only in a process whose main script defines it,
-  so it counts as not revivable.
+  so it counts as not revivable; when that is all (``Finding.script``) the script itself
+  reads its values back, so the finding is guidance, never a refusal.
 - At compile time every declared type (state channels, node outputs) is walked for the
   classes the serializer revives by path (``revived_classes``); each that cannot come
   back gets one warning naming it, the reason and the fix (``Finding``); strict mode
-  makes it a ``GraphError``.
+  makes it a ``GraphError``, but for a script's own class.
 - On resume, the head's stored values are checked against the declared types
   (``_misread``), by the same rule (``by_path``, ``same_class``).
 - ``compile(verify_writes=True)`` round-trips every value a node writes as it is
@@ -44,7 +45,12 @@ from typing_extensions import is_typeddict
 
 from neograph_ext._errors import GraphError
 from neograph_ext._introspect import channel_types, is_state_schema, return_type
-from neograph_ext._langgraph import MSGPACK_ALLOWLIST, SAFE_MSGPACK_TYPES, strict_msgpack
+from neograph_ext._langgraph import (
+    MSGPACK_ALLOWLIST,
+    SAFE_MSGPACK_TYPES,
+    expect_classes,
+    strict_msgpack,
+)
 from neograph_ext._langgraph_agents import prebuilt_output
 
 __all__ = [
@@ -57,6 +63,7 @@ __all__ = [
     "declared",
     "declared_fields",
     "entrypoint_revival",
+    "expected",
     "findings",
     "node_inputs",
     "report",
@@ -86,9 +93,20 @@ class Finding:
     """Why the serializer cannot revive it."""
     fix: str
     """What to do about it."""
+    script: bool = False
+    """Whether the one reason is that the class is the running script's (``__main__``):
+    its values read back in this script, not in a process that imports the graph from a
+    module (a worker, a server). Strict mode warns about it instead of refusing it."""
 
     def describe(self) -> str:
         """One paragraph: the type, where it is declared, why, and the fix."""
+        if self.script:
+            return (
+                f"values of {self.type_name} (declared by {', '.join(self.where)}) read back "
+                f"as {self.type_name.rpartition('.')[2]} in this script alone: "
+                f"{'; '.join(self.reasons)}. Fix, before a server or worker runs this graph: "
+                f"{self.fix}"
+            )
         return (
             f"values of {self.type_name} (declared by {', '.join(self.where)}) will not read "
             f"back from a checkpoint as {self.type_name.rpartition('.')[2]}: "
@@ -159,8 +177,9 @@ def why_not(cls: type, allowed: Allowed) -> tuple[str, ...]:
         reasons.append("it is a local class (defined inside a function), which cannot be imported")
     elif module == "__main__":
         reasons.append(
-            "it is defined in `__main__`, which another process (a worker, a server, a "
-            "test run) imports as a different script"
+            "it is defined in the script being run (`__main__`); a process that imports the "
+            "graph from a module (a worker, LangGraph Server, a test run) has another "
+            "`__main__` and gets a plain dict"
         )
     elif not same_class(_imported(module, name), cls):
         reasons.append(f"`{module}.{name}` does not import it")
@@ -181,6 +200,11 @@ def same_class(found: object, cls: type) -> bool:
 def _fix(cls: type, reasons: Sequence[str]) -> str:
     name = cls.__name__
     fixes: list[str] = []
+    if _script_only(reasons):
+        return (
+            f"define {name} at the top level of an importable module and import it into the "
+            "script; while the script runs alone, nothing needs doing"
+        )
     if any("local class" in r or "__main__" in r or "does not import" in r for r in reasons):
         fixes.append(f"define {name} at the top level of an importable module")
     if any("allowlist" in r for r in reasons):
@@ -190,6 +214,10 @@ def _fix(cls: type, reasons: Sequence[str]) -> str:
             "JsonPlusSerializer"
         )
     return "; or ".join(fixes)
+
+
+def _script_only(reasons: Sequence[str]) -> bool:
+    return len(reasons) == 1 and "`__main__`" in reasons[0]
 
 
 def _imported(module: str, name: str) -> object:
@@ -280,8 +308,23 @@ def findings(declared: Sequence[tuple[str, object]], allowed: Allowed) -> tuple[
         reasons = why_not(cls, allowed)
         if reasons:
             name = f"{cls.__module__}.{cls.__qualname__}"
-            found.append(Finding(name, tuple(places), reasons, _fix(cls, reasons)))
+            fix = _fix(cls, reasons)
+            found.append(Finding(name, tuple(places), reasons, fix, _script_only(reasons)))
     return tuple(found)
+
+
+def expected(checked: Revival) -> frozenset[tuple[str, str]]:
+    """The ``(module, name)`` of each class ``checked`` declares, its subgraphs' too, that
+    reads back in this process (a script's own class included): what the serializer
+    revives, and what its ``allowed_msgpack_modules`` must list under strict msgpack."""
+    refused = {f.type_name for f in checked.findings if not f.script}
+    found = {
+        (cls.__module__, cls.__name__)
+        for tp in [*checked.types.values(), *checked.inputs.values()]
+        for cls in revived_classes(tp)
+        if f"{cls.__module__}.{cls.__qualname__}" not in refused
+    }
+    return frozenset(found).union(*(expected(inner) for inner in checked.subgraphs.values()))
 
 
 def cleared(channel_types: Mapping[str, object], clears: Iterable[str]) -> dict[str, object]:
@@ -399,20 +442,22 @@ def declared_fields(outputs: Mapping[str, object]) -> Iterator[tuple[str, str, o
 
 
 def report(checked: Revival, graph_name: str, strict: bool) -> None:
-    """Log each finding once, or, in strict mode, raise them all.
+    """Log each finding once, or, in strict mode, raise those but a script's classes.
+    LangGraph's own line for a declared class that reads back (``expect_classes``) is
+    spared: it says nothing a user must act on.
 
     Raises:
-        GraphError: ``strict`` and some declared class cannot come back as itself.
+        GraphError: ``strict`` and some declared class cannot come back as itself, even
+            where the graph is imported from its module.
     """
-    if not checked.findings:
-        return
-    if strict:
+    refused = [finding for finding in checked.findings if strict and not finding.script]
+    if refused:
         raise GraphError(
-            f"graph {graph_name!r}: "
-            + "\n".join(finding.describe() for finding in checked.findings)
+            f"graph {graph_name!r}: " + "\n".join(finding.describe() for finding in refused)
         )
     for finding in checked.findings:
         logger.warning("graph %r: %s", graph_name, finding.describe())
+    expect_classes(expected(checked))
 
 
 def declared(

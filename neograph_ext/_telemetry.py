@@ -103,9 +103,9 @@ def plan_data(plan: ResumePlan) -> dict[str, Any]:
         "head_id": plan.head_id,
         "checkpoint_id": plan.checkpoint_id,
         "step": plan.step,
-        "rerun": _ordered(plan, plan.rerun),
-        "kept": _ordered(plan, plan.kept),
-        "kept_tasks": _ordered(plan, plan.kept_tasks),
+        "rerun": list(plan.rerun),
+        "kept": list(plan.kept),
+        "kept_tasks": list(plan.kept_tasks),
         "migrated": sorted(plan.migrated),
         "replayed": list(plan.replayed),
         "reasons": [
@@ -229,9 +229,3 @@ def _manager(callbacks: Any) -> BaseCallbackManager:
         return callbacks.copy()
     handlers = list(callbacks or [])
     return CallbackManager(handlers=handlers, inheritable_handlers=list(handlers))
-
-
-def _ordered(plan: ResumePlan, nodes: frozenset[str]) -> list[str]:
-    """``nodes`` in the order they first ran (``ResumePlan.order``), then by name."""
-    rank = {node: position for position, node in enumerate(plan.order)}
-    return sorted(nodes, key=lambda node: (rank.get(node, len(rank)), node))

@@ -2,10 +2,11 @@
 
 Rules:
 - Read-only: databases are opened read-only where the driver allows it (``_database``),
-  no saver ``setup()`` runs, and planning writes nothing. The one exception is ``accept``,
-  asked for by name: it opens the database for writing and writes one checkpoint (a fork
-  of the thread's head, through ``neograph_ext.accept``) and the stamp's description;
-  ``export`` writes fixture files, never to the database.
+  no saver ``setup()`` runs, and planning writes nothing. The exceptions are asked for
+  by name, and ask first (``_confirm``): ``accept`` writes one checkpoint (a fork of the
+  thread's head, through ``neograph_ext.accept``) and the stamp's description; ``prune
+  --apply`` deletes what rewinds left behind. ``export`` writes fixture files, never to
+  the database.
 - Built on the public API alone (``compile``, ``plan``, ``accept``, ``history``,
   ``list_threads``, ...): no module here imports a private ``neograph_ext._`` module, as
   a test checks. What the CLI adds is presentation, database opening and GRAPH loading.
@@ -20,7 +21,8 @@ Modules: ``_app`` (the commands), ``_export`` (``export`` and ``check --fixtures
 offline CI gate), ``_prune`` (``prune``), ``_browse`` (``threads``, ``show``, ``diff``),
 ``_accept`` (``accept``'s preview and question), ``_serde`` (which classes revive),
 ``_show`` (tables, panels, JSON, escaping), ``_boundary`` (errors as one line),
-``_graphs`` (GRAPH loading), ``_database`` (--db).
+``_graphs`` (GRAPH loading), ``_database`` (--db), ``_confirm`` (the question before a
+write), ``_help`` (how ``--help`` reads).
 """
 
 from __future__ import annotations

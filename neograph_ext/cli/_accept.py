@@ -1,12 +1,10 @@
-"""``accept``, the one command that writes: what it would write, asked before it does.
+"""``accept``: what it would write, asked before it does.
 
 Rules:
 - ``--dry-run`` reads alone (the database opened read-only) and says what ``accept``
   would write: one fork of the head, or nothing when the head is current already.
-- Otherwise it asks first, on stderr, when stdin is a terminal; ``--yes`` skips the
-  question. Where stdin is not a terminal (a pipe, CI, cron) it cannot ask, and it
-  never waits for an answer: without ``--yes`` it refuses (exit 2) and writes nothing.
-  Declined, it writes nothing and exits 1.
+- Otherwise it asks first, by the rule every writing command shares (``_confirm``),
+  unless the head is current already: then there is nothing to write.
 - It copies the head's values into the fork. A value of a class GRAPH does not declare
   reads back as its fields alone (``_serde``), and would be written so: such a thread is
   refused before anything is written.
@@ -15,29 +13,19 @@ Rules:
 from __future__ import annotations
 
 import dataclasses
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import typer
 from langchain_core.runnables import RunnableConfig
 
-try:  # langgraph-checkpoint 4; 3.0 has no allowlist, so no value is ever blocked there
-    from langgraph.checkpoint.serde.event_hooks import SerdeEvent, register_serde_event_listener
-except ImportError:  # pragma: no cover - exercised on the oldest versions only
-    register_serde_event_listener = None  # type: ignore[assignment]
-
 from neograph_ext import ResumePlan, history
 from neograph_ext.cli._boundary import CliError, reading
 from neograph_ext.cli._graphs import Graph
-from neograph_ext.cli._show import console, safe, text, to_json
+from neograph_ext.cli._serde import declined
+from neograph_ext.cli._show import console, text, to_json
 
-__all__ = ["DECLINED", "Preview", "confirmed", "preview", "report"]
-
-DECLINED = 1
-"""The exit code when the question was answered no: nothing was written."""
+__all__ = ["Preview", "preview", "report", "would"]
 
 
 @dataclass(frozen=True)
@@ -54,7 +42,7 @@ class Preview:
 def preview(graph: Graph, config: RunnableConfig, plan: ResumePlan) -> Preview:
     """What ``accept`` would write, refusing a head it could not copy faithfully."""
     thread = config["configurable"]["thread_id"]
-    with reading(f"thread {thread!r}"), _blocked() as blocked:
+    with reading(f"thread {thread!r}"), declined() as blocked:
         head = history(graph, config)[-1]
         graph.get_state(config)  # every value and pending write the fork would copy
     if blocked:
@@ -69,40 +57,8 @@ def preview(graph: Graph, config: RunnableConfig, plan: ResumePlan) -> Preview:
     return Preview(plan, current)
 
 
-@contextmanager
-def _blocked() -> Iterator[set[str]]:
-    """The classes LangGraph's serializer declined to revive meanwhile (its events)."""
-    found: set[str] = set()
-
-    def heard(event: SerdeEvent) -> None:
-        if event["kind"] == "msgpack_blocked":
-            found.add(f"{event['module']}.{event['name']}")
-
-    if register_serde_event_listener is None:
-        yield found
-        return
-    unregister = register_serde_event_listener(heard)
-    try:
-        yield found
-    finally:
-        unregister()
-
-
-def confirmed(found: Preview, yes: bool) -> bool:
-    """``--yes``, or the answer to the question asked on stderr; never waits on a stdin
-    that is not a terminal: refuses instead."""
-    if yes or found.current:
-        return True
-    if not sys.stdin.isatty():
-        raise CliError(
-            "accept writes to the database and stdin is not a terminal to ask on: "
-            "pass --yes to write, or --dry-run to see what it would write"
-        )
-    typer.echo(safe(_would(found)), err=True)
-    return typer.confirm("Write it?", default=False, err=True)
-
-
-def _would(found: Preview) -> str:
+def would(found: Preview) -> str:
+    """What ``accept`` would write to the thread, in one sentence."""
     p = found.plan
     if found.current:
         return f"thread {p.thread_id}: its head {p.head_id} is current already; nothing to write"
@@ -128,9 +84,9 @@ def report(found: Preview, written: RunnableConfig | None, as_json: bool) -> Non
         }
         typer.echo(to_json(out))
     elif written is None:
-        console().print(text(f"dry run: {_would(found)}; nothing written"))
+        console().print(text(f"dry run: {would(found)}; nothing written"))
     elif not wrote:
-        console().print(text(_would(found)))
+        console().print(text(would(found)))
     else:
         console().print(
             text(

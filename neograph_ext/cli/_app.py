@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Iterator
-from contextlib import AbstractContextManager, nullcontext
 from typing import Annotated
 
 import typer
@@ -29,15 +28,17 @@ from neograph_ext import (
     plan,
     unrevivable_types,
 )
-from neograph_ext.cli._accept import DECLINED, confirmed, preview, report
+from neograph_ext.cli._accept import preview, report, would
 from neograph_ext.cli._boundary import CliError, boundary, reading
-from neograph_ext.cli._check import Tally, counted
+from neograph_ext.cli._check import Tally, counted, declined_note
+from neograph_ext.cli._confirm import ASKS, YesOpt, confirm
 from neograph_ext.cli._database import open_database
 from neograph_ext.cli._export import export_command, fixture_check
 from neograph_ext.cli._graphs import Graph, attach, load
+from neograph_ext.cli._help import Command, Group
 from neograph_ext.cli._ledger import ledger_table
 from neograph_ext.cli._prune import prune_command
-from neograph_ext.cli._serde import quiet_values, reader
+from neograph_ext.cli._serde import reader
 from neograph_ext.cli._show import (
     console,
     history_rows,
@@ -58,6 +59,7 @@ app = typer.Typer(
     help="See what resuming LangGraph threads will do after a deploy, before it happens.",
     no_args_is_help=True,
     add_completion=False,
+    cls=Group,
     pretty_exceptions_show_locals=False,  # locals may hold a database password
 )
 
@@ -97,7 +99,7 @@ def _options(
     """See what resuming LangGraph threads will do after a deploy, before it happens."""
 
 
-@app.command("plan")
+@app.command("plan", cls=Command)
 def plan_command(
     graph: GraphArg,
     db: DbOpt,
@@ -137,7 +139,7 @@ def plan_command(
         console().print(plan_panel(decision))
 
 
-@app.command("history")
+@app.command("history", cls=Command)
 def history_command(
     db: DbOpt,
     thread: ThreadOpt,
@@ -151,7 +153,7 @@ def history_command(
     """List a thread's lineage: steps, nodes run, fingerprint status, forks."""
     with boundary(debug):
         target = load(graph) if graph else None
-        with open_database(db, serde=reader(target)) as saver, _quiet(target):
+        with open_database(db, serde=reader(target)) as saver:
             source = saver if target is None else attach(target, saver, graph)
             with reading(f"thread {thread!r}"):
                 found = history(source, _config(thread, checkpoint))
@@ -169,7 +171,7 @@ def history_command(
             console().print(ledger_table(thread, spent))
 
 
-@app.command("check")
+@app.command("check", cls=Command)
 def check_command(
     graph: GraphArg,
     db: Annotated[
@@ -232,6 +234,7 @@ def check_command(
     if as_json:
         ok = not tally.failing and not unreadable
         report = {"ok": ok, "failing": tally.failing, "types": list(unreadable)}
+        report["declined"] = [{"class": c, "threads": t} for c, t in tally.declined.items()]
         rows = [{**dataclasses.asdict(row), "unfinished": row.unfinished} for row in found.stamps]
         typer.echo("], " + to_json({**report, "inventory": rows})[1:])
     else:
@@ -240,6 +243,8 @@ def check_command(
         print_check(tally.kinds, tally.shown, len(tally.failing), strict_unverified)
         for line in unreadable:
             console().print(text(f"failed: {line}"), style="red", soft_wrap=True)
+        for name, threads in tally.declined.items():
+            console().print(text(declined_note(name, threads)), soft_wrap=True)
     if tally.failing or unreadable:
         raise typer.Exit(1)
 
@@ -256,7 +261,7 @@ def _known(checks: Iterable[ThreadCheck]) -> Iterator[ThreadCheck]:
         yield check
 
 
-@app.command("accept")
+@app.command("accept", cls=Command, epilog=ASKS)
 def accept_command(
     graph: GraphArg,
     db: DbOpt,
@@ -265,34 +270,29 @@ def accept_command(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Say what it would write; write nothing.")
     ] = False,
-    yes: Annotated[
-        bool, typer.Option("--yes", "-y", help="Write without asking (needed off a terminal).")
-    ] = False,
+    yes: YesOpt = False,
     as_json: JsonOpt = False,
     debug: DebugOpt = False,
 ) -> None:
     """Record that a thread was handled by hand (say, its data migrated in SQL): WRITES one
-    checkpoint, a fork of its head stamped as current, so the next run carries on.
-    Asks first (--yes skips; --dry-run writes nothing)."""
+    checkpoint, a fork of its head stamped as current, so the next run carries on."""
     with boundary(debug):
         target = load(graph)
         with open_database(db, write=not dry_run, serde=reader(target)) as saver:
             compiled = attach(target, saver, graph)
             config = _config(thread, checkpoint)
             found = preview(compiled, config, _plan(compiled, thread, checkpoint))
-            if dry_run:
-                written = None
-            elif not confirmed(found, yes):
-                typer.echo("declined: nothing written", err=True)
-                raise typer.Exit(DECLINED)
-            else:
+            written = None
+            if not dry_run:
+                if not found.current:
+                    confirm("accept writes to", lambda: would(found), yes, "--dry-run")
                 with reading(f"thread {thread!r}"):
                     written = accept(compiled, config)
     report(found, written, as_json)
 
 
-app.command("export")(export_command)
-app.command("prune")(prune_command)
+app.command("export", cls=Command)(export_command)
+app.command("prune", cls=Command, epilog=ASKS)(prune_command)
 
 
 def main() -> None:
@@ -305,11 +305,6 @@ def _config(thread: str, checkpoint: str | None) -> RunnableConfig:
     if checkpoint:
         configurable["checkpoint_id"] = checkpoint
     return {"configurable": configurable}
-
-
-def _quiet(target: object | None) -> AbstractContextManager[None]:
-    """Without GRAPH no stored value is printed: the serializer's notes are noise."""
-    return quiet_values() if target is None else nullcontext()
 
 
 def _plan(

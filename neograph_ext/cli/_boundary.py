@@ -4,8 +4,8 @@ Rules:
 - ``CliError`` is a problem the user can fix; its message is the line printed.
 - A checkpoint that LangGraph cannot decode, or that is not the shape it writes, is one
   line too (``reading``), whether LangGraph's reader or neograph-ext trips over it.
-- ``--debug`` adds the traceback and neograph-ext's log lines; without it, nothing else
-  reaches stderr.
+- ``--debug`` adds the traceback and neograph-ext's and LangGraph's serializer's log
+  lines; without it, nothing else reaches stderr.
 """
 
 from __future__ import annotations
@@ -20,7 +20,10 @@ import typer
 from neograph_ext import NeographExtError
 from neograph_ext.cli._show import console, safe
 
-__all__ = ["CliError", "boundary", "one_line", "reading"]
+__all__ = ["SERDE_LOGGER", "CliError", "boundary", "one_line", "reading"]
+
+SERDE_LOGGER = "langgraph.checkpoint.serde.jsonplus"
+"""The logger LangGraph's serializer warns on."""
 
 
 class CliError(NeographExtError):
@@ -53,11 +56,14 @@ def reading(what: str) -> Iterator[None]:
 def boundary(debug: bool) -> Iterator[None]:
     """Turn every error into one line on stderr and exit 2; ``--debug`` shows tracebacks."""
     logger, handler = logging.getLogger("neograph_ext"), logging.StreamHandler(sys.stderr)
-    level = logger.level
+    serde = logging.getLogger(SERDE_LOGGER)
+    level, serde_level = logger.level, serde.level
     if debug:
         logger.addHandler(handler)
-    # Without --debug, plan notes are in the output already: no log lines on top.
+    # Without --debug, plan notes are in the output already, and a value the serializer
+    # declined is told by the command: no log lines on top.
     logger.setLevel(logging.INFO if debug else logging.ERROR)
+    serde.setLevel(logging.WARNING if debug else logging.ERROR)
     try:
         yield
     except typer.Exit:
@@ -72,4 +78,5 @@ def boundary(debug: bool) -> Iterator[None]:
         raise typer.Exit(2) from None
     finally:
         logger.setLevel(level)
+        serde.setLevel(serde_level)
         logger.removeHandler(handler)

@@ -10,12 +10,14 @@ Rules:
 - Values are printed as ``repr`` does (strings quoted and escaped), wrapped by rich;
   ``--json`` gives them as pydantic makes any value JSON (models as objects, other
   objects as their ``repr``).
+- ``show`` marks each value the current code would not take as declared
+  (``neograph_ext.stale_values``: read back as plain data, or not valid under the type
+  declared now), with the reason: under the value in text, in ``stale`` in JSON.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -26,7 +28,7 @@ from pydantic_core import to_jsonable_python
 from rich.pretty import pretty_repr
 from rich.table import Table
 
-from neograph_ext import is_reserved_thread
+from neograph_ext import is_reserved_thread, stale_values
 from neograph_ext.cli._app import (
     CheckpointOpt,
     DbOpt,
@@ -39,7 +41,8 @@ from neograph_ext.cli._app import (
 from neograph_ext.cli._boundary import CliError, boundary, reading
 from neograph_ext.cli._database import Saver, open_database
 from neograph_ext.cli._graphs import Graph, attach, load
-from neograph_ext.cli._serde import quiet_values, reader
+from neograph_ext.cli._help import Command
+from neograph_ext.cli._serde import reader
 from neograph_ext.cli._show import console, safe, text, to_json
 
 __all__ = ["Change", "ThreadRow", "changes", "diff_command", "show_command", "threads_command"]
@@ -63,7 +66,7 @@ class ThreadRow:
     """When the head was written (LangGraph's ``ts``)."""
 
 
-@app.command("threads")
+@app.command("threads", cls=Command)
 def threads_command(
     db: DbOpt,
     graph: Annotated[
@@ -77,9 +80,8 @@ def threads_command(
     neograph-ext-stamp:* threads are left out."""
     with boundary(debug):
         target = load(graph) if graph else None
-        quiet = quiet_values() if target is None else nullcontext()
         where = reading("the checkpoints in this database")
-        with open_database(db, serde=reader(target)) as saver, quiet, where:
+        with open_database(db, serde=reader(target)) as saver, where:
             rows = list(_thread_rows(saver))
     if as_json:
         typer.echo(to_json([row.__dict__ for row in rows]))
@@ -118,7 +120,7 @@ def _thread_rows(saver: Saver) -> Iterator[ThreadRow]:
     yield from (heads[name] for name in sorted(heads))
 
 
-@app.command("show")
+@app.command("show", cls=Command)
 def show_command(
     graph: GraphArg,
     db: DbOpt,
@@ -132,11 +134,14 @@ def show_command(
     with boundary(debug):
         target = load(graph)
         with open_database(db, serde=reader(target)) as saver:
-            snapshot = _snapshot(attach(target, saver, graph), thread, checkpoint)
+            compiled = attach(target, saver, graph)
+            snapshot = _snapshot(compiled, thread, checkpoint)
+    values = snapshot.values if isinstance(snapshot.values, Mapping) else {}
+    stale = stale_values(compiled, values)
+    described = {**_described(snapshot), "stale": stale}
     if as_json:
-        typer.echo(to_json(_described(snapshot)))
+        typer.echo(to_json(described))
         return
-    described = _described(snapshot)
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold")
     table.add_column()
@@ -148,10 +153,12 @@ def show_command(
     table.add_row("values", "" if snapshot.values else "-")
     for name, value in snapshot.values.items():
         table.add_row(text(f"  {name}"), text(_readable(value)))
+        if name in stale:
+            table.add_row("", text(f"stale: {stale[name]}", style="yellow"))
     console().print(table)
 
 
-@app.command("diff")
+@app.command("diff", cls=Command)
 def diff_command(
     graph: GraphArg,
     db: DbOpt,

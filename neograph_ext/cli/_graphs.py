@@ -24,6 +24,7 @@ from langgraph.pregel import Pregel
 
 from neograph_ext import GraphError, compile, is_stamped
 from neograph_ext.cli._boundary import CliError, one_line
+from neograph_ext.cli._serde import widen
 
 __all__ = ["Graph", "attach", "load"]
 
@@ -60,7 +61,15 @@ def load(spec: str) -> object:
 
 
 def attach(target: object, saver: BaseCheckpointSaver[Any], spec: str | None) -> Graph:
-    """The graph to plan with, reading checkpoints through ``saver``."""
+    """The graph to plan with, reading checkpoints through ``saver``, which revives the
+    classes the graph declares (``_serde.widen``)."""
+    graph = _attached(target, saver, spec)
+    for reading in {id(saver): saver, id(graph.checkpointer): graph.checkpointer}.values():
+        widen(reading, graph)
+    return graph
+
+
+def _attached(target: object, saver: BaseCheckpointSaver[Any], spec: str | None) -> Graph:
     if isinstance(target, StateGraph):
         return compile(target, checkpointer=saver)
     entrypoint = isinstance(target, Pregel) and not isinstance(target, CompiledStateGraph)

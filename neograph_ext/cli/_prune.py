@@ -1,11 +1,14 @@
 """The ``prune`` command: what rewinds left behind, and (``--apply``) removing it.
 
-A dry run unless ``--apply``; the database is opened for writing only then.
+A dry run unless ``--apply``; the database is opened for writing only then, and, by the
+rule every writing command shares (``_confirm``), the dry run's summary is asked about
+first.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from functools import partial
 from typing import Annotated
 
 import typer
@@ -13,6 +16,7 @@ from rich.table import Table
 
 from neograph_ext import PruneReport, prune
 from neograph_ext.cli._boundary import boundary, reading
+from neograph_ext.cli._confirm import YesOpt, confirm
 from neograph_ext.cli._database import open_database
 from neograph_ext.cli._graphs import attach, load
 from neograph_ext.cli._serde import reader
@@ -51,6 +55,7 @@ def prune_command(
     vacuum: Annotated[
         bool, typer.Option("--vacuum", help="With --apply on SQLite: VACUUM the file after.")
     ] = False,
+    yes: YesOpt = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
     debug: Annotated[
         bool, typer.Option("--debug", help="Show tracebacks and engine logs.")
@@ -63,19 +68,19 @@ def prune_command(
         with open_database(db, write=apply, serde=reader(target)) as saver:
             compiled = attach(target, saver, graph)
             with reading("the checkpoints in this database"):
-                report = prune(
-                    compiled,
-                    apply=apply,
-                    all_branches=all_branches,
-                    keep_last=keep_last,
-                    vacuum_after=vacuum,
-                )
+                pruned = partial(prune, compiled, all_branches=all_branches, keep_last=keep_last)
+                if apply and not yes:  # what --apply would delete, said before asking
+                    confirm(
+                        "prune --apply deletes from", lambda: _summary(pruned()), yes, "no --apply"
+                    )
+                report = pruned(apply=apply, vacuum_after=vacuum)
     if as_json:
         totals = {"checkpoints": report.checkpoints, "writes": report.writes, "bytes": report.bytes}
         typer.echo(to_json({**dataclasses.asdict(report), "total": totals}))
         return
     console().print(_table(report))
-    console().print(text(_summary(report)), soft_wrap=True)
+    again = "" if report.applied else "; run again with --apply to delete"
+    console().print(text(_summary(report) + again), soft_wrap=True)
 
 
 def _table(report: PruneReport) -> Table:
@@ -109,6 +114,4 @@ def _summary(report: PruneReport) -> str:
     if report.vacuumed is not None:
         before, after = report.vacuumed
         line += f"; VACUUM: {before} -> {after} bytes on disk"
-    if not report.applied:
-        line += "; run again with --apply to delete"
     return line

@@ -11,8 +11,14 @@ Rules:
   ``StateGraph.compile`` applies under ``LANGGRAPH_STRICT_MSGPACK=true``. So the types
   the graph expects read back silently, and a database row cannot make the command line
   call a class the graph does not name.
+- Once GRAPH is compiled, its saver also revives the classes neograph-ext finds it
+  declares (``neograph_ext.declared_classes``: a ``create_agent``'s ``response_format``,
+  held in a channel LangGraph types ``Any``), as the app's ``run`` does.
 - Without GRAPH (``threads``, ``history`` without GRAPH), nothing the command line
   prints depends on a stored value: it reads with LangGraph's safe types alone.
+- LangGraph's serializer logs nothing on the command line (``--debug`` aside): a class it
+  declines to revive is heard as its event (``declined``), and the command says so in
+  its own words and result.
 - The one place the command line knows LangGraph's private allowlist builder
   (``langgraph._internal._serde``, checked on langgraph 1.2.24, checkpoint 4.3.2); a
   LangGraph without it (1.1, checkpoint 3.0) has no allowlist and no warning either, and
@@ -21,7 +27,6 @@ Rules:
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -30,16 +35,20 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.pregel import Pregel
+
+from neograph_ext import declared_classes
 
 try:  # LangGraph 1.2; absent from 1.1
     from langgraph._internal._serde import build_serde_allowlist
 except ImportError:  # pragma: no cover - exercised on the oldest versions only
     build_serde_allowlist = None  # type: ignore[assignment]
+try:  # langgraph-checkpoint 4; 3.0 has no allowlist, so no value is ever declined there
+    from langgraph.checkpoint.serde.event_hooks import SerdeEvent, register_serde_event_listener
+except ImportError:  # pragma: no cover - exercised on the oldest versions only
+    register_serde_event_listener = None  # type: ignore[assignment]
 
-__all__ = ["SERDE_LOGGER", "Allowlist", "allowlist", "quiet_values", "reader"]
-
-SERDE_LOGGER = "langgraph.checkpoint.serde.jsonplus"
-"""The logger LangGraph's serializer warns on."""
+__all__ = ["Allowlist", "allowlist", "declined", "reader", "widen"]
 
 Allowlist = frozenset[tuple[str, ...]]
 
@@ -88,14 +97,28 @@ def reader(target: object | None) -> SerializerProtocol | None:
     return JsonPlusSerializer(allowed_msgpack_modules=tuple(sorted(expected)) or None)
 
 
+def widen(saver: object, graph: Pregel[Any, Any, Any, Any]) -> None:
+    """Let ``saver``'s serializer revive the classes ``graph`` declares, too."""
+    serde = getattr(saver, "serde", None)
+    if isinstance(serde, JsonPlusSerializer):
+        saver.serde = serde.with_msgpack_allowlist(declared_classes(graph))  # type: ignore[attr-defined]
+
+
 @contextmanager
-def quiet_values() -> Iterator[None]:
-    """For a command that prints no stored value: the serializer's note that it handed
-    back a class's fields rather than reviving it says nothing about the output."""
-    logger = logging.getLogger(SERDE_LOGGER)
-    level = logger.level
-    logger.setLevel(logging.ERROR)
+def declined() -> Iterator[set[str]]:
+    """The classes LangGraph's serializer declined to revive meanwhile (its events), as
+    ``module.name``; it hands back their fields instead."""
+    found: set[str] = set()
+
+    def heard(event: SerdeEvent) -> None:
+        if event["kind"] == "msgpack_blocked":
+            found.add(f"{event['module']}.{event['name']}")
+
+    if register_serde_event_listener is None:
+        yield found
+        return
+    unregister = register_serde_event_listener(heard)
     try:
-        yield
+        yield found
     finally:
-        logger.setLevel(level)
+        unregister()

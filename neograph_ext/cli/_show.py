@@ -64,8 +64,8 @@ def plan_panel(decision: ResumePlan) -> Panel:
         grid.add_row("rewind to", text(target if decision.checkpoint_id else "-"))
     for index, change in enumerate(decision.changes):
         grid.add_row("invalidated" if index == 0 else "", text(*change.describe().split("\n")))
-    grid.add_row("re-runs", text(", ".join(decision.in_order(decision.rerun)) or "-"))
-    grid.add_row("kept", text(", ".join(decision.in_order(decision.kept)) or "-"))
+    grid.add_row("re-runs", text(", ".join(decision.rerun) or "-"))
+    grid.add_row("kept", text(", ".join(decision.kept) or "-"))
     if decision.step_summary():
         grid.add_row("steps", text(decision.step_summary()))
     if decision.estimated_cost is not None:
@@ -196,13 +196,20 @@ def _status(entry: HistoryEntry, node: str) -> str:
 
 
 def to_json(value: object) -> str:
-    """JSON of rows or ``dataclasses.asdict`` plans: sets sorted, str enums by value.
+    """JSON of rows or ``dataclasses.asdict`` plans: sets sorted, but a plan's node names in
+    the order they run; str enums by value.
 
     ASCII only (``json``'s default), so every control character is a ``\\u`` escape.
     """
-    return json.dumps(
-        value, indent=2, default=lambda o: sorted(o) if isinstance(o, frozenset) else o
-    )
+    return json.dumps(value, indent=2, default=_listed)
+
+
+def _listed(value: object) -> object:
+    """A plan's node names in the order they run (their own order: a subclass of
+    ``frozenset``), any other set sorted."""
+    if not isinstance(value, frozenset):
+        return value
+    return sorted(value) if type(value) is frozenset else list(value)
 
 
 def safe(value: object) -> str:

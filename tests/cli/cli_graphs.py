@@ -17,6 +17,7 @@ from langgraph.types import interrupt
 from pydantic import BaseModel, create_model
 
 import neograph_ext
+from tests.cli import cli_moved
 
 
 class State(TypedDict, total=False):
@@ -165,3 +166,36 @@ def _ask(state: State) -> dict[str, Any]:
 
 asking = StateGraph(State).add_node("ask", _ask).add_edge(START, "ask")
 """A graph that stops at a question (``interrupt``)."""
+
+
+class Memo(BaseModel):
+    """A class a deploy moves to ``cli_moved``: stored by this path, it reads back there
+    as plain data."""
+
+    text: str
+
+
+BriefV1: type[BaseModel] = create_model("Brief", __module__=__name__, title=(str, ...))
+BriefV2: type[BaseModel] = create_model(
+    "Brief", __module__=__name__, title=(str, ...), words=(int, ...)
+)
+Brief = BriefV1
+"""What a stored ``Brief`` revives as: the class before the deploy, without ``words``."""
+
+
+def briefing(brief: type[BaseModel], memo: type[BaseModel]) -> StateGraph[Any, Any, Any, Any]:
+    """One node writing a ``Brief`` and a ``Memo``; the state declares ``brief`` and
+    ``memo`` as given."""
+    state = TypedDict("Briefing", {"brief": brief, "memo": memo, "doc": str}, total=False)  # type: ignore[misc]  # noqa: UP013
+
+    def write(_: Any) -> dict[str, Any]:
+        return {"brief": BriefV1(title="draft"), "memo": Memo(text="a memo")}
+
+    return StateGraph(state).add_node("write", write).add_edge(START, "write")
+
+
+briefing_v1 = briefing(BriefV1, Memo)
+"""Before the deploy."""
+
+briefing_v2 = briefing(BriefV2, cli_moved.Memo)
+"""After it: ``Brief.words`` is required, and ``Memo`` moved to ``cli_moved``."""

@@ -37,7 +37,7 @@ def test_json_then_apply_removes_exactly_what_the_json_named(db: Database) -> No
     assert dry["applied"] is False and dry["total"]["checkpoints"] > 0
     assert dry["total"]["bytes"] > 0
 
-    applied = cli("prune", GRAPH, "--db", db.url, "--apply", "--json")
+    applied = cli("prune", GRAPH, "--db", db.url, "--apply", "--yes", "--json")
 
     assert applied.exit_code == 0, applied.output
     report = json.loads(applied.stdout)
@@ -63,11 +63,11 @@ def test_all_branches_and_keep_last_take_more(db: Database) -> None:
 
 def test_vacuum_gives_the_space_back_to_the_file(lite: Database) -> None:
     written(lite.saver)
-    applied = cli("prune", GRAPH, "--db", lite.url, "--apply", "--vacuum", "--json")
+    applied = cli("prune", GRAPH, "--db", lite.url, "--apply", "--vacuum", "--yes", "--json")
     assert applied.exit_code == 0, applied.output
     before, after = json.loads(applied.stdout)["vacuumed"]
     assert after < before
-    shown = cli("prune", GRAPH, "--db", lite.url, "--apply", "--vacuum")
+    shown = cli("prune", GRAPH, "--db", lite.url, "--apply", "--vacuum", "--yes")
     assert "VACUUM:" in shown.stdout
 
 
@@ -91,7 +91,7 @@ def test_vacuum_on_postgresql_is_one_error_line_before_anything_goes(pg_dsn: str
     try:
         written(pg.saver)
         rows = pg.rows()
-        line = one_error_line(cli("prune", GRAPH, "--db", pg.url, "--apply", "--vacuum"))
+        line = one_error_line(cli("prune", GRAPH, "--db", pg.url, "--apply", "--vacuum", "--yes"))
         assert "vacuum is for SQLite" in line and "autovacuum" in line
         assert pg.rows() == rows
     finally:

@@ -137,7 +137,7 @@ def test_the_plan_read_through_the_allowlist_is_the_app_s(demo_db: Path) -> None
         f"saver = SqliteSaver(sqlite3.connect({str(demo_db)!r}));"
         "g = ne.compile(demo.builder, checkpointer=saver);"
         f"p = ne.plan(g, {{'configurable': {{'thread_id': {THREAD!r}}}}});"
-        "print(json.dumps([p.kind, p.checkpoint_id, sorted(p.rerun), sorted(p.kept)]))"
+        "print(json.dumps([p.kind, p.checkpoint_id, list(p.rerun), list(p.kept)]))"
     )
     app = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60

@@ -108,22 +108,10 @@ def fragment_reason(path: Path) -> str | None:
     return marker.group(1).strip() if marker else None
 
 
-# README's Options block compiles a strict graph of a script's class; its fix (the block
-# and compile's message for `__main__` classes) is issue 44's. Strict: it fails once fixed,
-# so that this entry goes with the fix.
-_KNOWN = {
-    "README.md": pytest.mark.xfail(
-        strict=True, raises=AssertionError, reason="Options block: a strict graph of __main__"
-    )
-}
-
-
 def _param(path: Path) -> object:
     relative = path.relative_to(ROOT).as_posix()
     marks = [pytest.mark.postgres] if needs_pg(path) else []
-    return pytest.param(
-        path, id=relative, marks=marks + ([_KNOWN[relative]] if relative in _KNOWN else [])
-    )
+    return pytest.param(path, id=relative, marks=marks)
 
 
 def test_the_pages_exist() -> None:

@@ -443,7 +443,7 @@ def test_a_main_class_is_rewound_or_converted(spec: str, config: RunnableConfig)
     for name in (thread, f"{thread}-keep"):
         wrote = _app("write", spec, name, script=True)
         assert wrote["module"] == "__main__" and "Crash" in wrote["error"]
-        [warning] = [w for w in wrote["warnings"] if "will not read back" in w]
+        [warning] = [w for w in wrote["warnings"] if "in this script alone" in w]
         assert "__main__.Draft" in warning and "`__main__`" in warning
     # Imported by its module path, the resumer cannot revive `__main__.Draft`.
     rewound = _app("resume", spec, thread)

@@ -72,7 +72,7 @@ def test_a_rewind_marks_kept_changed_and_re_run_nodes_on_langgraph_s_drawing() -
         "graph TD;"
     )[1].split("\tclassDef")[0].count("-->")  # every edge LangGraph drew
     assert classes(drawn) == {"kept": ["a", "b"], "rerun": ["d"], "changed": ["c"]}
-    assert "\tc(c<hr/><small><em>resume = changed, re-runs</em></small>)" in drawn
+    assert "\tc(c<hr/><small><em>resume = changed, re-runs, 1 of 2</em></small>)" in drawn
     assert "\ta(a<hr/><small><em>resume = kept</em></small>)" in drawn
     assert "\te(e)" in drawn  # a node the plan does not name is drawn as LangGraph draws it
     for mark in ("kept", "rerun", "changed"):

@@ -1,4 +1,5 @@
-"""``is_stamped`` and ``unrevivable_types``: what a script asks of a compiled graph."""
+"""``is_stamped``, ``unrevivable_types``, ``declared_classes`` and ``stale_values``: what a
+script asks of a compiled graph."""
 
 from __future__ import annotations
 
@@ -56,3 +57,33 @@ def test_unrevivable_types_name_the_class_where_it_is_declared_and_the_fix() -> 
 def test_unrevivable_types_refuse_a_plain_graph() -> None:
     with pytest.raises(ne.GraphError, match="carries no neograph-ext stamp"):
         ne.unrevivable_types(_builder(Noting).compile())
+
+
+class Noted(BaseModel):
+    """``Note`` after a deploy that made ``tags`` required."""
+
+    text: str
+    tags: list[str]
+
+
+class Notes(TypedDict, total=False):
+    note: Noted
+
+
+def test_declared_classes_are_those_that_read_back() -> None:
+    assert ne.declared_classes(ne.compile(_builder(Noting))) == {(__name__, "Note")}
+    assert ne.declared_classes(ne.compile(_local())) == frozenset()
+
+
+def test_stale_values_name_a_value_that_no_longer_validates_or_reads_back_as_data() -> None:
+    graph = ne.compile(_builder(Notes))
+    assert ne.stale_values(graph, {"note": Noted(text="a", tags=[])}) == {}
+    stored = Noted.model_construct(text="a")  # as the serializer revives a value of old code
+    assert ne.stale_values(graph, {"note": stored}) == {
+        "note": "stored value of `note` does not validate as declared now: tags: Field required"
+    }
+    assert ne.stale_values(graph, {"note": {"text": "a", "tags": []}}) == {
+        "note": "stored value of `note` does not read back as `Noted`: got `dict`"
+    }
+    with pytest.raises(ne.GraphError, match="carries no neograph-ext stamp"):
+        ne.stale_values(_builder(Notes).compile(), {})

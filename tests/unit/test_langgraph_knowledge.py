@@ -4,6 +4,7 @@ LangGraph: each test fails loudly when an upgrade changes it."""
 from __future__ import annotations
 
 import inspect
+import logging
 import operator
 from collections import Counter
 from typing import Annotated, Any, TypedDict
@@ -27,6 +28,7 @@ from neograph_ext._langgraph import (
     STORED_IS_AVAILABLE,
     TASK_ID_KEY,
     compile_options,
+    expect_classes,
     fold_cache_keys,
     strict_msgpack,
     task_writers,
@@ -235,6 +237,37 @@ def test_the_msgpack_allowlist_is_known_to_exist_or_not() -> None:
         ("langchain_core.messages.human", "HumanMessage") in SAFE_MSGPACK_TYPES
     ) is has_allowlist
     assert not strict_msgpack()  # LANGGRAPH_STRICT_MSGPACK is unset in this process
+
+
+class Expected(BaseModel):
+    """Revived once by the test below alone: LangGraph warns of a class once a process."""
+
+    a: int
+
+
+class Unexpected(BaseModel):
+    """As ``Expected``, but never marked as expected."""
+
+    a: int
+
+
+@pytest.mark.skipif(not MSGPACK_ALLOWLIST, reason="langgraph-checkpoint 3 has no such line")
+def test_a_class_marked_expected_is_revived_without_langgraph_s_line(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+    codec = JsonPlusSerializer()
+    expect_classes(frozenset({(__name__, "Expected")}))
+    with caplog.at_level(logging.WARNING, "langgraph.checkpoint.serde.jsonplus"):
+        assert codec.loads_typed(codec.dumps_typed(Expected(a=1))) == Expected(a=1)
+        assert codec.loads_typed(codec.dumps_typed(Unexpected(a=1))) == Unexpected(a=1)
+    lines = [r.getMessage() for r in caplog.records]
+    assert [line for line in lines if "Deserializing unregistered type" in line] == [
+        f"Deserializing unregistered type {__name__}.Unexpected from checkpoint. This will be "
+        "blocked in a future version. Set LANGGRAPH_STRICT_MSGPACK=true to block now, or add "
+        f"to allowed_msgpack_modules to allow explicitly: [({__name__!r}, 'Unexpected')]"
+    ]
 
 
 def test_a_task_names_itself_in_its_config_under_the_task_id_key() -> None:

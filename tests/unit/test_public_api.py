@@ -51,6 +51,7 @@ EXPECTED = [
     "astream",
     "check_threads",
     "compile",
+    "declared_classes",
     "export_threads",
     "fingerprint_type",
     "history",
@@ -64,6 +65,7 @@ EXPECTED = [
     "prune",
     "read_fixtures",
     "run",
+    "stale_values",
     "stream",
     "unrevivable_types",
 ]

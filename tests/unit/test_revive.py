@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import logging
 from typing import Annotated, Any, NamedTuple, TypedDict
 
+import pytest
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
@@ -18,6 +20,7 @@ from langgraph.graph import START, StateGraph
 from langgraph.types import Send
 from pydantic import BaseModel
 
+from neograph_ext._errors import GraphError
 from neograph_ext._langgraph import MSGPACK_ALLOWLIST
 from neograph_ext._misread import class_mismatch, misread, sends_misread, unrevivable_tasks
 from neograph_ext._revive import (
@@ -27,6 +30,7 @@ from neograph_ext._revive import (
     entrypoint_revival,
     findings,
     node_inputs,
+    report,
     revival,
     revived_classes,
     why_not,
@@ -143,6 +147,20 @@ def test_one_finding_per_class_naming_every_place() -> None:
     assert found[0].where == ("channel `a`", "channel `b`")
     text = found[0].describe()
     assert "Local" in text and "local class" in text and "top level" in text
+
+
+def test_strict_mode_warns_of_a_script_class_and_refuses_one_no_process_revives(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    script = revival({"a": _main()}, frozenset(), {}, True)
+    assert [f.script for f in script.findings] == [True]
+    with caplog.at_level(logging.WARNING, "neograph_ext"):
+        report(script, "g", strict=True)
+    [said] = [r.getMessage() for r in caplog.records]
+    assert "in this script alone" in said and "the script being run (`__main__`)" in said
+    assert "LangGraph Server" in said and "nothing needs doing" in said
+    with pytest.raises(GraphError, match="local class"):
+        report(revival({"a": _main(), "b": _local()}, frozenset(), {}, True), "g", strict=True)
 
 
 def test_a_node_output_is_checked_by_the_keys_it_updates() -> None:
