@@ -27,6 +27,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.types import Command
 
 from neograph_ext._decision import PlanKind, ResumePlan
+from neograph_ext._decision_log import logged
 from neograph_ext._drivers import AsyncDriver, Driver, amarked
 from neograph_ext._flow import served_plan
 from neograph_ext._graph import StampedGraph, marking
@@ -113,6 +114,7 @@ def served(
     if not _as_given(decision, call.resume) or takes_head(call, decision, head):
         yield from stream(graph, input, config, resume=resume, **kwargs)
         return
+    _logged(call, decision)
     config = _told(call, decision, Herald)
     with marking(call.stamp, _plain_mark(call, decision, head, input)):
         yield from graph.neograph_ext_plain_stream(input, config, kwargs, call.saver)
@@ -129,6 +131,7 @@ async def aserved(
     if not _as_given(decision, call.resume) or takes_head(call, decision, head):
         chunks = astream(graph, input, config, resume=resume, **kwargs)
     else:
+        _logged(call, decision)
         mark = _plain_mark(call, decision, head, input)
         told_config = _told(call, decision, AsyncHerald)
         plain = graph.neograph_ext_plain_astream(input, told_config, kwargs, call.saver)
@@ -149,6 +152,13 @@ def _as_given(decision: ResumePlan | None, resume: ResumePolicy) -> bool:
     # Turns a replay still owes (it was cut short, or stopped at a question) are
     # replayed after the head's turn: LangGraph alone would leave them out.
     return decision.kind in _PLAIN_KINDS and not decision.replayed
+
+
+def _logged(call: ThreadCall, decision: ResumePlan | None) -> None:
+    """Log the decision of a served call LangGraph runs as given (a call ``stream``
+    serves logs its own)."""
+    if decision is not None:
+        logged(call.saver, call.thread_id, decision)
 
 
 def _told(

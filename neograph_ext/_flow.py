@@ -30,7 +30,7 @@ from neograph_ext._changes import NodeChange
 from neograph_ext._claim import claimant
 from neograph_ext._decision import Carriable, HeadFacts, PlanKind, ResumePlan
 from neograph_ext._decision_log import logged
-from neograph_ext._errors import GraphError
+from neograph_ext._errors import GraphError, NeographExtError
 from neograph_ext._fork_misread import judged_fork
 from neograph_ext._head_state import is_paused, waiting_nodes
 from neograph_ext._history import Record, lineage, references, resolved
@@ -115,9 +115,7 @@ def planned(
     # on its turn, which the head's facts alone do not cover.
     served = call.graph.neograph_ext_entrypoint is not None and bool(facts and facts.next_nodes)
     if facts is None or head is None or not (served or needs_lineage(facts, full=full)):
-        return logged(
-            call.saver, call.thread_id, decide((), call.stamp, call.thread_id, head=facts)
-        )
+        return decide((), call.stamp, call.thread_id, head=facts)
     described = call.graph.neograph_ext_described(call.saver)
     records: tuple[Record, ...] = yield ReadLineage(
         call.config, facts.checkpoint_id, facts.next_nodes, described
@@ -152,7 +150,7 @@ def planned(
             records=records,
             take_over=call.resume.take_over,
         )
-        return logged(call.saver, call.thread_id, calls)
+        return calls
     carriable = yield from _carriable(call, head, facts)
 
     def decided(facts: HeadFacts) -> ResumePlan:
@@ -170,22 +168,14 @@ def planned(
     revival = call.graph.neograph_ext_revival
     held = head.checkpoint.get("channel_values") or {}
     deltas = partial(delta_channels, call.graph)
-    plan = yield from judged_fork(call.config, revival, held, facts, plan, decided, deltas)
-    if plan.kind is PlanKind.CONTINUE and plan.replayed:
-        logger.warning(
-            "thread %r: a replay of the turns of checkpoint %s was cut short; %d turn(s) "
-            "still owed are replayed",
-            call.thread_id,
-            facts.replaying,
-            len(plan.replayed),
-        )
-    return logged(call.saver, call.thread_id, plan)
+    return (yield from judged_fork(call.config, revival, held, facts, plan, decided, deltas))
 
 
 def thread_plan(call: ThreadCall) -> Flow[ResumePlan]:
     """What ``run`` would do with the call's thread, from its whole lineage (``plan``)."""
     head = yield from read_head(call)
-    return (yield from planned(call, head, full=True))
+    plan = yield from planned(call, head, full=True)
+    return logged(call.saver, call.thread_id, plan, level=logging.DEBUG)
 
 
 def served_plan(call: ThreadCall) -> Flow[tuple[ResumePlan | None, CheckpointTuple | None]]:
@@ -205,7 +195,7 @@ def resumed(call: ThreadCall, input: Any, kwargs: Mapping[str, Any]) -> Flow[Any
     newest = (yield ReadTuple(at_checkpoint(call.config, None))) if named else None
     head = yield from read_head(call)
     plan = yield from planned(call, head)
-    work = work_for(call, plan, head, input, kwargs)
+    work = _logged_work(call, plan, head, input, kwargs)
     if not work.invocations and work.carry is None:
         yield from _told(call, plan)
         return (yield Idle(call.config, work.stored, work.kwargs))
@@ -250,7 +240,7 @@ def _settled(
     if locked is not call or _moved(head, (yield ReadTuple(call.config))):
         head = yield from read_head(locked)
         plan = yield from planned(locked, head)
-        work = work_for(locked, plan, head, input, kwargs)
+        work = _logged_work(locked, plan, head, input, kwargs)
     if work.carry is not None:
         written = yield CarryValues(work.carry, locked.config, call.carrying)
         logger.info(
@@ -262,6 +252,25 @@ def _settled(
         head = yield from read_head(locked)
         work = work_for(locked, (yield from planned(locked, head)), head, input, kwargs)
     return locked, work, plan
+
+
+def _logged_work(
+    call: ThreadCall,
+    plan: ResumePlan,
+    head: CheckpointTuple | None,
+    input: Any,
+    kwargs: Mapping[str, Any],
+) -> Work:
+    """What to invoke for ``plan`` (``work_for``), the decision logged with what carrying
+    it out warns of: once per decision the call acts on, the plan of the fork a carry
+    writes aside (it continues what was decided)."""
+    try:
+        work = work_for(call, plan, head, input, kwargs)
+    except NeographExtError:
+        logged(call.saver, call.thread_id, plan)
+        raise
+    logged(call.saver, call.thread_id, plan, work.warnings)
+    return work
 
 
 def _told(call: ThreadCall, plan: ResumePlan) -> Flow[None]:
