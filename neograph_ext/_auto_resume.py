@@ -47,8 +47,7 @@ class AutoResumingGraph(StampedGraph):
 
     neograph_ext_auto_resume: ClassVar[ResumePolicy] = ResumePolicy()
     """The policy every plain root call plans with: ``compile(auto_resume=True)``'s
-    ``resume`` (0.2's ``compile(auto_resume=False)``: it, strict, while ``run`` still
-    rewinds)."""
+    ``resume``."""
 
     def stream(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
