@@ -274,9 +274,9 @@ def _logged_work(
 
 
 def _told(call: ThreadCall, plan: ResumePlan) -> Flow[None]:
-    """Tell the decision, when the graph was compiled with ``telemetry``."""
-    if call.graph.neograph_ext_telemetry is not None:
-        yield Tell(plan)
+    """Tell the decision: to telemetry, when the graph was compiled with it, and to a
+    ``custom`` stream (``_telemetry.notice``)."""
+    yield Tell(plan)
 
 
 def _followed(call: ThreadCall, newest: CheckpointTuple | None) -> Flow[ThreadCall]:
