@@ -107,7 +107,7 @@ def served(
     ``durability`` included.
     """
     resume = graph.neograph_ext_auto_resume
-    call = thread_call(graph, config, Asked("stream", resume))
+    call = thread_call(graph, config, Asked("stream", resume), input)
     with Driver(call) as driver:
         decision, head = driver.run(served_plan(call))
     if not _as_given(decision, call.resume) or takes_head(call, decision, head):
@@ -124,7 +124,7 @@ async def aserved(
 ) -> AsyncGenerator[Any, None]:
     """Async twin of ``served``."""
     resume = graph.neograph_ext_auto_resume
-    call = thread_call(graph, config, Asked("astream", resume))
+    call = thread_call(graph, config, Asked("astream", resume), input)
     async with AsyncDriver(call) as driver:
         decision, head = await driver.run(served_plan(call))
     if not _as_given(decision, call.resume) or takes_head(call, decision, head):

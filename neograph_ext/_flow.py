@@ -32,7 +32,7 @@ from neograph_ext._decision import Carriable, HeadFacts, PlanKind, ResumePlan
 from neograph_ext._decision_log import logged
 from neograph_ext._errors import GraphError, NeographExtError
 from neograph_ext._fork_misread import judged_fork
-from neograph_ext._head_state import is_paused, waiting_nodes
+from neograph_ext._head_state import has_interrupt, is_paused, started_input, waiting_nodes
 from neograph_ext._history import Record, lineage, references, resolved
 from neograph_ext._keep import incomplete
 from neograph_ext._langgraph import delta_channels
@@ -126,6 +126,7 @@ def planned(
         # Content-addressed and checked against their ids: a found one never goes stale.
         described.update((yield LoadDescriptions(missing)))
     records = resolved(records, {key: described[key] for key in wanted if key in described})
+    facts = replace(facts, new_turn=_new_turn(call, head, facts, records))
     holder = owner(records)
     if holder is not None and holder != call.stamp.id:
         # Other code wrote the thread last: whether it is newer decides (``_ownership``).
@@ -345,6 +346,20 @@ def _facts(call: ThreadCall, head: CheckpointTuple | None) -> Flow[HeadFacts | N
         unrevivable=lost,
         inner=inner,
     )
+
+
+def _new_turn(
+    call: ThreadCall, head: CheckpointTuple, facts: HeadFacts, records: tuple[Record, ...]
+) -> bool:
+    """Whether the call starts a new turn (``HeadFacts.new_turn``): the head's run
+    completed and the input given is not the one its turn started with (as ``work_for``
+    tells a new turn: by the run mark's digest, else the input checkpoint's)."""
+    if call.given is None or facts.next_nodes or has_interrupt(head):
+        return False
+    started = started_input(head) or next(
+        (r.input for r in reversed(records) if r.source == "input"), None
+    )
+    return started != call.given
 
 
 def _claimed_away(call: ThreadCall, head: CheckpointTuple) -> bool:
