@@ -412,8 +412,13 @@ def _result_misread(returns: Mapping[str, object], call: FinishedCall) -> str | 
 def _carriable(call: ThreadCall, head: CheckpointTuple, facts: HeadFacts) -> Flow[Carriable | None]:
     """Which changed channels the call's policy may carry, given the head's values
     (``_carrying.carry_for``); None when the options carry nothing, and then the graph's
-    nodes are not read while planning."""
+    nodes are not read while planning. A new turn of a graph keeps what still validates
+    whatever the policy: its earlier turns are history (``HeadFacts.new_turn``); but for
+    a DeltaChannel, whose kept values are not carried by default yet."""
     options = call.carrying
+    if facts.new_turn and call.graph.neograph_ext_entrypoint is None:
+        kept = options.types.keys() - delta_channels(call.graph).keys()
+        options = replace(options, keep=options.keep | kept)
     if not (options.keep or options.migrations):
         return None
     channels = rebuilt_channels(options, delta_channels(call.graph))

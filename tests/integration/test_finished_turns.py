@@ -22,7 +22,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 import neograph_ext as ne
 from tests.drive import Drive
 from tests.graphs.agents import agent, artifact_tool
-from tests.graphs.chat import ProfileV3, chat, say
+from tests.graphs.chat import ProfileV2, ProfileV3, chat, say
 from tests.graphs.pipelines import as_data, deployed, linear, model
 
 CITY = model("SearchArgs", city=(str, ...))
@@ -121,4 +121,25 @@ def test_a_finished_turns_value_that_no_longer_validates_is_settled_by_the_polic
     result = drive.run(graph, say("next"), config, resume=migrate)
     assert runs == Counter({"reply": 1})
     assert as_data(result["profile"]) == {"full_name": "Ada"}
+    assert len(result["messages"]) == 2 * turns + 2
+
+
+@pytest.mark.parametrize("turns", [1, 2])
+def test_a_finished_turns_value_that_still_validates_is_kept_without_an_option(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, turns: int
+) -> None:
+    """``Profile`` gains a field with a default: the stored one still validates, so a new
+    turn keeps it (as ``keep_compatible`` would, by default for a finished turn) and only
+    the new turn's node runs, on one turn as on two."""
+    old = ne.compile(chat(Counter()), checkpointer=saver)
+    for turn in range(turns):
+        drive.run(old, say(f"turn {turn}"), config)
+    runs: Counter[str] = Counter()
+    graph = ne.compile(chat(runs, ProfileV2), checkpointer=saver)
+    planned = drive.plan(graph, config, input=say("next"))
+    assert planned.kind is ne.PlanKind.MIGRATE and planned.migrated == {"profile"}
+    assert drive.plan(graph, config).kind is not ne.PlanKind.MIGRATE  # no new turn: as before
+    result = drive.run(graph, say("next"), config)
+    assert runs == Counter({"reply": 1})
+    assert as_data(result["profile"]) == {"who": "Ada", "tone": "plain"}
     assert len(result["messages"]) == 2 * turns + 2
