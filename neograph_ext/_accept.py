@@ -26,6 +26,7 @@ from langgraph.pregel import Pregel
 
 from neograph_ext._carrying import Carrying
 from neograph_ext._decision import PlanKind, ResumePlan
+from neograph_ext._decision_log import logged
 from neograph_ext._drivers import AsyncDriver, Driver
 from neograph_ext._errors import GraphError
 from neograph_ext._flow import planned, read_head
@@ -77,6 +78,7 @@ def _accepted(call: ThreadCall) -> Flow[RunnableConfig]:
     yield TakeLock()
     head = yield from read_head(call)
     decision = yield from planned(call, head, full=True)
+    logged(call.saver, call.thread_id, decision, level=logging.DEBUG)
     current = _current(call, decision, head)
     if current is not None:
         return current

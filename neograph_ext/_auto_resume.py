@@ -27,6 +27,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.types import Command
 
 from neograph_ext._decision import PlanKind, ResumePlan
+from neograph_ext._decision_log import logged
 from neograph_ext._drivers import AsyncDriver, Driver, amarked
 from neograph_ext._flow import served_plan
 from neograph_ext._graph import StampedGraph, marking
@@ -46,8 +47,7 @@ class AutoResumingGraph(StampedGraph):
 
     neograph_ext_auto_resume: ClassVar[ResumePolicy] = ResumePolicy()
     """The policy every plain root call plans with: ``compile(auto_resume=True)``'s
-    ``resume`` (0.2's ``compile(auto_resume=False)``: it, strict, while ``run`` still
-    rewinds)."""
+    ``resume``."""
 
     def stream(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
@@ -107,12 +107,13 @@ def served(
     ``durability`` included.
     """
     resume = graph.neograph_ext_auto_resume
-    call = thread_call(graph, config, Asked("stream", resume))
+    call = thread_call(graph, config, Asked("stream", resume), input)
     with Driver(call) as driver:
         decision, head = driver.run(served_plan(call))
     if not _as_given(decision, call.resume) or takes_head(call, decision, head):
         yield from stream(graph, input, config, resume=resume, **kwargs)
         return
+    _logged(call, decision)
     config = _told(call, decision, Herald)
     with marking(call.stamp, _plain_mark(call, decision, head, input)):
         yield from graph.neograph_ext_plain_stream(input, config, kwargs, call.saver)
@@ -123,12 +124,13 @@ async def aserved(
 ) -> AsyncGenerator[Any, None]:
     """Async twin of ``served``."""
     resume = graph.neograph_ext_auto_resume
-    call = thread_call(graph, config, Asked("astream", resume))
+    call = thread_call(graph, config, Asked("astream", resume), input)
     async with AsyncDriver(call) as driver:
         decision, head = await driver.run(served_plan(call))
     if not _as_given(decision, call.resume) or takes_head(call, decision, head):
         chunks = astream(graph, input, config, resume=resume, **kwargs)
     else:
+        _logged(call, decision)
         mark = _plain_mark(call, decision, head, input)
         told_config = _told(call, decision, AsyncHerald)
         plain = graph.neograph_ext_plain_astream(input, told_config, kwargs, call.saver)
@@ -149,6 +151,13 @@ def _as_given(decision: ResumePlan | None, resume: ResumePolicy) -> bool:
     # Turns a replay still owes (it was cut short, or stopped at a question) are
     # replayed after the head's turn: LangGraph alone would leave them out.
     return decision.kind in _PLAIN_KINDS and not decision.replayed
+
+
+def _logged(call: ThreadCall, decision: ResumePlan | None) -> None:
+    """Log the decision of a served call LangGraph runs as given (a call ``stream``
+    serves logs its own)."""
+    if decision is not None:
+        logged(call.saver, call.thread_id, decision)
 
 
 def _told(

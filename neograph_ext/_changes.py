@@ -176,6 +176,8 @@ def subgraph_lines(
             where, what = [node, *path], f"channel `{leaf.removeprefix('channel:')}` type"
         elif leaf.startswith("tool:"):
             where, what = [node, *path[:-1]], f"node `{path[-1]}`: tool `{leaf[5:]}` arguments"
+        elif leaf.startswith("output:"):
+            where, what = [node, *path[:-1]], f"node `{path[-1]}`: tool `{leaf[7:]}` output"
         else:
             where, what = [node, *path[:-1]], f"node `{path[-1]}`: output type"
         lines.append(f"{' > '.join(where)}: {what} changed")

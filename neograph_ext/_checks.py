@@ -45,7 +45,7 @@ def unrevivable_types(graph: Pregel[Any, Any, Any, Any]) -> tuple[str, ...]:
     the fix.
 
     These are what ``compile`` logs a warning about (and refuses with
-    ``auto_resume=False``): LangGraph's serializer would hand a resumed node a plain
+    ``ResumePolicy(on_change="raise")``): LangGraph's serializer would hand a resumed node a plain
     ``dict`` instead. ``neograph-ext check`` fails on any.
 
     Args:

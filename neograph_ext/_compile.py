@@ -63,7 +63,7 @@ def compile(
     output_types: Mapping[str, object] | None = None,
     versions: Mapping[str, str] | None = None,
     renames: Mapping[str, str] | None = None,
-    auto_resume: bool | None = None,
+    auto_resume: bool = False,
     resume: ResumePolicy | None = None,
     lock: LockPolicy | None = None,
     verify_writes: bool = False,
@@ -91,8 +91,8 @@ def compile(
             the types alone.
         renames: Old node name -> new name, for nodes that were only renamed: their
             stored results are kept instead of counting as a topology change.
-        auto_resume: Left out: plain calls behave as LangGraph's, stamped only;
-            resume through ``run``. ``True``: every plain root call (``invoke``,
+        auto_resume: ``False`` (default): plain calls behave as LangGraph's, stamped
+            only; resume through ``run``. ``True``: every plain root call (``invoke``,
             ``stream``, ``ainvoke``, ``astream``, ``astream_events``; so every run a
             LangGraph server makes) plans first, under the graph's ``resume`` and
             ``lock`` policies, as ``run`` does: a change is rewound, migrated or (with
@@ -127,10 +127,8 @@ def compile(
             emits an OpenTelemetry log event and adds to counters. Default None: none of
             that, so event streams and traces are LangGraph's own.
         **compile_kwargs: Every other keyword of ``StateGraph.compile``. 0.2's
-            ``keep_compatible=`` and ``migrations=`` (now ``ResumePolicy`` fields) and
-            ``auto_resume=False`` (now ``auto_resume=True,
-            resume=ResumePolicy(on_change="raise")``) still work, with a
-            ``DeprecationWarning``.
+            ``keep_compatible=`` and ``migrations=`` (now ``ResumePolicy`` fields) still
+            work, with a ``DeprecationWarning`` unless given their default.
 
     Returns:
         LangGraph's compiled graph (a ``CompiledStateGraph``); all of its API works
@@ -160,13 +158,7 @@ def compile(
             f"compile(budget={budget!r}): pass a neograph_ext.Budget(max_supersteps=..., "
             "max_model_calls=..., max_tokens=...), or leave budget out"
         )
-    strict_plain = auto_resume is False  # 0.2's spelling: plain calls plan, strictly
-    given, compile_kwargs = asked(
-        "compile",
-        resume,
-        lock,
-        {**compile_kwargs, "auto_resume": False} if strict_plain else compile_kwargs,
-    )
+    given, compile_kwargs = asked("compile", resume, lock, compile_kwargs)
     resume, lock = resolve(given, ResumePolicy(), LockPolicy())
     options: dict[str, Any] = {}
     config: RunnableConfig = {}
@@ -185,7 +177,6 @@ def compile(
             resume=resume,
             lock=lock,
             verify_saver=verify_saver,
-            strict_plain=strict_plain,
             options=compile_kwargs,
             budget=budget,
             telemetry=telemetry,
@@ -225,7 +216,6 @@ def compile(
         resume,
         lock,
         auto_resume=auto_resume,
-        strict_plain=strict_plain,
         verify_saver=verify_saver,
         neograph_ext_channel_types=types,
         neograph_ext_revival=revived,
@@ -240,8 +230,7 @@ def _stamped_as(
     resume: ResumePolicy,
     lock: LockPolicy,
     *,
-    auto_resume: bool | None,
-    strict_plain: bool,
+    auto_resume: bool,
     verify_saver: bool,
     **attributes: Any,
 ) -> StampedGraph:
@@ -253,16 +242,15 @@ def _stamped_as(
     # path (get_graph().to_json()), and a drop-in must not change what it prints.
     graph.__class__ = type(
         plain.__name__,
-        (AutoResumingGraph if auto_resume is not None else StampedGraph, plain),
+        (AutoResumingGraph if auto_resume else StampedGraph, plain),
         {
             "__module__": plain.__module__,
             "__qualname__": plain.__qualname__,
             "neograph_ext_stamp": stamp,
-            # 0.2's strict compile left run() rewinding: only its plain calls raised.
-            "neograph_ext_resume": replace(resume, on_change="rewind") if strict_plain else resume,
+            "neograph_ext_resume": resume,
             "neograph_ext_lock": lock,
             "neograph_ext_release": declared_release(),
-            **({"neograph_ext_auto_resume": resume} if auto_resume is not None else {}),
+            **({"neograph_ext_auto_resume": resume} if auto_resume else {}),
             "neograph_ext_verify_saver": verify_saver,
             "_neograph_ext_saved": weakref.WeakSet(),
             "_neograph_ext_described": weakref.WeakKeyDictionary(),
@@ -279,11 +267,10 @@ def _compile_entrypoint(
     output_types: Mapping[str, object] | None,
     versions: Mapping[str, str] | None,
     renames: Mapping[str, str] | None,
-    auto_resume: bool | None,
+    auto_resume: bool,
     resume: ResumePolicy,
     lock: LockPolicy,
     verify_saver: bool,
-    strict_plain: bool,
     options: Mapping[str, Any],
     budget: Budget | None,
     telemetry: Telemetry | None,
@@ -332,7 +319,6 @@ def _compile_entrypoint(
         resume,
         lock,
         auto_resume=auto_resume,
-        strict_plain=strict_plain,
         verify_saver=verify_saver,
         neograph_ext_entrypoint=shape,
         neograph_ext_channel_types=types,

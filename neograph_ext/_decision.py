@@ -280,6 +280,10 @@ class HeadFacts:
     inner: tuple[NodeChange, ...] = ()
     """A change of each subgraph node the head waits on whose subgraph's own checkpoint
     holds a value that does not read back (``_subgraph_misread``): pending at the head."""
+    new_turn: bool = False
+    """Whether the call starts a new turn: the head's run completed and the call gives
+    another input than the one its turn started with. Every turn is then finished,
+    history: judged by whether its values are still live (``_plan``), never rewound."""
     fork_misread: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     """Per checkpoint a rewind would fork from, why each of its stored values that does
     not read back does not (``_fork_misread``): the record that last wrote it up to that

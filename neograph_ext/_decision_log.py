@@ -1,6 +1,8 @@
 """What a decision logs: its kind, and its notes as warnings.
 
 Rules:
+- A call logs its decision once, where it acts on it (``run``, a served call); ``plan``
+  and ``check``, which only plan, log it at DEBUG (``logged(..., level=logging.DEBUG)``).
 - An unverified thread's notes are logged once per thread and process (``WARNED``):
   its unstamped checkpoints stay in the lineage for good, and every later plan finds
   them again. That registry is process state by nature; it is held weakly per saver.
@@ -22,15 +24,28 @@ __all__ = ["WARNED", "logged"]
 logger = logging.getLogger("neograph_ext")
 
 
-def logged(saver: BaseCheckpointSaver[Any], thread_id: str, decision: ResumePlan) -> ResumePlan:
-    """``decision``, logged: its kind at INFO, its notes as warnings (the notes of an
-    unverified thread once per thread and process)."""
-    if logger.isEnabledFor(logging.INFO):  # the arguments are built only when logged
-        _log_decision(thread_id, decision)
+def logged(
+    saver: BaseCheckpointSaver[Any],
+    thread_id: str,
+    decision: ResumePlan,
+    warnings: tuple[str, ...] = (),
+    *,
+    level: int = logging.INFO,
+) -> ResumePlan:
+    """``decision``, logged: its kind at ``level``, its notes and ``warnings`` (what
+    carrying it out meets) as warnings, each once (the notes of an unverified thread once
+    per thread and process); below INFO, everything at ``level``."""
+    if logger.isEnabledFor(level):  # the arguments are built only when logged
+        _log_decision(thread_id, decision, level)
+    said = (*decision.notes, *warnings)
+    if level < logging.INFO:
+        for note in dict.fromkeys(said):
+            logger.log(level, "thread %r: %s", thread_id, note)
+        return decision
     if decision.kind is PlanKind.UNVERIFIED:
         _warn_unverified(saver, thread_id, decision.notes)
-        return decision
-    for note in decision.notes:
+        said = warnings
+    for note in dict.fromkeys(said):
         logger.warning("thread %r: %s", thread_id, note)
     return decision
 
@@ -58,8 +73,9 @@ def _warn_unverified(
     )
 
 
-def _log_decision(thread_id: str, decision: ResumePlan) -> None:
-    logger.info(
+def _log_decision(thread_id: str, decision: ResumePlan, level: int) -> None:
+    logger.log(
+        level,
         "thread %r: %s%s%s%s",
         thread_id,
         decision.kind,

@@ -16,7 +16,7 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator, Mapping
 from contextlib import AsyncExitStack, ExitStack, aclosing
 from types import TracebackType
 from typing import Any, TypeVar, cast
@@ -31,6 +31,7 @@ from neograph_ext._head_state import output_of
 from neograph_ext._history import lineage
 from neograph_ext._keep import akeep, keep
 from neograph_ext._keep_calls import akeep_calls, keep_calls
+from neograph_ext._langgraph import custom_chunk
 from neograph_ext._lock import athread_lock, thread_lock
 from neograph_ext._migrate import acarry, carry
 from neograph_ext._operations import (
@@ -57,7 +58,15 @@ from neograph_ext._stamp_order import aorder, order
 from neograph_ext._stamp_store import aload, load
 from neograph_ext._storage import alineage_of, areader_for, lineage_of, reader_for
 from neograph_ext._subgraph_misread import subgraph_values
-from neograph_ext._telemetry import AsyncHerald, Herald, atold_outside, recorded, told, told_outside
+from neograph_ext._telemetry import (
+    AsyncHerald,
+    Herald,
+    atold_outside,
+    notice,
+    recorded,
+    told,
+    told_outside,
+)
 from neograph_ext._thread import ThreadCall, whole_thread
 from neograph_ext._unreadable import reading
 
@@ -85,6 +94,8 @@ class Driver:
         self._held = ExitStack()
         self._telling: ResumePlan | None = None
         """A decision told (``Tell``) whose event the next invocation carries."""
+        self._notice: object = None
+        """What a ``custom`` stream is told first of that decision (``notice``)."""
 
     def __enter__(self) -> Driver:
         return self
@@ -115,9 +126,11 @@ class Driver:
                 return
             sent = None
             if isinstance(op, Invoke):
+                yield from _noticed(self, op.kwargs)
                 with marking(stamp, op.mark):
                     yield from graph.stream(op.input, self._told(op.config), **op.kwargs)
             elif isinstance(op, Idle):
+                yield from _noticed(self, op.kwargs)
                 with marking(stamp, IDLE_MARK):
                     yield from graph.stream(None, self._told(op.config), **op.kwargs)
             else:
@@ -180,7 +193,7 @@ class Driver:
         if isinstance(op, ClaimStep):
             return saver.put_writes(op.config, op.writes, CLAIM)
         if isinstance(op, Tell):
-            self._telling = recorded(op.plan, call.graph.neograph_ext_telemetry)
+            self._telling, self._notice = _telling(call, op.plan), notice(op.plan)
             return None
         if isinstance(op, Invoke):
             with marking(call.stamp, op.mark):
@@ -204,6 +217,7 @@ class AsyncDriver:
         self.call = call
         self._held = AsyncExitStack()
         self._telling: ResumePlan | None = None
+        self._notice: object = None
 
     async def __aenter__(self) -> AsyncDriver:
         return self
@@ -233,10 +247,14 @@ class AsyncDriver:
                 return
             sent = None
             if isinstance(op, Invoke):
+                for chunk in _noticed(self, op.kwargs):
+                    yield chunk
                 chunks = graph.astream(op.input, self._told(op.config), **op.kwargs)
                 async for chunk in amarked(stamp, op.mark, chunks):
                     yield chunk
             elif isinstance(op, Idle):
+                for chunk in _noticed(self, op.kwargs):
+                    yield chunk
                 chunks = graph.astream(None, self._told(op.config), **op.kwargs)
                 async for chunk in amarked(stamp, IDLE_MARK, chunks):
                     yield chunk
@@ -298,7 +316,7 @@ class AsyncDriver:
         if isinstance(op, ClaimStep):
             return await saver.aput_writes(op.config, op.writes, CLAIM)
         if isinstance(op, Tell):
-            self._telling = recorded(op.plan, call.graph.neograph_ext_telemetry)
+            self._telling, self._notice = _telling(call, op.plan), notice(op.plan)
             return None
         if isinstance(op, Invoke):
             with marking(call.stamp, op.mark):
@@ -313,6 +331,18 @@ class AsyncDriver:
         """Async twin of ``Driver._told``."""
         plan, self._telling = self._telling, None
         return config if plan is None else told(config, plan, AsyncHerald, self.call.graph.config)
+
+
+def _telling(call: ThreadCall, plan: ResumePlan) -> ResumePlan | None:
+    """The decision whose event the call's first invocation carries: with telemetry only."""
+    telemetry = call.graph.neograph_ext_telemetry
+    return None if telemetry is None else recorded(plan, telemetry)
+
+
+def _noticed(driver: Driver | AsyncDriver, kwargs: Mapping[str, Any]) -> tuple[Any, ...]:
+    """The chunk a stream yields first about the decision told (``notice``), once."""
+    told, driver._notice = driver._notice, None
+    return () if told is None else custom_chunk(driver.call.graph, kwargs, told)
 
 
 def _close(listing: Iterable[CheckpointTuple]) -> None:

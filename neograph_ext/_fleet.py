@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from logging import DEBUG
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -28,6 +29,7 @@ from langgraph.pregel import Pregel
 
 from neograph_ext._claim import last_writer
 from neograph_ext._decision import ResumePlan
+from neograph_ext._decision_log import logged
 from neograph_ext._drivers import AsyncDriver, Driver
 from neograph_ext._flow import planned, read_head
 from neograph_ext._head_state import is_paused
@@ -129,7 +131,7 @@ async def acheck_threads(
 def _checked(call: ThreadCall) -> Flow[ThreadCheck]:
     """The flow of one thread: its head, then its plan as ``run`` makes it."""
     head = yield from read_head(call)
-    plan = yield from planned(call, head)
+    plan = logged(call.saver, call.thread_id, (yield from planned(call, head)), level=DEBUG)
     if head is None:
         return ThreadCheck(plan, None, False)
     written_by = last_writer(read_marks(head.metadata or {})[0], head.pending_writes or ())

@@ -30,9 +30,9 @@ from neograph_ext._changes import NodeChange
 from neograph_ext._claim import claimant
 from neograph_ext._decision import Carriable, HeadFacts, PlanKind, ResumePlan
 from neograph_ext._decision_log import logged
-from neograph_ext._errors import GraphError
+from neograph_ext._errors import GraphError, NeographExtError
 from neograph_ext._fork_misread import judged_fork
-from neograph_ext._head_state import is_paused, waiting_nodes
+from neograph_ext._head_state import has_interrupt, is_paused, started_input, waiting_nodes
 from neograph_ext._history import Record, lineage, references, resolved
 from neograph_ext._keep import incomplete
 from neograph_ext._langgraph import delta_channels
@@ -116,9 +116,7 @@ def planned(
     # on its turn, which the head's facts alone do not cover.
     served = call.graph.neograph_ext_entrypoint is not None and bool(facts and facts.next_nodes)
     if facts is None or head is None or not (served or needs_lineage(facts, full=full)):
-        return logged(
-            call.saver, call.thread_id, decide((), call.stamp, call.thread_id, head=facts)
-        )
+        return decide((), call.stamp, call.thread_id, head=facts)
     described = call.graph.neograph_ext_described(call.saver)
     records: tuple[Record, ...] = yield ReadLineage(
         call.config, facts.checkpoint_id, facts.next_nodes, described
@@ -129,6 +127,7 @@ def planned(
         # Content-addressed and checked against their ids: a found one never goes stale.
         described.update((yield LoadDescriptions(missing)))
     records = resolved(records, {key: described[key] for key in wanted if key in described})
+    facts = replace(facts, new_turn=_new_turn(call, head, facts, records))
     holder = owner(records)
     if holder is not None and holder != call.stamp.id:
         # Other code wrote the thread last: whether it is newer decides (``_ownership``).
@@ -153,7 +152,7 @@ def planned(
             records=records,
             take_over=call.resume.take_over,
         )
-        return logged(call.saver, call.thread_id, calls)
+        return calls
     carriable = yield from _carriable(call, head, facts)
 
     def decided(facts: HeadFacts) -> ResumePlan:
@@ -171,22 +170,14 @@ def planned(
     revival = call.graph.neograph_ext_revival
     held = head.checkpoint.get("channel_values") or {}
     deltas = partial(delta_channels, call.graph)
-    plan = yield from judged_fork(call.config, revival, held, facts, plan, decided, deltas)
-    if plan.kind is PlanKind.CONTINUE and plan.replayed:
-        logger.warning(
-            "thread %r: a replay of the turns of checkpoint %s was cut short; %d turn(s) "
-            "still owed are replayed",
-            call.thread_id,
-            facts.replaying,
-            len(plan.replayed),
-        )
-    return logged(call.saver, call.thread_id, plan)
+    return (yield from judged_fork(call.config, revival, held, facts, plan, decided, deltas))
 
 
 def thread_plan(call: ThreadCall) -> Flow[ResumePlan]:
     """What ``run`` would do with the call's thread, from its whole lineage (``plan``)."""
     head = yield from read_head(call)
-    return (yield from planned(call, head, full=True))
+    plan = yield from planned(call, head, full=True)
+    return logged(call.saver, call.thread_id, plan, level=logging.DEBUG)
 
 
 def served_plan(call: ThreadCall) -> Flow[tuple[ResumePlan | None, CheckpointTuple | None]]:
@@ -206,7 +197,7 @@ def resumed(call: ThreadCall, input: Any, kwargs: Mapping[str, Any]) -> Flow[Any
     newest = (yield ReadTuple(at_checkpoint(call.config, None))) if named else None
     head = yield from read_head(call)
     plan = yield from planned(call, head)
-    work = work_for(call, plan, head, input, kwargs)
+    work = _logged_work(call, plan, head, input, kwargs)
     if not work.invocations and work.carry is None:
         yield from _told(call, plan)
         return (yield Idle(call.config, work.stored, work.kwargs))
@@ -251,7 +242,7 @@ def _settled(
     if locked is not call or _moved(head, (yield ReadTuple(call.config))):
         head = yield from read_head(locked)
         plan = yield from planned(locked, head)
-        work = work_for(locked, plan, head, input, kwargs)
+        work = _logged_work(locked, plan, head, input, kwargs)
     if work.carry is not None:
         written = yield CarryValues(work.carry, locked.config, call.carrying)
         logger.info(
@@ -265,10 +256,29 @@ def _settled(
     return locked, work, plan
 
 
+def _logged_work(
+    call: ThreadCall,
+    plan: ResumePlan,
+    head: CheckpointTuple | None,
+    input: Any,
+    kwargs: Mapping[str, Any],
+) -> Work:
+    """What to invoke for ``plan`` (``work_for``), the decision logged with what carrying
+    it out warns of: once per decision the call acts on, the plan of the fork a carry
+    writes aside (it continues what was decided)."""
+    try:
+        work = work_for(call, plan, head, input, kwargs)
+    except NeographExtError:
+        logged(call.saver, call.thread_id, plan)
+        raise
+    logged(call.saver, call.thread_id, plan, work.warnings)
+    return work
+
+
 def _told(call: ThreadCall, plan: ResumePlan) -> Flow[None]:
-    """Tell the decision, when the graph was compiled with ``telemetry``."""
-    if call.graph.neograph_ext_telemetry is not None:
-        yield Tell(plan)
+    """Tell the decision: to telemetry, when the graph was compiled with it, and to a
+    ``custom`` stream (``_telemetry.notice``)."""
+    yield Tell(plan)
 
 
 def _followed(call: ThreadCall, newest: CheckpointTuple | None) -> Flow[ThreadCall]:
@@ -342,6 +352,20 @@ def _facts(call: ThreadCall, head: CheckpointTuple | None) -> Flow[HeadFacts | N
     )
 
 
+def _new_turn(
+    call: ThreadCall, head: CheckpointTuple, facts: HeadFacts, records: tuple[Record, ...]
+) -> bool:
+    """Whether the call starts a new turn (``HeadFacts.new_turn``): the head's run
+    completed and the input given is not the one its turn started with (as ``work_for``
+    tells a new turn: by the run mark's digest, else the input checkpoint's)."""
+    if call.given is None or facts.next_nodes or has_interrupt(head):
+        return False
+    started = started_input(head) or next(
+        (r.input for r in reversed(records) if r.source == "input"), None
+    )
+    return started != call.given
+
+
 def _claimed_away(call: ThreadCall, head: CheckpointTuple) -> bool:
     """Whether other code claimed the head last (``_claim``): its lineage then decides."""
     return claimant(head.pending_writes or ()) not in (None, call.stamp.id)
@@ -392,8 +416,13 @@ def _result_misread(returns: Mapping[str, object], call: FinishedCall) -> str | 
 def _carriable(call: ThreadCall, head: CheckpointTuple, facts: HeadFacts) -> Flow[Carriable | None]:
     """Which changed channels the call's policy may carry, given the head's values
     (``_carrying.carry_for``); None when the options carry nothing, and then the graph's
-    nodes are not read while planning."""
+    nodes are not read while planning. A new turn of a graph keeps what still validates
+    whatever the policy: its earlier turns are history (``HeadFacts.new_turn``); but for
+    a DeltaChannel, whose kept values are not carried by default yet."""
     options = call.carrying
+    if facts.new_turn and call.graph.neograph_ext_entrypoint is None:
+        kept = options.types.keys() - delta_channels(call.graph).keys()
+        options = replace(options, keep=options.keep | kept)
     if not (options.keep or options.migrations):
         return None
     channels = rebuilt_channels(options, delta_channels(call.graph))

@@ -353,6 +353,7 @@ def _inner_digests(stamp: Stamp) -> dict[str, str]:
         if node.out is not None:
             found[f"{name}/out"] = node.out
         found.update({f"{name}/tool:{k}": fp for k, fp in (node.tools or {}).items()})
+        found.update({f"{name}/output:{k}": fp for k, fp in (node.outputs or {}).items()})
         found.update({f"{name}/{k}": fp for k, fp in (node.inner or {}).items()})
     return found
 

@@ -39,6 +39,7 @@ __all__ = [
     "TASKS_CHANNEL",
     "TASK_ID_KEY",
     "compile_options",
+    "custom_chunk",
     "delta_channels",
     "delta_snapshot",
     "expect_classes",
@@ -428,3 +429,20 @@ def _unsaved_subgraph(graph: Pregel[Any, Any, Any, Any]) -> bool:
                     getattr(nl, "__self__", nl) for nl in get_function_nonlocals(func)
                 )
     return False
+
+
+def custom_chunk(
+    graph: Pregel[Any, Any, Any, Any], kwargs: Mapping[str, Any], data: object
+) -> tuple[Any, ...]:
+    """The chunk ``graph.stream(..., **kwargs)`` yields for ``data`` written to the
+    ``custom`` stream by the root graph (``Pregel._output``): none unless its stream
+    modes include ``custom``."""
+    mode = kwargs.get("stream_mode") or graph.stream_mode
+    if "custom" not in ([mode] if isinstance(mode, str) else mode):
+        return ()
+    if kwargs.get("version") == "v2":
+        return ({"type": "custom", "ns": (), "data": data},)
+    subgraphs = bool(kwargs.get("subgraphs"))
+    if isinstance(mode, list):
+        return (((), "custom", data) if subgraphs else ("custom", data),)
+    return (((), data) if subgraphs else data,)

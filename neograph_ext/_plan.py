@@ -218,6 +218,9 @@ def _decide_steps(
     notes: list[str] = []
     current_id, start = current.id, settled_at(records, current)
     accumulates = frozenset(current.accumulates or ())
+    # A new turn on a finished thread: every turn is history, judged as an earlier one.
+    history = facts is not None and facts.new_turn
+    kept_valid: list[NodeChange] = []
     for index, record in enumerate(records[start:], start):
         stamp = record.stamp if index > verified_until else judged
         if index <= verified_until and is_carrying_fork(record):
@@ -239,7 +242,12 @@ def _decide_steps(
             else frozenset()
         )
         live = last | (record.wrote & accumulates) if accumulates else last
-        found_in.append((index, alive(changes, live, last) if index < turn else changes, live))
+        if index < turn or history:
+            still = alive(changes, live, last)
+            if history and live - last:  # items it appended are still part of a value
+                kept_valid += [c for c in changes if c.channel is None and c not in still]
+            changes = still
+        found_in.append((index, changes, live))
     if misread:
         found_in = with_misread(found_in, records, writers, misread)
     for checkpoint_id, stale in sorted((facts.fork_misread if facts else {}).items()):
@@ -258,8 +266,19 @@ def _decide_steps(
         )
         | frozenset(converted)
     )
+    if kept_valid:
+        base = replace(base, notes=(*base.notes, *map(_kept_valid, unique(kept_valid))))
     settling = Settling(
-        records, base, turn, carry, replay_turns, pending, verified_until, writers, converted
+        records,
+        base,
+        turn,
+        carry,
+        replay_turns,
+        pending,
+        verified_until,
+        writers,
+        converted,
+        history,
     )
     steps = [*found_in, (len(records), pending, frozenset())] if pending else found_in
     plan, carried = settle(settling, steps)
@@ -270,6 +289,14 @@ def _decide_steps(
     if notes:
         return replace(base, kind=PlanKind.UNVERIFIED, notes=tuple(notes))
     return _storage_kinds_noted(base, records[start:], current)
+
+
+def _kept_valid(change: NodeChange) -> str:
+    """Why a new turn keeps what a changed node of a finished turn appended."""
+    return (
+        f"{change.describe().splitlines()[0]} in a finished turn; the items it appended "
+        "to the state are of their channel's type: kept: still valid"
+    )
 
 
 def _storage_kinds_noted(base: ResumePlan, records: Sequence[Record], current: Stamp) -> ResumePlan:

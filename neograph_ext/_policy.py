@@ -8,7 +8,8 @@ Rules:
   a call's, which replaces the graph's record whole: a record reads the same wherever it
   is used, and a field the caller left out never means "whatever the graph said".
 - 0.2's keywords still work for 0.3: each is one field of one record (``_MOVED``), set
-  on the graph's record, with a ``DeprecationWarning`` naming the replacement; a 0.2
+  on the graph's record, with a ``DeprecationWarning`` naming the replacement (given its
+  documented default, a keyword is as if left out: it says nothing); a 0.2
   keyword given with the record that covers it is a ``GraphError`` naming both.
 - ``resolve`` is the one place that turns what a call was given into the two records it
   runs with; nothing else reads a 0.2 keyword.
@@ -189,29 +190,29 @@ class _Moved(NamedTuple):
 
     record: Literal["resume", "lock"]
     field: str
+    default: object
+    """The keyword's documented default in 0.2: given, it is as if left out, silently."""
     value: Callable[[Any], Any] = lambda given: given
 
 
-_STRICT = _Moved("resume", "on_change", lambda rewinds: "rewind" if rewinds else "raise")
-
 _MOVED: Mapping[str, Mapping[str, _Moved]] = {
     "compile": {
-        # Only ``False`` is 0.2's (strict planning); compile passes it only then.
-        "auto_resume": _STRICT,
-        "keep_compatible": _Moved("resume", "keep_compatible"),
-        "migrations": _Moved("resume", "migrations"),
+        "keep_compatible": _Moved("resume", "keep_compatible", False),
+        "migrations": _Moved("resume", "migrations", None),
     },
     "run": {
-        "auto_resume": _STRICT,
-        "reanswer": _Moved("resume", "reanswer"),
-        "replay_turns": _Moved("resume", "replay_turns"),
-        "strict_unverified": _Moved(
-            "resume", "on_unverified", lambda strict: "raise" if strict else "resume"
+        "auto_resume": _Moved(
+            "resume", "on_change", True, lambda rewinds: "rewind" if rewinds else "raise"
         ),
-        "on_busy": _Moved("lock", "on_busy"),
-        "lock_timeout": _Moved("lock", "timeout"),
+        "reanswer": _Moved("resume", "reanswer", False),
+        "replay_turns": _Moved("resume", "replay_turns", False),
+        "strict_unverified": _Moved(
+            "resume", "on_unverified", False, lambda strict: "raise" if strict else "resume"
+        ),
+        "on_busy": _Moved("lock", "on_busy", "wait"),
+        "lock_timeout": _Moved("lock", "timeout", 300.0),
     },
-    "plan": {"replay_turns": _Moved("resume", "replay_turns")},
+    "plan": {"replay_turns": _Moved("resume", "replay_turns", False)},
 }
 """Per public function (by family: ``arun``, ``stream``, ``astream`` are ``run``'s), the
 0.2 keywords it still takes."""
@@ -266,7 +267,11 @@ def asked(
     _typed(function, "resume", resume, ResumePolicy)
     _typed(function, "lock", lock, LockPolicy)
     moved = _MOVED[_FAMILY[function]]
-    keywords = tuple((name, value) for name, value in kwargs.items() if name in moved)
+    keywords = tuple(
+        (name, value)
+        for name, value in kwargs.items()
+        if name in moved and not _is_default(value, moved[name].default)
+    )
     rest = {name: value for name, value in kwargs.items() if name not in moved}
     if keywords:
         warnings.warn(_deprecation(function, keywords), DeprecationWarning, stacklevel=stacklevel)
@@ -300,6 +305,11 @@ def resolve(call: Asked, resume: ResumePolicy, lock: LockPolicy) -> tuple[Resume
     return call.resume or resume, call.lock or lock
 
 
+def _is_default(value: object, default: object) -> bool:
+    """Whether a 0.2 keyword's value is its documented default (``1`` is no ``True``)."""
+    return isinstance(value, bool) is isinstance(default, bool) and value == default
+
+
 def _typed(function: str, name: str, value: object, kind: type) -> None:
     if value is not None and not isinstance(value, kind):
         raise GraphError(
@@ -321,8 +331,6 @@ def _deprecation(function: str, keywords: tuple[tuple[str, Any], ...]) -> str:
         for record, kind in (("resume", ResumePolicy), ("lock", LockPolicy))
         if records[record]
     ]
-    if function == "compile" and "auto_resume" in dict(keywords):
-        new.insert(0, "auto_resume=True")
     return f"{function}(..., {old}) is deprecated: pass {', '.join(new)}"
 
 
@@ -330,8 +338,6 @@ def _mixed(function: str, name: str, value: Any, where: _Moved, given: object) -
     kind = type(given).__name__
     shown = f"{where.field}={_shown(where.value(value))}"
     fix = f"{where.record}={kind}({shown}, ...)"
-    if function == "compile" and name == "auto_resume":
-        fix = f"auto_resume=True, {fix}"
     return (
         f"{function}(..., {name}={_shown(value)}) and {function}(..., "
         f"{where.record}={kind}(...)) both set {kind}.{where.field}: drop {name} and pass "

@@ -41,6 +41,7 @@ def plan(
     config: RunnableConfig,
     *,
     resume: ResumePolicy | None = None,
+    input: Any = None,
     **deprecated: Any,
 ) -> ResumePlan:
     """What ``run`` would do with the thread in ``config``; executes and writes nothing.
@@ -54,6 +55,9 @@ def plan(
             ``checkpoint_id`` to plan from.
         resume: Plan as ``run(..., resume=resume)`` would; by default under the
             graph's policy (``compile(resume=...)``).
+        input: Plan as ``run(graph, input, config)`` would: another input than the one
+            a finished thread's turn started with starts a new turn, and every turn
+            before it is history. Left out: as ``run(graph, None, config)``.
         **deprecated: 0.2's ``replay_turns=`` (now ``ResumePolicy.replay_turns``),
             with a ``DeprecationWarning``.
 
@@ -66,7 +70,7 @@ def plan(
         UnreadableCheckpointError: The thread's stored checkpoints cannot be decoded.
         ValueError: ``resume`` names a channel or type the state does not have.
     """
-    call = thread_call(graph, config, _planning("plan", resume, deprecated))
+    call = thread_call(graph, config, _planning("plan", resume, deprecated), input)
     with Driver(call) as driver:
         return costed(driver.run(thread_plan(call)), call.graph, call.saver)
 
@@ -76,10 +80,11 @@ async def aplan(
     config: RunnableConfig,
     *,
     resume: ResumePolicy | None = None,
+    input: Any = None,
     **deprecated: Any,
 ) -> ResumePlan:
     """Async twin of ``plan``."""
-    call = thread_call(graph, config, _planning("aplan", resume, deprecated))
+    call = thread_call(graph, config, _planning("aplan", resume, deprecated), input)
     async with AsyncDriver(call) as driver:
         return await acosted(await driver.run(thread_plan(call)), call.graph, call.saver)
 
@@ -136,7 +141,7 @@ def run(
         ValueError: ``resume`` names a channel or type the state does not have.
     """
     given, kwargs = asked("run", resume, lock, kwargs)
-    call = thread_call(graph, config, given)
+    call = thread_call(graph, config, given, input)
     with Driver(call) as driver:
         return driver.run(resumed(call, input, kwargs))
 
@@ -152,7 +157,7 @@ async def arun(
 ) -> Any:
     """Async twin of ``run``."""
     given, kwargs = asked("arun", resume, lock, kwargs)
-    call = thread_call(graph, config, given)
+    call = thread_call(graph, config, given, input)
     async with AsyncDriver(call) as driver:
         return await driver.run(resumed(call, input, kwargs))
 
@@ -173,7 +178,7 @@ def stream(
     ``"values"``, else nothing. No node runs and nothing is written.
     """
     given, kwargs = asked("stream", resume, lock, kwargs)
-    call = thread_call(graph, config, given)
+    call = thread_call(graph, config, given, input)
     with Driver(call) as driver:
         yield from driver.stream(resumed(call, input, kwargs))
 
@@ -189,7 +194,7 @@ async def astream(
 ) -> AsyncIterator[Any]:
     """Async twin of ``stream``."""
     given, kwargs = asked("astream", resume, lock, kwargs)
-    call = thread_call(graph, config, given)
+    call = thread_call(graph, config, given, input)
     async with AsyncDriver(call) as driver:
         async for chunk in driver.stream(resumed(call, input, kwargs)):
             yield chunk

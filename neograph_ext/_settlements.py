@@ -131,6 +131,9 @@ class Settling:
     converted: Mapping[str, tuple[tuple[int, str], ...]] = field(default_factory=dict)
     """Per accumulating channel, the carrying forks that converted its items from
     another type than the current one (``converted_items``)."""
+    history: bool = False
+    """A new turn on a finished thread (``HeadFacts.new_turn``): every turn is an
+    earlier one, never rewound (a rewind would drop the turn the call starts)."""
 
 
 class _Step:
@@ -206,7 +209,7 @@ def _unforkable(s: Settling, step: _Step) -> ResumePlan | None:
 
 def _rewound(s: Settling, step: _Step) -> ResumePlan | None:
     """A change within the latest turn: fork from the checkpoint before it."""
-    if step.index <= s.turn and s.turn > 0:
+    if s.history or (step.index <= s.turn and s.turn > 0):
         return None
     return _carrying_since(s, _rewind(s, step), step.index - 1)
 
@@ -225,13 +228,17 @@ def _blocked(s: Settling, step: _Step) -> ResumePlan:
     """A change in an earlier turn whose value is still live: rewinding would drop the
     later turns, so the plan names the ways out instead."""
     records, turn = s.records, s.turn
+    when = (
+        "a finished turn (the call starts a new one)"
+        if s.history
+        else f"an earlier turn (before the input at step {records[turn].step})"
+    )
     return replace(
         _rewind(s, step),
         blocker=(
-            f"thread {s.base.thread_id!r}: the earliest changed node ran in an earlier turn "
-            f"(before the input at step {records[turn].step}) and what it wrote is still "
-            f"live in the thread's state{_naming([*step.rest, *s.pending], records[step.index])}; "
-            "rewinding "
+            f"thread {s.base.thread_id!r}: the earliest changed node ran in {when} and what "
+            "it wrote is still live in the thread's state"
+            f"{_naming([*step.rest, *s.pending], records[step.index])}; rewinding "
             "would drop the later turns. Ways out: ResumePolicy(replay_turns=True) re-runs "
             "it and feeds the later turns their inputs again, "
             "ResumePolicy(keep_compatible=True) keeps stored values that still validate, "

@@ -136,7 +136,7 @@ class NodeStamp(BaseModel):
     inner: dict[_Name, _Hex] | None = None
     """For a subgraph node, to explain a change (not part of ``fp``, which ``sub``
     covers): the digests inside it at any depth, keyed by path (``draft/out``,
-    ``channel:outline``, ``inner/draft/out``)."""
+    ``channel:outline``, ``inner/draft/out``, ``researcher/tools/output:lookup``)."""
 
 
 class Stamp(BaseModel):

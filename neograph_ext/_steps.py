@@ -17,7 +17,6 @@ Rules:
 from __future__ import annotations
 
 import copy
-import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -62,8 +61,6 @@ __all__ = [
     "takes_head",
     "work_for",
 ]
-
-logger = logging.getLogger("neograph_ext")
 
 
 class Due(StrEnum):
@@ -112,6 +109,9 @@ class Work(NamedTuple):
     (``_head._stored``); None when only LangGraph's ``get_state`` can."""
     carry: ResumePlan | None = None
     """A plan whose values are carried (``_migrate``) before planning the invocations."""
+    warnings: tuple[str, ...] = ()
+    """What carrying the decision out meets that its caller is warned of, once, with the
+    decision (``_decision_log.logged``): this module only computes."""
 
 
 def work_for(
@@ -163,8 +163,9 @@ def work_for(
     # recorded (plain LangGraph started it) is known by its input checkpoint's value;
     # without one (durability="exit"), any input starts a new turn, as graph.invoke would.
     new_turn = complete and given is not None and stored_input != given
+    said: list[str] = []
     if new_turn:
-        _misread_turn(call, decision, head, strict)
+        _misread_turn(call, decision, head, strict, said)
     if head is None:
         if answer and input.resume is not None:
             raise GraphError(
@@ -198,28 +199,31 @@ def work_for(
         if reanswer and (answer or paused) and decision.replayed:
             # The first question the rewind stops at is an earlier turn's, not the one
             # the answer was given to (the head's, in its last turn): it is asked.
-            logger.warning(
-                "thread %r: the answer given is set aside: the replay asks the questions "
-                "of the earlier turns first, and the question it answered is asked again "
-                "once its turn is replayed",
-                decision.thread_id,
+            said.append(
+                "the answer given is set aside: the replay asks the questions of the "
+                "earlier turns first, and the question it answered is asked again once "
+                "its turn is replayed"
             )
         elif reanswer and (answer or paused):
             after = at_checkpoint(call.config, None)
             steps += (Invocation(input, after, here, Due.INTERRUPTED),)
-        elif paused:
-            logger.warning(
-                "thread %r: something upstream of the question it waits on changed: the "
-                "question is asked again%s (ResumePolicy(reanswer=True) would apply it)",
-                decision.thread_id,
-                "; the answer given was set aside" if answer else "",
+        elif paused and answer:
+            # That the question is asked again is the plan's note (``_plan.ASKED_AGAIN``).
+            said.append(
+                "the answer given was set aside: something upstream of the question it "
+                "answered changed, and the question is asked again "
+                "(ResumePolicy(reanswer=True) would apply it)"
             )
         elif new_turn:
             steps += (_turn(call, decision, input, given, Due.COMPLETE),)
     elif decision.replayed:
         # A replay cut short by a kill, or stopped at a question: finish the head's turn
         # (with the answer given), then the turns owed.
-        steps = () if complete else (_resuming(call, decision, input, asking, here),)
+        said.append(
+            f"a replay of the turns of checkpoint {source} was cut short; "
+            f"{len(decision.replayed)} turn(s) still owed are replayed"
+        )
+        steps = () if complete else (_resuming(call, decision, input, asking, here, said),)
         steps += _replays(call, decision, source)
         if new_turn:
             steps += (_turn(call, decision, input, given, Due.COMPLETE),)
@@ -229,14 +233,11 @@ def work_for(
         steps = ()
     else:
         if given is not None and given != stored_input:
-            logger.info(
-                "thread %r is incomplete: resuming it; the input given is ignored",
-                decision.thread_id,
-            )
-        resume = _resuming(call, decision, input, asking, here)
+            said.append("the thread is incomplete: resuming it; the input given is ignored")
+        resume = _resuming(call, decision, input, asking, here, said)
         steps = (_forking(call, head, here) or _claimed(call, head, resume, took),)
     stored = stored_result(call.graph, head) if complete and not steps else None
-    return Work(steps, durable(kwargs, call.graph), stored)
+    return Work(steps, durable(kwargs, call.graph), stored, warnings=tuple(said))
 
 
 def _forking(call: ThreadCall, head: CheckpointTuple | None, mark: str) -> Invocation | None:
@@ -297,41 +298,49 @@ def takes_head(call: ThreadCall, decision: ResumePlan | None, head: CheckpointTu
 
 
 def _resuming(
-    call: ThreadCall, decision: ResumePlan, input: Any, asking: bool, mark: str
+    call: ThreadCall,
+    decision: ResumePlan,
+    input: Any,
+    asking: bool,
+    mark: str,
+    said: list[str],
 ) -> Invocation:
     """Resume the incomplete head: with the answer given, unless it was sent to a question
-    asked again after a change and not stored yet."""
+    asked again after a change and not stored yet (then ``said`` says so)."""
     answer = isinstance(input, Command)
     if answer and asking and not call.resume.reanswer:
-        logger.warning(
-            "thread %r: the question asked again after a change was not stored yet: "
-            "it is asked now, and the answer given, sent to the old question, is set "
-            "aside (ResumePolicy(reanswer=True) would apply it)",
-            decision.thread_id,
+        said.append(
+            "the question asked again after a change was not stored yet: it is asked "
+            "now, and the answer given, sent to the old question, is set aside "
+            "(ResumePolicy(reanswer=True) would apply it)"
         )
         answer = False
     return Invocation(input if answer else None, call.config, mark)
 
 
 def _misread_turn(
-    call: ThreadCall, decision: ResumePlan, head: CheckpointTuple | None, strict: bool
+    call: ThreadCall,
+    decision: ResumePlan,
+    head: CheckpointTuple | None,
+    strict: bool,
+    said: list[str],
 ) -> None:
-    """Say so when a new turn starts from stored values that do not read back as their
-    declared types; in strict mode, refuse it."""
+    """Say so (in ``said``) when a new turn starts from stored values that do not read
+    back as their declared types; in strict mode, refuse it."""
     found = turn_misread(call.graph.neograph_ext_revival, head)
     if not found:
         return
-    message = (
-        f"thread {decision.thread_id!r}: a new turn starts from stored values that do not "
-        f"read back as their declared types ({'; '.join(found[ch] for ch in sorted(found))}); "
+    why = (
+        "a new turn starts from stored values that do not read back as their declared "
+        f"types ({'; '.join(found[ch] for ch in sorted(found))}); "
         "a node of the turn that reads one before writing it gets the plain data. No rewind "
         "can rebuild them: the turn reads them from the checkpoint. Fix: define the class "
         "at the top level of an importable module (or allow it on the saver's msgpack "
         "allowlist); neograph_ext.unrevivable_types(graph) names it"
     )
     if strict:
-        raise CheckpointSchemaError(message, decision)
-    logger.warning("%s", message)
+        raise CheckpointSchemaError(f"thread {decision.thread_id!r}: {why}", decision)
+    said.append(why)
 
 
 def _source(decision: ResumePlan, head: CheckpointTuple | None) -> str | None:

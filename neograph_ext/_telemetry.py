@@ -57,6 +57,7 @@ __all__ = [
     "decision_metadata",
     "decision_tags",
     "fresh_plan",
+    "notice",
     "plan_data",
     "recorded",
     "told",
@@ -87,6 +88,18 @@ def fresh_plan(thread_id: str) -> ResumePlan:
     """The plan of a thread with no checkpoint yet (an ``auto_resume`` call does not plan
     one: there is nothing to read)."""
     return ResumePlan(PlanKind.FRESH, thread_id)
+
+
+_NOTICED = frozenset({PlanKind.REWIND, PlanKind.MIGRATE})
+"""The decisions a ``custom`` stream is told of: those that change what LangGraph would
+run (a rewind, which also asks a question again and sets an answer aside; a migrate)."""
+
+
+def notice(plan: ResumePlan) -> dict[str, Any] | None:
+    """What a call streaming ``custom`` receives first about ``plan``, whatever the
+    telemetry: ``{"neograph_ext": <the plan as JSON>}``, for a rewind or a migrate only, so
+    a thread nothing changed for streams exactly what LangGraph streams."""
+    return {"neograph_ext": plan_data(plan)} if plan.kind in _NOTICED else None
 
 
 def plan_data(plan: ResumePlan) -> dict[str, Any]:

@@ -14,12 +14,13 @@ from typing import Any, NamedTuple
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.pregel import Pregel
+from langgraph.types import Command
 
 from neograph_ext._carrying import Carrying, carrying
 from neograph_ext._errors import GraphError
 from neograph_ext._graph import StampedGraph
 from neograph_ext._policy import Asked, LockPolicy, ResumePolicy, resolve
-from neograph_ext._stamp import Stamp
+from neograph_ext._stamp import Stamp, input_digest
 from neograph_ext._stamp_store import is_store_thread, reserved
 
 __all__ = [
@@ -51,6 +52,9 @@ class ThreadCall(NamedTuple):
     """How the call waits for the thread's lock."""
     carrying: Carrying = Carrying()
     """``resume``'s ``keep_compatible`` and ``migrations``, per channel of the graph."""
+    given: str | None = None
+    """The digest of the input the call was given (``_stamp.input_digest``); None for
+    none (``None``, a ``Command``) or a call that only plans without one."""
 
 
 GRAPHS = Asked()
@@ -58,10 +62,14 @@ GRAPHS = Asked()
 
 
 def thread_call(
-    graph: Pregel[Any, Any, Any, Any], config: RunnableConfig, asked: Asked = GRAPHS
+    graph: Pregel[Any, Any, Any, Any],
+    config: RunnableConfig,
+    asked: Asked = GRAPHS,
+    input: Any = None,
 ) -> ThreadCall:
     """The call on ``config``'s thread with ``graph``, checked, under the policies it was
-    ``asked`` for (``_policy.resolve``: the call's own, else the graph's).
+    ``asked`` for (``_policy.resolve``: the call's own, else the graph's), given
+    ``input`` (``ThreadCall.given``).
 
     Raises:
         GraphError: The graph was not compiled by neograph-ext or has no checkpointer,
@@ -74,7 +82,8 @@ def thread_call(
         checked.neograph_ext_channel_types, resume.keep_compatible, resume.migrations
     )
     stamp = checked.neograph_ext_stamp
-    return ThreadCall(checked, config, stamp, saver, thread_id, resume, lock, carried)
+    given = None if input is None or isinstance(input, Command) else input_digest(input)
+    return ThreadCall(checked, config, stamp, saver, thread_id, resume, lock, carried, given)
 
 
 def whole_thread(config: RunnableConfig) -> RunnableConfig:

@@ -214,10 +214,10 @@ def _asked(kwargs: dict[str, Any]) -> Asked:
         return asked("run", kwargs.get("resume"), kwargs.get("lock"), rest)[0]
 
 
-def _plan(graph: Any, config: RunnableConfig, kwargs: dict[str, Any]) -> ResumePlan:
-    """What ``plan()`` returns, through the plan flow itself: tests that count what the
-    execution flow reads (``test_continue``) must not count the harness's."""
-    call = thread_call(graph, config, _asked(kwargs))
+def _plan(graph: Any, input: Any, config: RunnableConfig, kwargs: dict[str, Any]) -> ResumePlan:
+    """What ``plan(..., input=input)`` returns, through the plan flow itself: tests that
+    count what the execution flow reads (``test_continue``) must not count the harness's."""
+    call = thread_call(graph, config, _asked(kwargs), input)
     with Driver(call) as driver:
         return driver.run(thread_plan(call))
 
@@ -225,7 +225,7 @@ def _plan(graph: Any, config: RunnableConfig, kwargs: dict[str, Any]) -> ResumeP
 def _before(graph: Any, input: Any, config: RunnableConfig, kwargs: dict[str, Any]) -> Call:
     try:
         with _unobserved(graph):
-            plan = _plan(graph, config, kwargs)
+            plan = _plan(graph, input, config, kwargs)
     except Exception:
         return Call(None, False)
     given = None if input is None or isinstance(input, Command) else input_digest(input)
@@ -243,7 +243,7 @@ def _before(graph: Any, input: Any, config: RunnableConfig, kwargs: dict[str, An
 async def _abefore(graph: Any, input: Any, config: RunnableConfig, kwargs: dict[str, Any]) -> Call:
     try:
         with _unobserved(graph):
-            call = thread_call(graph, config, _asked(kwargs))
+            call = thread_call(graph, config, _asked(kwargs), input)
             async with AsyncDriver(call) as driver:
                 plan = await driver.run(thread_plan(call))
     except Exception:

@@ -27,12 +27,17 @@ def test_an_earlier_append_under_old_types_blocks_a_later_plain_turn(
     # A later turn under the new code, not through run(): its append is of the new type,
     # turn 1's is still in the list.
     drive.invoke(graph, note("two"), config)
-    plan = drive.plan(graph, config)
+    plan = drive.plan(graph, config)  # as run(graph, None, config): no new turn
     assert plan.kind is not ne.PlanKind.UP_TO_DATE
     assert plan.blocker and "items" in plan.blocker and "replay_turns" in plan.blocker
     with pytest.raises(ne.CheckpointSchemaError):
-        drive.run(graph, note("three"), config)
+        drive.run(graph, None, config)
     assert runs == Counter({"take": 1})  # the plain turn's alone
+    # A new turn: turn 1's item still validates as the new type, and is kept.
+    planned = drive.plan(graph, config, input=note("three"))
+    assert planned.kind is ne.PlanKind.MIGRATE and "items" in planned.migrated
+    drive.run(graph, note("three"), config)
+    assert runs == Counter({"take": 2})
 
 
 def _two_turns(drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig) -> None:

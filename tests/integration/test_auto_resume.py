@@ -68,12 +68,15 @@ def test_an_input_on_a_complete_thread_is_a_new_turn_as_in_langgraph(
     assert runs == Counter()
 
 
+@pytest.mark.parametrize("given", [{}, {"auto_resume": False}], ids=["left-out", "False"])
 def test_without_auto_resume_plain_calls_stay_plain(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, given: dict[str, Any]
 ) -> None:
     _crashed(drive, saver, config)
     runs: Counter[str] = Counter()
-    graph = ne.compile(linear(runs, {"c": V2}), checkpointer=saver)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the documented default says nothing
+        graph = ne.compile(linear(runs, {"c": V2}), checkpointer=saver, **given)
     drive.invoke(graph, None, config)
     assert runs == Counter("d")  # LangGraph's resume: the stale `c` is kept
 
@@ -143,7 +146,8 @@ def test_a_strict_graph_raises_before_any_node_runs(
     _crashed(drive, saver, config)
     checkpoints = len(list(saver.list(config)))
     runs: Counter[str] = Counter()
-    graph = ne.compile(linear(runs, {"c": V2}), checkpointer=saver, auto_resume=False)
+    strict = ne.ResumePolicy(on_change="raise")
+    graph = ne.compile(linear(runs, {"c": V2}), checkpointer=saver, auto_resume=True, resume=strict)
     with pytest.raises(ne.CheckpointSchemaError, match="Invalidated nodes: c") as raised:
         drive.invoke(graph, None, config)
     assert isinstance(raised.value, ValueError)  # a server passes a ValueError's message on
@@ -151,8 +155,8 @@ def test_a_strict_graph_raises_before_any_node_runs(
         list(drive.graph_stream(graph, None, config))
     assert runs == Counter()
     assert len(list(saver.list(config))) == checkpoints
-    # run()'s own auto_resume governs run().
-    assert drive.run(graph, None, config) == DONE
+    # run()'s own policy governs run().
+    assert drive.run(graph, None, config, resume=ne.ResumePolicy()) == DONE
     assert runs == Counter("cd")
 
 

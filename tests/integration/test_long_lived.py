@@ -51,7 +51,8 @@ def test_a_live_value_of_an_earlier_turn_blocks_and_names_the_ways_out(
 ) -> None:
     _two_turns(drive, saver, config)
     runs: Counter[str] = Counter()
-    graph = ne.compile(chat(runs, ProfileV2), checkpointer=saver)
+    # A renamed field: the stored profile no longer validates (one that does is kept).
+    graph = ne.compile(chat(runs, ProfileV3), checkpointer=saver)
     before = _count(saver, config)
     with pytest.raises(ne.CheckpointSchemaError) as caught:
         drive.run(graph, say("third"), config)

@@ -216,17 +216,6 @@ CASES = {
         Counter({"reply": 1}),  # plainly: raises, nothing runs
         ne.PlanKind.MIGRATE,
     ),
-    "compile auto_resume=False": Case(
-        _crashed,
-        lambda runs: linear(runs, {"c": V2}),
-        None,
-        ({"auto_resume": False}, {}),
-        ({"auto_resume": True, "resume": ResumePolicy(on_change="raise")}, {}),
-        Counter(),  # plainly: d
-        ne.PlanKind.REWIND,
-        0,
-        "invoke",
-    ),
 }
 
 
@@ -473,8 +462,6 @@ async def test_a_0_2_keyword_with_its_record_is_refused_before_anything_runs(
             ne.plan(graph, config, replay_turns=True, resume=ResumePolicy())
         with pytest.raises(ne.GraphError, match=r"keep_compatible=True\) and compile"):
             ne.compile(linear(runs), keep_compatible=True, resume=ResumePolicy())
-        with pytest.raises(ne.GraphError, match=r"auto_resume=False\) and compile"):
-            ne.compile(linear(runs), auto_resume=False, resume=ResumePolicy())
     with pytest.raises(TypeError, match=r"plan\(\) got an unexpected keyword argument 'reanswer'"):
         ne.plan(graph, config, reanswer=True)
     assert runs == Counter()

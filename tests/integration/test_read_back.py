@@ -126,7 +126,7 @@ def test_compile_warns_once_per_type_and_strict_compile_raises(
     assert "make.<locals>.Draft" in warned[0] and "channel `draft`" in warned[0]
     assert "local class" in warned[0] and "top level of an importable module" in warned[0]
     with pytest.raises(ne.GraphError, match="local class"):
-        make(saver, Counter(), auto_resume=False)
+        make(saver, Counter(), resume=ne.ResumePolicy(on_change="raise"))
 
 
 def test_no_false_alarm_for_values_that_read_back(

@@ -2,9 +2,10 @@
 and the same work as an ``@entrypoint`` of three tasks (``functional``).
 
 The test copies this file into a project directory and adds a field to ``Summary``
-between server restarts, as a deploy would. Nodes run in the server's process, so each appends
-its name to the file ``PIPELINE_RUNS`` names; ``publish`` crashes while the file
-``PIPELINE_CRASH`` names exists.
+between server restarts, as a deploy would; ``approval`` drafts a summary and asks for
+an approval, reporting its progress on the ``custom`` stream. Nodes run in the server's
+process, so each appends its name to the file ``PIPELINE_RUNS`` names; ``publish``
+crashes while the file ``PIPELINE_CRASH`` names exists.
 """
 
 from __future__ import annotations
@@ -13,8 +14,10 @@ import os
 from pathlib import Path
 from typing import TypedDict
 
+from langgraph.config import get_stream_writer
 from langgraph.func import entrypoint, task
 from langgraph.graph import END, START, StateGraph
+from langgraph.types import interrupt
 from pydantic import BaseModel
 
 import neograph_ext
@@ -75,6 +78,32 @@ graph = neograph_ext.compile(builder, auto_resume=True)
 strict = neograph_ext.compile(
     builder, auto_resume=True, resume=neograph_ext.ResumePolicy(on_change="raise")
 )
+
+
+class Approval(TypedDict, total=False):
+    summary: Summary
+    answer: str
+
+
+def draft(state: Approval) -> dict[str, Summary]:
+    _ran("draft")
+    fields = {name: 0 for name in Summary.model_fields if name != "title"}
+    return {"summary": Summary(title="t", **fields)}
+
+
+def review(state: Approval) -> dict[str, object]:
+    _ran("review")
+    get_stream_writer()({"progress": "review"})
+    return {"answer": interrupt("approve?")}
+
+
+asking = StateGraph(Approval)
+asking.add_node("draft", draft)
+asking.add_node("review", review)
+asking.add_edge(START, "draft")
+asking.add_edge("draft", "review")
+asking.add_edge("review", END)
+approval = neograph_ext.compile(asking, auto_resume=True)
 
 
 @task

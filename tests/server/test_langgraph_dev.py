@@ -49,7 +49,7 @@ class Server:
         # By module path: a file path would not reload the saved threads after a restart.
         graphs = (
             '{"pipeline": "app.pipeline:graph", "strict": "app.pipeline:strict", '
-            '"functional": "app.pipeline:functional"}'
+            '"functional": "app.pipeline:functional", "approval": "app.pipeline:approval"}'
         )
         (root / "langgraph.json").write_text(f'{{"dependencies": ["."], "graphs": {graphs}}}')
 
@@ -207,3 +207,38 @@ def test_a_served_entrypoint_keeps_the_cached_calls_before_the_changed_task(
     assert server.counted() == Counter(summarize_text=1, publish_summary=1)
     assert client.runs.wait(thread, "functional", input=None) == "title=t words=3"
     assert server.counted() == Counter()
+
+
+def _custom(parts: list[Any]) -> list[Any]:
+    return [part.data for part in parts if part.event == "custom"]
+
+
+def test_a_client_streaming_custom_is_told_when_its_answer_is_set_aside(server: Server) -> None:
+    server.start()
+    client = get_sync_client(url=server.url)
+    asked, unchanged = (client.threads.create()["thread_id"] for _ in range(2))
+    for thread in (asked, unchanged):
+        client.runs.wait(thread, "approval", input={})
+    assert server.counted() == Counter(draft=2, review=2)
+    # Nothing changed: the stream is LangGraph's, the node's own events only.
+    parts = list(
+        client.runs.stream(unchanged, "approval", command={"resume": "yes"}, stream_mode="custom")
+    )
+    assert _custom(parts) == [{"progress": "review"}]
+    assert server.counted() == Counter(review=1)
+    server.stop()
+
+    server.deploy(SUMMARY_V1, SUMMARY_V2)
+    server.start()
+    client = get_sync_client(url=server.url)
+    parts = list(
+        client.runs.stream(asked, "approval", command={"resume": "yes"}, stream_mode="custom")
+    )
+    told, *rest = _custom(parts)
+    assert set(told) == {"neograph_ext"}
+    assert told["neograph_ext"]["kind"] == "rewind"
+    assert told["neograph_ext"]["rerun"] == ["draft", "review"]
+    assert rest == [{"progress": "review"}]  # the question is asked again, not answered
+    assert server.counted() == Counter(draft=1, review=1)
+    state = client.threads.get_state(asked)
+    assert state["next"] == ["review"] and "answer" not in state["values"]

@@ -28,6 +28,7 @@ from neograph_ext._langgraph import (
     STORED_IS_AVAILABLE,
     TASK_ID_KEY,
     compile_options,
+    custom_chunk,
     expect_classes,
     fold_cache_keys,
     strict_msgpack,
@@ -282,3 +283,39 @@ def test_a_task_names_itself_in_its_config_under_the_task_id_key() -> None:
     builder.add_edge(START, "node")
     keys = builder.compile().invoke({})["keys"]
     assert TASK_ID_KEY in keys
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"stream_mode": "custom"},
+        {"stream_mode": ["custom", "updates"]},
+        {"stream_mode": "custom", "subgraphs": True},
+        {"stream_mode": ["custom"], "subgraphs": True},
+        {"stream_mode": ["custom", "values"], "version": "v2"},
+        {"stream_mode": "updates"},
+        {},
+    ],
+)
+def test_a_custom_chunk_has_the_shape_langgraph_streams(kwargs: dict[str, Any]) -> None:
+    from langgraph.config import get_stream_writer
+
+    def write(state: Fan) -> dict[str, Any]:
+        get_stream_writer()({"said": 1})
+        return {}
+
+    builder = StateGraph(Fan)
+    builder.add_node("write", write)
+    builder.add_edge(START, "write")
+    builder.add_edge("write", END)
+    graph = builder.compile()
+    streamed = list(graph.stream({"items": []}, **kwargs))
+    expected = custom_chunk(graph, kwargs, {"said": 1})
+    assert [c for c in streamed if c in expected or _custom(c)] == list(expected)
+
+
+def _custom(chunk: Any) -> bool:
+    """Whether a streamed chunk is a custom one, in any of its shapes."""
+    if isinstance(chunk, dict):
+        return chunk.get("type") == "custom" or chunk == {"said": 1}
+    return isinstance(chunk, tuple) and ("custom" in chunk or {"said": 1} in chunk)

@@ -130,7 +130,6 @@ def test_a_call_record_replaces_the_graph_record_whole() -> None:
             {"notes": _upgrade},
             (ResumePolicy(migrations={"notes": _upgrade}),),
         ),
-        ("compile", "auto_resume", False, (ResumePolicy(on_change="raise"),)),
     ],
 )
 def test_a_0_2_keyword_sets_its_one_field_on_the_graph_record(
@@ -173,10 +172,9 @@ def test_a_0_2_keyword_sets_its_one_field_on_the_graph_record(
         ),
         (
             "compile",
-            {"auto_resume": False, "keep_compatible": True, "migrations": {"a": _upgrade}},
-            "compile(..., auto_resume=False, keep_compatible=True, migrations=...) is "
-            "deprecated: pass auto_resume=True, resume=ResumePolicy(on_change='raise', "
-            "keep_compatible=True, migrations=...)",
+            {"keep_compatible": True, "migrations": {"a": _upgrade}},
+            "compile(..., keep_compatible=True, migrations=...) is "
+            "deprecated: pass resume=ResumePolicy(keep_compatible=True, migrations=...)",
         ),
     ],
 )
@@ -198,6 +196,33 @@ def test_the_warning_points_at_the_caller_of_the_public_function() -> None:
         line = inspect.currentframe().f_lineno + 1  # type: ignore[union-attr]
         _public_run(reanswer=True)
     assert (caught[0].filename, caught[0].lineno) == (__file__, line)
+
+
+DEFAULTS = [
+    ("run", {"auto_resume": True}),
+    ("arun", {"reanswer": False}),
+    ("stream", {"replay_turns": False}),
+    ("astream", {"strict_unverified": False}),
+    ("run", {"on_busy": "wait", "lock_timeout": 300}),
+    ("plan", {"replay_turns": False}),
+    ("compile", {"keep_compatible": False, "migrations": None}),
+]
+
+
+@pytest.mark.parametrize(("function", "kwargs"), DEFAULTS)
+def test_a_0_2_keyword_given_its_default_says_nothing(
+    function: str, kwargs: dict[str, Any]
+) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        call, rest = asked(function, ResumePolicy(), LockPolicy(), kwargs)
+    assert call.keywords == () and rest == {}
+    assert resolve(call, *GRAPH) == (ResumePolicy(), LockPolicy())  # the call's records
+
+
+def test_a_0_2_keyword_given_1_for_true_is_no_default() -> None:
+    with pytest.warns(DeprecationWarning, match="reanswer=0"):
+        asked("run", None, None, {"reanswer": 0})
 
 
 def test_new_spellings_warn_nothing() -> None:
@@ -224,13 +249,6 @@ def test_new_spellings_warn_nothing() -> None:
             {"lock": LockPolicy()},
             r"both set LockPolicy\.timeout: drop lock_timeout and pass "
             r"lock=LockPolicy\(timeout=3, \.\.\.\)",
-        ),
-        (
-            "compile",
-            {"auto_resume": False},
-            {"resume": ResumePolicy(on_change="raise")},
-            r"drop auto_resume and pass auto_resume=True, "
-            r"resume=ResumePolicy\(on_change='raise', \.\.\.\)",
         ),
         (
             "compile",

@@ -13,6 +13,7 @@ from langchain.agents.structured_output import ProviderStrategy, ToolStrategy
 from langgraph.prebuilt import create_react_agent
 from pydantic import BaseModel
 
+from neograph_ext._changes import step_changes
 from neograph_ext._introspect import build_stamp
 from neograph_ext._langgraph_agents import RESPONSE_CHANNEL
 from neograph_ext._stamp import Stamp, read_description
@@ -164,3 +165,24 @@ def test_a_tools_declared_return_type_belongs_to_the_tools_node() -> None:
 def test_a_node_of_tools_returning_str_keeps_its_fingerprint() -> None:
     stamp = stamp_of(agent(Counter(), [counted_tool(Counter(), CITY)], []))
     assert stamp.nodes["tools"].outputs is None
+
+
+def _blame(old: Stamp, new: Stamp) -> tuple[str, ...]:
+    """The lines a plan gives for the ``tools`` node between two stamps."""
+    (change,) = step_changes(frozenset({"tools"}), frozenset(), old, new)
+    return change.diff
+
+
+def test_a_sub_agents_tool_return_change_gets_the_field_lines_of_a_top_level_tool() -> None:
+    def top(artifact: type[BaseModel]) -> Stamp:
+        return stamp_of(agent(Counter(), [artifact_tool(Counter(), CITY, artifact)], []))
+
+    def deep(artifact: type[BaseModel]) -> Stamp:
+        return stamp_of(deep_agent(Counter(), [artifact_tool(Counter(), CITY, artifact)]))
+
+    field = "Rainy.mm: int -> float"
+    assert _blame(top(RAINY), top(RAINY_V2)) == ("tool `lookup` output changed", f"    {field}")
+    assert _blame(deep(RAINY), deep(RAINY_V2)) == (
+        "tools > researcher: node `tools`: tool `lookup` output changed",
+        f"    {field}",
+    )

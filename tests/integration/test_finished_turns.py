@@ -1,0 +1,145 @@
+"""A finished turn is history: a new input on a thread whose run completed starts a new
+turn, and the turns before it are judged as earlier turns, by what of theirs is still
+live in the state, not by whether the code that wrote it changed.
+
+A chat whose first turn called a tool whose return model a deploy changed plans and runs
+the same with one turn as with three: the ToolMessage is a message whatever its tool
+returns, so it is kept and the plan says so, and no node of a finished turn runs again.
+The same input again (or none) on a finished thread still rewinds its latest turn, and
+an unfinished turn rewinds as it did.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pytest
+from langchain_core.messages import HumanMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
+import neograph_ext as ne
+from tests.drive import Drive
+from tests.graphs.agents import agent, artifact_tool
+from tests.graphs.chat import ProfileV2, ProfileV3, chat, say
+from tests.graphs.pipelines import as_data, deployed, linear, model
+
+CITY = model("SearchArgs", city=(str, ...))
+RAINY = model("Rainy", mm=(int, ...))
+RAINY_NOTED = model("Rainy", mm=(int, ...), note=(str, ...))
+V1 = model(score=(int, ...))
+V2 = model(score=(float, ...))
+NEXT = {"messages": [HumanMessage("next")]}
+
+
+def _chat(
+    runs: Counter[str], rainy: Any, saver: BaseCheckpointSaver[Any], *, looks_up: bool
+) -> Any:
+    """A chat agent with the ``lookup`` tool; its model calls it when ``looks_up``."""
+    deployed(rainy)
+    built = agent(runs, [artifact_tool(runs, CITY, rainy)], ["lookup"] if looks_up else [])
+    return ne.compile(built, checkpointer=saver)
+
+
+def _talked(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, turns: int
+) -> RunnableConfig:
+    """A chat of ``turns`` finished turns on a thread of its own; only the first calls
+    the tool."""
+    chat: RunnableConfig = {
+        "configurable": {"thread_id": f"{config['configurable']['thread_id']}-{turns}"}
+    }
+    for turn in range(turns):
+        old = _chat(Counter(), RAINY, saver, looks_up=turn == 0)
+        drive.run(old, {"messages": [HumanMessage(f"turn {turn}")]}, chat)
+    return chat
+
+
+@pytest.mark.parametrize("call", ["run", "invoke"])
+def test_one_and_three_turn_chats_plan_the_same_and_rerun_no_finished_turn(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, call: str
+) -> None:
+    found: dict[int, tuple[ne.PlanKind, tuple[str, ...], Counter[str]]] = {}
+    for turns in (1, 3):
+        chat = _talked(drive, saver, config, turns)
+        runs: Counter[str] = Counter()
+        new = _chat(runs, RAINY_NOTED, saver, looks_up=False)
+        if call == "invoke":
+            new = ne.compile(new, checkpointer=saver, auto_resume=True)
+        planned = drive.plan(new, chat, input=NEXT)
+        result = getattr(drive, call)(new, NEXT, chat)
+        found[turns] = planned.kind, planned.notes, runs
+        assert [m.content for m in result["messages"]][-2:] == ["next", "done"]
+        assert len(result["messages"]) == 2 * turns + 4  # every earlier message kept
+    assert found[1] == found[3]
+    kind, notes, runs = found[1]
+    assert kind is ne.PlanKind.UP_TO_DATE
+    assert runs == Counter(model=1)  # the new turn's own call, no more
+    assert any("node `tools`" in n and "kept: still valid" in n for n in notes), notes
+
+
+def test_without_the_new_input_plan_answers_for_the_stored_result(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    chat = _talked(drive, saver, config, 1)
+    new = _chat(Counter(), RAINY_NOTED, saver, looks_up=False)
+    assert drive.plan(new, chat).kind is ne.PlanKind.REWIND  # as run(new, None, chat)
+    assert drive.plan(new, chat, input=NEXT).kind is ne.PlanKind.UP_TO_DATE
+
+
+def test_the_same_input_again_on_a_finished_pipeline_still_rewinds(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    drive.run(ne.compile(linear(Counter(), {"c": V1}), checkpointer=saver), {"log": []}, config)
+    runs: Counter[str] = Counter()
+    graph = ne.compile(linear(runs, {"c": V2}), checkpointer=saver)
+    assert drive.plan(graph, config, input={"log": []}).kind is ne.PlanKind.REWIND
+    assert drive.run(graph, {"log": []}, config) == {"log": list("abcd")}
+    assert runs == Counter("cd")
+
+
+@pytest.mark.parametrize("turns", [1, 2])
+def test_a_finished_turns_value_that_no_longer_validates_is_settled_by_the_policy(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, turns: int
+) -> None:
+    """``extract`` wrote ``profile`` in turn 1 (live); a deploy renames its field. A new
+    turn is blocked with the ways out, on one turn as on two; a migration converts it,
+    and only the new turn's node runs."""
+    old = ne.compile(chat(Counter()), checkpointer=saver)
+    for turn in range(turns):
+        drive.run(old, say(f"turn {turn}"), config)
+    runs: Counter[str] = Counter()
+    graph = ne.compile(chat(runs, ProfileV3), checkpointer=saver)
+    planned = drive.plan(graph, config, input=say("next"))
+    assert planned.blocker is not None and "a finished turn" in planned.blocker
+    with pytest.raises(ne.CheckpointSchemaError, match="migrations"):
+        drive.run(graph, say("next"), config)
+    assert runs == Counter()
+    migrate = ne.ResumePolicy(migrations={ProfileV3: lambda v: ProfileV3(full_name="Ada")})
+    assert drive.plan(graph, config, input=say("next"), resume=migrate).kind is ne.PlanKind.MIGRATE
+    result = drive.run(graph, say("next"), config, resume=migrate)
+    assert runs == Counter({"reply": 1})
+    assert as_data(result["profile"]) == {"full_name": "Ada"}
+    assert len(result["messages"]) == 2 * turns + 2
+
+
+@pytest.mark.parametrize("turns", [1, 2])
+def test_a_finished_turns_value_that_still_validates_is_kept_without_an_option(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, turns: int
+) -> None:
+    """``Profile`` gains a field with a default: the stored one still validates, so a new
+    turn keeps it (as ``keep_compatible`` would, by default for a finished turn) and only
+    the new turn's node runs, on one turn as on two."""
+    old = ne.compile(chat(Counter()), checkpointer=saver)
+    for turn in range(turns):
+        drive.run(old, say(f"turn {turn}"), config)
+    runs: Counter[str] = Counter()
+    graph = ne.compile(chat(runs, ProfileV2), checkpointer=saver)
+    planned = drive.plan(graph, config, input=say("next"))
+    assert planned.kind is ne.PlanKind.MIGRATE and planned.migrated == {"profile"}
+    assert drive.plan(graph, config).kind is not ne.PlanKind.MIGRATE  # no new turn: as before
+    result = drive.run(graph, say("next"), config)
+    assert runs == Counter({"reply": 1})
+    assert as_data(result["profile"]) == {"who": "Ada", "tone": "plain"}
+    assert len(result["messages"]) == 2 * turns + 2
