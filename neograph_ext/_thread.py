@@ -51,6 +51,10 @@ class ThreadCall(NamedTuple):
     """How the call waits for the thread's lock."""
     carrying: Carrying = Carrying()
     """``resume``'s ``keep_compatible`` and ``migrations``, per channel of the graph."""
+    unmatched: int | None = None
+    """For an entrypoint: the position of a call of the head's turn found, as it was
+    made, not to match the result cached there (``_call_match``): it and every later
+    cached call run again."""
 
 
 GRAPHS = Asked()

@@ -37,6 +37,11 @@ class TurnCall:
     ran_under: Stamp | StampRef | None = None
     """The stamp of the code that claimed the base before the call finished
     (``_claim``), which ran it; None when the base's own code did."""
+    matched: bool | None = True
+    """Whether the code makes this call again at its position (``_call_order.judged``):
+    True (the same task with the same arguments, or older code recorded no digest),
+    False (another task, other arguments, or no call there), None (known only when
+    the call is made)."""
 
 
 @dataclass(frozen=True)
