@@ -35,6 +35,7 @@ DIGEST_FORMAT = "c1"
 
 _PLAIN = (str, int, float, bool, type(None))
 _TEXT = (datetime.date, datetime.time, datetime.timedelta, uuid.UUID, decimal.Decimal)
+"""Read as their text: ``isoformat()`` for dates and times, ``str()`` for the others."""
 
 
 def _path(tp: type) -> str:
@@ -69,10 +70,9 @@ def _encoded(value: Any, depth: int = 0) -> Any:
         return {"model": _path(type(value)), "fields": fields}
     if isinstance(value, bytes):
         return {"bytes": value.hex()}
-    if isinstance(value, datetime.datetime | _TEXT):
-        return {
-            _path(type(value)): value.isoformat() if hasattr(value, "isoformat") else str(value)
-        }
+    if isinstance(value, _TEXT):
+        text = value.isoformat() if hasattr(value, "isoformat") else str(value)
+        return {_path(type(value)): text}
     return {"type": _path(type(value))}
 
 

@@ -7,9 +7,10 @@ Rules:
   statement (a branch, a loop, a ``with``, a nested ``def``) ends what is known: calls
   after it are known only when they are made.
 - In an expression, a call of a task the body names (``_entrypoint.seen_tasks``) is a
-  call, its arguments read before it; a builtin or one of LangGraph's functions
-  (``interrupt``) calls no task; any other call may, and ends what is known, as a
-  short-circuit (``and``, ``if ... else``) or a comprehension holding a call does.
+  call, its arguments read before it; a builtin, one of LangGraph's functions
+  (``interrupt``) or a method of a ``str``, ``bytes`` or number calls no task; any other
+  call may, and ends what is known, as a short-circuit (``and``, ``if ... else``) or a
+  comprehension holding a call does.
 - At plan time (pure), the body is followed over known values: constants, the turn's
   input, the names assigned, and the cached result of a call that matches (``.result()``
   or ``await`` of its future). A call's arguments are known when each value is; its
@@ -84,6 +85,8 @@ _BRANCHING = (
     ast.GeneratorExp,
 )
 """Expressions that may make a call they hold any number of times, or not at all."""
+_IMMUTABLE = (str, bytes, int, float, bool)
+"""The types whose methods are followed (they call no task and change nothing)."""
 
 
 def call_program(func: Callable[..., Any]) -> CallProgram | None:
@@ -217,11 +220,12 @@ class _Run:
         if isinstance(func, ast.Attribute) and func.attr == "result" and not node.args:
             return self.result(self.value(func.value))
         named = func.id if isinstance(func, ast.Name) else None
-        if named is None:
-            self.value(func)
+        holder = self.value(func.value) if isinstance(func, ast.Attribute) else _UNKNOWN
         # Python reads the arguments before it calls: their calls are made either way.
         args = tuple(self.value(a) for a in node.args)
         kwargs = {str(k.arg): self.value(k.value) for k in node.keywords}
+        if isinstance(func, ast.Attribute) and type(holder) in _IMMUTABLE:
+            return _method(holder, func.attr, args, kwargs)
         if named is None or (named not in self.program.tasks and named not in self.program.pure):
             raise _Stop
         if named not in self.program.tasks:
@@ -243,6 +247,17 @@ class _Run:
         if not isinstance(future, _Future) or self.verdicts.get(future.index) is not True:
             return _UNKNOWN
         return self.stored[future.index].value
+
+
+def _method(holder: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """A method of a value of an immutable builtin type (``topic.upper()``): it calls no
+    task, and its result is known when its arguments are."""
+    if not all(_known(a) for a in (*args, *kwargs.values())):
+        return _UNKNOWN
+    try:
+        return getattr(holder, name)(*args, **kwargs)
+    except Exception:
+        return _UNKNOWN
 
 
 def _verdict(stored: StoredCall, task: str, digest: str | None, known: bool) -> bool | None:
