@@ -32,7 +32,7 @@ from langgraph.func import _TaskFunction
 
 from neograph_ext._call_digest import call_digest
 
-__all__ = ["CallProgram", "StoredCall", "call_program", "judged"]
+__all__ = ["CallProgram", "Judged", "StoredCall", "call_program", "judged"]
 
 logger = logging.getLogger("neograph_ext")
 
@@ -143,12 +143,20 @@ def _simple(statement: ast.stmt) -> bool:
     return True
 
 
-def judged(
-    program: CallProgram, input: Any, stored: Mapping[int, StoredCall]
-) -> dict[int, bool | None]:
+class Judged(NamedTuple):
+    """What following the body told of a turn's cached calls."""
+
+    verdicts: dict[int, bool | None]
     """Per stored call (by position), whether the body makes that call again: True (the
     same task, with the digest it recorded, or it recorded none), False (another task,
     other arguments, or no call at that position), None (known only when made)."""
+    made: tuple[str, ...]
+    """The tasks of the calls the body makes, in call order, as far as it was followed."""
+
+
+def judged(program: CallProgram, input: Any, stored: Mapping[int, StoredCall]) -> Judged:
+    """The body ``program`` followed from ``input``, served the ``stored`` calls that
+    match (``Judged``)."""
     run = _Run(program, stored)
     if program.parameter is not None:
         run.names[program.parameter] = input
@@ -167,8 +175,11 @@ def judged(
             if not program.complete:
                 raise _Stop
     except _Stop:
-        return {**{i: None for i in stored if i >= run.made}, **run.verdicts}
-    return {**{i: False for i in stored if i >= run.made}, **run.verdicts}
+        unknown: bool | None = None
+    else:
+        unknown = False
+    later = {i: unknown for i in stored if i >= len(run.made)}
+    return Judged({**later, **run.verdicts}, tuple(run.made))
 
 
 class _Run:
@@ -178,7 +189,7 @@ class _Run:
         self.program, self.stored = program, stored
         self.names: dict[str, Any] = {}
         self.verdicts: dict[int, bool | None] = {}
-        self.made = 0
+        self.made: list[str] = []
 
     def value(self, node: ast.expr) -> Any:
         if isinstance(node, ast.Constant):
@@ -235,7 +246,8 @@ class _Run:
         ):
             args, kwargs = (_UNKNOWN,), {}
         task = self.program.tasks[named]
-        index, self.made = self.made, self.made + 1
+        index = len(self.made)
+        self.made.append(task)
         known = all(_known(a) for a in (*args, *kwargs.values()))
         digest = call_digest(task, args, kwargs) if known else None
         stored = self.stored.get(index)

@@ -164,6 +164,8 @@ def _decided(
     dropped = turn.calls[cut:]
     # As for a graph's rewind after a crash: a call that never finished runs too.
     rerun = frozenset(c.task for c in dropped if c.task is not None) | {entry} | turn.failed
+    # A task the code calls at or after the cut is not kept, though it may not rerun yet.
+    later |= frozenset(turn.made[dropped[0].index :] if dropped else ())
     rerun |= _called(rerun, current)
     kept_names = frozenset(c.task for c in kept if c.task is not None)
     steps = tuple(TaskStep(c.task or "?", c.index, i < cut) for i, c in enumerate(turn.calls))

@@ -24,7 +24,7 @@ from typing import Any
 
 from langgraph.checkpoint.base import CheckpointTuple
 
-from neograph_ext._call_order import CallProgram, StoredCall, judged
+from neograph_ext._call_order import CallProgram, Judged, StoredCall, judged
 from neograph_ext._calls import decide_calls
 from neograph_ext._carrying import carry_for, readable, rebuilt_channels
 from neograph_ext._changes import NodeChange
@@ -378,7 +378,7 @@ def _entrypoint_turn(
             c.task,
             _result_misread(shape.returns, c),
             ran_under.get(c.task_id),
-            matched.get(c.position, True),
+            matched.verdicts.get(c.position, True),
         )
         for c in found
     )
@@ -390,12 +390,13 @@ def _entrypoint_turn(
         calls,
         complete=complete,
         failed=failed,
+        made=matched.made,
     )
 
 
 def _matched(
     program: CallProgram | None, base: CheckpointTuple, found: tuple[FinishedCall, ...]
-) -> dict[int, bool | None]:
+) -> Judged:
     """Per cached call, whether the code makes it again (``_call_order.judged``), the body
     followed from the turn's input; unknown without a program, but for a call that
     recorded no digest, which is judged as before."""
@@ -405,7 +406,7 @@ def _matched(
         if c.task is not None
     }
     if program is None:
-        return {i: None for i, c in stored.items() if c.digest is not None}
+        return Judged({i: None for i, c in stored.items() if c.digest is not None}, ())
     given = (base.checkpoint.get("channel_values") or {}).get("__start__")
     return judged(program, given, stored)
 

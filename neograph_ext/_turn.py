@@ -78,6 +78,9 @@ class EntrypointTurn:
     the current one, the turn is settled."""
     failed: frozenset[str] = frozenset()
     """The tasks whose call failed on the base and never finished: they run again."""
+    made: tuple[str, ...] = ()
+    """The tasks of the calls the code makes, in call order, as far as its code tells
+    (``_call_order``): those at or after a rewind's cut run."""
 
 
 def turn_base(records: Sequence[Record], *, complete: bool) -> str | None:
@@ -104,6 +107,7 @@ def turn_of(
     *,
     complete: bool,
     failed: frozenset[str] = frozenset(),
+    made: tuple[str, ...] = (),
 ) -> EntrypointTurn:
     """The latest turn of an entrypoint thread, from its lineage (oldest first) and the
     finished calls on its base checkpoint ``base`` (id, step), and the tasks whose
@@ -132,4 +136,5 @@ def turn_of(
         later_inputs=tuple(records[i].checkpoint_id for i in inputs[1:]),
         verified=frozenset(r.verified for r in records[after:] if r.verified is not None),
         failed=failed,
+        made=made,
     )

@@ -64,7 +64,7 @@ def _stored(task: str, *args: Any, value: Any = None, digest: bool = True) -> St
 def _judged(body: Any, input: Any, *stored: StoredCall) -> dict[int, bool | None]:
     program = call_program(body)
     assert program is not None
-    return judged(program, input, dict(enumerate(stored)))
+    return judged(program, input, dict(enumerate(stored))).verdicts
 
 
 def test_literal_calls_match_as_written_and_not_swapped() -> None:
