@@ -40,13 +40,24 @@ from neograph_ext._call_digest import call_digest
 from neograph_ext._errors import NeographExtError
 from neograph_ext._langgraph_calls import CALL_CHANNEL, RETURN
 
-__all__ = ["CallsUnmatched", "DigestChannel", "checked_body", "checking", "with_checked_calls"]
+__all__ = [
+    "CallsUnmatched",
+    "DigestChannel",
+    "checked_body",
+    "checked_config",
+    "checking",
+    "with_checked_calls",
+]
 
 _CONF = "configurable"
 _CALL = "__pregel_call"
 _SEND = "__pregel_send"
 _WRAPPED = "_neograph_ext_body"
 _RECORDED = "_neograph_ext_recorded"
+
+_CHECK_KEY = "__neograph_ext_check_calls"
+"""Set in a run's ``configurable`` (``checked_config``), which every task's config
+inherits: LangGraph drops keys starting with ``__`` from checkpoint metadata."""
 
 _CHECKING: ContextVar[bool] = ContextVar("neograph_ext_checking_calls", default=False)
 _RECORDING: weakref.WeakKeyDictionary[Callable[..., Any], Callable[..., Any]] = (
@@ -104,9 +115,18 @@ def with_checked_calls(graph: Pregel[Any, Any, Any, Any], func: Callable[..., An
     graph.channels = {**graph.channels, CALL_CHANNEL: DigestChannel(str)}
 
 
+def checked_config(config: RunnableConfig) -> RunnableConfig:
+    """``config``, asking the invocation it starts to compare cached results with the
+    calls made, when it starts inside ``checking``."""
+    if not _CHECKING.get():
+        return config
+    return {**config, "configurable": {**(config.get("configurable") or {}), _CHECK_KEY: True}}
+
+
 @contextmanager
 def checking() -> Iterator[None]:
-    """Within the block, cached results are compared with the calls made (``run``)."""
+    """Within the block, invocations that start compare cached results with the calls
+    made (``run`` and its twins); read once, as an invocation starts."""
     token = _CHECKING.set(True)
     try:
         yield
@@ -145,11 +165,8 @@ def _calls_wrapped() -> Iterator[None]:
     if not isinstance(call, functools.partial) or not keywords or "schedule_task" not in keywords:
         yield
         return
-    wrapped = functools.partial(
-        call.func,
-        *call.args,
-        **{**keywords, "schedule_task": _scheduling(keywords["schedule_task"])},
-    )
+    scheduling = _scheduling(keywords["schedule_task"], bool(conf.get(_CHECK_KEY)))
+    wrapped = functools.partial(call.func, *call.args, **{**keywords, "schedule_task": scheduling})
     patched = cast("RunnableConfig", {**config, _CONF: {**conf, _CALL: wrapped}})
     token = var_child_runnable_config.set(patched)
     try:
@@ -158,9 +175,9 @@ def _calls_wrapped() -> Iterator[None]:
         var_child_runnable_config.reset(token)
 
 
-def _scheduling(schedule: Callable[..., Any]) -> Callable[..., Any]:
+def _scheduling(schedule: Callable[..., Any], checked: bool) -> Callable[..., Any]:
     """LangGraph's ``schedule_task``, the call it schedules recording its digest, and
-    the call it found cached compared, sync or async as it is."""
+    (``checked``) the call it found cached compared, sync or async as it is."""
 
     def scheduled(task: Any, index: int, call: Any) -> Any:
         digest = None
@@ -168,6 +185,8 @@ def _scheduling(schedule: Callable[..., Any]) -> Callable[..., Any]:
             digest = _digest_of(call)
             call.func = _recording(call.func)
         found = schedule(task, index, call)
+        if not checked:
+            return found
         if inspect.isawaitable(found):
             return _awaited(found, index, call, digest)
         return _compared(found, index, call, digest)
@@ -181,7 +200,7 @@ async def _awaited(found: Awaitable[Any], index: int, call: Any, digest: str | N
 
 def _compared(found: Any, index: int, call: Any, digest: str | None) -> Any:
     """``found``, unless its cached result answers another call: then it raises."""
-    if found is None or call is None or not _CHECKING.get():
+    if found is None or call is None:
         return found
     writes = list(getattr(found, "writes", ()) or ())
     recorded = [value for channel, value in writes if channel == CALL_CHANNEL]

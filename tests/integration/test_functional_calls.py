@@ -193,3 +193,22 @@ def test_a_release_in_another_process_serves_each_call_its_own_result(
     again = _worker(db, control, "1-again")
     assert (again["plan"], again["kept"]) == ("continue", ["summ"])
     assert (again["result"], again["runs"]) == (ALPHA_BETA, {"join": 1})
+
+
+def test_a_plain_call_of_an_auto_resuming_entrypoint_serves_each_call_its_own_result(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    # As under LangGraph Server: the plan says ``continue`` (the looped calls are matched
+    # when made), so the call is LangGraph's own until a call is made otherwise.
+    _crashed(drive, saver, config, literal=False)
+    runs: Counter[str] = Counter()
+    swapped = summaries(runs, set(), swapped=True, literal=False, is_async=drive.is_async)
+    graph = ne.compile(swapped, checkpointer=saver, auto_resume=True)
+    assert drive.invoke(graph, None, config) == BETA_ALPHA
+    assert runs == Counter(summ=2, join=1)
+    control: RunnableConfig = {"configurable": {"thread_id": f"{uuid.uuid4()}"}}
+    _crashed(drive, saver, control, literal=False)
+    runs.clear()
+    same = summaries(runs, set(), literal=False, is_async=drive.is_async)
+    assert drive.invoke(ne.compile(same, checkpointer=saver, auto_resume=True), None, control)
+    assert runs == Counter(join=1)
