@@ -302,23 +302,25 @@ def _unmatched_calls(
     calls: tuple[TurnCall, ...], cut: int, at: int | None
 ) -> tuple[int, tuple[NodeChange, ...]]:
     """The cut moved to the first call the code does not make again (``TurnCall.matched``)
-    or found so as it was made (at or after position ``at``), and a change naming it."""
-    found = next(
-        (
-            i
-            for i, c in enumerate(calls)
-            if c.matched is False or (at is not None and c.index >= at)
-        ),
-        None,
-    )
-    if found is None or found >= cut:
+    or found so as it was made (at or after position ``at``), and a change per task
+    naming each such call."""
+    moved = [
+        c
+        for c in calls
+        if (c.task is not None and c.matched is False) or (at is not None and c.index >= at)
+    ]
+    if not moved or calls.index(moved[0]) >= cut:
         return cut, ()
-    call = calls[found]
-    why = (
-        f"call {call.index}: the code now makes it to another task or with other arguments, "
-        "or makes no call there"
+    lines: dict[str, list[str]] = {}
+    for call in moved if at is None else moved[:1]:
+        lines.setdefault(call.task or "?", []).append(
+            f"call {call.index}: the code now makes it to another task or with other "
+            "arguments, or makes no call there"
+        )
+    changes = tuple(
+        NodeChange(task, ChangeReason.CALL, None, None, tuple(why)) for task, why in lines.items()
     )
-    return found, (NodeChange(call.task or "?", ChangeReason.CALL, None, None, (why,)),)
+    return calls.index(moved[0]), changes
 
 
 def _matched_when_made(calls: tuple[TurnCall, ...]) -> tuple[frozenset[str], tuple[str, ...]]:

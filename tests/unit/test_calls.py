@@ -269,3 +269,26 @@ def test_calls_the_code_does_not_tell_are_matched_when_made_not_kept() -> None:
     # A finished turn serves no cached result: nothing to match.
     done = decide_calls(_turn(calls, ended=OLD, complete=True), OLD, "t", DONE)
     assert (done.kind, done.matched_when_made) == (PlanKind.UP_TO_DATE, ())
+
+
+def test_every_call_the_code_makes_otherwise_is_named() -> None:
+    calls = (
+        TurnCall(0, "t1"),
+        TurnCall(1, "t2", matched=False),
+        TurnCall(2, "t3", matched=False),
+        TurnCall(3, "t2", matched=False),
+    )
+    plan = decide_calls(_turn(calls), OLD, "t", RUNNING)
+    assert {c.node: c.diff for c in plan.changes} == {
+        "t2": (
+            "call 1: the code now makes it to another task or with other arguments, or makes "
+            "no call there",
+            "call 3: the code now makes it to another task or with other arguments, or makes "
+            "no call there",
+        ),
+        "t3": (
+            "call 2: the code now makes it to another task or with other arguments, or makes "
+            "no call there",
+        ),
+    }
+    assert plan.kept == {"t1"}
