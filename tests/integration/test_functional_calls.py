@@ -212,3 +212,17 @@ def test_a_plain_call_of_an_auto_resuming_entrypoint_serves_each_call_its_own_re
     same = summaries(runs, set(), literal=False, is_async=drive.is_async)
     assert drive.invoke(ne.compile(same, checkpointer=saver, auto_resume=True), None, control)
     assert runs == Counter(join=1)
+
+
+def test_strict_mode_raises_for_a_call_found_made_otherwise_before_any_task_runs(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    _crashed(drive, saver, config, literal=False)
+    runs: Counter[str] = Counter()
+    swapped = summaries(runs, set(), swapped=True, literal=False, is_async=drive.is_async)
+    graph = ne.compile(swapped, checkpointer=saver, resume=ne.ResumePolicy(on_change="raise"))
+    with pytest.raises(ne.CheckpointSchemaError) as raised:
+        drive.run(graph, None, config)
+    assert raised.value.invalidated_nodes == {"summ"}
+    assert "call 0: the code now makes it to another task" in str(raised.value)
+    assert runs == Counter()
