@@ -26,6 +26,7 @@ from langchain_core.runnables.config import ensure_config
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.types import Command
 
+from neograph_ext._call_match import CallsUnmatched, checking
 from neograph_ext._decision import PlanKind, ResumePlan
 from neograph_ext._decision_log import logged
 from neograph_ext._drivers import AsyncDriver, Driver, amarked
@@ -115,8 +116,13 @@ def served(
         return
     _logged(call, decision)
     config = _told(call, decision, Herald)
-    with marking(call.stamp, _plain_mark(call, decision, head, input)):
-        yield from graph.neograph_ext_plain_stream(input, config, kwargs, call.saver)
+    try:
+        with marking(call.stamp, _plain_mark(call, decision, head, input)), checking():
+            yield from graph.neograph_ext_plain_stream(input, config, kwargs, call.saver)
+            return
+    except CallsUnmatched:
+        pass  # a call was made otherwise than cached: resumed as ``stream`` resumes it
+    yield from stream(graph, input, config, resume=resume, **kwargs)
 
 
 async def aserved(
@@ -127,16 +133,22 @@ async def aserved(
     call = thread_call(graph, config, Asked("astream", resume), input)
     async with AsyncDriver(call) as driver:
         decision, head = await driver.run(served_plan(call))
-    if not _as_given(decision, call.resume) or takes_head(call, decision, head):
-        chunks = astream(graph, input, config, resume=resume, **kwargs)
-    else:
+    if _as_given(decision, call.resume) and not takes_head(call, decision, head):
         _logged(call, decision)
         mark = _plain_mark(call, decision, head, input)
         told_config = _told(call, decision, AsyncHerald)
         plain = graph.neograph_ext_plain_astream(input, told_config, kwargs, call.saver)
-        chunks = amarked(call.stamp, mark, plain)
-    async with aclosing(cast("AsyncGenerator[Any, None]", chunks)) as served_chunks:
-        async for chunk in served_chunks:
+        try:
+            served_chunks = amarked(call.stamp, mark, plain, checked=True)
+            async with aclosing(cast("AsyncGenerator[Any, None]", served_chunks)) as chunks:
+                async for chunk in chunks:
+                    yield chunk
+                return
+        except CallsUnmatched:
+            pass  # a call was made otherwise than cached: resumed as ``astream`` resumes it
+    resumed = astream(graph, input, config, resume=resume, **kwargs)
+    async with aclosing(cast("AsyncGenerator[Any, None]", resumed)) as chunks:
+        async for chunk in chunks:
             yield chunk
 
 

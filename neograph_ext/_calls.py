@@ -71,6 +71,7 @@ def decide_calls(
     carry: Carriable | None = None,
     records: Sequence[Record] = (),
     take_over: bool = False,
+    unmatched_at: int | None = None,
 ) -> ResumePlan:
     """Plan the resume of an entrypoint thread.
 
@@ -87,11 +88,13 @@ def decide_calls(
         records: The head's lineage, oldest first: who wrote the thread last.
         take_over: Take a thread newer code owns over (``ResumePolicy.take_over``)
             rather than leave it ``superseded``.
+        unmatched_at: The position of a call found, as it was made, not to match the
+            result cached there (``_call_match``): it and every later call run again.
 
     Returns:
         The plan; ``blocker`` is set when it must not be carried out silently.
     """
-    plan = _decided(turn, current, thread_id, head, replay_turns, carry)
+    plan = _decided(turn, current, thread_id, head, replay_turns, carry, unmatched_at)
     return with_owed(owned(plan, records, current, head.stamp_order, take_over=take_over), head)
 
 
@@ -102,6 +105,7 @@ def _decided(
     head: HeadFacts,
     replay_turns: bool,
     carry: Carriable | None,
+    unmatched_at: int | None = None,
 ) -> ResumePlan:
     """``decide_calls`` before the thread's owner is considered."""
     settled = current.id in turn.verified  # ``accept``: handled by hand
@@ -148,12 +152,20 @@ def _decided(
         # Only a resumed turn, or a rewind keeping them, is served its cached results.
         cut, misread = _misread_results(turn.calls, cut)
         changes += misread
+    served = not turn.complete or bool(changes)
+    if served:
+        # Only calls about to be served are compared with the calls the code makes.
+        cut, moved = _unmatched_calls(turn.calls, cut, unmatched_at)
+        changes += moved
+    later, made = _matched_when_made(turn.calls[:cut] if served else ())
     if not changes:
-        return plan
+        return replace(plan, kept=plan.kept - later, matched_when_made=made) if later else plan
     kept = turn.calls[:cut]
     dropped = turn.calls[cut:]
     # As for a graph's rewind after a crash: a call that never finished runs too.
     rerun = frozenset(c.task for c in dropped if c.task is not None) | {entry} | turn.failed
+    # A task the code calls at or after the cut is not kept, though it may not rerun yet.
+    later |= frozenset(turn.made[dropped[0].index :] if dropped else ())
     rerun |= _called(rerun, current)
     kept_names = frozenset(c.task for c in kept if c.task is not None)
     steps = tuple(TaskStep(c.task or "?", c.index, i < cut) for i, c in enumerate(turn.calls))
@@ -174,10 +186,11 @@ def _decided(
         invalidated_nodes=frozenset(c.node for c in changes),
         changes=tuple(changes),
         rerun=rerun,
-        kept=kept_names - rerun,
+        kept=kept_names - rerun - later,
         kept_tasks=kept_names,
         steps=steps,
         notes=extra,
+        matched_when_made=made,
     )
     return _paused(rewound, head)
 
@@ -283,6 +296,43 @@ def _misread_results(calls: tuple[TurnCall, ...], cut: int) -> tuple[int, tuple[
         for task, reason in sorted(why.items())
     )
     return first, changes
+
+
+def _unmatched_calls(
+    calls: tuple[TurnCall, ...], cut: int, at: int | None
+) -> tuple[int, tuple[NodeChange, ...]]:
+    """The cut moved to the first call the code does not make again (``TurnCall.matched``)
+    or found so as it was made (at or after position ``at``), and a change per task
+    naming each such call."""
+    moved = [
+        c
+        for c in calls
+        if (c.task is not None and c.matched is False) or (at is not None and c.index >= at)
+    ]
+    if not moved or calls.index(moved[0]) >= cut:
+        return cut, ()
+    lines: dict[str, list[str]] = {}
+    for call in moved if at is None else moved[:1]:
+        lines.setdefault(call.task or "?", []).append(
+            f"call {call.index}: the code now makes it to another task or with other "
+            "arguments, or makes no call there"
+        )
+    changes = tuple(
+        NodeChange(task, ChangeReason.CALL, None, None, tuple(why)) for task, why in lines.items()
+    )
+    return calls.index(moved[0]), changes
+
+
+def _matched_when_made(calls: tuple[TurnCall, ...]) -> tuple[frozenset[str], tuple[str, ...]]:
+    """The tasks whose cached calls are served only if the calls made match them (from
+    the first whose match the code does not tell: a later one follows from it), and
+    those calls, as ``ResumePlan.matched_when_made`` names them."""
+    first = next((i for i, c in enumerate(calls) if c.matched is None), None)
+    if first is None:
+        return frozenset(), ()
+    # A call no task seen matches is never kept, as before (``kept_prefix``).
+    later = [(c.task, c.index) for c in calls[first:] if c.task is not None]
+    return frozenset(t for t, _ in later), tuple(f"{t} (call {i})" for t, i in later)
 
 
 def _entry_changes(entry: str, ended: _Seen, current: Stamp) -> tuple[NodeChange, ...]:

@@ -51,6 +51,9 @@ class ChangeReason(StrEnum):
     STORED_VALUE = "stored value"
     """A value it wrote does not read back from the checkpoint as its channel's declared
     type (``_misread.misread``), though no type changed."""
+    CALL = "call"
+    """For an entrypoint's task: the call now made at the position of its cached result
+    is another task's, or has other arguments (``_call_match``)."""
 
 
 @dataclass(frozen=True)
@@ -74,7 +77,7 @@ class NodeChange:
         """One line naming the node and the reason, then the diff lines, indented."""
         if self.reason is ChangeReason.UNKNOWN:
             head = f"node `{self.node}`: ran under types that are not known here"
-        elif self.reason is ChangeReason.STORED_VALUE:
+        elif self.reason in (ChangeReason.STORED_VALUE, ChangeReason.CALL):
             return "\n".join(f"node `{self.node}`: {line}" for line in self.diff)
         else:
             what = f"channel `{self.channel}` type" if self.channel else str(self.reason)

@@ -24,6 +24,7 @@ from langgraph.pregel import Pregel
 
 from neograph_ext._auto_resume import AutoResumingGraph
 from neograph_ext._budget import Budget
+from neograph_ext._call_match import with_checked_calls
 from neograph_ext._carrying import carrying
 from neograph_ext._entrypoint import entrypoint_function, entrypoint_stamp, seen_tasks
 from neograph_ext._errors import GraphError
@@ -282,7 +283,8 @@ def _compile_entrypoint(
         GraphError: ``workflow`` is a ``Pregel`` that is no ``@entrypoint``, or is given
             an option that only a graph has.
     """
-    if entrypoint_function(workflow) is None:
+    func = entrypoint_function(workflow)
+    if func is None:
         raise GraphError(
             f"graph {workflow.name!r} is a Pregel that neither a StateGraph nor "
             "@entrypoint built: compile a StateGraph builder or an @entrypoint"
@@ -309,7 +311,7 @@ def _compile_entrypoint(
     report(revived, graph.name, strict=resume.on_change == "raise")
     salts = cache_salts(stamp)
     fold_task_cache_keys(_seen_tasks_of(workflow), salts)
-    graph.nodes = {name: node.copy(update={}) for name, node in graph.nodes.items()}
+    with_checked_calls(graph, func)
     fold_cache_keys(graph, salts)
     config = graph.config or {}
     graph.config = {**config, "metadata": {**metadata_of(config), STAMP_KEY: stamp_ref(stamp)}}

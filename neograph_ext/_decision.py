@@ -107,6 +107,11 @@ class ResumePlan:
     kept_tasks: frozenset[str] = frozenset()
     """For a rewind: nodes of the target's superstep whose finished tasks are kept, not
     run again (also counted in ``kept`` unless they run again later), in order."""
+    matched_when_made: tuple[str, ...] = ()
+    """For an ``@entrypoint``: its cached calls whose match with the calls its code makes
+    is known only when they are made (their arguments are not known without running
+    the body), as ``task (call i)``, in call order: each is served if the call made
+    matches it, else it and every later call run again. Their tasks are not in ``kept``."""
     next_nodes: frozenset[str] = frozenset()
     """Nodes the head checkpoint waits on; empty when the run completed."""
     blocker: str | None = None
@@ -168,6 +173,9 @@ class ResumePlan:
             lines.append(f"kept: {', '.join(self.kept)}")
         if self.kept_tasks:
             lines.append(f"kept in the rewound step: {', '.join(self.kept_tasks)}")
+        if self.matched_when_made:
+            made = ", ".join(self.matched_when_made)
+            lines.append(f"calls are matched when they are made: {made}")
         summary = self.step_summary()
         if summary:
             lines.append(f"steps: {summary}")

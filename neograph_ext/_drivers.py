@@ -17,13 +17,14 @@ Rules:
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator, Mapping
-from contextlib import AsyncExitStack, ExitStack, aclosing
+from contextlib import AsyncExitStack, ExitStack, aclosing, nullcontext
 from types import TracebackType
 from typing import Any, TypeVar, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple
 
+from neograph_ext._call_match import checking
 from neograph_ext._claim import CLAIM
 from neograph_ext._decision import ResumePlan
 from neograph_ext._graph import marking
@@ -127,7 +128,7 @@ class Driver:
             sent = None
             if isinstance(op, Invoke):
                 yield from _noticed(self, op.kwargs)
-                with marking(stamp, op.mark):
+                with marking(stamp, op.mark), checking():
                     yield from graph.stream(op.input, self._told(op.config), **op.kwargs)
             elif isinstance(op, Idle):
                 yield from _noticed(self, op.kwargs)
@@ -188,7 +189,8 @@ class Driver:
             shape = graph.neograph_ext_entrypoint
             with marking(call.stamp, op.mark):
                 if shape is not None:
-                    return keep_calls(graph, saver, op.target, shape, op.nodes, call.stamp, op.mark)
+                    kept = (op.nodes, op.upto)
+                    return keep_calls(graph, saver, op.target, shape, kept, call.stamp, op.mark)
                 return keep(graph, saver, op.target, op.nodes, call.stamp, op.mark)
         if isinstance(op, ClaimStep):
             return saver.put_writes(op.config, op.writes, CLAIM)
@@ -196,7 +198,7 @@ class Driver:
             self._telling, self._notice = _telling(call, op.plan), notice(op.plan)
             return None
         if isinstance(op, Invoke):
-            with marking(call.stamp, op.mark):
+            with marking(call.stamp, op.mark), checking():
                 return graph.invoke(op.input, self._told(op.config), **op.kwargs)
         if self._telling is not None:
             told_outside(op.config, self._telling)
@@ -250,7 +252,7 @@ class AsyncDriver:
                 for chunk in _noticed(self, op.kwargs):
                     yield chunk
                 chunks = graph.astream(op.input, self._told(op.config), **op.kwargs)
-                async for chunk in amarked(stamp, op.mark, chunks):
+                async for chunk in amarked(stamp, op.mark, chunks, checked=True):
                     yield chunk
             elif isinstance(op, Idle):
                 for chunk in _noticed(self, op.kwargs):
@@ -309,8 +311,9 @@ class AsyncDriver:
             shape = graph.neograph_ext_entrypoint
             with marking(call.stamp, op.mark):
                 if shape is not None:
+                    kept = (op.nodes, op.upto)
                     return await akeep_calls(
-                        graph, saver, op.target, shape, op.nodes, call.stamp, op.mark
+                        graph, saver, op.target, shape, kept, call.stamp, op.mark
                     )
                 return await akeep(graph, saver, op.target, op.nodes, call.stamp, op.mark)
         if isinstance(op, ClaimStep):
@@ -319,7 +322,7 @@ class AsyncDriver:
             self._telling, self._notice = _telling(call, op.plan), notice(op.plan)
             return None
         if isinstance(op, Invoke):
-            with marking(call.stamp, op.mark):
+            with marking(call.stamp, op.mark), checking():
                 return await graph.ainvoke(op.input, self._told(op.config), **op.kwargs)
         if self._telling is not None:
             await atold_outside(op.config, self._telling)
@@ -353,15 +356,18 @@ def _close(listing: Iterable[CheckpointTuple]) -> None:
         close()
 
 
-async def amarked(stamp: Stamp, mark: str, chunks: AsyncIterator[Any]) -> AsyncIterator[Any]:
-    """``chunks``, with ``mark`` bound while the graph starts, which is when it is read.
+async def amarked(
+    stamp: Stamp, mark: str, chunks: AsyncIterator[Any], *, checked: bool = False
+) -> AsyncIterator[Any]:
+    """``chunks``, with ``mark`` bound while the graph starts, which is when it is read;
+    ``checked``: cached calls compared with the calls made (``_call_match.checking``) too.
 
     Not bound across yields: a consumer may pull each chunk in a task of its own (a
     server does, and LangGraph's v3 event stream), and a context variable set in one
     task cannot be reset in another.
     """
     async with aclosing(cast("AsyncGenerator[Any, None]", chunks)) as started:
-        with marking(stamp, mark):
+        with marking(stamp, mark), checking() if checked else nullcontext():
             first = await anext(started, _END)
         if first is _END:
             return

@@ -37,6 +37,7 @@ from typing import Any, get_args, get_origin
 from langgraph.func import _TaskFunction, entrypoint
 from langgraph.pregel import Pregel
 
+from neograph_ext._call_order import CallProgram, call_program
 from neograph_ext._fingerprint import Signature, UnresolvedTypeError, digest, signature
 from neograph_ext._introspect import return_type
 from neograph_ext._langgraph_calls import PREVIOUS_CHANNEL
@@ -59,6 +60,9 @@ class EntrypointShape(typing.NamedTuple):
     returns: Mapping[str, object] = types.MappingProxyType({})
     """Per task, the type it declares it returns (``output_types`` first): what its
     cached results must read back as."""
+    program: CallProgram | None = None
+    """The calls its body makes, as far as its code tells (``_call_order``); None when
+    its source cannot be read."""
 
 
 def entrypoint_function(graph: Pregel[Any, Any, Any, Any]) -> Callable[..., Any] | None:
@@ -297,4 +301,4 @@ def entrypoint_stamp(
     stamp = Stamp(
         v=STAMP_FORMAT, id=stamp_id(nodes, channels), nodes=nodes, channels=channels, sigs=sigs
     )
-    return stamp, EntrypointShape(name, frozenset(tasks), save, returns)
+    return stamp, EntrypointShape(name, frozenset(tasks), save, returns, call_program(func))

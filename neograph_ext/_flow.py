@@ -24,6 +24,7 @@ from typing import Any
 
 from langgraph.checkpoint.base import CheckpointTuple
 
+from neograph_ext._call_order import CallProgram, Judged, StoredCall, judged
 from neograph_ext._calls import decide_calls
 from neograph_ext._carrying import carry_for, readable, rebuilt_channels
 from neograph_ext._changes import NodeChange
@@ -36,7 +37,14 @@ from neograph_ext._head_state import has_interrupt, is_paused, started_input, wa
 from neograph_ext._history import Record, lineage, references, resolved
 from neograph_ext._keep import incomplete
 from neograph_ext._langgraph import delta_channels
-from neograph_ext._langgraph_calls import RETURN, FinishedCall, failed_tasks, finished_calls
+from neograph_ext._langgraph_calls import (
+    RETURN,
+    FinishedCall,
+    failed_tasks,
+    finished_calls,
+    recorded_digest,
+    returned,
+)
 from neograph_ext._lineage_facts import verified
 from neograph_ext._misread import (
     head_misread,
@@ -151,6 +159,7 @@ def planned(
             carry=carriable,
             records=records,
             take_over=call.resume.take_over,
+            unmatched_at=call.unmatched,
         )
         return calls
     carriable = yield from _carriable(call, head, facts)
@@ -217,7 +226,7 @@ def resumed(call: ThreadCall, input: Any, kwargs: Mapping[str, Any]) -> Flow[Any
         if isinstance(value, ReplayInput):
             value, mark = _replayed(call, value, (yield ReadTuple(value.config)))
         if step.keep is not None:
-            yield KeepTasks(*step.keep, mark)
+            yield KeepTasks(*step.keep, mark, step.upto)
         if step.claim is not None:
             yield ClaimStep(*step.claim)
         result = yield Invoke(value, step.config, mark, work.kwargs)
@@ -390,8 +399,15 @@ def _entrypoint_turn(
     # Only the head is claimed: a turn that still runs has it for its base.
     claims = records[-1].claims if records and base is head else ()
     ran_under = {task: claim.stamp for claim in claims for task in claim.tasks}
+    matched = _matched(shape.program, base, found)
     calls = tuple(
-        TurnCall(c.position, c.task, _result_misread(shape.returns, c), ran_under.get(c.task_id))
+        TurnCall(
+            c.position,
+            c.task,
+            _result_misread(shape.returns, c),
+            ran_under.get(c.task_id),
+            matched.verdicts.get(c.position, True),
+        )
         for c in found
     )
     failed = failed_tasks(base.checkpoint, step, shape.name, shape.tasks, writes)
@@ -402,7 +418,25 @@ def _entrypoint_turn(
         calls,
         complete=complete,
         failed=failed,
+        made=matched.made,
     )
+
+
+def _matched(
+    program: CallProgram | None, base: CheckpointTuple, found: tuple[FinishedCall, ...]
+) -> Judged:
+    """Per cached call, whether the code makes it again (``_call_order.judged``), the body
+    followed from the turn's input; unknown without a program, but for a call that
+    recorded no digest, which is judged as before."""
+    stored = {
+        c.position: StoredCall(c.task, recorded_digest(c.writes), returned(c.writes))
+        for c in found
+        if c.task is not None
+    }
+    if program is None:
+        return Judged({i: None for i, c in stored.items() if c.digest is not None}, ())
+    given = (base.checkpoint.get("channel_values") or {}).get("__start__")
+    return judged(program, given, stored)
 
 
 def _result_misread(returns: Mapping[str, object], call: FinishedCall) -> str | None:

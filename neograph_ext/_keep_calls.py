@@ -8,7 +8,8 @@ Rules:
   fork itself (``_fork.put_fork``). The thread then resumes the fork: the entrypoint's
   body replays, each kept call is served its cached result, every other call runs.
 - Kept are the finished calls before the first call whose task is not kept
-  (``_calls.kept_prefix``): the plan names the tasks, the order is the base's.
+  (``_calls.kept_prefix``) and before the position the plan cut at (a call made with
+  other arguments may be of a task kept before it): the order is the base's.
 - Nothing is deleted: B and its writes stay on the old branch. The fork records how
   many calls it holds (``_keep.KEEP_KEY``), so a fork a kill left without them is
   planned from B again (``_keep.incomplete``).
@@ -39,14 +40,19 @@ __all__ = ["akeep_calls", "calls_fork", "keep_calls", "refiled_calls"]
 
 
 def calls_fork(
-    target: CheckpointTuple, shape: EntrypointShape, kept: frozenset[str], stamp: Stamp, mark: str
+    target: CheckpointTuple,
+    shape: EntrypointShape,
+    kept: tuple[frozenset[str], int | None],
+    stamp: Stamp,
+    mark: str,
 ) -> Fork:
     """The fork of ``target`` holding the writes of the calls kept, under their new ids.
 
     Args:
         target: The turn's base checkpoint.
         shape: The entrypoint's name and tasks.
-        kept: The tasks whose calls before the first changed one are kept.
+        kept: The tasks whose calls before the first changed one are kept, and the
+            position before which they are (None: wherever the first changed one is).
         stamp: The current stamp, which the fork carries.
         mark: The run mark of the run making it.
     """
@@ -55,8 +61,11 @@ def calls_fork(
     found = finished_calls(
         target.checkpoint, step, shape.name, shape.tasks, target.pending_writes or ()
     )
+    tasks, upto = kept
     prefix = {
-        c.index for c in kept_prefix(tuple(TurnCall(c.position, c.task) for c in found), kept)
+        c.index
+        for c in kept_prefix(tuple(TurnCall(c.position, c.task) for c in found), tasks)
+        if upto is None or c.index < upto
     }
     calls = [c for c in found if c.position in prefix]
     checkpoint, metadata = forked(target, stamp, mark, len(calls))
@@ -90,7 +99,7 @@ def keep_calls(
     saver: BaseCheckpointSaver[Any],
     target_config: RunnableConfig,
     shape: EntrypointShape,
-    kept: frozenset[str],
+    kept: tuple[frozenset[str], int | None],
     stamp: Stamp,
     mark: str,
 ) -> None:
@@ -108,7 +117,7 @@ async def akeep_calls(
     saver: BaseCheckpointSaver[Any],
     target_config: RunnableConfig,
     shape: EntrypointShape,
-    kept: frozenset[str],
+    kept: tuple[frozenset[str], int | None],
     stamp: Stamp,
     mark: str,
 ) -> None:

@@ -27,6 +27,7 @@ from typing import Any, NamedTuple
 from neograph_ext._langgraph import hash_task_id
 
 __all__ = [
+    "CALL_CHANNEL",
     "END_CHANNEL",
     "ERROR",
     "INTERRUPT",
@@ -37,8 +38,12 @@ __all__ = [
     "entrypoint_task_id",
     "failed_tasks",
     "finished_calls",
+    "recorded_digest",
+    "returned",
 ]
 
+CALL_CHANNEL = "__neograph_call__"
+"""Not LangGraph's: where a call records its digest (``_call_match``), beside its result."""
 RETURN = "__return__"
 """The write holding a finished call's result."""
 ERROR = "__error__"
@@ -188,3 +193,14 @@ def finished_calls(
         for n, task_id in enumerate(unknown)
     ]
     return tuple(calls)
+
+
+def recorded_digest(writes: Sequence[tuple[str, Any]]) -> str | None:
+    """The digest a finished call recorded (``CALL_CHANNEL``); None when it recorded none."""
+    found = [value for channel, value in writes if channel == CALL_CHANNEL]
+    return str(found[-1]) if found else None
+
+
+def returned(writes: Sequence[tuple[str, Any]]) -> Any:
+    """What a finished call returned (its ``__return__`` write)."""
+    return next((value for channel, value in writes if channel == RETURN), None)

@@ -116,6 +116,8 @@ class KeepTasks(NamedTuple):
     target: RunnableConfig
     nodes: frozenset[str]
     mark: str
+    upto: int | None = None
+    """For an entrypoint: only calls before this position are kept."""
 
 
 class ClaimStep(NamedTuple):

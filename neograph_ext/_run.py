@@ -19,11 +19,12 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.pregel import Pregel
 
 from neograph_ext._budget_read import acosted, costed
+from neograph_ext._call_match import CallsUnmatched
 from neograph_ext._decision import ResumePlan
 from neograph_ext._drivers import AsyncDriver, Driver
 from neograph_ext._flow import resumed, thread_plan
 from neograph_ext._policy import Asked, LockPolicy, ResumePolicy, asked
-from neograph_ext._thread import thread_call
+from neograph_ext._thread import ThreadCall, thread_call
 
 __all__ = ["aplan", "arun", "astream", "plan", "run", "stream"]
 
@@ -142,6 +143,11 @@ def run(
     """
     given, kwargs = asked("run", resume, lock, kwargs)
     call = thread_call(graph, config, given, input)
+    try:
+        with Driver(call) as driver:
+            return driver.run(resumed(call, input, kwargs))
+    except CallsUnmatched as unmatched:
+        call = _unmatched(call, unmatched)
     with Driver(call) as driver:
         return driver.run(resumed(call, input, kwargs))
 
@@ -158,6 +164,11 @@ async def arun(
     """Async twin of ``run``."""
     given, kwargs = asked("arun", resume, lock, kwargs)
     call = thread_call(graph, config, given, input)
+    try:
+        async with AsyncDriver(call) as driver:
+            return await driver.run(resumed(call, input, kwargs))
+    except CallsUnmatched as unmatched:
+        call = _unmatched(call, unmatched)
     async with AsyncDriver(call) as driver:
         return await driver.run(resumed(call, input, kwargs))
 
@@ -179,6 +190,12 @@ def stream(
     """
     given, kwargs = asked("stream", resume, lock, kwargs)
     call = thread_call(graph, config, given, input)
+    try:
+        with Driver(call) as driver:
+            yield from driver.stream(resumed(call, input, kwargs))
+            return
+    except CallsUnmatched as unmatched:
+        call = _unmatched(call, unmatched)
     with Driver(call) as driver:
         yield from driver.stream(resumed(call, input, kwargs))
 
@@ -195,6 +212,20 @@ async def astream(
     """Async twin of ``stream``."""
     given, kwargs = asked("astream", resume, lock, kwargs)
     call = thread_call(graph, config, given, input)
+    try:
+        async with AsyncDriver(call) as driver:
+            async for chunk in driver.stream(resumed(call, input, kwargs)):
+                yield chunk
+            return
+    except CallsUnmatched as unmatched:
+        call = _unmatched(call, unmatched)
     async with AsyncDriver(call) as driver:
         async for chunk in driver.stream(resumed(call, input, kwargs)):
             yield chunk
+
+
+def _unmatched(call: ThreadCall, unmatched: CallsUnmatched) -> ThreadCall:
+    """The call planned again after its invocation found a cached result answering
+    another call (``_call_match``): cut there. Found again, the error escapes."""
+    logger.info("thread %r: %s; the turn is planned again from it", call.thread_id, unmatched)
+    return call._replace(unmatched=unmatched.index)

@@ -97,6 +97,8 @@ class Invocation(NamedTuple):
     """Before invoking: fork this checkpoint, keeping the finished tasks of these nodes."""
     claim: tuple[RunnableConfig, list[tuple[str, Any]]] | None = None
     """Before invoking: store this claim on this waiting checkpoint (``_claim``)."""
+    upto: int | None = None
+    """For an entrypoint's ``keep``: only calls before this position are kept."""
 
 
 class Work(NamedTuple):
@@ -194,7 +196,10 @@ def work_for(
             # checkpoint itself, over the writes stored on it (which later resumes
             # are handed), instead of forking it.
             after = at_checkpoint(call.config, None)
-            steps = (Invocation(None, after, asked, keep=(rewind, decision.kept_tasks)),)
+            entry = call.graph.neograph_ext_entrypoint is not None
+            upto = next((s.step for s in decision.steps if not s.kept and entry), None)
+            keep = (rewind, decision.kept_tasks)
+            steps = (Invocation(None, after, asked, keep=keep, upto=upto),)
         steps += _replays(call, decision, source)
         if reanswer and (answer or paused) and decision.replayed:
             # The first question the rewind stops at is an earlier turn's, not the one

@@ -55,6 +55,10 @@ class ThreadCall(NamedTuple):
     given: str | None = None
     """The digest of the input the call was given (``_stamp.input_digest``); None for
     none (``None``, a ``Command``) or a call that only plans without one."""
+    unmatched: int | None = None
+    """For an entrypoint: the position of a call of the head's turn found, as it was
+    made, not to match the result cached there (``_call_match``): it and every later
+    cached call run again."""
 
 
 GRAPHS = Asked()

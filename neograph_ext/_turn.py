@@ -37,6 +37,11 @@ class TurnCall:
     ran_under: Stamp | StampRef | None = None
     """The stamp of the code that claimed the base before the call finished
     (``_claim``), which ran it; None when the base's own code did."""
+    matched: bool | None = True
+    """Whether the code makes this call again at its position (``_call_order.judged``):
+    True (the same task with the same arguments, or older code recorded no digest),
+    False (another task, other arguments, or no call there), None (known only when
+    the call is made)."""
 
 
 @dataclass(frozen=True)
@@ -73,6 +78,9 @@ class EntrypointTurn:
     the current one, the turn is settled."""
     failed: frozenset[str] = frozenset()
     """The tasks whose call failed on the base and never finished: they run again."""
+    made: tuple[str, ...] = ()
+    """The tasks of the calls the code makes, in call order, as far as its code tells
+    (``_call_order``): those at or after a rewind's cut run."""
 
 
 def turn_base(records: Sequence[Record], *, complete: bool) -> str | None:
@@ -99,6 +107,7 @@ def turn_of(
     *,
     complete: bool,
     failed: frozenset[str] = frozenset(),
+    made: tuple[str, ...] = (),
 ) -> EntrypointTurn:
     """The latest turn of an entrypoint thread, from its lineage (oldest first) and the
     finished calls on its base checkpoint ``base`` (id, step), and the tasks whose
@@ -127,4 +136,5 @@ def turn_of(
         later_inputs=tuple(records[i].checkpoint_id for i in inputs[1:]),
         verified=frozenset(r.verified for r in records[after:] if r.verified is not None),
         failed=failed,
+        made=made,
     )

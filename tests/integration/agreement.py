@@ -6,7 +6,9 @@ counted through LangGraph's callbacks (root namespace only: a subgraph's inner n
 are its parent node's execution), and they are checked against the plan:
 
 - an error of neograph-ext: nothing ran (it is raised before any node runs), but for a
-  ``WriteReadbackError``, which fails the step of the node that wrote;
+  ``WriteReadbackError``, which fails the step of the node that wrote, and for an
+  ``@entrypoint`` whose calls are matched when they are made (``matched_when_made``):
+  its body ran, no task;
 - ``superseded`` (newer code owns the thread): the call raised ``ThreadSupersededError``,
   and a call that raised it was planned ``superseded``;
 - ``up_to_date``, or any complete thread given no new input: nothing ran;
@@ -341,8 +343,10 @@ def _check_without_state(call: Call, raised: Any) -> None:
         return
     # A budget stops a run inside a task, as a node's own error does: checked like one.
     if isinstance(raised, NeographExtError) and not isinstance(raised, BudgetExceededError):
-        # every other error comes before any node runs
-        _agree(not ran, plan, ran, "an error of neograph-ext was raised after nodes ran")
+        # every other error comes before any node runs; an entrypoint's calls matched
+        # when they are made are refused as they are made, before any task runs
+        made = plan is not None and bool(plan.matched_when_made) and not call.executions.calls
+        _agree(not ran or made, plan, ran, "an error of neograph-ext was raised after nodes ran")
         return
     if plan is None or plan.kind is PlanKind.FRESH or call.new_turn or plan.replayed:
         return

@@ -241,3 +241,54 @@ def test_a_carrying_fork_of_a_running_turn_counts_as_verified() -> None:
     assert turn_of(records, "workflow", ("f", 1), (), complete=False).verified == {"v"}
     ran = fork._replace(ran=frozenset({"workflow"}))  # a fork a node wrote proves nothing
     assert not turn_of((*records[:3], ran), "workflow", ("f", 1), (), complete=False).verified
+
+
+def test_a_call_the_code_makes_otherwise_is_cut_with_every_later_call() -> None:
+    calls = (TurnCall(0, "t1"), TurnCall(1, "t1", matched=False), TurnCall(2, "t2"))
+    plan = decide_calls(_turn(calls), OLD, "t", RUNNING)
+    assert (plan.kind, plan.invalidated_nodes) == (PlanKind.REWIND, {"t1"})
+    # ``t1``'s first call is kept: the rewind's fork keeps calls by position.
+    assert (
+        plan.kept_tasks == {"t1"} and plan.kept == set() and plan.rerun == {"t1", "t2", "workflow"}
+    )
+    assert [(s.step, s.kept) for s in plan.steps] == [(0, True), (1, False), (2, False)]
+    assert "call 1: the code now makes it to another task or with other arguments" in str(plan)
+
+
+def test_a_call_found_unmatched_as_it_was_made_is_cut_there() -> None:
+    plan = decide_calls(_turn(), OLD, "t", RUNNING, unmatched_at=1)
+    assert (plan.kind, plan.kept, plan.rerun) == (PlanKind.REWIND, {"t1"}, {"t2", "t3", "workflow"})
+
+
+def test_calls_the_code_does_not_tell_are_matched_when_made_not_kept() -> None:
+    calls = (TurnCall(0, "t1"), TurnCall(1, "t2", matched=None), TurnCall(2, "t3"))
+    plan = decide_calls(_turn(calls), OLD, "t", RUNNING)
+    assert (plan.kind, plan.kept) == (PlanKind.CONTINUE, {"t1"})
+    assert plan.matched_when_made == ("t2 (call 1)", "t3 (call 2)")
+    assert "calls are matched when they are made: t2 (call 1), t3 (call 2)" in str(plan)
+    # A finished turn serves no cached result: nothing to match.
+    done = decide_calls(_turn(calls, ended=OLD, complete=True), OLD, "t", DONE)
+    assert (done.kind, done.matched_when_made) == (PlanKind.UP_TO_DATE, ())
+
+
+def test_every_call_the_code_makes_otherwise_is_named() -> None:
+    calls = (
+        TurnCall(0, "t1"),
+        TurnCall(1, "t2", matched=False),
+        TurnCall(2, "t3", matched=False),
+        TurnCall(3, "t2", matched=False),
+    )
+    plan = decide_calls(_turn(calls), OLD, "t", RUNNING)
+    assert {c.node: c.diff for c in plan.changes} == {
+        "t2": (
+            "call 1: the code now makes it to another task or with other arguments, or makes "
+            "no call there",
+            "call 3: the code now makes it to another task or with other arguments, or makes "
+            "no call there",
+        ),
+        "t3": (
+            "call 2: the code now makes it to another task or with other arguments, or makes "
+            "no call there",
+        ),
+    }
+    assert plan.kept == {"t1"}
