@@ -1,0 +1,59 @@
+"""The async paths make no blocking call on the event loop.
+
+LangChain's own tests run under ``blockbuster``, and ``langgraph dev`` refuses blocking
+I/O on its loop unless started with ``--allow-blocking``: a plan that reads a node's
+source file (``inspect.getsource`` stats it) fails there. These run what LangChain's
+``test_per_call_works_with_ainvoke`` runs, a served agent asking per tool call, resumed
+through ``ainvoke`` with ``auto_resume=True``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pytest
+from blockbuster import blockbuster_ctx
+from langchain.agents.middleware import HumanInTheLoopMiddleware
+from langchain_core.messages import HumanMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
+
+import neograph_ext as ne
+from tests.graphs.agents import agent, counted_tool
+from tests.graphs.pipelines import model
+
+CITY = model("SearchArgs", city=(str, ...))
+
+
+@pytest.mark.parametrize(
+    ("answer", "status", "said", "searched"),
+    [
+        (
+            {"type": "edit", "edited_action": {"name": "search", "args": {"city": "Oslo"}}},
+            "success",
+            "Oslo",
+            1,
+        ),
+        ({"type": "reject"}, "error", "The tool was not executed.", 0),
+        ({"type": "respond", "message": "already sent"}, "success", "already sent", 0),
+    ],
+    ids=["edit", "reject", "respond"],
+)
+async def test_a_served_agent_asking_per_call_resumes_through_ainvoke(
+    answer: dict[str, Any], status: str, said: str, searched: int
+) -> None:
+    runs: Counter[str] = Counter()
+    gate = HumanInTheLoopMiddleware({"search": True}, interrupt_mode="per_call")
+    built = agent(runs, [counted_tool(runs, CITY)], ["search"], middleware=[lambda _: gate])
+    served = ne.compile(built, checkpointer=InMemorySaver(), auto_resume=True)
+    config: RunnableConfig = {"configurable": {"thread_id": "t"}}
+    with blockbuster_ctx():
+        [asked] = (await served.ainvoke({"messages": [HumanMessage("go")]}, config))[
+            "__interrupt__"
+        ]
+        final = await served.ainvoke(Command(resume={asked.id: answer}), config)
+    [message] = [m for m in final["messages"] if isinstance(m, ToolMessage)]
+    assert message.status == status and said in str(message.content)
+    assert runs == Counter({"model": 2, "search": searched})
