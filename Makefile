@@ -10,10 +10,11 @@
 #   make lint    ruff check, ruff format --check, mypy
 #   make format  apply ruff's fixes and formatting
 #   make bench   run bench/run.py
-#   make compat  run LangGraph's own tests plainly, through neograph_ext.compile and
-#                through it with auto_resume=True; compare them test by test
-#                (compat/README.md); compat-ci: a subset
-#                for CI; compat-list: regenerate compat/metadata_only.txt
+#   make compat  run LangGraph's, LangChain's agent and langgraph-prebuilt's own tests
+#                plainly, through neograph_ext.compile and through it with
+#                auto_resume=True, each in two orders; compare them test by test
+#                (compat/README.md); compat-ci: a subset for CI; compat-list:
+#                regenerate the compat/metadata_only*.txt lists
 #   make clean   delete .venv and caches
 
 PYTHON ?= python3
@@ -54,7 +55,7 @@ $(OLDEST_STAMP): pyproject.toml .ci/oldest.txt
 	$(OLDEST)/bin/python -m pip --version >/dev/null 2>&1 || $(PYTHON) -m venv --clear $(OLDEST)
 	$(OLDEST)/bin/python -m pip install --upgrade pip
 	$(OLDEST)/bin/python -m pip install -c .ci/oldest.txt -e '.[sqlite,postgres,cli,otel]' \
-		pytest pytest-asyncio pytest-xdist pytest-timeout hypothesis opentelemetry-sdk
+		pytest pytest-asyncio pytest-xdist pytest-timeout hypothesis opentelemetry-sdk blockbuster
 	touch $@
 
 # Left out, run by make test on the newest versions: the third-party savers and the agent
