@@ -1,9 +1,10 @@
 # Everything runs from the project's own virtualenv in .venv, made on first use.
 #
 #   make demo    run examples/demo.py (SQLite, no server needed)
-#   make test    run LangGraph's own suite through neograph_ext.compile (make compat),
-#                then our tests next to a throwaway PostgreSQL server, then the fast part
-#                of them on the lowest versions pyproject.toml allows (make test-oldest)
+#   make test    run LangGraph's and the agent builders' own suites through
+#                neograph_ext.compile (make compat), then our tests next to a throwaway
+#                PostgreSQL server, then the fast part of them on the lowest versions
+#                pyproject.toml allows (make test-oldest)
 #                (make test PYTEST_ARGS='-m "not postgres" -x' for a quick run of ours alone)
 #   make test-oldest  the fast part of our tests (no PostgreSQL, no third-party savers)
 #                in .venv-oldest, with the lowest versions pyproject.toml allows (.ci/oldest.txt)
@@ -99,7 +100,7 @@ bench: venv
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
 	$(BIN)/python bench/run.py
 
-# The compat extra holds what LangGraph's test suite needs beyond our own tests.
+# The compat extra holds what the compat suites (compat/suites.py) need beyond our own tests.
 COMPAT_STAMP := $(VENV)/.installed-compat
 $(COMPAT_STAMP): $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[compat]'
