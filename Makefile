@@ -1,19 +1,21 @@
 # Everything runs from the project's own virtualenv in .venv, made on first use.
 #
 #   make demo    run examples/demo.py (SQLite, no server needed)
-#   make test    run LangGraph's own suite through neograph_ext.compile (make compat),
-#                then our tests next to a throwaway PostgreSQL server, then the fast part
-#                of them on the lowest versions pyproject.toml allows (make test-oldest)
+#   make test    run LangGraph's and the agent builders' own suites through
+#                neograph_ext.compile (make compat), then our tests next to a throwaway
+#                PostgreSQL server, then the fast part of them on the lowest versions
+#                pyproject.toml allows (make test-oldest)
 #                (make test PYTEST_ARGS='-m "not postgres" -x' for a quick run of ours alone)
 #   make test-oldest  the fast part of our tests (no PostgreSQL, no third-party savers)
 #                in .venv-oldest, with the lowest versions pyproject.toml allows (.ci/oldest.txt)
 #   make lint    ruff check, ruff format --check, mypy
 #   make format  apply ruff's fixes and formatting
 #   make bench   run bench/run.py
-#   make compat  run LangGraph's own tests plainly, through neograph_ext.compile and
-#                through it with auto_resume=True; compare them test by test
-#                (compat/README.md); compat-ci: a subset
-#                for CI; compat-list: regenerate compat/metadata_only.txt
+#   make compat  run LangGraph's, LangChain's agent and langgraph-prebuilt's own tests
+#                plainly, through neograph_ext.compile and through it with
+#                auto_resume=True, each in two orders; compare them test by test
+#                (compat/README.md); compat-ci: a subset for CI; compat-list:
+#                regenerate the compat/metadata_only*.txt lists
 #   make clean   delete .venv and caches
 
 PYTHON ?= python3
@@ -54,7 +56,7 @@ $(OLDEST_STAMP): pyproject.toml .ci/oldest.txt
 	$(OLDEST)/bin/python -m pip --version >/dev/null 2>&1 || $(PYTHON) -m venv --clear $(OLDEST)
 	$(OLDEST)/bin/python -m pip install --upgrade pip
 	$(OLDEST)/bin/python -m pip install -c .ci/oldest.txt -e '.[sqlite,postgres,cli,otel]' \
-		pytest pytest-asyncio pytest-xdist pytest-timeout hypothesis opentelemetry-sdk
+		pytest pytest-asyncio pytest-xdist pytest-timeout hypothesis opentelemetry-sdk blockbuster
 	touch $@
 
 # Left out, run by make test on the newest versions: the third-party savers and the agent
@@ -98,7 +100,7 @@ bench: venv
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
 	$(BIN)/python bench/run.py
 
-# The compat extra holds what LangGraph's test suite needs beyond our own tests.
+# The compat extra holds what the compat suites (compat/suites.py) need beyond our own tests.
 COMPAT_STAMP := $(VENV)/.installed-compat
 $(COMPAT_STAMP): $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[compat]'

@@ -33,7 +33,6 @@ import re
 import signal
 import subprocess
 import sys
-import tarfile
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -41,17 +40,20 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from suites import SUITES, Suite, unpacked
+
 __all__ = ["main"]
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 CACHE = ROOT / ".compat"
-LIST_FILE = HERE / "metadata_only.txt"
-EXCEPTIONS_FILE = HERE / "auto_resume_exceptions.txt"
+LIST_FILE = SUITES[0].metadata_only
+EXCEPTIONS_FILE = SUITES[0].exceptions
 # Kept in step with route_compile.AUTO_RESUME_ENV (a plugin, not importable here).
 AUTO_RESUME_ENV = "NEOGRAPH_EXT_COMPAT_AUTO_RESUME"
 ROUTED_PASSES = ("wrapped", "auto_resume")
-CI_SELECTION_FILE = HERE / "ci_selection.txt"
+# The second order each pass runs in: shuffle.py's seed (the first is the suite's own).
+SHUFFLED = 38
 # Kept in step with record_outcomes.METADATA_ONLY_MARK (a plugin, not importable here).
 METADATA_ONLY_MARK = "NEOGRAPH_EXT_METADATA_ONLY"
 # Kept in step with route_compile.WRITTEN_REASON (a plugin that patches LangGraph on import).
@@ -78,65 +80,40 @@ class Pass:
     """Wall-clock time of the pytest process."""
 
 
-def _langgraph_tests() -> Path:
-    """The unpacked ``tests/`` of the installed langgraph's sdist (cached)."""
-    version = importlib.metadata.version("langgraph")
-    tree = CACHE / f"langgraph-{version}"
-    if (tree / "tests" / "conftest.py").exists():
-        return tree
-    sdist_dir = CACHE / "sdist"
-    sdist = sdist_dir / f"langgraph-{version}.tar.gz"
-    if not sdist.exists():
-        fetched = subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
-             "--no-binary", ":all:", f"langgraph=={version}", "-d", str(sdist_dir)],
-        )  # fmt: skip
-        if fetched.returncode or not sdist.exists():
-            sys.exit(
-                f"[compat] could not download the sdist of langgraph=={version}; "
-                f"put langgraph-{version}.tar.gz in {sdist_dir} and run again"
-            )
-    prefix = f"langgraph-{version}/"
-    with tarfile.open(sdist) as tar:
-        wanted = [
-            m
-            for m in tar.getmembers()
-            if m.name.startswith(prefix + "tests/") or m.name == prefix + "pyproject.toml"
-        ]
-        tar.extractall(CACHE, members=wanted, filter="data")
-    return tree
-
-
-def _ci_selection() -> list[str]:
-    lines = CI_SELECTION_FILE.read_text().splitlines()
-    return [line.split("#", 1)[0].strip() for line in lines if line.split("#", 1)[0].strip()]
-
-
 class Stalled(Exception):
     """A pass ran past ``PASS_TIMEOUT`` and was stopped; the message ends its log."""
 
 
-def _baseline(tree: Path, targets: Sequence[str], workers: int, label: str) -> Pass:
+def _baseline(tree: Path, targets: Sequence[str], workers: int, label: str, **how: Any) -> Pass:
     """The plain pass, run once more if it stalls: it never loads neograph-ext, so a stall is
-    LangGraph's suite's, not a difference (a routed pass that stalls fails the run)."""
+    the suite's own, not a difference (a routed pass that stalls fails the run)."""
     try:
-        return _run_pass("baseline", tree, targets, workers, label)
+        return _run_pass("baseline", tree, targets, workers, label, **how)
     except Stalled as stalled:
         print(f"{stalled}; running it once more", flush=True)
-        return _run_pass("baseline", tree, targets, workers, label)
+        return _run_pass("baseline", tree, targets, workers, label, **how)
 
 
-def _run_pass(name: str, tree: Path, targets: Sequence[str], workers: int, label: str) -> Pass:
+def _run_pass(
+    name: str,
+    tree: Path,
+    targets: Sequence[str],
+    workers: int,
+    label: str,
+    suite: Suite = SUITES[0],
+    order: int = 0,
+) -> Pass:
+    """One pass of ``suite`` over ``targets``, in its own order (0) or shuffled by ``order``."""
     record = CACHE / "results" / f"{label}-{name}.json"
     record.unlink(missing_ok=True)
-    plugins = ["-p", "record_outcomes", "-p", "without_langchain"]
+    plugins = [*suite.plugins, "-p", "record_outcomes", "-p", "shuffle"]
     if name in ROUTED_PASSES:
         plugins += ["-p", "route_compile"]
     command = [
         sys.executable, "-m", "pytest",
         "-c", str(tree / "pyproject.toml"), "--rootdir", str(tree),
-        # LangGraph's suite runs its async tests with anyio's plugin, not pytest-asyncio.
-        "-p", "no:asyncio", "-p", "no:cacheprovider", *plugins,
+        "-p", "no:cacheprovider", *plugins, "--compat-order", str(order),
+        *(f"--deselect={nodeid}" for nodeid in suite.deselected),
         "--compat-record", str(record),
         # Its addopts minus --full-trace (pages of frames per failure) and durations.
         "-o", "addopts=--strict-markers --strict-config",
@@ -228,12 +205,13 @@ def _write_list(
     behavioural: dict[str, str],
     ran: set[str],
     listed: dict[str, str],
+    path: Path = LIST_FILE,
 ) -> None:
     # Entries for tests outside this run's selection are kept as they are.
     kept = {nodeid: reason for nodeid, reason in listed.items() if nodeid not in ran}
     entries = {**kept, **metadata_only}
     header = (
-        "# LangGraph tests that fail through neograph_ext.compile only because they compare\n"
+        "# Tests that fail through neograph_ext.compile only because they compare\n"
         "# metadata exactly: the failing `==` holds once the `neograph_ext` metadata keys are\n"
         "# removed. Regenerate with `make compat-list`; it lists nothing else.\n"
         "# Format: <node id>  # <reason>\n"
@@ -248,8 +226,8 @@ def _write_list(
             "\n# Not listed: behavioural differences in the run that wrote this file"
             " (to be fixed, never listed):\n" + footer
         )
-    LIST_FILE.write_text(header + body + footer)
-    print(f"[compat] wrote {len(entries)} entries to {LIST_FILE.relative_to(ROOT)}")
+    path.write_text(header + body + footer)
+    print(f"[compat] wrote {len(entries)} entries to {path.relative_to(ROOT)}")
 
 
 @dataclass(frozen=True)
@@ -320,14 +298,16 @@ def _compare(
     return Comparison(routed, behavioural, excused, metadata_only, unlisted, stale, gained)
 
 
-def _confirmed(comparison: Comparison, tree: Path, workers: int, label: str) -> Comparison:
+def _confirmed(
+    comparison: Comparison, tree: Path, workers: int, label: str, **how: Any
+) -> Comparison:
     """``comparison`` once its behavioural differences ran a second time in the same
     pass: one that passes then (a timing test of LangGraph's suite that missed its window
     on a busy machine) is reported as flaky, not counted; one that fails again stays."""
     if not comparison.behavioural:
         return comparison
     again = _run_pass(comparison.routed.name, tree, sorted(comparison.behavioural), workers,
-                      f"{label}-again")  # fmt: skip
+                      f"{label}-again", **how)  # fmt: skip
     flaky = {
         nodeid
         for nodeid in comparison.behavioural
@@ -363,7 +343,7 @@ def _report(comparison: Comparison, label: str) -> None:
     print(f"    behavioural differences  : {len(behavioural)}")
     if routed.name == "auto_resume":
         excused = len(comparison.excused)
-        print(f"    listed exceptions        : {excused} ({EXCEPTIONS_FILE.name})")
+        print(f"    listed exceptions        : {excused}")
     print(
         f"    metadata-only differences: {len(comparison.metadata_only)}"
         f" ({len(comparison.unlisted)} not listed)"
@@ -405,7 +385,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--selection", choices=("full", "ci"), default="full",
-        help="the whole suite, or the fixed subset in ci_selection.txt",
+        help="the whole suites, or each suite's fixed subset (suites.py)",
     )  # fmt: skip
     parser.add_argument("--workers", type=int, default=2, help="pytest-xdist workers (1: none)")
     parser.add_argument(
@@ -413,21 +393,42 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="the routed passes to run after the baseline (default: both)",
     )  # fmt: skip
     parser.add_argument(
+        "--suites", nargs="+", choices=[s.name for s in SUITES], default=[s.name for s in SUITES],
+        help="the suites to run (default: all); pytest ids given are of the first",
+    )  # fmt: skip
+    parser.add_argument(
+        "--orders", type=int, choices=(1, 2), default=2,
+        help="run every pass in the suite's own order, then (2) shuffled",
+    )  # fmt: skip
+    parser.add_argument(
         "--write-list", action="store_true",
-        help="rewrite metadata_only.txt from the wrapped pass's metadata-only differences",
+        help="rewrite the metadata-only lists from the wrapped pass's metadata-only differences",
     )  # fmt: skip
     parser.add_argument("pytest_targets", nargs="*", help="override the selection's test ids")
     args = parser.parse_args(argv)
     if args.write_list and "wrapped" not in args.passes:
         parser.error("--write-list needs the wrapped pass")
-
-    tree = _langgraph_tests()
-    targets = args.pytest_targets or (_ci_selection() if args.selection == "ci" else ["tests"])
-    label = args.selection if not args.pytest_targets else "custom"
     started = time.monotonic()
-    baseline = _baseline(tree, targets, args.workers, label)
-    routed = [_run_pass(name, tree, targets, args.workers, label) for name in args.passes]
+    failed = False
+    for suite in (s for s in SUITES if s.name in args.suites):
+        for order in (0, SHUFFLED)[: args.orders]:
+            failed |= _run_suite(suite, order, args)
+    print(f"\nneograph-ext compat: every suite and order: {time.monotonic() - started:.0f} s")
+    return 1 if failed else 0
 
+
+def _run_suite(suite: Suite, order: int, args: argparse.Namespace) -> bool:
+    """The baseline and routed passes of ``suite`` in one order, compared and reported;
+    whether any comparison failed."""
+    tree = unpacked(suite, CACHE)
+    whole_suite = list(suite.ci) if args.selection == "ci" and suite.ci else [suite.tests]
+    targets = args.pytest_targets or whole_suite
+    selection = args.selection if not args.pytest_targets else "custom"
+    label = f"{suite.name}-{selection}-{'own' if not order else f'shuffled{order}'}"
+    how: dict[str, Any] = {"suite": suite, "order": order}
+    started = time.monotonic()
+    baseline = _baseline(tree, targets, args.workers, label, **how)
+    routed = [_run_pass(name, tree, targets, args.workers, label, **how) for name in args.passes]
     for one in routed:
         if not any(entry.get("routed", 0) for entry in one.results.values()):
             message = f"[compat] the {one.name} pass routed no compile through neograph_ext.compile"
@@ -435,29 +436,31 @@ def main(argv: Sequence[str] | None = None) -> int:
                 sys.exit(message)
             print(message + " (these tests compile no StateGraph)")
 
-    listed = _read_list()
-    exceptions = _read_list(EXCEPTIONS_FILE)
+    listed = _read_list(suite.metadata_only)
+    exceptions = _read_list(suite.exceptions)
     whole = args.selection == "full" and not args.pytest_targets
     comparisons = [_compare(baseline, one, listed, exceptions, whole) for one in routed]
-    comparisons = [_confirmed(c, tree, args.workers, label) for c in comparisons]
+    comparisons = [_confirmed(c, tree, args.workers, label, **how) for c in comparisons]
 
     ran = set(baseline.results).union(*(one.results for one in routed))
     passed = sum(1 for e in baseline.results.values() if e["outcome"] in PASSED)
     print()
     print(
-        f"neograph-ext compat: langgraph {importlib.metadata.version('langgraph')} tests, "
-        f"selection {label} ({len(ran)} tests, memory + SQLite savers)"
+        f"neograph-ext compat: {suite.distribution} "
+        f"{importlib.metadata.version(suite.distribution)} tests ({suite.tests}), selection "
+        f"{selection}, {'its own order' if not order else f'shuffled (seed {order})'} "
+        f"({len(ran)} tests, memory + SQLite savers, {len(suite.deselected)} deselected)"
     )
     print(f"  baseline   : {passed} pass  ({_tally(baseline.results)})  {baseline.seconds:.0f} s")
     for comparison in comparisons:
         _report(comparison, label)
     print(f"  all passes : {time.monotonic() - started:.0f} s")
 
-    if args.write_list:
+    if args.write_list and not order:
         wrapped = next(c for c in comparisons if c.routed.name == "wrapped")
-        _write_list(wrapped.metadata_only, wrapped.behavioural, ran, listed)
-        return 1 if any(c.behavioural for c in comparisons) else 0
-    return 1 if any(c.failed for c in comparisons) else 0
+        _write_list(wrapped.metadata_only, wrapped.behavioural, ran, listed, suite.metadata_only)
+        return any(c.behavioural for c in comparisons)
+    return any(c.failed for c in comparisons)
 
 
 if __name__ == "__main__":

@@ -203,3 +203,22 @@ def test_a_baseline_that_stalls_once_is_run_once_more(monkeypatch: pytest.Monkey
     monkeypatch.setattr(run, "_run_pass", stalls)
     with pytest.raises(run.Stalled):  # a second stall ends the run
         run._baseline(Path("tree"), ["tests"], 1, "t")
+
+
+@pytest.mark.usefixtures("results_in_tmp")
+def test_a_shuffled_pass_runs_the_same_tests_in_another_order(tmp_path: Path) -> None:
+    import run
+
+    ran = tmp_path / "ran"
+    body = "".join(
+        f"def test_{n}():\n    open({str(ran)!r}, 'a').write('{n} ')\n\n" for n in range(12)
+    )
+    tree = _tree(tmp_path, body)
+    orders = []
+    for order in (0, run.SHUFFLED):
+        ran.write_text("")
+        done = run._run_pass("baseline", tree, ["tests"], 1, f"t{order}", order=order)
+        assert len(done.results) == 12
+        orders.append(ran.read_text().split())
+    assert orders[0] == [str(n) for n in range(12)]
+    assert sorted(orders[1], key=int) == orders[0] and orders[1] != orders[0]

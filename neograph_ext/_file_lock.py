@@ -13,6 +13,7 @@ Rules:
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import os
 import sqlite3
@@ -157,10 +158,17 @@ class FileLock:
                 os.close(fd)
 
     async def atry_acquire(self) -> bool:
-        return self.try_acquire()  # non-blocking: safe on the event loop
+        # Opening the file is file I/O: in a thread, off the event loop. Shielded, so
+        # that a wait cancelled meanwhile still lets go of a lock taken for no one.
+        taking = asyncio.get_running_loop().run_in_executor(None, self.try_acquire)
+        try:
+            return await asyncio.shield(taking)
+        except asyncio.CancelledError:
+            taking.add_done_callback(lambda _: self.release())
+            raise
 
     async def arelease(self) -> None:
-        self.release()
+        await asyncio.to_thread(self.release)
 
 
 def flock_available() -> bool:

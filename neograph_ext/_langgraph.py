@@ -12,8 +12,11 @@ Rules:
 from __future__ import annotations
 
 import binascii
+import contextlib
+import dis
 import hashlib
 import inspect
+import types
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
@@ -403,7 +406,6 @@ def _unsaved_subgraph(graph: Pregel[Any, Any, Any, Any]) -> bool:
     without one.
     """
     from langchain_core.runnables import RunnableLambda, RunnableSequence
-    from langchain_core.runnables.utils import get_function_nonlocals
     from langgraph._internal._runnable import RunnableCallable, RunnableSeq
 
     seen: set[int] = set()
@@ -425,9 +427,7 @@ def _unsaved_subgraph(graph: Pregel[Any, Any, Any, Any]) -> bool:
         elif isinstance(found, RunnableCallable):
             func = found.func if found.func is not None else found.afunc
             if func is not None:
-                candidates.extend(
-                    getattr(nl, "__self__", nl) for nl in get_function_nonlocals(func)
-                )
+                candidates.extend(getattr(nl, "__self__", nl) for nl in _reached(func))
     return False
 
 
@@ -446,3 +446,36 @@ def custom_chunk(
     if isinstance(mode, list):
         return (((), "custom", data) if subgraphs else ("custom", data),)
     return (((), data) if subgraphs else data,)
+
+
+def _reached(func: Callable[..., Any]) -> list[object]:
+    """What ``func`` reaches outside its own scope: its captured values, the globals it
+    names and each value along an attribute path it loads, read from its code object as
+    LangGraph 1.2's ``get_function_nonlocals`` reads them. langchain-core's (which
+    LangGraph 1.1 uses) reads the source file, a blocking call on an event loop."""
+    func = getattr(func, "__func__", func)
+    wrapped = getattr(func, "__wrapped__", None)
+    func = getattr(wrapped, "__func__", wrapped) if callable(wrapped) else func
+    if not isinstance(func, types.FunctionType):
+        return []
+    cells: dict[str, object] = {}
+    for name, cell in zip(func.__code__.co_freevars, func.__closure__ or (), strict=True):
+        with contextlib.suppress(ValueError):  # an empty cell: a def not bound yet
+            cells[name] = cell.cell_contents
+    found: list[object] = list(cells.values())
+    codes = [func.__code__]
+    for code in codes:
+        codes.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+        value: object = None
+        for instruction in dis.get_instructions(code):
+            if instruction.opname == "LOAD_GLOBAL":
+                value = func.__globals__.get(instruction.argval)
+            elif instruction.opname == "LOAD_DEREF":
+                value = cells.get(instruction.argval)
+            elif instruction.opname in ("LOAD_ATTR", "LOAD_METHOD"):
+                value = getattr(value, instruction.argval, None)
+            else:
+                value = None  # any other instruction ends the path: `a, b.c` is not `a.c`
+            if value is not None:
+                found.append(value)
+    return found

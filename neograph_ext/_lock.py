@@ -187,7 +187,8 @@ def _lock_for(saver: BaseCheckpointSaver[Any], thread_id: str) -> _Lock | None:
 async def _alock_for(saver: BaseCheckpointSaver[Any], thread_id: str) -> _ALock | None:
     conn = _connection(saver)
     if _is(conn, "aiosqlite", "Connection"):
-        return _file_lock(await _adatabase(saver, conn), thread_id, saver)
+        # Finding the lock file stats the database: file I/O, off the event loop.
+        return await asyncio.to_thread(_file_lock, await _adatabase(saver, conn), thread_id, saver)
     if _is(conn, "psycopg_pool", "AsyncConnectionPool"):
         return AsyncAdvisoryLock(alock_session(conn), _saver_alock(saver), thread_id)
     if _is(conn, "psycopg", "AsyncConnection"):

@@ -16,10 +16,14 @@ Rules:
   order as a fresh database has it.
 - Tests marked `storm` (minutes of random kills) are deselected unless `-m` names
   them: `pytest -m storm tests/reliability`.
+- Every async test (a coroutine, or one on an `async` drive) runs under `blockbuster`,
+  as LangChain's tests do: a blocking call on a running event loop fails it, as it fails
+  under `langgraph dev` (`no_blocking_on_the_loop`).
 """
 
 from __future__ import annotations
 
+import inspect
 import os
 import sqlite3
 import uuid
@@ -32,6 +36,7 @@ from urllib.parse import urlsplit
 import psycopg
 import pytest
 import pytest_asyncio
+from blockbuster import blockbuster_ctx
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
@@ -180,3 +185,31 @@ def drive(request: pytest.FixtureRequest) -> Iterator[Drive]:
         yield driving
     finally:
         driving.close()
+
+
+@pytest.fixture(autouse=True)
+def no_blocking_on_the_loop(request: pytest.FixtureRequest) -> Iterator[None]:
+    """``blockbuster`` for an async test, over every module, the test's own included.
+
+    It only judges calls made on a running event loop, so it is left off a sync test,
+    whose calls are allowed to block, and spared the cost of its wrappers there.
+    """
+    params = getattr(request.node, "callspec", None)
+    on_a_loop = inspect.iscoroutinefunction(request.function) or (
+        params is not None and params.params.get("drive") == "async"
+    )
+    if not on_a_loop:
+        yield
+        return
+    with blockbuster_ctx() as buster:
+        for function in buster.functions.values():
+            for file, names in _NOT_OURS:
+                function.can_block_in(file, names)
+        yield
+
+
+_NOT_OURS = (
+    ("_pytest/tmpdir.py", {"mktemp", "getbasetemp"}),  # pytest making a test's tmp_path
+    ("redis/utils.py", {"get_lib_version"}),  # redis-py reading its version as it connects
+)
+"""The blocking calls made on a test's loop that are neither neograph-ext's nor the test's."""

@@ -67,6 +67,22 @@ def unsaved_subgraph(runs: Counter[str]) -> Builder:
     return parent
 
 
+def called_unsaved_subgraph(runs: Counter[str]) -> Builder:
+    """``unsaved_subgraph`` run from a node's function: found through the function's code
+    (its cells and the names it loads), never its source file."""
+    unsaved = unsaved_subgraph(runs).nodes["child"].runnable
+
+    def child(state: Log) -> Any:
+        return unsaved.invoke(state)
+
+    parent = StateGraph(Log)
+    parent.add_node("child", child)
+    parent.add_node("after", _step(runs, "after"))
+    parent.add_edge(START, "child")
+    parent.add_edge("child", "after")
+    return parent
+
+
 def asking_subgraph(runs: Counter[str]) -> Builder:
     """A parent whose subgraph keeps its own checkpoints (``checkpointer=True``) and asks."""
 
@@ -199,12 +215,16 @@ def test_an_auto_resuming_graph_behaves_as_langgraph(
     )
 
 
+@pytest.mark.parametrize("make", [unsaved_subgraph, called_unsaved_subgraph])
 def test_run_on_a_graph_with_an_unsaved_subgraph_does_not_crash(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive,
+    saver: BaseCheckpointSaver[Any],
+    config: RunnableConfig,
+    make: Callable[[Counter[str]], Builder],
 ) -> None:
     """``run``'s default ``durability="sync"`` would fail in such a subgraph."""
     runs: Counter[str] = Counter()
-    graph = ne.compile(unsaved_subgraph(runs), checkpointer=saver)
+    graph = ne.compile(make(runs), checkpointer=saver)
     assert drive.run(graph, {"log": []}, config) == {"log": ["inner", "after"]}
     assert drive.run(graph, {"log": []}, config) == {"log": ["inner", "after"]}
     assert runs == Counter({"inner": 1, "after": 1})

@@ -7,6 +7,7 @@ planned from its lineage, as before.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections import Counter
 from collections.abc import Callable
@@ -146,18 +147,22 @@ async def test_every_driver_continues_a_verified_head_without_planning(
     planned = _unplanned(monkeypatch)
     threads = [{"configurable": {"thread_id": str(uuid.uuid4())}} for _ in range(4)]
     for config in threads:
-        _crashed(saver, config)
+        await asyncio.to_thread(_crashed, saver, config)
     planned.clear()
     runs: Counter[str] = Counter()
     graph = ne.compile(linear(runs, {"c": V1}), checkpointer=saver)
     done = {"log": list("abcd")}
-    assert ne.run(graph, None, threads[0]) == done
+    # The sync drivers in a thread, as an async caller must call them: off the event loop.
+    assert await asyncio.to_thread(ne.run, graph, None, threads[0]) == done
     assert await ne.arun(graph, None, threads[1]) == done
-    assert list(ne.stream(graph, None, threads[2], stream_mode="values"))[-1] == done
+    streamed = await asyncio.to_thread(
+        lambda: list(ne.stream(graph, None, threads[2], stream_mode="values"))
+    )
+    assert streamed[-1] == done
     assert [c async for c in ne.astream(graph, None, threads[3], stream_mode="values")][-1] == done
     assert runs == Counter({"d": 4}) and planned == []
     for config in threads:  # and each wrote a head verified again: up to date
-        assert ne.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
+        assert (await ne.aplan(graph, config)).kind is ne.PlanKind.UP_TO_DATE
 
 
 def test_a_declined_head_is_planned(

@@ -4,6 +4,7 @@ the records that replace them. Every case runs sync and async; counters prove wh
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import sqlite3
 import uuid
@@ -41,32 +42,41 @@ V2 = model(score=(float, ...))
 
 @dataclass(frozen=True)
 class Drive:
-    """The sync or the async API, behind one awaitable surface."""
+    """The sync or the async API, behind one awaitable surface; the sync API is called in
+    a thread, as an async caller must call it: off the event loop."""
 
     aio: bool
 
     async def run(self, graph: Any, input: Any, config: RunnableConfig, **kw: Any) -> Any:
         if self.aio:
             return await ne.arun(graph, input, config, **kw)
-        return ne.run(graph, input, config, **kw)
+        return await asyncio.to_thread(ne.run, graph, input, config, **kw)
 
     async def stream(self, graph: Any, input: Any, config: RunnableConfig, **kw: Any) -> Any:
         if self.aio:
             return [chunk async for chunk in ne.astream(graph, input, config, **kw)]
-        return list(ne.stream(graph, input, config, **kw))
+        return await asyncio.to_thread(lambda: list(ne.stream(graph, input, config, **kw)))
 
     async def invoke(self, graph: Any, input: Any, config: RunnableConfig) -> Any:
-        return await graph.ainvoke(input, config) if self.aio else graph.invoke(input, config)
+        if self.aio:
+            return await graph.ainvoke(input, config)
+        return await asyncio.to_thread(graph.invoke, input, config)
 
     async def plan(self, graph: Any, config: RunnableConfig, **kw: Any) -> ne.ResumePlan:
-        return await ne.aplan(graph, config, **kw) if self.aio else ne.plan(graph, config, **kw)
+        if self.aio:
+            return await ne.aplan(graph, config, **kw)
+        return await asyncio.to_thread(ne.plan, graph, config, **kw)
 
     async def read(self, graph: Any, config: RunnableConfig, given: Asked) -> ne.ResumePlan:
         """What a call asking ``given`` plans, read as the drivers read it."""
         call = thread_call(graph, config, given)
         if not self.aio:
-            with Driver(call) as driver:
-                return driver.run(thread_plan(call))
+
+            def read() -> ne.ResumePlan:
+                with Driver(call) as driver:
+                    return driver.run(thread_plan(call))
+
+            return await asyncio.to_thread(read)
         async with AsyncDriver(call) as driver:
             return await driver.run(thread_plan(call))
 
@@ -319,8 +329,12 @@ def _held(saver: BaseCheckpointSaver[Any], config: RunnableConfig) -> Any:
 
 @asynccontextmanager
 async def _sync(saver: BaseCheckpointSaver[Any], thread: str) -> AsyncIterator[None]:
-    with thread_lock(saver, thread):
+    held = thread_lock(saver, thread)
+    await asyncio.to_thread(held.__enter__)
+    try:
         yield
+    finally:
+        await asyncio.to_thread(held.__exit__, None, None, None)
 
 
 LOCK_CASES = {
@@ -503,7 +517,10 @@ async def _served(drive: Drive, graph: Any, input: Any, config: RunnableConfig) 
     """A call as LangGraph Server makes it: the graph's own ``invoke`` or ``stream``."""
     if drive.aio:
         return [c async for c in graph.astream(input, config, stream_mode="values")][-1]
-    return list(graph.stream(input, config, stream_mode="values"))[-1]
+    streamed = await asyncio.to_thread(
+        lambda: list(graph.stream(input, config, stream_mode="values"))
+    )
+    return streamed[-1]
 
 
 @pytest.mark.parametrize("drive", [SYNC, ASYNC], ids=["sync", "async"])

@@ -8,6 +8,7 @@ async saver's own connection.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import sqlite3
@@ -23,7 +24,7 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.graph import END, START, StateGraph
 
 import neograph_ext as ne
-from neograph_ext._file_lock import LOCK_DIR, lock_file
+from neograph_ext._file_lock import LOCK_DIR, FileLock, lock_file
 from neograph_ext._lock import athread_lock, thread_lock
 from tests.reliability import worker
 
@@ -238,16 +239,33 @@ def test_a_saver_given_another_connection_takes_that_databases_lock(
 async def test_an_async_saver_given_another_connection_takes_that_databases_lock(
     tmp_path: Path, thread: str
 ) -> None:
-    databases = _two_databases(tmp_path)
+    databases = await asyncio.to_thread(_two_databases, tmp_path)
     async with aiosqlite.connect(databases[0]) as first, aiosqlite.connect(databases[1]) as second:
         saver = AsyncSqliteSaver(first)
         async with athread_lock(saver, thread):  # the saver's database is now known
             pass
         saver.conn = second
-        with (
-            _saver(databases[1]) as holder,
-            thread_lock(holder, thread),
-            pytest.raises(ne.ThreadBusyError),
-        ):
-            async with athread_lock(saver, thread, on_busy="raise"):
-                pass
+        async with athread_lock(AsyncSqliteSaver(second), thread):
+            with pytest.raises(ne.ThreadBusyError):
+                async with athread_lock(saver, thread, on_busy="raise"):
+                    pass
+
+
+async def test_a_lock_taken_for_a_cancelled_wait_is_let_go(tmp_path: Path) -> None:
+    """The async twin takes the lock in a thread, off the event loop: a wait cancelled
+    meanwhile still releases what the thread took."""
+    path = str(tmp_path / "thread.lock")
+    waiting = asyncio.create_task(FileLock(path, "t").atry_acquire())
+    await asyncio.sleep(0)  # handed to the thread
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    other = FileLock(path, "t")
+    taken = False
+    for _ in range(200):
+        taken = await other.atry_acquire()
+        if taken:
+            break
+        await asyncio.sleep(0.01)
+    assert taken, "the cancelled wait's lock is still held"
+    await other.arelease()

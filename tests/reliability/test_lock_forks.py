@@ -117,12 +117,12 @@ async def test_concurrent_aruns_from_one_checkpoint_run_the_tail_once(
             if set(state.next) == {"c", "d"}:
                 named = {"configurable": {**state.config["configurable"]}}
                 break
-        log.unlink()
+        await asyncio.to_thread(log.unlink)
         results = await asyncio.gather(
             *(ne.arun(graph, None, named) for _ in range(RUNNERS)), return_exceptions=True
         )
     assert [r for r in results if isinstance(r, BaseException)] == []
-    assert Counter(worker.executions(log)) == TAIL
+    assert Counter(await asyncio.to_thread(worker.executions, log)) == TAIL
     assert all(r == results[0] for r in results)
 
 

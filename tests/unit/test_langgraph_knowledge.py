@@ -319,3 +319,26 @@ def _custom(chunk: Any) -> bool:
     if isinstance(chunk, dict):
         return chunk.get("type") == "custom" or chunk == {"said": 1}
     return isinstance(chunk, tuple) and ("custom" in chunk or {"said": 1} in chunk)
+
+
+def test_a_functions_reach_is_read_from_its_code_as_langgraph_reads_it() -> None:
+    """``_reached`` finds what LangGraph 1.2's bytecode reader finds (its subgraphs are
+    found in a node's cells, globals and attribute paths), without the source file."""
+    from langgraph.pregel._utils import get_function_nonlocals
+
+    from neograph_ext import _langgraph
+
+    inner = linear(Counter()).compile()
+    holder = type("Holder", (), {"graph": inner})()
+
+    def through_cell(state: dict[str, Any]) -> Any:
+        return inner.invoke(state)
+
+    def through_attribute(state: dict[str, Any]) -> Any:
+        return holder.graph.invoke(state)
+
+    if get_function_nonlocals.__module__ == "langgraph.pregel._utils":  # 1.2: bytecode
+        for func in (through_cell, through_attribute, linear):
+            assert _langgraph._reached(func) == get_function_nonlocals(func)
+    assert inner in _langgraph._reached(through_cell)
+    assert inner in _langgraph._reached(through_attribute)
