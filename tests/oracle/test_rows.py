@@ -9,8 +9,9 @@ import pytest
 
 import neograph_ext as ne
 from tests.conftest import opened_saver
+from tests.graphs.pipelines import deployed
 from tests.oracle.oracle import Case, check
-from tests.oracle.spec import Fan, Node, Spec
+from tests.oracle.spec import Counted, Fan, Node, Spec, build, models
 
 SAVERS = ["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 
@@ -113,3 +114,35 @@ def test_reanswer_applies_an_answer_keyed_by_interrupt_id(kind: str, tmp_path: P
     once = Spec(((Node("a"),), (Node("ask", asks=1),), (Node("d"),)))
     case = Case(once, once.with_node("a", x="str"), answered=0, resume=REANSWER, by_id=True)
     assert oracle(kind, tmp_path, case) == "rewind"
+
+
+EDITED = Spec(((Node("a"),), (Node("w"),), (Node("d"),)))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the rewind re-runs w: a human's update_state(as_node='w') is discarded, "
+    "with no word in the plan or the log",
+)
+@pytest.mark.parametrize("kind", SAVERS)
+def test_a_human_edit_is_kept_or_refused_by_name(kind: str, tmp_path: Path) -> None:
+    new_spec = EDITED.with_node("w", x="str")
+    with opened_saver(kind, tmp_path) as saver:
+        config = {"configurable": {"thread_id": "edited"}}
+        graphs = {}
+        for spec in (EDITED, new_spec):
+            deployed(*models(spec).values())
+            graphs[spec] = ne.compile(
+                build(spec, Counted()), checkpointer=saver, interrupt_before=["d"]
+            )
+            if spec is EDITED:  # release 1 runs to the breakpoint, and a human edits
+                ne.run(graphs[spec], {"doc": "turn!"}, config)
+                edit = models(spec)["w"](seed=99, x=99)
+                graphs[spec].update_state(config, {"w": edit}, as_node="w")
+        new = graphs[new_spec]
+        try:
+            ne.run(new, None, config)
+        except ne.CheckpointSchemaError as refused:
+            assert "update_state" in str(refused) or "edit" in str(refused)
+            return
+        assert new.get_state(config).values["w"].seed == 99, "the edit was dropped"
