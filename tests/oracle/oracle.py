@@ -228,11 +228,11 @@ def _compare(
     if kind == "rewind":
         before = {n for n, s in step.items() if s < at}
         assert expected <= plan.rerun and before <= plan.kept, f"plan misnames\n{plan}"
-    # ``reanswer``: what was answered is applied again, never asked again.
+    # ``reanswer``: the answer given to the question waiting is applied, never asked for.
     reanswer = case.resume is not None and case.resume.reanswer
-    changed = changed_nodes(case.old, case.new)
-    rerun = set() if reanswer else changed | {n for n, s in step.items() if s > at}
-    again = [
-        q for q in new.asked if q in {*old.answered, *waiting} and q.split("?")[0] not in rerun
-    ]
+    rerun = changed_nodes(case.old, case.new) | {n for n, s in step.items() if s > at}
+    given = {*old.answered, *waiting}
+    if reanswer:
+        rerun, given = rerun - {q.split("?")[0] for q in waiting}, waiting
+    again = [q for q in new.asked if q in given and q.split("?")[0] not in rerun]
     assert not again, f"asked again, though nothing upstream changed: {again}\n{plan}"
