@@ -14,7 +14,6 @@ from __future__ import annotations
 import binascii
 import hashlib
 import inspect
-import re
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
@@ -39,7 +38,6 @@ __all__ = [
     "STORED_IS_AVAILABLE",
     "TASKS_CHANNEL",
     "TASK_ID_KEY",
-    "by_interrupt_id",
     "compile_options",
     "delta_channels",
     "delta_snapshot",
@@ -241,19 +239,6 @@ def _watched(
         return found
 
     return updates
-
-
-def by_interrupt_id(resume: object) -> bool:
-    """Whether a ``Command(resume=...)`` value answers by interrupt id, as LangGraph reads
-    it: a dict whose keys are all interrupt ids (xxh3-128 hex digests)."""
-    return (
-        isinstance(resume, dict)
-        and bool(resume)
-        and all(isinstance(k, str) and _HEX32.fullmatch(k) for k in resume)
-    )
-
-
-_HEX32 = re.compile(r"[0-9a-f]{32}")
 
 
 def task_writers(

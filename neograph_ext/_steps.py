@@ -19,7 +19,7 @@ from __future__ import annotations
 import copy
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, NamedTuple
 
@@ -39,7 +39,7 @@ from neograph_ext._head_state import (
     stored_result,
     waiting_nodes,
 )
-from neograph_ext._langgraph import by_interrupt_id, unsaved_subgraph
+from neograph_ext._langgraph import unsaved_subgraph
 from neograph_ext._misread import turn_misread
 from neograph_ext._ownership import superseded_message
 from neograph_ext._stamp import (
@@ -112,16 +112,6 @@ class Work(NamedTuple):
     (``_head._stored``); None when only LangGraph's ``get_state`` can."""
     carry: ResumePlan | None = None
     """A plan whose values are carried (``_migrate``) before planning the invocations."""
-
-
-def _reanswered(input: Any) -> Any:
-    """The answer to apply to the question asked again: one keyed by the old question's
-    interrupt id is given as the bare value, since the question asked again has a new id
-    (an answer of several questions at once stays keyed: which is which is unknown)."""
-    resume = input.resume if isinstance(input, Command) else None
-    if isinstance(resume, dict) and len(resume) == 1 and by_interrupt_id(resume):
-        return replace(input, resume=next(iter(resume.values())))
-    return input
 
 
 def work_for(
@@ -216,7 +206,7 @@ def work_for(
             )
         elif reanswer and (answer or paused):
             after = at_checkpoint(call.config, None)
-            steps += (Invocation(_reanswered(input), after, here, Due.INTERRUPTED),)
+            steps += (Invocation(input, after, here, Due.INTERRUPTED),)
         elif paused:
             logger.warning(
                 "thread %r: something upstream of the question it waits on changed: the "

@@ -125,6 +125,9 @@ def test_reanswer_applies_each_answer_of_a_node_asking_twice_to_its_own_question
     assert oracle(kind, tmp_path, case) == "rewind"
 
 
+@pytest.mark.xfail(
+    strict=True, reason="an answer keyed by interrupt id ignores reanswer: asked again"
+)
 @pytest.mark.parametrize("kind", SAVERS)
 def test_reanswer_applies_an_answer_keyed_by_interrupt_id(kind: str, tmp_path: Path) -> None:
     once = Spec(((Node("a"),), (Node("ask", asks=1),), (Node("d"),)))
