@@ -11,6 +11,8 @@
 #   make lint    ruff check, ruff format --check, mypy
 #   make format  apply ruff's fixes and formatting
 #   make bench   run bench/run.py
+#   make oracle  the oracle's long suite: resumes after a deploy against fresh runs, over
+#                10,000 generated apps on memory, SQLite and a throwaway PostgreSQL server
 #   make compat  run LangGraph's, LangChain's agent and langgraph-prebuilt's own tests
 #                plainly, through neograph_ext.compile and through it with
 #                auto_resume=True, each in two orders; compare them test by test
@@ -26,7 +28,7 @@ STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := test
-.PHONY: venv demo test test-oldest lint format bench compat compat-ci compat-list clean
+.PHONY: venv demo test test-oldest lint format bench oracle compat compat-ci compat-list clean
 
 venv: $(STAMP)
 
@@ -99,6 +101,10 @@ format: venv
 bench: venv
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
 	$(BIN)/python bench/run.py
+
+oracle: venv
+	PYTHON=$(BIN)/python bash scripts/pg.sh $(BIN)/python -m pytest -n 2 tests/oracle \
+		-m oracle -p no:randomly -q $(PYTEST_ARGS)
 
 # The compat extra holds what the compat suites (compat/suites.py) need beyond our own tests.
 COMPAT_STAMP := $(VENV)/.installed-compat

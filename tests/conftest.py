@@ -14,8 +14,8 @@ Rules:
   `pytest -n`, each worker gets a database of its own (`pytest_configure`):
   the stamp order and advisory locks are database-wide, and a test resets the
   order as a fresh database has it.
-- Tests marked `storm` (minutes of random kills) are deselected unless `-m` names
-  them: `pytest -m storm tests/reliability`.
+- Tests marked `storm` (minutes of random kills) or `oracle` (the long oracle suite)
+  are deselected unless `-m` names them: `pytest -m storm tests/reliability`.
 - Every async test (a coroutine, or one on an `async` drive) runs under `blockbuster`,
   as LangChain's tests do: a blocking call on a running event loop fails it, as it fails
   under `langgraph dev` (`no_blocking_on_the_loop`).
@@ -90,12 +90,14 @@ def _require_pg_dsn() -> str:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if "storm" not in (config.getoption("markexpr", "") or ""):
-        # Minutes of random kills: run on purpose (`-m storm`), never as part of a suite.
-        storms = [item for item in items if item.get_closest_marker("storm")]
-        if storms:
-            config.hook.pytest_deselected(items=storms)
-            items[:] = [item for item in items if not item.get_closest_marker("storm")]
+    for marker in ("storm", "oracle"):
+        if marker in (config.getoption("markexpr", "") or ""):
+            continue
+        # Minutes long: run on purpose (`-m storm`, `make oracle`), never as part of a suite.
+        long = [item for item in items if item.get_closest_marker(marker)]
+        if long:
+            config.hook.pytest_deselected(items=long)
+            items[:] = [item for item in items if not item.get_closest_marker(marker)]
     for item in items:
         params = getattr(item, "callspec", None)
         uses_pg = "pg_dsn" in getattr(item, "fixturenames", ()) or (

@@ -1,0 +1,297 @@
+"""Graph specs for the oracle: a small description of a LangGraph app, and the real,
+counted, deterministic graph it builds.
+
+A spec is a list of layers run in order. A layer is one node, two parallel nodes (the
+next layer joins them: ``add_edge([a, b], c)``), or a ``Fan``: a worker the layer before
+sends ``Item``s to (``Send``, from a conditional edge or ``Command(goto=...)``). Every
+node writes its own channel (or the shared ``out`` channel, typed as the union of its
+writers' models) and appends to the ``log`` reducer (and to ``add_messages`` ``msgs``).
+A node's value is built from its inputs alone, so two runs of the same spec agree.
+
+Two specs with the same node names are two releases of one app: their models share a
+module and qualname (``pipelines.model``), so a stored value revives as the class bound
+in the process (``pipelines.deployed``), as one class exists per worker.
+"""
+
+from __future__ import annotations
+
+import operator
+import threading
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Annotated, Any, Literal, TypedDict
+
+from langchain_core.messages import AIMessage, AnyMessage
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
+from langgraph.types import Command, Send, interrupt
+from pydantic import BaseModel
+
+from tests.graphs.pipelines import Crash, model
+
+__all__ = ["Fan", "Node", "Spec", "build", "changed_nodes", "members", "models"]
+
+TYPES: Mapping[str, Callable[[int], Any]] = {
+    "int": int,
+    "str": str,
+    "float": float,
+    "list": lambda seed: [seed],
+}
+"""The types a model's changing field ``x`` may have, each with how a seed becomes one."""
+_ITEM = 1000
+"""The seeds of a fan's items are ``k * _ITEM`` apart: the first is below it."""
+_ANNOTATIONS: Mapping[str, object] = {"int": int, "str": str, "float": float, "list": list[int]}
+
+
+@dataclass(frozen=True)
+class Node:
+    """One node: what it returns and how it routes on."""
+
+    name: str
+    x: str = "int"
+    """The type of its model's field ``x`` (a key of ``TYPES``)."""
+    extra: str | None = None
+    """``"required"`` or ``"optional"``: its model has a field ``y`` of that kind."""
+    version: str | None = None
+    """Its ``versions=`` entry (a prompt or logic change)."""
+    asks: int = 0
+    """How many ``interrupt()``s it asks, in order, before it returns."""
+    route: str = "edge"
+    """``"edge"`` (static edges), ``"cond"`` (a conditional edge) or ``"command"``
+    (``Command(goto=...)``); only a layer of one node routes other than by edges."""
+    shared: bool = False
+    """It writes the ``out`` channel, typed as the union of all its writers' models."""
+
+
+@dataclass(frozen=True)
+class Fan:
+    """A worker the single node of the layer before sends ``items`` ``Item``s to."""
+
+    name: str
+    items: int = 2
+    x: str = "int"
+    """The type of the ``Item``'s field ``x``: the ``Send`` argument's model."""
+
+
+Layer = tuple[Node, ...] | Fan
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One release of an app."""
+
+    layers: tuple[Layer, ...]
+    messages: bool = False
+    """Every node also appends an ``AIMessage`` (with a fixed id) to ``add_messages``."""
+
+    def nodes(self) -> list[Node | Fan]:
+        return [n for layer in self.layers for n in members(layer)]
+
+    def named(self, name: str) -> Node | Fan:
+        (found,) = [n for n in self.nodes() if n.name == name]
+        return found
+
+    def versions(self) -> dict[str, str]:
+        return {n.name: n.version for n in self.nodes() if isinstance(n, Node) and n.version}
+
+    def with_node(self, name: str, **changes: Any) -> Spec:
+        """This spec with node ``name`` changed."""
+
+        def edit(layer: Layer) -> Layer:
+            if isinstance(layer, Fan):
+                return replace(layer, **changes) if layer.name == name else layer
+            return tuple(replace(n, **changes) if n.name == name else n for n in layer)
+
+        return replace(self, layers=tuple(edit(layer) for layer in self.layers))
+
+
+def models(spec: Spec) -> dict[str, type[BaseModel]]:
+    """Per node (and per fan, its ``Item``), the model of its value."""
+    made: dict[str, type[BaseModel]] = {}
+    for n in spec.nodes():
+        fields: dict[str, Any] = {"seed": (int, ...), "x": (_ANNOTATIONS[n.x], ...)}
+        if isinstance(n, Node) and n.extra:
+            fields["y"] = (int, ...) if n.extra == "required" else (int | None, None)
+        made[n.name] = model(f"Oracle_{n.name}", **fields)
+    return made
+
+
+def changed_nodes(old: Spec, new: Spec) -> set[str]:
+    """The nodes of ``old`` whose stored work ``new`` makes stale: what they wrote
+    changed (its model, or a ``versions`` entry), or where they route (a node inserted or
+    removed after them); a fan's sender too, when the ``Item`` it sends changed."""
+    kept = {n.name for n in old.nodes()} & {n.name for n in new.nodes()}
+    stale: set[str] = set()
+    for spec in (old, new):
+        for i, layer in enumerate(spec.layers):
+            if i and any(n.name not in kept for n in members(layer)):
+                stale |= {m.name for m in members(spec.layers[i - 1])} & kept
+    for i, layer in enumerate(new.layers):
+        for now in members(layer):
+            if now.name in kept and old.named(now.name) != now:
+                stale.add(now.name)
+                if isinstance(now, Fan):
+                    stale |= {m.name for m in members(new.layers[i - 1])}
+    return stale
+
+
+def members(layer: Layer) -> tuple[Node | Fan, ...]:
+    return (layer,) if isinstance(layer, Fan) else layer
+
+
+@dataclass
+class Counted:
+    """What a built graph did: executions per node; which node crashes, and the events
+    its crash waits on (new ones each time it is armed, for the run about to start)."""
+
+    def __init__(self) -> None:
+        self.runs: Counter[str] = Counter()
+        self.crash: str | None = None
+        self.finished: defaultdict[str, threading.Event] = defaultdict(threading.Event)
+        self.returned = threading.Semaphore(0)
+
+    def arm(self, crash: str | None) -> None:
+        """From now on ``crash`` raises ``Crash`` once its siblings finished; for a fan,
+        its first item does, once the other items finished."""
+        self.crash = crash
+        self.finished = defaultdict(threading.Event)
+        self.returned = threading.Semaphore(0)
+
+
+def _state(spec: Spec, made: Mapping[str, type[BaseModel]]) -> type:
+    fields: dict[str, Any] = {"doc": str, "log": Annotated[list[str], operator.add]}
+    if any(isinstance(n, Fan) for n in spec.nodes()):
+        fields["results"] = Annotated[list[str], operator.add]
+    if spec.messages:
+        fields["msgs"] = Annotated[list[AnyMessage], add_messages]
+    shared = [made[n.name] for n in spec.nodes() if isinstance(n, Node) and n.shared]
+    if shared:
+        union: Any = shared[0]
+        for writer in shared[1:]:
+            union = union | writer
+        fields["out"] = union
+    for n in spec.nodes():
+        if isinstance(n, Node) and not n.shared:
+            fields[n.name] = made[n.name]
+    return TypedDict("OracleState", fields, total=False)  # type: ignore[operator]
+
+
+def build(spec: Spec, counted: Counted) -> StateGraph[Any, Any, Any, Any]:
+    """The graph ``spec`` describes, counting into ``counted``."""
+    made = models(spec)
+    builder = StateGraph(_state(spec, made))
+    layers = spec.layers
+    for i, layer in enumerate(layers):
+        after = layers[i + 1] if i + 1 < len(layers) else None
+        if isinstance(layer, Fan):
+            builder.add_node(layer.name, _worker(layer, counted))
+            continue
+        reads = _names(layers[i - 1]) if i else []
+        siblings = [n.name for n in layer]
+        for n in layer:
+            goto = _goto(after, made) if n.route == "command" else None
+            fn = _node(n, spec, counted, made[n.name], reads, siblings, goto)
+            if goto is not None:  # where it may go, as LangGraph reads it (and stamps it)
+                fn.__annotations__ = {"return": Command[Literal[tuple(_names(after))]]}  # type: ignore[misc]
+            builder.add_node(n.name, fn)
+    for name in _names(layers[0]):
+        builder.add_edge(START, name)
+    for i, layer in enumerate(layers):
+        after = layers[i + 1] if i + 1 < len(layers) else None
+        names = _names(layer)
+        route = layer[0].route if isinstance(layer, tuple) and len(layer) == 1 else "edge"
+        if route == "cond" or isinstance(after, Fan):
+            builder.add_conditional_edges(names[0], _goto(after, made), _names(after))
+        elif route == "edge":
+            for target in _names(after):
+                builder.add_edge(names if len(names) > 1 and target != END else names[0], target)
+            for name in names[1:] if after is None else ():
+                builder.add_edge(name, END)
+    return builder
+
+
+def _names(layer: Layer | None) -> list[str]:
+    return [m.name for m in members(layer)] if layer is not None else [END]
+
+
+def _goto(after: Layer | None, made: Mapping[str, type[BaseModel]]) -> Any:
+    """Where a node routes on: the next layer, or a ``Send`` per item of a fan."""
+
+    def route(state: Any) -> Any:
+        if isinstance(after, Fan):
+            item = made[after.name]
+            seeds = [len(state.get("doc", "")) + _ITEM * k for k in range(after.items)]
+            return [Send(after.name, item(seed=s, x=TYPES[after.x](s))) for s in seeds]
+        return _names(after)
+
+    return route
+
+
+def _seed(state: Mapping[str, Any], reads: list[str]) -> int:
+    seed = len(state.get("doc", ""))
+    for name in reads:
+        value = state.get(name)
+        seed += int(getattr(value, "seed", 0) or 0)
+    return seed
+
+
+def _node(
+    n: Node,
+    spec: Spec,
+    counted: Counted,
+    made: type[BaseModel],
+    reads: list[str],
+    siblings: list[str],
+    goto: Any,
+) -> Callable[[Any], Any]:
+    def fn(state: Any) -> Any:
+        counted.runs[n.name] += 1
+        try:
+            answers = [str(interrupt(f"{n.name}?{k}")) for k in range(n.asks)]
+            if counted.crash == n.name:
+                _after_siblings(n.name, siblings, counted)
+                raise Crash(n.name)
+        finally:
+            counted.finished[n.name].set()
+        seed = _seed(state, reads) + sum(map(len, answers))
+        fields: dict[str, Any] = {"seed": seed, "x": TYPES[n.x](seed)}
+        if n.extra == "required":
+            fields["y"] = seed
+        update: dict[str, Any] = {
+            "out" if n.shared else n.name: made(**fields),
+            "log": [f"{state.get('doc')}/{n.name}:{seed}:{','.join(answers)}"],
+        }
+        if spec.messages:
+            update["msgs"] = [AIMessage(content=n.name, id=f"{n.name}-{state.get('doc')}")]
+        if goto is not None:
+            return Command(update=update, goto=goto(state))
+        return update
+
+    fn.__name__ = n.name
+    return fn
+
+
+def _after_siblings(name: str, siblings: list[str], counted: Counted) -> None:
+    """Crash once the parallel siblings finished (and LangGraph stored their writes), so
+    that the crash cuts short this task alone."""
+    others = [counted.finished[other] for other in siblings if other != name]
+    if others:
+        assert all(event.wait(10) for event in others), "a sibling never finished"
+        time.sleep(0.1)
+
+
+def _worker(fan: Fan, counted: Counted) -> Callable[[Any], Any]:
+    def fn(item: Any) -> dict[str, Any]:
+        counted.runs[fan.name] += 1
+        if counted.crash == fan.name and item.seed < _ITEM:  # the first item
+            for _ in range(fan.items - 1):
+                assert counted.returned.acquire(timeout=10), "the other items never finished"
+            time.sleep(0.1)
+            raise Crash(fan.name)
+        counted.returned.release()
+        return {"results": [f"{item.seed % _ITEM}/{fan.name}:{type(item).__name__}:{item.x!r}"]}
+
+    fn.__name__ = fan.name
+    return fn

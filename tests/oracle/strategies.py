@@ -1,0 +1,143 @@
+"""``hypothesis`` strategies for the oracle's cases: an app (``Spec``), what a release
+changed in it, and where release 1 stopped. Everything shrinks toward one plain node,
+no change, no stop: a failure is reported in its smallest form."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from hypothesis import strategies as st
+
+from neograph_ext import ResumePolicy
+from tests.oracle.oracle import Case
+from tests.oracle.spec import TYPES, Fan, Layer, Node, Spec, members
+
+__all__ = ["cases", "specs"]
+
+_NAMES = "abcdefgh"
+REANSWER = ResumePolicy(reanswer=True)
+
+
+@st.composite
+def _node(draw: st.DrawFn, name: str, *, alone: bool) -> Node:
+    return Node(
+        name,
+        x=draw(st.sampled_from(sorted(TYPES, key="int".__ne__))),
+        asks=draw(st.integers(0, 2)),
+        route=draw(st.sampled_from(("edge", "cond", "command"))) if alone else "edge",
+        shared=draw(st.booleans()) if alone else False,
+    )
+
+
+@st.composite
+def specs(draw: st.DrawFn) -> Spec:
+    """An app of one to four layers: nodes, parallel pairs (joined after), fans."""
+    layers: list[Layer] = []
+    names = iter(_NAMES)
+    for i in range(draw(st.integers(1, 4))):
+        sender = i > 0 and _single(layers[-1])
+        shape = draw(st.sampled_from(("node", "pair", "fan") if sender else ("node", "pair")))
+        if shape == "fan":
+            layers.append(Fan(next(names), items=draw(st.integers(1, 3))))
+        else:
+            size = 1 if shape == "node" else 2
+            layers.append(tuple(draw(_node(next(names), alone=size == 1)) for _ in range(size)))
+    return Spec(tuple(layers), messages=draw(st.booleans()))
+
+
+def _single(layer: Layer) -> bool:
+    return isinstance(layer, tuple) and len(layer) == 1
+
+
+def _valid(spec: Spec) -> bool:
+    """A fan's sender is one node; a pair routes by edges; the first layer is no fan."""
+    layers = spec.layers
+    if not layers or isinstance(layers[0], Fan):
+        return False
+    return all(
+        not isinstance(layer, Fan) or _single(layers[i - 1]) for i, layer in enumerate(layers)
+    )
+
+
+@st.composite
+def _changed(draw: st.DrawFn, spec: Spec) -> Spec:
+    """Release 2: ``spec`` with one change, or none (the control)."""
+    nodes = spec.nodes()
+    target = draw(st.sampled_from(nodes))
+    change = draw(
+        st.sampled_from(("none", "retype", "required", "optional", "version", "insert", "remove"))
+    )
+    if change == "retype":
+        return spec.with_node(target.name, x=draw(st.sampled_from(sorted(set(TYPES) - {target.x}))))
+    if isinstance(target, Node) and change in ("required", "optional"):
+        return spec.with_node(target.name, extra=change)
+    if isinstance(target, Node) and change == "version":
+        return spec.with_node(target.name, version="v2")
+    at = spec.layers.index(_layer_of(spec, target.name))
+    if change == "insert":
+        layers = (*spec.layers[: at + 1], (Node("n"),), *spec.layers[at + 1 :])
+        return _or(replace(spec, layers=layers), spec)
+    if change == "remove" and at > 0:
+        return _or(replace(spec, layers=spec.layers[:at] + spec.layers[at + 1 :]), spec)
+    return spec
+
+
+def _layer_of(spec: Spec, name: str) -> Layer:
+    (layer,) = [x for x in spec.layers if name in _names(x)]
+    return layer
+
+
+def _names(layer: Layer) -> set[str]:
+    return {m.name for m in members(layer)}
+
+
+def _or(spec: Spec, fallback: Spec) -> Spec:
+    return spec if _valid(spec) else fallback
+
+
+@st.composite
+def cases(draw: st.DrawFn, *, turns: int = 2) -> Case:
+    """A thread's story: an app, release 2 of it, and where release 1 stopped."""
+    old = draw(specs())
+    new = draw(_changed(old))
+    crash = draw(st.none() | st.sampled_from([n.name for n in old.nodes()]))
+    return Case(
+        old,
+        new,
+        crash=crash,
+        answered=draw(st.integers(0, 3).map(lambda n: 99 if n == 3 else n)),
+        turns=draw(st.integers(1, turns)),
+        resume=draw(st.sampled_from((None, REANSWER))),
+        by_id=draw(st.booleans()),
+    )
+
+
+def known_failure(case: Case) -> str | None:
+    """The row of ``test_rows`` a case is an instance of, while that row still fails
+    (its strict xfail names why): the generated suite checks every other case."""
+    new = {n.name: n for n in case.new.nodes()}
+    changed = [n for n in case.old.nodes() if n.name in new and new[n.name] != n]
+    shared = [n for n in case.old.nodes() if isinstance(n, Node) and n.shared]
+    if len(shared) > 1 and any(n in shared for n in changed):
+        return "test_two_writers_of_a_union_only_the_changed_one_reruns"
+    crashed = next((x for x in case.old.layers if case.crash in {m.name for m in members(x)}), ())
+    if len(members(crashed)) > 1 and any(
+        n.name != case.crash for n in members(crashed) if n in changed
+    ):
+        return "test_a_crashed_step_keeps_its_unchanged_finished_sibling"
+    if case.resume and any(isinstance(n, Node) and n.asks > 1 for n in case.old.nodes()):
+        return "test_reanswer_applies_each_answer_of_a_node_asking_twice_to_its_own_question"
+    if case.resume and case.by_id:
+        return "test_reanswer_applies_an_answer_keyed_by_interrupt_id"
+    for before, after in zip(case.old.layers, case.old.layers[1:], strict=False):
+        joined = len(members(before)) > 1 and len(members(after)) > 1
+        if joined and any(n in changed for n in members(after)):
+            return "test_a_step_after_a_join_keeps_its_unchanged_sibling"
+    for layer in case.old.layers:
+        step = members(layer)
+        asking = [n for n in step if isinstance(n, Node) and n.asks]
+        if len(step) > 1 and any(n in changed for n in step for a in asking if n != a):
+            return "test_a_question_beside_a_changed_sibling_is_not_asked_again"
+    if any(isinstance(n, Fan) for n in changed):
+        return "test_a_changed_send_argument_reruns_its_sender"
+    return None

@@ -1,0 +1,219 @@
+"""The shapes found silently wrong after a deploy, each a named case of the oracle, on
+every saver. A row still wrong is a strict xfail saying what happens today."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any, TypedDict
+
+import pytest
+from langgraph.graph import START, StateGraph
+from langgraph.types import Command, interrupt
+
+import neograph_ext as ne
+from tests.conftest import opened_saver
+from tests.graphs.pipelines import deployed, model
+from tests.oracle.oracle import Case, check, typed
+from tests.oracle.spec import Counted, Fan, Node, Spec, build, models
+
+SAVERS = ["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+
+
+def oracle(kind: str, tmp_path: Path, case: Case) -> str:
+    with opened_saver(kind, tmp_path) as saver:
+        return check(case, saver)
+
+
+FAN = Spec(((Node("a"),), Fan("work", items=3), (Node("d"),)))
+FAN_COMMAND = Spec(((Node("a", route="command"),), Fan("work", items=3), (Node("d"),)))
+SEND_ROWS = {
+    "conditional edge, one send crashed": Case(FAN, FAN.with_node("work", x="str"), crash="work"),
+    "Command(goto), one send crashed": Case(
+        FAN_COMMAND, FAN_COMMAND.with_node("work", x="str"), crash="work"
+    ),
+    "every send finished, a later node crashed": Case(
+        FAN, FAN.with_node("work", x="str"), crash="d"
+    ),
+}
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a Send argument's model is not fingerprinted: plan continue, work receives "
+    "old Items under the new code, results built from them are kept",
+)
+@pytest.mark.parametrize("row", SEND_ROWS)
+@pytest.mark.parametrize("kind", SAVERS)
+def test_a_changed_send_argument_reruns_its_sender(kind: str, row: str, tmp_path: Path) -> None:
+    assert oracle(kind, tmp_path, SEND_ROWS[row]) == "rewind"
+
+
+UNION = Spec(((Node("a", shared=True),), (Node("b"),), (Node("c", shared=True),)))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a channel `out: A | B` whose type changed is blamed on every writer: "
+    "the writer of the unchanged B re-runs",
+)
+@pytest.mark.parametrize("kind", SAVERS)
+def test_two_writers_of_a_union_only_the_changed_one_reruns(kind: str, tmp_path: Path) -> None:
+    assert oracle(kind, tmp_path, Case(UNION, UNION.with_node("c", x="str"))) == "rewind"
+
+
+PARALLEL = Spec(((Node("a"),), (Node("x"), Node("y"), Node("z")), (Node("d"),)))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the crashed step's unchanged finished sibling y re-runs; with a versions "
+    "bump, the plan names the crashed z as kept while it runs",
+)
+@pytest.mark.parametrize("change", [{"x": "str"}, {"version": "v2"}], ids=["retyped", "version"])
+@pytest.mark.parametrize("kind", SAVERS)
+def test_a_crashed_step_keeps_its_unchanged_finished_sibling(
+    kind: str, change: dict[str, str], tmp_path: Path
+) -> None:
+    case = Case(PARALLEL, PARALLEL.with_node("x", **change), crash="z")
+    assert oracle(kind, tmp_path, case) == "rewind"
+
+
+JOINED = Spec(((Node("a"), Node("b")), (Node("c"), Node("d"))))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="found by the oracle: in a parallel step whose tasks a join triggered "
+    "(add_edge([a, b], c), add_edge([a, b], d)), a changed channel is blamed on both: "
+    "the unchanged d re-runs",
+)
+@pytest.mark.parametrize("kind", SAVERS)
+def test_a_step_after_a_join_keeps_its_unchanged_sibling(kind: str, tmp_path: Path) -> None:
+    case = Case(JOINED, JOINED.with_node("c", extra="required"))
+    assert oracle(kind, tmp_path, case) == "rewind"
+
+
+ASKING = Spec(((Node("a"),), (Node("ask", asks=1), Node("c")), (Node("d"),)))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the asking node is blamed for its changed sibling's channel: the question "
+    "is asked again",
+)
+@pytest.mark.parametrize("kind", SAVERS)
+def test_a_question_beside_a_changed_sibling_is_not_asked_again(kind: str, tmp_path: Path) -> None:
+    case = Case(ASKING, ASKING.with_node("c", x="str"), answered=0)
+    assert oracle(kind, tmp_path, case) == "rewind"
+
+
+TWICE = Spec(((Node("a"),), (Node("ask", asks=2),), (Node("d"),)))
+REANSWER = ne.ResumePolicy(reanswer=True)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the answer to the second question is stored as the answer to the first; "
+    "the first answer is lost",
+)
+@pytest.mark.parametrize("kind", SAVERS)
+def test_reanswer_applies_each_answer_of_a_node_asking_twice_to_its_own_question(
+    kind: str, tmp_path: Path
+) -> None:
+    case = Case(TWICE, TWICE.with_node("a", x="str"), answered=1, resume=REANSWER)
+    assert oracle(kind, tmp_path, case) == "rewind"
+
+
+@pytest.mark.xfail(
+    strict=True, reason="an answer keyed by interrupt id ignores reanswer: asked again"
+)
+@pytest.mark.parametrize("kind", SAVERS)
+def test_reanswer_applies_an_answer_keyed_by_interrupt_id(kind: str, tmp_path: Path) -> None:
+    once = Spec(((Node("a"),), (Node("ask", asks=1),), (Node("d"),)))
+    case = Case(once, once.with_node("a", x="str"), answered=0, resume=REANSWER, by_id=True)
+    assert oracle(kind, tmp_path, case) == "rewind"
+
+
+EDITED = Spec(((Node("a"),), (Node("w"),), (Node("d"),)))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the rewind re-runs w: a human's update_state(as_node='w') is discarded, "
+    "with no word in the plan or the log",
+)
+@pytest.mark.parametrize("kind", SAVERS)
+def test_a_human_edit_is_kept_or_refused_by_name(kind: str, tmp_path: Path) -> None:
+    new_spec = EDITED.with_node("w", x="str")
+    with opened_saver(kind, tmp_path) as saver:
+        config = {"configurable": {"thread_id": "edited"}}
+        graphs = {}
+        for spec in (EDITED, new_spec):
+            deployed(*models(spec).values())
+            graphs[spec] = ne.compile(
+                build(spec, Counted()), checkpointer=saver, interrupt_before=["d"]
+            )
+            if spec is EDITED:  # release 1 runs to the breakpoint, and a human edits
+                ne.run(graphs[spec], {"doc": "turn!"}, config)
+                edit = models(spec)["w"](seed=99, x=99)
+                graphs[spec].update_state(config, {"w": edit}, as_node="w")
+        new = graphs[new_spec]
+        try:
+            ne.run(new, None, config)
+        except ne.CheckpointSchemaError as refused:
+            assert "update_state" in str(refused) or "edit" in str(refused)
+            return
+        assert new.get_state(config).values["w"].seed == 99, "the edit was dropped"
+
+
+def _with_asking_subgraph(runs: Counter[str], x: type) -> StateGraph[Any, Any, Any, Any]:
+    """``a -> sub -> z``; ``sub`` (compiled ``checkpointer=True``) runs ``inner``, which
+    returns a model with ``x: x``, then asks."""
+    made = model("Oracle_inner", x=(x, ...))
+    deployed(made)
+    state = TypedDict("Sub", {"doc": str, "inner": made, "said": str}, total=False)  # type: ignore[operator]  # noqa: UP013
+
+    def inner(s: Any) -> dict[str, Any]:
+        runs["inner"] += 1
+        return {"inner": made(x=x(len(s["doc"])))}
+
+    def ask(s: Any) -> dict[str, Any]:
+        runs["ask"] += 1
+        return {"said": str(interrupt("ok?"))}
+
+    sub = StateGraph(state)
+    sub.add_node("inner", inner)
+    sub.add_node("ask", ask)
+    sub.add_edge(START, "inner")
+    sub.add_edge("inner", "ask")
+    builder = StateGraph(state)
+    builder.add_node("a", lambda s: {"said": ""})
+    builder.add_node("sub", sub.compile(checkpointer=True))
+    builder.add_node("z", lambda s: {"said": s["said"] + "!"})
+    builder.add_edge(START, "a")
+    builder.add_edge("a", "sub")
+    builder.add_edge("sub", "z")
+    return builder
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the plan re-runs sub, but the subgraph resumes from its own namespace: "
+    "inner does not re-run and its stale value reaches the final state",
+)
+@pytest.mark.parametrize("kind", SAVERS)
+def test_a_persistent_subgraph_waiting_inside_reruns_its_changed_node(
+    kind: str, tmp_path: Path
+) -> None:
+    runs: Counter[str] = Counter()
+    config: Any = {"configurable": {"thread_id": "sub"}}
+    with opened_saver(kind, tmp_path) as saver:
+        old = ne.compile(_with_asking_subgraph(runs, int), checkpointer=saver)
+        ne.run(old, {"doc": "turn!"}, config)
+        runs.clear()
+        new = ne.compile(_with_asking_subgraph(runs, str), checkpointer=saver)
+        while new.get_state(config).interrupts:
+            ne.run(new, Command(resume="yes"), config)
+        assert runs["inner"] == 1
+        assert typed(new.get_state(config).values["inner"].x) == typed("5")
