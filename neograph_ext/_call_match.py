@@ -44,7 +44,6 @@ __all__ = [
     "CallsUnmatched",
     "DigestChannel",
     "checked_body",
-    "checked_config",
     "checking",
     "with_checked_calls",
 ]
@@ -55,11 +54,10 @@ _SEND = "__pregel_send"
 _WRAPPED = "_neograph_ext_body"
 _RECORDED = "_neograph_ext_recorded"
 
-_CHECK_KEY = "__neograph_ext_check_calls"
-"""Set in a run's ``configurable`` (``checked_config``), which every task's config
-inherits: LangGraph drops keys starting with ``__`` from checkpoint metadata."""
-
 _CHECKING: ContextVar[bool] = ContextVar("neograph_ext_checking_calls", default=False)
+"""Set while ``run`` (or a twin) invokes; LangGraph's tasks run in copies of the context
+they were scheduled from, so an entrypoint's body reads it as it starts. Never carried in
+the run's config, which users see (state snapshots, debug events)."""
 _RECORDING: weakref.WeakKeyDictionary[Callable[..., Any], Callable[..., Any]] = (
     weakref.WeakKeyDictionary()
 )
@@ -115,14 +113,6 @@ def with_checked_calls(graph: Pregel[Any, Any, Any, Any], func: Callable[..., An
     graph.channels = {**graph.channels, CALL_CHANNEL: DigestChannel(str)}
 
 
-def checked_config(config: RunnableConfig) -> RunnableConfig:
-    """``config``, asking the invocation it starts to compare cached results with the
-    calls made, when it starts inside ``checking``."""
-    if not _CHECKING.get():
-        return config
-    return {**config, "configurable": {**(config.get("configurable") or {}), _CHECK_KEY: True}}
-
-
 @contextmanager
 def checking() -> Iterator[None]:
     """Within the block, invocations that start compare cached results with the calls
@@ -165,7 +155,7 @@ def _calls_wrapped() -> Iterator[None]:
     if not isinstance(call, functools.partial) or not keywords or "schedule_task" not in keywords:
         yield
         return
-    scheduling = _scheduling(keywords["schedule_task"], bool(conf.get(_CHECK_KEY)))
+    scheduling = _scheduling(keywords["schedule_task"], _CHECKING.get())
     wrapped = functools.partial(call.func, *call.args, **{**keywords, "schedule_task": scheduling})
     patched = cast("RunnableConfig", {**config, _CONF: {**conf, _CALL: wrapped}})
     token = var_child_runnable_config.set(patched)
@@ -214,6 +204,16 @@ def _name(func: Callable[..., Any]) -> str:
     return str(getattr(func, "__name__", "") or type(func).__name__)
 
 
+def _task_name(func: Callable[..., Any]) -> str:
+    """The name LangGraph gives a task of ``func`` (``get_runnable_for_task``), kept by its
+    recording twin: ``functools.wraps`` copies no name from a partial or a callable object."""
+    if hasattr(func, "__name__"):
+        return str(func.__name__)
+    if hasattr(func, "func"):
+        return str(func.func.__name__)
+    return type(func).__name__
+
+
 def _digest_of(call: Any) -> str | None:
     args, kwargs = call.input
     return call_digest(_name(call.func), tuple(args), kwargs)
@@ -259,6 +259,7 @@ def _recording(func: Callable[..., Any]) -> Callable[..., Any]:
             return result
 
         made = recorded
+    made.__name__ = _task_name(func)
     setattr(made, _RECORDED, func)
     _RECORDING[func] = made
     return made

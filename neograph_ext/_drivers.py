@@ -372,5 +372,10 @@ async def amarked(
         if first is _END:
             return
         yield first
-        async for chunk in started:
+        while True:
+            # A task a later step starts copies this context: it must see the check too.
+            with checking() if checked else nullcontext():
+                chunk = await anext(started, _END)
+            if chunk is _END:
+                return
             yield chunk

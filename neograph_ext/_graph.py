@@ -35,7 +35,6 @@ from langgraph.pregel import Pregel
 from langgraph.types import Command
 
 from neograph_ext._budget import Budget
-from neograph_ext._call_match import checked_config
 from neograph_ext._entrypoint import EntrypointShape
 from neograph_ext._policy import LockPolicy, ResumePolicy
 from neograph_ext._revive import Revival
@@ -236,7 +235,7 @@ class StampedGraph(Pregel[Any, Any, Any, Any], Stamped):
             metadata[RUN_KEY] = ""  # not ours to carry: blank it rather than pass it on
         merged: RunnableConfig = {**(config or {})}
         merged["metadata"] = {**metadata_of(config), **metadata}
-        return checked_config(merged)
+        return merged
 
 
 def metadata_of(config: RunnableConfig | None) -> dict[str, Any]:

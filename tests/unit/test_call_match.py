@@ -79,3 +79,35 @@ def test_a_finished_call_records_its_digest_with_its_result_and_a_failed_one_not
     with pytest.raises(Crash):
         flow.invoke("x", config, durability="sync")
     assert CALL_CHANNEL not in {ch for _, ch, _ in next(iter(plain.list(config))).pending_writes}
+
+
+def _baz(update: str, value: str) -> str:
+    return value + f"|{update}"
+
+
+@pytest.mark.parametrize("is_async", [False, True])
+def test_a_recorded_call_keeps_its_task_name_and_leaves_the_callers_config_alone(
+    is_async: bool,
+) -> None:
+    """LangGraph names an unnamed ``partial`` task after its function; the recording twin
+    keeps that name. The check rides in a context variable, never in the run's config,
+    which LangGraph shows in snapshots and checkpoint events."""
+    baz = task(functools.partial(_baz, "baz"))
+
+    @entrypoint(checkpointer=InMemorySaver())
+    def flow(value: str) -> str:
+        return baz(value).result()
+
+    graph = ne.compile(flow)
+    config: Any = {"configurable": {"thread_id": "named"}}
+    if is_async:
+
+        async def drive() -> list[dict[str, Any]]:
+            return [chunk async for chunk in ne.astream(graph, "v", config, stream_mode="updates")]
+
+        updates = asyncio.run(drive())
+    else:
+        updates = list(ne.stream(graph, "v", config, stream_mode="updates"))
+    assert updates == [{"_baz": "v|baz"}, {"flow": "v|baz"}]
+    snapshot = graph.get_state(config)
+    assert all(not key.startswith("__neograph") for key in snapshot.config["configurable"])
