@@ -65,6 +65,7 @@ $(OLDEST_STAMP): pyproject.toml .ci/oldest.txt
 # builders, whose own floors are above ours (plainredis needs checkpoint 4.1, langchain 1.5
 # langchain-core 1.8), and DeltaChannel, which arrived in langgraph 1.2 (the conformance
 # matrix has DeltaChannel columns).
+# The reach test compares with langgraph 1.2's own code reader, which 1.1 does not have.
 test-oldest: $(OLDEST_STAMP)
 	$(OLDEST)/bin/python -m pytest -n 2 tests/unit tests/integration -m "not postgres" \
 		--ignore=tests/integration/test_saver_check.py \
@@ -84,6 +85,9 @@ test-oldest: $(OLDEST_STAMP)
 		--ignore=tests/integration/test_prune.py \
 		--ignore=tests/integration/test_seams.py \
 		--ignore=tests/integration/test_fleet_readers.py \
+		--ignore=tests/integration/test_event_loop.py \
+		--ignore=tests/integration/test_finished_turns.py \
+		--deselect=tests/unit/test_langgraph_knowledge.py::test_a_functions_reach_is_read_from_its_code_as_langgraph_reads_it \
 		-p no:cacheprovider -q
 
 # All three checks run, so one report shows every problem; any failure fails.
