@@ -201,12 +201,9 @@ def _compared(found: Any, index: int, call: Any, digest: str | None) -> Any:
 
 
 def _name(func: Callable[..., Any]) -> str:
-    return str(getattr(func, "__name__", "") or type(func).__name__)
-
-
-def _task_name(func: Callable[..., Any]) -> str:
-    """The name LangGraph gives a task of ``func`` (``get_runnable_for_task``), kept by its
-    recording twin: ``functools.wraps`` copies no name from a partial or a callable object."""
+    """The name LangGraph gives a task of ``func`` (``get_runnable_for_task``): a call's
+    identity in its digest, and kept by its recording twin, since ``functools.wraps``
+    copies no name from a partial or a callable object."""
     if hasattr(func, "__name__"):
         return str(func.__name__)
     if hasattr(func, "func"):
@@ -259,7 +256,7 @@ def _recording(func: Callable[..., Any]) -> Callable[..., Any]:
             return result
 
         made = recorded
-    made.__name__ = _task_name(func)
+    made.__name__ = _name(func)
     setattr(made, _RECORDED, func)
     _RECORDING[func] = made
     return made
