@@ -37,7 +37,7 @@ from neograph_ext._history import lineage
 from neograph_ext._lineage import alist_threads, list_threads
 from neograph_ext._operations import Flow, Op, ReadLineage, ReadTuple
 from neograph_ext._stamp import read_marks
-from neograph_ext._storage import StorageReader, apages, areader_for, pages, reader_for
+from neograph_ext._storage import StorageReader, apages, areader_for, arun, pages, reader_for, run
 from neograph_ext._thread import ThreadCall, checkpointer_of, named_checkpoint, stamped, thread_call
 from neograph_ext._unreadable import reading
 
@@ -103,7 +103,7 @@ def check_threads(
     reader = reader_for(saver)
     scanned = list_threads(saver) if reader is None and threads is None else ()
     for names in _batches(threads, batch, reader, scanned):
-        listed = reader.lineages(names) if reader is not None else {}
+        listed = run(saver, reader.lineages(names)) if reader is not None else {}
         for name in names:
             call = thread_call(graph, _config(name))
             with _Listed(call, listed.get(name)) as driver:
@@ -121,7 +121,7 @@ async def acheck_threads(
     reader = areader_for(saver)
     scanned = await alist_threads(saver) if reader is None and threads is None else ()
     async for names in _abatches(threads, batch, reader, scanned):
-        listed = await reader.alineages(names) if reader is not None else {}
+        listed = await arun(saver, reader.lineages(names)) if reader is not None else {}
         for name in names:
             call = thread_call(graph, _config(name))
             async with _AsyncListed(call, listed.get(name)) as driver:

@@ -16,7 +16,7 @@ Rules:
   theirs never do). The read costs the same however long the thread.
 - Written and read through the saver's public ``put`` / ``list`` only, so every
   ``BaseCheckpointSaver`` keeps it. Written from the counting callback only, which is
-  sync in every run (``_spend``); read by sync and async twins that differ by ``await``.
+  sync in every run (``_spend``); read by one flow (``_query``), run sync or async.
 - LangGraph's async savers (``AsyncSqliteSaver``, ``AsyncPostgresSaver``; checked on
   checkpoint-sqlite 3.1 and checkpoint-postgres 3.2) run a sync call on their own loop
   (``saver.loop``) and wait for it: called from that loop's thread (sync code inside an
@@ -40,6 +40,8 @@ from langgraph.checkpoint.base import (
 )
 
 from neograph_ext._budget import Ledger, decode_ledger, encode_ledger, merged
+from neograph_ext._query import Flow, Listing
+from neograph_ext._storage import bound
 
 __all__ = [
     "LEDGER_NS",
@@ -47,6 +49,7 @@ __all__ = [
     "LedgerRecord",
     "aread_ledger",
     "blocks_on_loop",
+    "ledger_of",
     "new_record",
     "read_ledger",
     "write_ledger",
@@ -63,19 +66,12 @@ RECENT = 32
 when its invocation started."""
 
 
-def read_ledger(saver: BaseCheckpointSaver[Any], thread_id: str) -> Ledger | None:
-    """The thread's ledger, None when nothing was ever counted on it.
-
-    Args:
-        saver: The checkpointer holding the thread.
-        thread_id: The thread.
-    """
-    return _merged(saver.list(_config(thread_id), limit=RECENT))
+def ledger_of(saver: BaseCheckpointSaver[Any], thread_id: str) -> Flow[Ledger | None]:
+    """The thread's ledger, None when nothing was ever counted on it."""
+    return _merged((yield Listing(_config(thread_id), limit=RECENT)))
 
 
-async def aread_ledger(saver: BaseCheckpointSaver[Any], thread_id: str) -> Ledger | None:
-    """Async twin of ``read_ledger``."""
-    return _merged([tup async for tup in saver.alist(_config(thread_id), limit=RECENT)])
+read_ledger, aread_ledger = bound(ledger_of)
 
 
 class LedgerRecord(NamedTuple):

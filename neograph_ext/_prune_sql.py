@@ -4,7 +4,7 @@ Rules:
 - The one module that knows the tables of LangGraph's SQLite and PostgreSQL savers
   (checked on langgraph-checkpoint-sqlite 3.1 and -postgres 3.2): ``checkpoints`` and
   ``writes`` (SQLite), ``checkpoints``, ``checkpoint_writes`` and ``checkpoint_blobs``
-  (PostgreSQL). Any other saver is a ``GraphError`` (``backend``).
+  (PostgreSQL). Any other saver is a ``GraphError`` (``_storage.backend``).
 - Statements only, no connection: ``_prune_store`` runs them.
 - A description thread goes only when no checkpoint names its stamp, checked in the
   deleting statement itself (``dropping``).
@@ -14,25 +14,22 @@ Rules:
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from neograph_ext._errors import GraphError
 from neograph_ext._stamp import REF_FORMAT, STAMP_KEY
-from neograph_ext._stamp_store import THREAD_PREFIX
+from neograph_ext._storage import Backend
+from neograph_ext._storage_rows import THREAD_PREFIX
 
 __all__ = [
     "SIZE_SQL",
-    "Backend",
     "Cut",
     "Saver",
     "Sizes",
     "Statement",
-    "backend",
     "descriptions_sql",
     "dropping",
     "pages",
@@ -41,7 +38,6 @@ __all__ = [
     "threads_sql",
 ]
 
-Backend = Literal["sqlite", "postgres"]
 Saver = BaseCheckpointSaver[Any]
 Statement = tuple[str, Sequence[Any]]
 """One SQL statement and its parameters."""
@@ -162,31 +158,6 @@ class Cut:
 
 _SQLITE_ROW = "length(checkpoint) + coalesce(length(metadata), 0)"
 _PG_ROW = "pg_column_size(checkpoint) + pg_column_size(metadata)"
-
-
-def backend(saver: Saver) -> Backend:
-    """Which tables ``saver`` keeps.
-
-    Raises:
-        GraphError: It is not one of LangGraph's SQLite or PostgreSQL savers.
-    """
-    for module, name, kind in _SAVERS:
-        cls = getattr(sys.modules.get(module), name, None)
-        if isinstance(cls, type) and isinstance(saver, cls):
-            return kind
-    kind_name = f"{type(saver).__module__}.{type(saver).__qualname__}"
-    raise GraphError(
-        f"pruning needs LangGraph's SQLite or PostgreSQL saver (SqliteSaver, "
-        f"AsyncSqliteSaver, PostgresSaver, AsyncPostgresSaver), not {kind_name}: "
-        "its tables are unknown here; prune that store with its own tools"
-    )
-
-
-_SAVERS: tuple[tuple[str, str, Backend], ...] = (
-    ("langgraph.checkpoint.sqlite", "SqliteSaver", "sqlite"),
-    ("langgraph.checkpoint.sqlite.aio", "AsyncSqliteSaver", "sqlite"),
-    ("langgraph.checkpoint.postgres.base", "BasePostgresSaver", "postgres"),
-)
 
 
 def threads_sql(kind: Backend) -> str:

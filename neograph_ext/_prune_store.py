@@ -1,18 +1,15 @@
-"""Running pruning's SQL on a saver's own connection: the sync and async twins.
+"""Pruning's reads and writes of a saver's own tables, each one flow (``_query``).
 
 Rules:
-- The statements are ``_prune_sql``'s; this module holds the connections they run on:
-  the saver's single connection under the saver's own lock, or one of its pool's.
+- The statements are ``_prune_sql``'s; ``_storage.run`` and ``_storage.arun`` run them
+  on the saver's connection (under its lock) or one of its pool's; each flow's sync and
+  async entry points are made by ``_storage.bound``.
 - Each ``cut`` is one transaction: a kill leaves a thread whole or pruned.
-- Twins differ by ``await`` alone; drivers are imported only when the saver is theirs.
 """
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import AsyncIterator, Iterator, Sequence
-from contextlib import asynccontextmanager, contextmanager
-from typing import Any
+from collections.abc import Sequence
 
 from neograph_ext._errors import GraphError
 from neograph_ext._prune_sql import (
@@ -20,8 +17,6 @@ from neograph_ext._prune_sql import (
     Cut,
     Saver,
     Sizes,
-    Statement,
-    backend,
     descriptions_sql,
     dropping,
     pages,
@@ -29,7 +24,9 @@ from neograph_ext._prune_sql import (
     sized,
     threads_sql,
 )
-from neograph_ext._stamp_store import THREAD_PREFIX
+from neograph_ext._query import Flow, Sql, Transaction
+from neograph_ext._storage import backend, bound
+from neograph_ext._storage_rows import THREAD_PREFIX
 
 __all__ = [
     "acut",
@@ -48,76 +45,41 @@ __all__ = [
 ]
 
 
-def threads(saver: Saver) -> list[str]:
+def _threads(saver: Saver) -> Flow[list[str]]:
     """Every thread with a root-namespace checkpoint, description threads too."""
-    return [str(row[0]) for row in _fetch(saver, threads_sql(backend(saver)), ())]
+    return [str(row[0]) for row in (yield Sql(threads_sql(backend(saver))))]
 
 
-async def athreads(saver: Saver) -> list[str]:
-    """Async twin of ``threads``."""
-    return [str(row[0]) for row in await _afetch(saver, threads_sql(backend(saver)), ())]
-
-
-def references(saver: Saver) -> list[tuple[str, str]]:
+def _references(saver: Saver) -> Flow[list[tuple[str, str]]]:
     """Distinct ``(thread, stamp reference)`` of every stamped checkpoint."""
-    rows = _fetch(saver, references_sql(backend(saver)), ())
+    rows = yield Sql(references_sql(backend(saver)))
     return [(str(t), ref) for t, ref in rows if isinstance(ref, str)]
 
 
-async def areferences(saver: Saver) -> list[tuple[str, str]]:
-    """Async twin of ``references``."""
-    rows = await _afetch(saver, references_sql(backend(saver)), ())
-    return [(str(t), ref) for t, ref in rows if isinstance(ref, str)]
-
-
-def descriptions(saver: Saver) -> dict[str, Sizes]:
+def _descriptions(saver: Saver) -> Flow[dict[str, Sizes]]:
     """Every description thread, with what it holds."""
-    rows = _fetch(saver, descriptions_sql(backend(saver)), (len(THREAD_PREFIX), THREAD_PREFIX))
-    return {str(t): Sizes(checkpoints=int(n), bytes=int(b)) for t, n, b in rows}
-
-
-async def adescriptions(saver: Saver) -> dict[str, Sizes]:
-    """Async twin of ``descriptions``."""
     args = (len(THREAD_PREFIX), THREAD_PREFIX)
-    rows = await _afetch(saver, descriptions_sql(backend(saver)), args)
+    rows = yield Sql(descriptions_sql(backend(saver)), args)
     return {str(t): Sizes(checkpoints=int(n), bytes=int(b)) for t, n, b in rows}
 
 
-def sizes(saver: Saver, found: Cut) -> Sizes:
+def _sizes(saver: Saver, found: Cut) -> Flow[Sizes]:
     """What the rows of ``found`` hold."""
     total = Sizes()
     for table, (sql, args) in found.measuring():
-        ((count, size),) = _fetch(saver, sql, args)
+        ((count, size),) = yield Sql(sql, args)
         total += sized(table, int(count), int(size))
     return total
 
 
-async def asizes(saver: Saver, found: Cut) -> Sizes:
-    """Async twin of ``sizes``."""
-    total = Sizes()
-    for table, (sql, args) in found.measuring():
-        ((count, size),) = await _afetch(saver, sql, args)
-        total += sized(table, int(count), int(size))
-    return total
-
-
-def cut(saver: Saver, found: Cut | None, dropped: Sequence[str] = ()) -> None:
+def _cut(saver: Saver, found: Cut | None, dropped: Sequence[str] = ()) -> Flow[None]:
     """Delete the rows of ``found`` and the description threads ``dropped``, in one
     transaction (a description still named by a checkpoint stays)."""
-    kind = backend(saver)
     statements = found.deleting() if found is not None else []
     for thread_id in dropped:
-        statements += dropping(kind, thread_id)
-    _transact(saver, statements)
-
-
-async def acut(saver: Saver, found: Cut | None, dropped: Sequence[str] = ()) -> None:
-    """Async twin of ``cut``."""
-    kind = backend(saver)
-    statements = found.deleting() if found is not None else []
-    for thread_id in dropped:
-        statements += dropping(kind, thread_id)
-    await _atransact(saver, statements)
+        statements += dropping(backend(saver), thread_id)
+    if statements:
+        yield Transaction(tuple(Sql(sql, args) for sql, args in statements))
 
 
 def vacuumable(saver: Saver) -> None:
@@ -133,116 +95,21 @@ def vacuumable(saver: Saver) -> None:
         )
 
 
-def vacuum(saver: Saver) -> tuple[int, int]:
+def _vacuum(saver: Saver) -> Flow[tuple[int, int]]:
     """``VACUUM`` a SQLite database; its size in bytes before and after.
 
     Raises:
         GraphError: The saver is not one of SQLite's.
     """
     vacuumable(saver)
-    with _connection(saver) as conn:
-        before = pages(conn.execute(SIZE_SQL).fetchall())
-        conn.commit()  # VACUUM cannot run inside a transaction
-        conn.execute("VACUUM")
-        return before, pages(conn.execute(SIZE_SQL).fetchall())
+    before = pages((yield Sql(SIZE_SQL)))
+    yield Sql("VACUUM", alone=True)  # VACUUM cannot run inside a transaction
+    return before, pages((yield Sql(SIZE_SQL)))
 
 
-async def avacuum(saver: Saver) -> tuple[int, int]:
-    """Async twin of ``vacuum``."""
-    vacuumable(saver)
-    async with _aconnection(saver) as conn:
-        before = pages(await (await conn.execute(SIZE_SQL)).fetchall())
-        await conn.commit()
-        await conn.execute("VACUUM")
-        return before, pages(await (await conn.execute(SIZE_SQL)).fetchall())
-
-
-def _fetch(saver: Saver, sql: str, args: Sequence[Any]) -> list[tuple[Any, ...]]:
-    with _connection(saver) as conn:
-        if isinstance(conn, sqlite3.Connection):
-            rows: list[tuple[Any, ...]] = conn.execute(sql, tuple(args)).fetchall()
-            return rows
-        from psycopg.rows import tuple_row
-
-        with conn.cursor(row_factory=tuple_row) as cur:
-            cur.execute(sql, args)
-            found: list[tuple[Any, ...]] = cur.fetchall()
-            return found
-
-
-async def _afetch(saver: Saver, sql: str, args: Sequence[Any]) -> list[tuple[Any, ...]]:
-    async with _aconnection(saver) as conn:
-        if backend(saver) == "sqlite":
-            async with conn.execute(sql, tuple(args)) as cur:
-                return [tuple(row) for row in await cur.fetchall()]
-        from psycopg.rows import tuple_row
-
-        async with conn.cursor(row_factory=tuple_row) as cur:
-            await cur.execute(sql, args)
-            return await cur.fetchall()  # type: ignore[no-any-return]
-
-
-def _transact(saver: Saver, statements: Sequence[Statement]) -> None:
-    if not statements:
-        return
-    with _connection(saver) as conn:
-        if isinstance(conn, sqlite3.Connection):
-            conn.commit()  # the saver's own work is committed: ours is a transaction alone
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-                for sql, args in statements:
-                    conn.execute(sql, tuple(args))
-            except BaseException:
-                conn.rollback()
-                raise
-            conn.commit()
-            return
-        with conn.transaction(), conn.cursor() as cur:
-            for sql, args in statements:
-                cur.execute(sql, args)
-
-
-async def _atransact(saver: Saver, statements: Sequence[Statement]) -> None:
-    if not statements:
-        return
-    async with _aconnection(saver) as conn:
-        if backend(saver) == "sqlite":
-            await conn.commit()
-            try:
-                await conn.execute("BEGIN IMMEDIATE")
-                for sql, args in statements:
-                    await conn.execute(sql, tuple(args))
-            except BaseException:
-                await conn.rollback()
-                raise
-            await conn.commit()
-            return
-        async with conn.transaction(), conn.cursor() as cur:
-            for sql, args in statements:
-                await cur.execute(sql, args)
-
-
-@contextmanager
-def _connection(saver: Saver) -> Iterator[Any]:
-    """The saver's connection (one of its pool's), held under the saver's own lock."""
-    backend(saver)
-    conn = saver.conn  # type: ignore[attr-defined]
-    with saver.lock:  # type: ignore[attr-defined]
-        if hasattr(conn, "getconn"):  # a psycopg pool
-            with conn.connection() as pooled:
-                yield pooled
-        else:
-            yield conn
-
-
-@asynccontextmanager
-async def _aconnection(saver: Saver) -> AsyncIterator[Any]:
-    """Async twin of ``_connection``."""
-    backend(saver)
-    conn = saver.conn  # type: ignore[attr-defined]
-    async with saver.lock:  # type: ignore[attr-defined]
-        if hasattr(conn, "getconn"):
-            async with conn.connection() as pooled:
-                yield pooled
-        else:
-            yield conn
+threads, athreads = bound(_threads)
+references, areferences = bound(_references)
+descriptions, adescriptions = bound(_descriptions)
+sizes, asizes = bound(_sizes)
+cut, acut = bound(_cut)
+vacuum, avacuum = bound(_vacuum)

@@ -39,7 +39,7 @@ from neograph_ext._prune import (
     doomed_namespaces,
     unreferenced,
 )
-from neograph_ext._prune_sql import Cut, Sizes, backend
+from neograph_ext._prune_sql import Cut, Sizes
 from neograph_ext._prune_store import (
     acut,
     adescriptions,
@@ -57,6 +57,7 @@ from neograph_ext._prune_store import (
 )
 from neograph_ext._stamp import STAMP_KEY, read_marks, stamp_ref
 from neograph_ext._stamp_store import is_store_thread
+from neograph_ext._storage import backend
 from neograph_ext._thread import checkpointer_of, stamped
 
 __all__ = ["Saver", "aprune", "prune"]

@@ -18,7 +18,9 @@ Rules:
   tells whether the saver keeps what LangGraph passes that way, once per saver class
   and process: a saver that loses it is a ``StampLostError``, never a silent
   ``unverified`` thread.
-- Only this module knows the layout; sync and async twins differ by ``await`` alone.
+- Only this module knows the layout (but the reserved threads' prefix, which the
+  readers of the saver's tables skip: ``_storage_rows``); each read and write is one
+  flow (``_query``), its sync and async entry points made by ``_storage.bound``.
 """
 
 from __future__ import annotations
@@ -36,7 +38,10 @@ from langgraph.checkpoint.base import (
 )
 
 from neograph_ext._errors import StampLostError
+from neograph_ext._query import Call, Flow
 from neograph_ext._stamp import STAMP_KEY, Stamp, read_description, stamp_ref
+from neograph_ext._storage import bound
+from neograph_ext._storage_rows import THREAD_PREFIX, is_store_thread
 
 __all__ = [
     "THREAD_PREFIX",
@@ -50,25 +55,12 @@ __all__ = [
     "verify",
 ]
 
-THREAD_PREFIX = "neograph-ext-stamp:"
-"""Thread id of a description: this prefix and the stamp id. Not a graph's thread."""
-
 _CHECKPOINT_ID = "00000000-0000-6000-8000-000000000000"
 """Every description is the one checkpoint of its thread, so every write is the same."""
 _CHANNEL = "description"
 
 _KEEPING: set[type[BaseCheckpointSaver[Any]]] = set()
 """Saver classes found to keep config metadata, in this process: each is checked once."""
-
-
-def is_store_thread(thread_id: object) -> bool:
-    """Whether a thread id names a stored stamp description rather than a graph's thread.
-
-    neograph-ext keeps each stamp's description in a thread of its own beside the
-    graph's threads (``neograph-ext-stamp:<id>``); every public entry point refuses
-    such an id. Skip them when listing a database's threads.
-    """
-    return isinstance(thread_id, str) and thread_id.startswith(THREAD_PREFIX)
 
 
 def reserved(thread_id: str) -> str:
@@ -79,40 +71,27 @@ def reserved(thread_id: str) -> str:
     )
 
 
-def save(saver: BaseCheckpointSaver[Any], stamp: Stamp) -> None:
-    """Store ``stamp``'s description in ``saver``.
-
-    Args:
-        saver: The checkpointer the graph's checkpoints go to.
-        stamp: The graph's stamp.
-    """
-    saver.put(*_write(saver, stamp))
+def _save(saver: BaseCheckpointSaver[Any], stamp: Stamp) -> Flow[None]:
+    """Store ``stamp``'s description in ``saver`` (the checkpointer the graph's
+    checkpoints go to)."""
+    yield Call("put", _write(saver, stamp))
 
 
-async def asave(saver: BaseCheckpointSaver[Any], stamp: Stamp) -> None:
-    """Async twin of ``save``."""
-    await saver.aput(*_write(saver, stamp))
+save, asave = bound(_save)
 
 
-def verify(saver: BaseCheckpointSaver[Any], stamp: Stamp) -> None:
+def _verify(saver: BaseCheckpointSaver[Any], stamp: Stamp) -> Flow[None]:
     """Check, once per saver class and process, that ``saver`` kept the stamp that
     ``save`` passed it in the config's metadata, as LangGraph passes it.
-
-    Args:
-        saver: A saver ``save`` just wrote ``stamp``'s description to.
-        stamp: The graph's stamp.
 
     Raises:
         StampLostError: The description read back lacks the stamp's reference.
     """
     if type(saver) not in _KEEPING:
-        _kept(saver, stamp, saver.get_tuple(_config(stamp.id)))
+        _kept(saver, stamp, (yield Call("get_tuple", (_config(stamp.id),))))
 
 
-async def averify(saver: BaseCheckpointSaver[Any], stamp: Stamp) -> None:
-    """Async twin of ``verify``."""
-    if type(saver) not in _KEEPING:
-        _kept(saver, stamp, await saver.aget_tuple(_config(stamp.id)))
+verify, averify = bound(_verify)
 
 
 def _kept(saver: BaseCheckpointSaver[Any], stamp: Stamp, tup: CheckpointTuple | None) -> None:
@@ -137,19 +116,16 @@ def _kept(saver: BaseCheckpointSaver[Any], stamp: Stamp, tup: CheckpointTuple | 
     )
 
 
-def load(saver: BaseCheckpointSaver[Any], ids: Iterable[str]) -> dict[str, Stamp]:
-    """The stored descriptions of ``ids``, each read once; missing ones are left out.
+def _load(saver: BaseCheckpointSaver[Any], ids: Iterable[str]) -> Flow[dict[str, Stamp]]:
+    """The stored descriptions of ``ids`` (stamp ids found on the thread's checkpoints),
+    each read once; missing ones are left out."""
+    found = {}
+    for stamp_id in set(ids):
+        found[stamp_id] = yield Call("get_tuple", (_config(stamp_id),))
+    return _found(found)
 
-    Args:
-        saver: The checkpointer holding the thread planned.
-        ids: Stamp ids found on the thread's checkpoints.
-    """
-    return _found({stamp_id: saver.get_tuple(_config(stamp_id)) for stamp_id in set(ids)})
 
-
-async def aload(saver: BaseCheckpointSaver[Any], ids: Iterable[str]) -> dict[str, Stamp]:
-    """Async twin of ``load``."""
-    return _found({stamp_id: await saver.aget_tuple(_config(stamp_id)) for stamp_id in set(ids)})
+load, aload = bound(_load)
 
 
 def _config(stamp_id: str) -> RunnableConfig:

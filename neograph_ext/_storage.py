@@ -1,17 +1,22 @@
-"""Reading a saver's own tables: thread ids page by page, lineages without state values.
+"""Driving storage flows (``_query``) over a saver, and reading a saver's own tables.
+
+A flow is written once; ``run`` drives it for a sync caller and ``arun`` for an async
+one, and the two differ by ``await`` alone: each ``Sql`` and ``Transaction`` goes to the
+saver's backend (``execute`` / ``aexecute`` of ``_storage_sqlite`` or
+``_storage_postgres``, picked by ``backend``), each ``Call`` and ``Listing`` to the
+saver's own API. ``bound`` makes a flow's sync and async entry points from the flow.
 
 LangGraph's savers list threads only by listing every checkpoint (``list(None)``, which
 ``PostgresSaver`` holds whole in memory), and list a thread only with every state value
 decoded. Reading a whole fleet needs less: the thread ids, and per checkpoint what the
-lineage walk (``_history.lineage``) reads. A ``StorageReader`` reads just that from the
-saver's own tables, one reader per saver type (``reader_for``); any other saver gets
-None, and its callers keep the saver-agnostic path (``list``, ``get_tuple``). A sync
-caller asks ``reader_for``, an async one ``areader_for``: each answers only for the
-savers whose own API it would call (a sync saver's, an async saver's). ``lineage_of``
-reads and walks one thread's lineage that way (what ``plan`` and ``run`` read).
+lineage walk (``_history.lineage``) reads. A ``StorageReader`` holds the flows reading
+just that from the saver's own tables, one reader per saver type (``reader_for`` for a
+sync saver, ``areader_for`` for an async one); any other saver gets None, and its
+callers keep the saver-agnostic path (``list``, ``get_tuple``). ``lineage_of`` reads and
+walks one thread's lineage that way (what ``plan`` and ``run`` read).
 
 Rules:
-- Read-only, through the saver's own connection (and its lock).
+- Read-only readers, through the saver's own connection (and its lock).
 - ``thread_ids`` pages by thread id (``after``, ``limit``): one indexed query a page,
   so memory holds one page whatever the database size.
 - ``lineages`` reads a batch of threads in a few queries. Each thread comes back
@@ -25,7 +30,7 @@ Rules:
 - A thread a reader cannot read that way (checkpoints of a format before LangGraph's
   v4, which the saver converts on read) is left out of what ``lineages`` returns, and
   ``lineage`` returns None for it: its caller reads it through the saver. So are the
-  reserved threads (``_stamp_store.is_store_thread``).
+  reserved threads (``_storage_rows.is_store_thread``).
 
 Savers read here: ``SqliteSaver``, ``AsyncSqliteSaver`` (``_storage_sqlite``),
 ``PostgresSaver``, ``AsyncPostgresSaver`` (``_storage_postgres``), checked on
@@ -35,76 +40,168 @@ langgraph-checkpoint-sqlite 3.0-3.1 and langgraph-checkpoint-postgres 3.0-3.2.
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
+from typing import Any, Literal, ParamSpec, Protocol, TypeVar
 
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 
+from neograph_ext import _storage_postgres, _storage_sqlite
+from neograph_ext._errors import GraphError
 from neograph_ext._history import Record, lineage
+from neograph_ext._query import Call, Flow, Listing
 from neograph_ext._stamp import Stamp
-from neograph_ext._stamp_store import is_store_thread
 from neograph_ext._storage_postgres import PostgresReader
-from neograph_ext._storage_rows import collector_paused
+from neograph_ext._storage_rows import collector_paused, is_store_thread
 from neograph_ext._storage_sqlite import SqliteReader
 
 __all__ = [
+    "Backend",
     "StorageReader",
     "alineage_of",
     "apages",
     "areader_for",
+    "arun",
+    "backend",
+    "bound",
     "lineage_of",
     "pages",
     "reader_for",
+    "run",
 ]
+
+_T = TypeVar("_T")
+_P = ParamSpec("_P")
+_Saver = BaseCheckpointSaver[Any]
+Backend = Literal["sqlite", "postgres"]
+_BACKENDS = {"sqlite": _storage_sqlite, "postgres": _storage_postgres}
+"""Each backend's module, holding its ``execute`` / ``aexecute`` pair."""
+
+
+def run(saver: _Saver, flow: Flow[_T]) -> _T:
+    """Drive ``flow`` over a sync ``saver``; what it returns."""
+    answer: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            query = flow.send(answer) if error is None else flow.throw(error)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+        error = None
+        try:
+            if isinstance(query, Call):
+                answer = getattr(saver, query.method)(*query.args)
+            elif isinstance(query, Listing):
+                answer = list(saver.list(query.config, limit=query.limit))
+            else:
+                answer = _BACKENDS[backend(saver)].execute(saver, query)
+        except BaseException as exc:  # thrown into the flow, which may handle it
+            error = exc
+
+
+async def arun(saver: _Saver, flow: Flow[_T]) -> _T:
+    """Async twin of ``run``, over an async saver."""
+    answer: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            query = flow.send(answer) if error is None else flow.throw(error)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+        error = None
+        try:
+            if isinstance(query, Call):
+                answer = await getattr(saver, query.amethod or "a" + query.method)(*query.args)
+            elif isinstance(query, Listing):
+                answer = [t async for t in saver.alist(query.config, limit=query.limit)]
+            else:
+                answer = await _BACKENDS[backend(saver)].aexecute(saver, query)
+        except BaseException as exc:
+            error = exc
+
+
+def bound(
+    flow: Callable[_P, Flow[_T]], saver: Callable[..., _Saver] = lambda first, *_: first
+) -> tuple[Callable[_P, _T], Callable[_P, Awaitable[_T]]]:
+    """A flow's sync and async entry points, which take the flow's arguments; the saver
+    it runs over is its first (else what ``saver`` finds among them)."""
+
+    def sync(*args: _P.args, **kwargs: _P.kwargs) -> _T:
+        return run(saver(*args), flow(*args, **kwargs))
+
+    def asynchronous(*args: _P.args, **kwargs: _P.kwargs) -> Awaitable[_T]:
+        return arun(saver(*args), flow(*args, **kwargs))
+
+    sync.__doc__ = asynchronous.__doc__ = flow.__doc__
+    return sync, asynchronous
+
+
+def backend(saver: _Saver) -> Backend:
+    """Which tables ``saver`` keeps.
+
+    Raises:
+        GraphError: It is not one of LangGraph's SQLite or PostgreSQL savers.
+    """
+    for module, name, kind in _SAVERS:
+        cls = getattr(sys.modules.get(module), name, None)
+        if isinstance(cls, type) and isinstance(saver, cls):
+            return kind
+    kind_name = f"{type(saver).__module__}.{type(saver).__qualname__}"
+    raise GraphError(
+        f"pruning needs LangGraph's SQLite or PostgreSQL saver (SqliteSaver, "
+        f"AsyncSqliteSaver, PostgresSaver, AsyncPostgresSaver), not {kind_name}: "
+        "its tables are unknown here; prune that store with its own tools"
+    )
+
+
+_SAVERS: tuple[tuple[str, str, Backend], ...] = (
+    ("langgraph.checkpoint.sqlite", "SqliteSaver", "sqlite"),
+    ("langgraph.checkpoint.sqlite.aio", "AsyncSqliteSaver", "sqlite"),
+    ("langgraph.checkpoint.postgres.base", "BasePostgresSaver", "postgres"),
+)
 
 
 class StorageReader(Protocol):
-    """Reads one saver's tables. A reader of a sync saver (``reader_for``) is called
-    through its sync methods, of an async saver (``areader_for``) through its
-    ``a``-prefixed twins."""
+    """The flows reading one saver's tables, run by ``run`` over a sync saver
+    (``reader_for``) or ``arun`` over an async one (``areader_for``)."""
 
-    def thread_ids(self, after: str | None, limit: int) -> list[str]:
+    saver: _Saver
+    """The saver whose tables are read."""
+
+    def thread_ids(self, after: str | None, limit: int) -> Flow[list[str]]:
         """Up to ``limit`` ids of threads with a root checkpoint, greater than
         ``after`` (from the first when None), in the database's collation order (the
         order its index holds them, which need not be Python's); fewer than ``limit``
-        only on the last page. The reserved threads are among them (``is_reserved_thread`` tells
-        them): a caller pages on from the last id of a page, whatever it keeps."""
-        ...
-
-    async def athread_ids(self, after: str | None, limit: int) -> list[str]:
-        """Async twin of ``thread_ids``."""
+        only on the last page. The reserved threads are among them: a caller pages on
+        from the last id of a page, whatever it keeps."""
         ...
 
     def lineages(
         self, thread_ids: Sequence[str], *, heads: bool = True
-    ) -> dict[str, list[CheckpointTuple]]:
+    ) -> Flow[dict[str, list[CheckpointTuple]]]:
         """Each thread's root checkpoints, newest first: its head whole (``heads``; else
         light too, for a walk whose caller read the head already), the others light
         (see the module's rules); a thread with no root checkpoint, or one that must be
         read through the saver, is absent."""
         ...
 
-    async def alineages(
-        self, thread_ids: Sequence[str], *, heads: bool = True
-    ) -> dict[str, list[CheckpointTuple]]:
-        """Async twin of ``lineages``."""
-        ...
-
-    def lineage(self, thread_id: str) -> Iterable[CheckpointTuple] | None:
+    def lineage(self, thread_id: str) -> Flow[Iterable[CheckpointTuple] | None]:
         """One thread's root checkpoints, newest first, all light, for a walk: they may
         be decoded one at a time as it reaches them, so a long thread is never held
         whole; None where ``lineages`` would leave the thread out."""
         ...
 
-    async def alineage(self, thread_id: str) -> Iterable[CheckpointTuple] | None:
-        """Async twin of ``lineage``."""
-        ...
 
-
-def reader_for(saver: BaseCheckpointSaver[Any]) -> StorageReader | None:
-    """The reader of a sync saver's tables, for its sync methods; None for an async
-    saver, or a saver of another type (or a subclass, which may store differently),
-    which is read through its own API."""
+def reader_for(saver: _Saver) -> StorageReader | None:
+    """The reader of a sync saver's tables; None for an async saver, or a saver of
+    another type (or a subclass, which may store differently), read through its API."""
     kind = type(saver)
     if kind is _named("langgraph.checkpoint.sqlite", "SqliteSaver"):
         return SqliteReader(saver)
@@ -113,9 +210,8 @@ def reader_for(saver: BaseCheckpointSaver[Any]) -> StorageReader | None:
     return None
 
 
-def areader_for(saver: BaseCheckpointSaver[Any]) -> StorageReader | None:
-    """Async twin of ``reader_for``: the reader of an async saver's tables, for its
-    ``a`` methods; None for a sync saver or one of another type."""
+def areader_for(saver: _Saver) -> StorageReader | None:
+    """``reader_for`` for an async saver; None for a sync saver or one of another type."""
     kind = type(saver)
     if kind is _named("langgraph.checkpoint.sqlite.aio", "AsyncSqliteSaver"):
         return SqliteReader(saver)
@@ -129,7 +225,7 @@ def pages(reader: StorageReader, size: int) -> Iterator[list[str]]:
     time (a page may be shorter where it held reserved threads, which are left out)."""
     after: str | None = None
     while True:
-        page = reader.thread_ids(after, size)
+        page = run(reader.saver, reader.thread_ids(after, size))
         if kept := [name for name in page if not is_store_thread(name)]:
             yield kept
         if len(page) < size:
@@ -141,7 +237,7 @@ async def apages(reader: StorageReader, size: int) -> AsyncIterator[list[str]]:
     """Async twin of ``pages``."""
     after: str | None = None
     while True:
-        page = await reader.athread_ids(after, size)
+        page = await arun(reader.saver, reader.thread_ids(after, size))
         if kept := [name for name in page if not is_store_thread(name)]:
             yield kept
         if len(page) < size:
@@ -149,14 +245,14 @@ async def apages(reader: StorageReader, size: int) -> AsyncIterator[list[str]]:
         after = page[-1]
 
 
-def lineage_of(
+def _lineage_of(
     reader: StorageReader,
     thread_id: str,
     head_id: str,
     next_nodes: frozenset[str],
     described: Mapping[str, Stamp],
-) -> tuple[Record, ...] | None:
-    """``head_id``'s lineage (``_history.lineage``), the thread read light through a sync
+) -> Flow[tuple[Record, ...] | None]:
+    """``head_id``'s lineage (``_history.lineage``), the thread read light through the
     saver's reader; None when the reader leaves the thread out.
 
     Read and walked with the garbage collector paused (``collector_paused``), the light
@@ -164,7 +260,7 @@ def lineage_of(
     free nothing, cost more than the walk.
     """
     with collector_paused():
-        listed = reader.lineage(thread_id)
+        listed = yield from reader.lineage(thread_id)
         if listed is None:
             return None
         walked = lineage(listed, head_id, next_nodes=next_nodes, described=described)
@@ -172,21 +268,7 @@ def lineage_of(
     return walked
 
 
-async def alineage_of(
-    reader: StorageReader,
-    thread_id: str,
-    head_id: str,
-    next_nodes: frozenset[str],
-    described: Mapping[str, Stamp],
-) -> tuple[Record, ...] | None:
-    """Async twin of ``lineage_of``."""
-    with collector_paused():
-        listed = await reader.alineage(thread_id)
-        if listed is None:
-            return None
-        walked = lineage(listed, head_id, next_nodes=next_nodes, described=described)
-        del listed
-    return walked
+lineage_of, alineage_of = bound(_lineage_of, lambda reader, *_: reader.saver)
 
 
 def _named(module: str, name: str) -> object:

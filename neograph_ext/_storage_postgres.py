@@ -8,10 +8,10 @@ values that are not ``None``, a string, a number or a boolean; those are in
 type, blob, task_path)``. Checked on langgraph-checkpoint-postgres 3.0-3.2.
 
 Rules:
-- The SQL and the decoding of rows are written once, a batch read with the garbage
-  collector paused (``_storage_rows.collector_paused``); the sync and async methods differ
-  by ``await`` alone, and read through the saver's own cursor (``_cursor``: its lock,
-  its pool) as its reads do.
+- The SQL and the decoding of rows are written once, as flows (``_query``), a batch read
+  with the garbage collector paused (``_storage_rows.collector_paused``); ``execute`` and
+  ``aexecute`` run one query each through the saver's own cursor (``_cursor``: its
+  lock, its pool) as its reads do, and differ by ``await`` alone.
 - Light checkpoints are read field by field in SQL (no blob, no write value), the
   walked fields (``_storage_rows.WALKED``), the metadata, the channels holding None
   and the walked channels' inlined values built into one object, so the driver
@@ -32,17 +32,18 @@ from typing import Any
 from langgraph.checkpoint.base import CheckpointTuple
 
 from neograph_ext._claim import CLAIM
-from neograph_ext._stamp_store import is_store_thread
+from neograph_ext._query import Call, Flow, Sql, Transaction
 from neograph_ext._storage_rows import (
     KEPT_VALUES,
     Writes,
     collector_paused,
     grouped_writes,
+    is_store_thread,
     light_checkpoint,
     walked_tuple,
 )
 
-__all__ = ["PostgresReader"]
+__all__ = ["PostgresReader", "aexecute", "execute"]
 
 _PAGE = (
     "SELECT DISTINCT thread_id FROM checkpoints WHERE checkpoint_ns = '' AND thread_id > %s "
@@ -92,96 +93,78 @@ WHERE checkpoint_ns = '' AND (thread_id, checkpoint_id) IN (
 
 
 class PostgresReader:
-    """Reads the tables of a ``PostgresSaver`` (sync methods) or an
-    ``AsyncPostgresSaver`` (the ``a`` twins): see ``_storage.StorageReader``."""
+    """The flows reading the tables of a ``PostgresSaver`` or an ``AsyncPostgresSaver``:
+    see ``_storage.StorageReader``."""
 
     def __init__(self, saver: Any) -> None:
         self.saver = saver
 
-    def thread_ids(self, after: str | None, limit: int) -> list[str]:
-        with self.saver._cursor() as cur:
-            cur.execute(*_page(after, limit))
-            return _ids(cur.fetchall())
-
-    async def athread_ids(self, after: str | None, limit: int) -> list[str]:
-        async with self.saver._cursor() as cur:
-            await cur.execute(*_page(after, limit))
-            return _ids(await cur.fetchall())
+    def thread_ids(self, after: str | None, limit: int) -> Flow[list[str]]:
+        page = Sql(_FIRST_PAGE, (limit,)) if after is None else Sql(_PAGE, (after, limit))
+        return [str(row[0]) for row in (yield page)]
 
     def lineages(
         self, thread_ids: Sequence[str], *, heads: bool = True
-    ) -> dict[str, list[CheckpointTuple]]:
+    ) -> Flow[dict[str, list[CheckpointTuple]]]:
         if not thread_ids:
             return {}
         params = _params(thread_ids)
         whole = None
         with collector_paused():
-            with self.saver._cursor() as cur:
-                checkpoints, blobs, writes = _read(cur, params)
-                if heads:
-                    cur.execute(self.saver.SELECT_SQL + _HEADS, params)
-                    whole = [self.saver._load_checkpoint_tuple(row) for row in cur.fetchall()]
+            checkpoints, blobs, writes = yield from _read(params)
+            if heads:
+                rows = yield Sql(self.saver.SELECT_SQL + _HEADS, params, named=True)
+                whole = []
+                for row in rows:  # the saver's own decoding: a head as ``get_tuple`` has it
+                    whole.append((yield Call(_LOAD, (row,), amethod=_LOAD)))
             return _threads(self.saver.serde, checkpoints, blobs, writes, whole)
 
-    def lineage(self, thread_id: str) -> Iterator[CheckpointTuple] | None:
-        params = _params([thread_id])
-        with self.saver._cursor() as cur:
-            checkpoints, blobs, writes = _read(cur, params)
+    def lineage(self, thread_id: str) -> Flow[Iterator[CheckpointTuple] | None]:
+        checkpoints, blobs, writes = yield from _read(_params([thread_id]))
         return _decoded(self.saver.serde, thread_id, checkpoints, blobs, writes)
 
-    async def alineage(self, thread_id: str) -> Iterator[CheckpointTuple] | None:
-        params = _params([thread_id])
-        async with self.saver._cursor() as cur:
-            checkpoints, blobs, writes = await _aread(cur, params)
-        return _decoded(self.saver.serde, thread_id, checkpoints, blobs, writes)
 
-    async def alineages(
-        self, thread_ids: Sequence[str], *, heads: bool = True
-    ) -> dict[str, list[CheckpointTuple]]:
-        if not thread_ids:
-            return {}
-        params = _params(thread_ids)
-        whole = None
-        with collector_paused():
-            async with self.saver._cursor() as cur:
-                checkpoints, blobs, writes = await _aread(cur, params)
-                if heads:
-                    await cur.execute(self.saver.SELECT_SQL + _HEADS, params)
-                    whole = [
-                        await self.saver._load_checkpoint_tuple(row) for row in await cur.fetchall()
-                    ]
-            return _threads(self.saver.serde, checkpoints, blobs, writes, whole)
+def execute(saver: Any, query: Sql | Transaction) -> list[Any] | None:
+    """Run ``query`` through the saver's own cursor (its lock, its pool)."""
+    with saver._cursor() as cur:
+        if isinstance(query, Transaction):
+            with cur.connection.transaction():
+                for sql in query.statements:
+                    cur.execute(sql.text, sql.params)
+            return None
+        cur.row_factory = _rows(query)
+        cur.execute(query.text, query.params)
+        return cur.fetchall()  # type: ignore[no-any-return]
+
+
+async def aexecute(saver: Any, query: Sql | Transaction) -> list[Any] | None:
+    """Async twin of ``execute``."""
+    async with saver._cursor() as cur:
+        if isinstance(query, Transaction):
+            async with cur.connection.transaction():
+                for sql in query.statements:
+                    await cur.execute(sql.text, sql.params)
+            return None
+        cur.row_factory = _rows(query)
+        await cur.execute(query.text, query.params)
+        return await cur.fetchall()  # type: ignore[no-any-return]
+
+
+def _rows(query: Sql) -> Any:
+    from psycopg.rows import dict_row, tuple_row  # a saver of this backend has psycopg
+
+    return dict_row if query.named else tuple_row
 
 
 _Rows = list[Any]
+_LOAD = "_load_checkpoint_tuple"
 
 
-def _read(cur: Any, params: Mapping[str, Any]) -> tuple[_Rows, _Rows, _Rows]:
+def _read(params: Mapping[str, Any]) -> Flow[tuple[_Rows, _Rows, _Rows]]:
     """The threads' light checkpoint rows, their kept channels' blobs and their writes."""
-    cur.execute(_CHECKPOINTS, params)
-    checkpoints = cur.fetchall()
-    cur.execute(_KEPT_BLOBS, params)
-    blobs = cur.fetchall()
-    cur.execute(_WRITES, params)
-    return checkpoints, blobs, cur.fetchall()
-
-
-async def _aread(cur: Any, params: Mapping[str, Any]) -> tuple[_Rows, _Rows, _Rows]:
-    """Async twin of ``_read``."""
-    await cur.execute(_CHECKPOINTS, params)
-    checkpoints = await cur.fetchall()
-    await cur.execute(_KEPT_BLOBS, params)
-    blobs = await cur.fetchall()
-    await cur.execute(_WRITES, params)
-    return checkpoints, blobs, await cur.fetchall()
-
-
-def _page(after: str | None, limit: int) -> tuple[str, tuple[Any, ...]]:
-    return (_FIRST_PAGE, (limit,)) if after is None else (_PAGE, (after, limit))
-
-
-def _ids(rows: Sequence[Mapping[str, Any]]) -> list[str]:
-    return [str(row["thread_id"]) for row in rows]
+    checkpoints = yield Sql(_CHECKPOINTS, params, named=True)
+    blobs = yield Sql(_KEPT_BLOBS, params, named=True)
+    return checkpoints, blobs, (yield Sql(_WRITES, params, named=True))
 
 
 def _params(thread_ids: Sequence[str]) -> dict[str, Any]:

@@ -26,10 +26,12 @@ from neograph_ext._langgraph import TASKS_CHANNEL
 
 __all__ = [
     "KEPT_VALUES",
+    "THREAD_PREFIX",
     "WALKED",
     "Writes",
     "collector_paused",
     "grouped_writes",
+    "is_store_thread",
     "light_checkpoint",
     "thread_config",
     "walked_tuple",
@@ -41,6 +43,21 @@ WALKED = ("v", "id", "ts", "versions_seen", "channel_versions")
 KEPT_VALUES = (TASKS_CHANNEL, "__start__")
 """The channels whose values the walk reads: the ``Send``s a step queued (their
 nodes ran in the next step) and a turn's input (its digest says which turn)."""
+
+THREAD_PREFIX = "neograph-ext-stamp:"
+"""Thread id of a stamp description (``_stamp_store``): this prefix and the stamp id.
+Not a graph's thread."""
+
+
+def is_store_thread(thread_id: object) -> bool:
+    """Whether a thread id names a stored stamp description rather than a graph's thread.
+
+    neograph-ext keeps each stamp's description in a thread of its own beside the
+    graph's threads (``neograph-ext-stamp:<id>``); every public entry point refuses
+    such an id. Skip them when listing a database's threads.
+    """
+    return isinstance(thread_id, str) and thread_id.startswith(THREAD_PREFIX)
+
 
 Writes = list[tuple[str, str, Any]]
 """Pending writes as a ``CheckpointTuple`` holds them: ``(task id, channel, value)``."""

@@ -6,9 +6,10 @@ and the metadata JSON; ``writes(thread_id, checkpoint_ns, checkpoint_id, task_id
 channel, type, value[, task_path])``. Checked on langgraph-checkpoint-sqlite 3.0-3.1.
 
 Rules:
-- The SQL and the decoding of rows are written once, a batch read with the garbage
-  collector paused (``_storage_rows.collector_paused``); the sync and async methods differ
-  by ``await`` alone, and hold the saver's lock as its own reads do.
+- The SQL and the decoding of rows are written once, as flows (``_query``), a batch read
+  with the garbage collector paused (``_storage_rows.collector_paused``); ``execute`` and
+  ``aexecute`` run one query each, under the saver's lock as its own reads do, and
+  differ by ``await`` alone.
 - A light checkpoint's blob is unpacked without reviving any stored object: msgpack's
   extension values (what the serializer writes for every class it revives) stay
   undecoded. A row holding a value the walk reads (``_storage_rows.KEPT_VALUES``), a
@@ -25,17 +26,18 @@ import ormsgpack
 from langgraph.checkpoint.base import CheckpointTuple
 
 from neograph_ext._claim import CLAIM
-from neograph_ext._stamp_store import is_store_thread
+from neograph_ext._query import Flow, Sql, Transaction
 from neograph_ext._storage_rows import (
     KEPT_VALUES,
     Writes,
     collector_paused,
     grouped_writes,
+    is_store_thread,
     light_checkpoint,
     walked_tuple,
 )
 
-__all__ = ["SqliteReader"]
+__all__ = ["SqliteReader", "aexecute", "execute"]
 
 _SENDS, _INPUT = KEPT_VALUES
 
@@ -44,85 +46,84 @@ _UNDECODED = object()
 
 
 class SqliteReader:
-    """Reads the tables of a ``SqliteSaver`` (sync methods) or an ``AsyncSqliteSaver``
-    (the ``a`` twins): see ``_storage.StorageReader``."""
+    """The flows reading the tables of a ``SqliteSaver`` or an ``AsyncSqliteSaver``: see
+    ``_storage.StorageReader``."""
 
     def __init__(self, saver: Any) -> None:
         self.saver = saver
 
-    def thread_ids(self, after: str | None, limit: int) -> list[str]:
-        with self.saver.cursor(transaction=False) as cur:
-            rows = cur.execute(*_page(after, limit)).fetchall()
-        return _ids(rows)
-
-    async def athread_ids(self, after: str | None, limit: int) -> list[str]:
-        await self.saver.setup()
-        async with self.saver.lock, self.saver.conn.execute(*_page(after, limit)) as cur:
-            rows = await cur.fetchall()
-        return _ids(rows)
+    def thread_ids(self, after: str | None, limit: int) -> Flow[list[str]]:
+        return [str(row[0]) for row in (yield _page(after, limit))]
 
     def lineages(
         self, thread_ids: Sequence[str], *, heads: bool = True
-    ) -> dict[str, list[CheckpointTuple]]:
+    ) -> Flow[dict[str, list[CheckpointTuple]]]:
         if not thread_ids:
             return {}
         with collector_paused():
-            with self.saver.cursor(transaction=False) as cur:
-                paths, checkpoints, writes = _read(cur, thread_ids)
-                valued = _head_writes(checkpoints, paths) if heads else None
-                if valued is not None:
-                    writes += cur.execute(*valued).fetchall()
+            paths, checkpoints, writes = yield from _read(thread_ids)
+            valued = _head_writes(checkpoints, paths) if heads else None
+            if valued is not None:
+                writes += yield valued
             return _threads(self.saver.serde, checkpoints, writes, heads)
 
-    def lineage(self, thread_id: str) -> Iterator[CheckpointTuple] | None:
+    def lineage(self, thread_id: str) -> Flow[Iterator[CheckpointTuple] | None]:
         if is_store_thread(thread_id):
             return None
-        with self.saver.cursor(transaction=False) as cur:
-            _, checkpoints, writes = _read(cur, [thread_id])
+        _, checkpoints, writes = yield from _read([thread_id])
         return _decoded(self.saver.serde, checkpoints, writes) if checkpoints else None
 
-    async def alineage(self, thread_id: str) -> Iterator[CheckpointTuple] | None:
-        if is_store_thread(thread_id):
-            return None
-        await self.saver.setup()
-        conn = self.saver.conn
-        async with self.saver.lock:
-            _, checkpoints, writes = await _aread(conn, [thread_id])
-        return _decoded(self.saver.serde, checkpoints, writes) if checkpoints else None
 
-    async def alineages(
-        self, thread_ids: Sequence[str], *, heads: bool = True
-    ) -> dict[str, list[CheckpointTuple]]:
-        if not thread_ids:
-            return {}
-        await self.saver.setup()
-        conn = self.saver.conn
-        with collector_paused():
-            async with self.saver.lock:
-                paths, checkpoints, writes = await _aread(conn, thread_ids)
-                valued = _head_writes(checkpoints, paths) if heads else None
-                if valued is not None:
-                    async with conn.execute(*valued) as cur:
-                        writes += await cur.fetchall()
-            return _threads(self.saver.serde, checkpoints, writes, heads)
+def execute(saver: Any, query: Sql | Transaction) -> list[Any] | None:
+    """Run ``query`` on a ``SqliteSaver``'s connection, under the saver's lock; a
+    transaction begins at once (``BEGIN IMMEDIATE``), apart from the saver's own work."""
+    saver.setup()
+    conn = saver.conn
+    with saver.lock:
+        if isinstance(query, Sql):
+            if query.alone:
+                conn.commit()
+            return conn.execute(query.text, tuple(query.params)).fetchall()  # type: ignore[no-any-return]
+        conn.commit()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            for sql in query.statements:
+                conn.execute(sql.text, tuple(sql.params))
+        except BaseException:
+            conn.rollback()
+            raise
+        conn.commit()
+        return None
 
 
-def _read(cur: Any, thread_ids: Sequence[str]) -> tuple[bool, list[Any], list[Any]]:
+async def aexecute(saver: Any, query: Sql | Transaction) -> list[Any] | None:
+    """Async twin of ``execute``, for an ``AsyncSqliteSaver``."""
+    await saver.setup()
+    conn = saver.conn
+    async with saver.lock:
+        if isinstance(query, Sql):
+            if query.alone:
+                await conn.commit()
+            rows = await conn.execute_fetchall(query.text, tuple(query.params))
+            return [tuple(row) for row in rows]
+        await conn.commit()
+        try:
+            await conn.execute("BEGIN IMMEDIATE")
+            for sql in query.statements:
+                await conn.execute(sql.text, tuple(sql.params))
+        except BaseException:
+            await conn.rollback()
+            raise
+        await conn.commit()
+        return None
+
+
+def _read(thread_ids: Sequence[str]) -> Flow[tuple[bool, list[Any], list[Any]]]:
     """Whether the writes table has task paths, then the threads' light checkpoint rows
     and their write rows."""
-    paths = _has_task_path(cur.execute(_COLUMNS).fetchall())
-    checkpoints = cur.execute(*_checkpoints(thread_ids)).fetchall()
-    return paths, checkpoints, cur.execute(*_writes(thread_ids, paths)).fetchall()
-
-
-async def _aread(conn: Any, thread_ids: Sequence[str]) -> tuple[bool, list[Any], list[Any]]:
-    """Async twin of ``_read``, on the async saver's connection."""
-    async with conn.execute(_COLUMNS) as cur:
-        paths = _has_task_path(await cur.fetchall())
-    async with conn.execute(*_checkpoints(thread_ids)) as cur:
-        checkpoints = list(await cur.fetchall())
-    async with conn.execute(*_writes(thread_ids, paths)) as cur:
-        return paths, checkpoints, list(await cur.fetchall())
+    paths = _has_task_path((yield Sql(_COLUMNS)))
+    checkpoints = yield _checkpoints(thread_ids)
+    return paths, checkpoints, (yield _writes(thread_ids, paths))
 
 
 _COLUMNS = "PRAGMA table_info(writes)"
@@ -137,19 +138,15 @@ def _has_task_path(columns: Sequence[Sequence[Any]]) -> bool:
     return any(column[1] == "task_path" for column in columns)
 
 
-def _page(after: str | None, limit: int) -> tuple[str, tuple[Any, ...]]:
+def _page(after: str | None, limit: int) -> Sql:
     where = "checkpoint_ns = ''" + (" AND thread_id > ?" if after is not None else "")
     sql = f"SELECT DISTINCT thread_id FROM checkpoints WHERE {where} ORDER BY thread_id LIMIT ?"
-    return sql, (*([after] if after is not None else []), limit)
+    return Sql(sql, (*([after] if after is not None else []), limit))
 
 
-def _ids(rows: Sequence[Sequence[Any]]) -> list[str]:
-    return [str(row[0]) for row in rows]
-
-
-def _checkpoints(thread_ids: Sequence[str]) -> tuple[str, tuple[Any, ...]]:
+def _checkpoints(thread_ids: Sequence[str]) -> Sql:
     marks = ",".join("?" * len(thread_ids))
-    return (
+    return Sql(
         "SELECT thread_id, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata "
         f"FROM checkpoints WHERE checkpoint_ns = '' AND thread_id IN ({marks}) "
         "ORDER BY thread_id, checkpoint_id DESC",
@@ -157,12 +154,12 @@ def _checkpoints(thread_ids: Sequence[str]) -> tuple[str, tuple[Any, ...]]:
     )
 
 
-def _writes(thread_ids: Sequence[str], task_path: bool) -> tuple[str, tuple[Any, ...]]:
+def _writes(thread_ids: Sequence[str], task_path: bool) -> Sql:
     """Every root write of the threads, without its value but a claim's (``_claim``: it
     names who owns a waiting step)."""
     marks = ",".join("?" * len(thread_ids))
     path = "task_path" if task_path else "''"
-    return (
+    return Sql(
         f"SELECT thread_id, checkpoint_id, task_id, channel, "
         f"CASE WHEN task_id = ? THEN type END, CASE WHEN task_id = ? THEN value END "
         f"FROM writes WHERE checkpoint_ns = '' AND thread_id IN ({marks}) "
@@ -171,9 +168,7 @@ def _writes(thread_ids: Sequence[str], task_path: bool) -> tuple[str, tuple[Any,
     )
 
 
-def _head_writes(
-    checkpoints: Sequence[Sequence[Any]], task_path: bool
-) -> tuple[str, tuple[Any, ...]] | None:
+def _head_writes(checkpoints: Sequence[Sequence[Any]], task_path: bool) -> Sql | None:
     """The writes of the threads' heads (the first row of each thread), with values."""
     heads: list[str] = []
     for row in checkpoints:
@@ -187,7 +182,7 @@ def _head_writes(
     path = "task_path" if task_path else "''"
     # The pairs alone make SQLite scan the whole writes table (a batch then costs in
     # proportion to the database); the thread ids let it search the primary key.
-    return (
+    return Sql(
         f"SELECT thread_id, checkpoint_id, task_id, channel, type, value "
         f"FROM writes WHERE checkpoint_ns = '' AND thread_id IN ({marks}) "
         f"AND (thread_id, checkpoint_id) IN (VALUES {pairs}) "

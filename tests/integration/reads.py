@@ -77,15 +77,6 @@ def lightly(
     if reader is None:
         return read
     kind = type(reader)
-    if drive.is_async:
-        areal = kind.alineage
-
-        async def acounting(self: Any, thread_id: str) -> Any:
-            read.append(thread_id)
-            return await areal(self, thread_id)
-
-        monkeypatch.setattr(kind, "alineage", acounting)
-        return read
     real = kind.lineage
 
     def counting(self: Any, thread_id: str) -> Any:

@@ -33,7 +33,7 @@ from psycopg.rows import dict_row
 import neograph_ext
 from neograph_ext import PlanKind, ThreadCheck, acheck_threads, check_threads
 from neograph_ext._history import lineage
-from neograph_ext._storage import areader_for, reader_for
+from neograph_ext._storage import areader_for, reader_for, run
 from tests.cli.support import pg_url
 from tests.graphs.delta import STATES, fan
 from tests.graphs.pipelines import Crash, asking, deployed, diamond, linear, model
@@ -183,7 +183,7 @@ def _same(
         deployed(version)
         assert _checked(fast, builder(Counter())) == _checked(slow, builder(Counter()))
         assert _planned(fast, builder(Counter())) == _planned(slow, builder(Counter()))
-    listed = reader_for(fast).lineages(["t1", "t2", "t3", "unstamped"])  # type: ignore[union-attr]
+    listed = run(fast, reader_for(fast).lineages(["t1", "t2", "t3", "unstamped"]))  # type: ignore[union-attr]
     for thread, tuples in listed.items():
         head = tuples[0].checkpoint["id"]
         whole = list(slow.list({"configurable": {"thread_id": thread, "checkpoint_ns": ""}}))
