@@ -18,47 +18,37 @@ Rules:
 - A dropped connection takes its locks with it on the server: the next lock
   statement reconnects, and each run that held a lock on the dropped connection logs
   a warning at release (another worker may have run its thread meanwhile).
-- The statements and the thread's key are ``_advisory_sql``'s; this module holds the
-  connections they run on.
+- The statements, the thread's key and the calls of the driver are ``_advisory_sql``'s;
+  this module holds the connections they run on. Taking and releasing a lock is one
+  flow (``_query``) each, run sync or async by ``_storage.run`` / ``arun``: a sync
+  pool's lock session has a ``threading.Lock`` for guard, an async pool's an
+  ``asyncio.Lock``, and both are taken by one call of the flow's (``acquire``).
 - ``psycopg`` is never imported here unless the caller has it imported already.
 """
 
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 import os
-import threading
 import weakref
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import Any
 
+from neograph_ext import _advisory_sql
 from neograph_ext._advisory_sql import (
     TRY_KEY_SQL,
     TRY_SQL,
+    UNLOCK_SQL,
     advisory_key,
-    aquery,
-    aunlock,
     operational_error,
     params,
-    query,
-    unlock,
 )
 from neograph_ext._errors import GraphError
+from neograph_ext._query import Call, Flow
+from neograph_ext._storage import arun, run
 
-if TYPE_CHECKING:
-    from psycopg import AsyncConnection, Connection
-    from psycopg_pool import AsyncConnectionPool, ConnectionPool
-
-__all__ = [
-    "AdvisoryLock",
-    "AsyncAdvisoryLock",
-    "AsyncLockSession",
-    "LockSession",
-    "alock_session",
-    "lock_session",
-]
+__all__ = ["AdvisoryLock", "LockSession", "lock_session"]
 
 logger = logging.getLogger("neograph_ext")
 
@@ -66,18 +56,14 @@ logger = logging.getLogger("neograph_ext")
 class AdvisoryLock:
     """A session-level advisory lock, taken without ever holding a pool connection.
 
-    On the saver's single connection, each statement runs under the saver's own lock,
-    so it never interleaves with the saver's queries; nothing is held between
-    statements, so the run itself is never blocked by the lock. With a pool, the lock
-    lives on the pool's ``LockSession``.
+    On the saver's single connection, each statement runs under the saver's own lock
+    (``guard``), so it never interleaves with the saver's queries; nothing is held
+    between statements, so the run itself is never blocked by the lock. With a pool, the
+    lock lives on the pool's ``LockSession``. Sync (``try_acquire``, ``release``) or
+    async (``atry_acquire``, ``arelease``) as its connection is.
     """
 
-    def __init__(
-        self,
-        source: Connection[Any] | LockSession,
-        guard: threading.Lock,
-        thread_id: str,
-    ) -> None:
+    def __init__(self, source: Any, guard: Any, thread_id: str) -> None:
         self._source = source
         self._guard = guard
         self.thread_id = thread_id
@@ -87,88 +73,90 @@ class AdvisoryLock:
         was taken on (0 on the saver's single connection)."""
 
     def try_acquire(self) -> bool:
-        if isinstance(self._source, LockSession):
-            return self._source.acquire(self)
-        with self._guard:
-            held = query(self._source, TRY_SQL, params(self.key))
-        self.generation = 0 if held else None
-        return held
+        return run(None, self._acquiring())
 
     def release(self) -> None:
+        run(None, self._releasing())
+
+    def atry_acquire(self) -> Awaitable[bool]:
+        return self._shielded(arun(None, self._acquiring()))
+
+    def arelease(self) -> Awaitable[None]:
+        return self._shielded(arun(None, self._releasing()))
+
+    def _shielded(self, running: Awaitable[Any]) -> Awaitable[Any]:
+        # A session's statement runs in a task of its own, shielded from the caller's
+        # cancellation: a run cancelled mid-statement must not leave the shared
+        # connection in the middle of a query, and the lock it took meanwhile is
+        # recorded for its release to undo.
+        return asyncio.shield(running) if isinstance(self._source, LockSession) else running
+
+    def _acquiring(self) -> Flow[bool]:
         if isinstance(self._source, LockSession):
-            return self._source.release(self)
-        if self.generation is not None:
-            self.generation = None
-            with self._guard:
-                unlock(self._source, self.key)
-
-
-class AsyncAdvisoryLock:
-    """Async twin of ``AdvisoryLock``."""
-
-    def __init__(
-        self,
-        source: AsyncConnection[Any] | AsyncLockSession,
-        guard: asyncio.Lock,
-        thread_id: str,
-    ) -> None:
-        self._source = source
-        self._guard = guard
-        self.thread_id = thread_id
-        self.key = advisory_key(thread_id)
-        self.generation: int | None = None
-
-    async def atry_acquire(self) -> bool:
-        if isinstance(self._source, AsyncLockSession):
-            return await self._source.acquire(self)
-        async with self._guard:
-            held = await aquery(self._source, TRY_SQL, params(self.key))
+            return (yield from self._source.acquiring(self))
+        yield from _entered(self._guard)
+        try:
+            held = bool((yield _statement(self._source, TRY_SQL, params(self.key))))
+        finally:
+            self._guard.release()
         self.generation = 0 if held else None
         return held
 
-    async def arelease(self) -> None:
-        if isinstance(self._source, AsyncLockSession):
-            return await self._source.release(self)
+    def _releasing(self) -> Flow[None]:
+        if isinstance(self._source, LockSession):
+            return (yield from self._source.releasing(self))
         if self.generation is not None:
             self.generation = None
-            async with self._guard:
-                await aunlock(self._source, self.key)
+            yield from _entered(self._guard)
+            try:
+                yield from _unlocking(self._source, self.key)
+            finally:
+                self._guard.release()
 
 
 class LockSession:
     """The connection on which a process takes the advisory locks of one pool's runs.
 
     Every statement runs under the session's guard, one short statement at a time, so
-    threads take turns on the connection; the keys it holds are known here, so a key
-    held already is refused without a round trip. Each connection made has a number,
-    the generation, which a lock remembers: a lock taken on a connection that has
-    since dropped is gone on the server, and its release says so instead of unlocking.
+    threads (or tasks) take turns on the connection; the keys it holds are known here,
+    so a key held already is refused without a round trip. Each connection made has a
+    number, the generation, which a lock remembers: a lock taken on a connection that
+    has since dropped is gone on the server, and its release says so instead of
+    unlocking.
     """
 
-    def __init__(self, pool: ConnectionPool[Any]) -> None:
+    def __init__(self, pool: Any, guard: Any) -> None:
         # Weakly: the session lives as long as the pool and must not keep it alive.
         self._pool = weakref.ref(pool)
-        self._guard = threading.Lock()
-        self._conn: Connection[Any] | None = None
+        self._guard = guard
+        self._conn: Any = None
         self._held: set[int] = set()
         self._generation = 0
 
-    def acquire(self, lock: AdvisoryLock) -> bool:
-        with self._guard:
+    def acquiring(self, lock: AdvisoryLock) -> Flow[bool]:
+        """The flow taking ``lock`` on this session's connection."""
+        yield from _entered(self._guard)
+        try:
             if lock.key in self._held:
                 return False
             try:
-                held = query(self._connection(lock), TRY_KEY_SQL, {"key": lock.key})
+                conn = yield from self._connection(lock)
+                held = yield _statement(conn, TRY_KEY_SQL, {"key": lock.key})
             except operational_error():
                 self._drop()  # a connection that dropped while idle: try a fresh one
-                held = query(self._connection(lock), TRY_KEY_SQL, {"key": lock.key})
+                conn = yield from self._connection(lock)
+                held = yield _statement(conn, TRY_KEY_SQL, {"key": lock.key})
             if held:
                 self._held.add(lock.key)
                 lock.generation = self._generation
-            return held
+            return bool(held)
+        finally:
+            self._guard.release()
 
-    def release(self, lock: AdvisoryLock) -> None:
-        with self._guard:
+    def releasing(self, lock: AdvisoryLock) -> Flow[None]:
+        """The flow releasing ``lock``, or saying it was lost with its connection."""
+        yield from _entered(self._guard)
+        try:
             generation, lock.generation = lock.generation, None
             if generation is None:
                 return
@@ -176,20 +164,23 @@ class LockSession:
                 return _lost(lock.thread_id)
             self._held.discard(lock.key)
             try:
-                unlock(self._conn, lock.key)
+                yield from _unlocking(self._conn, lock.key)
             except operational_error():
                 self._drop()
                 _lost(lock.thread_id)
+        finally:
+            self._guard.release()
 
     def finish(self, pid: int) -> None:
         """Ends the connection without waiting: its pool is gone, or the process exits."""
         if self._conn is not None:
             _finish(self._conn, pid)
 
-    def _connection(self, lock: AdvisoryLock) -> Connection[Any]:
+    def _connection(self, lock: AdvisoryLock) -> Flow[Any]:
         if self._conn is None or self._conn.closed:
             self._drop()
-            self._conn = _connect(_alive(self._pool, lock.thread_id), lock.thread_id)
+            pool = _alive(self._pool, lock.thread_id)
+            self._conn = yield Call("connect", (pool, lock.thread_id), on=_advisory_sql)
             self._generation += 1
         return self._conn
 
@@ -200,105 +191,41 @@ class LockSession:
             _finish(conn, os.getpid())
 
 
-class AsyncLockSession:
-    """Async twin of ``LockSession``.
-
-    Each statement runs in a task of its own, shielded from the caller's cancellation:
-    a run cancelled mid-statement must not leave the shared connection in the middle of
-    a query, and the lock it took meanwhile is recorded for its release to undo.
-    """
-
-    def __init__(self, pool: AsyncConnectionPool[Any]) -> None:
-        self._pool = weakref.ref(pool)
-        self._guard = asyncio.Lock()
-        self._conn: AsyncConnection[Any] | None = None
-        self._held: set[int] = set()
-        self._generation = 0
-
-    async def acquire(self, lock: AsyncAdvisoryLock) -> bool:
-        return await asyncio.shield(self._acquire(lock))
-
-    async def release(self, lock: AsyncAdvisoryLock) -> None:
-        await asyncio.shield(self._release(lock))
-
-    async def _acquire(self, lock: AsyncAdvisoryLock) -> bool:
-        async with self._guard:
-            if lock.key in self._held:
-                return False
-            try:
-                held = await aquery(await self._connection(lock), TRY_KEY_SQL, {"key": lock.key})
-            except operational_error():
-                await self._drop()
-                held = await aquery(await self._connection(lock), TRY_KEY_SQL, {"key": lock.key})
-            if held:
-                self._held.add(lock.key)
-                lock.generation = self._generation
-            return held
-
-    async def _release(self, lock: AsyncAdvisoryLock) -> None:
-        async with self._guard:
-            generation, lock.generation = lock.generation, None
-            if generation is None:
-                return
-            if generation != self._generation or self._conn is None or self._conn.closed:
-                return _lost(lock.thread_id)
-            self._held.discard(lock.key)
-            try:
-                await aunlock(self._conn, lock.key)
-            except operational_error():
-                await self._drop()
-                _lost(lock.thread_id)
-
-    def finish(self, pid: int) -> None:
-        """Ends the connection without waiting: its pool is gone, or the process exits."""
-        if self._conn is not None:
-            _finish(self._conn, pid)
-
-    async def _connection(self, lock: AsyncAdvisoryLock) -> AsyncConnection[Any]:
-        if self._conn is None or self._conn.closed:
-            await self._drop()
-            self._conn = await _aconnect(_alive(self._pool, lock.thread_id), lock.thread_id)
-            self._generation += 1
-        return self._conn
-
-    async def _drop(self) -> None:
-        conn, self._conn = self._conn, None
-        self._held.clear()
-        if conn is not None:
-            _finish(conn, os.getpid())
-
-
-def lock_session(pool: ConnectionPool[Any]) -> LockSession:
-    """The pool's lock session, made on first use (it connects on its first lock)."""
+def lock_session(pool: Any, guard: Callable[[], Any]) -> LockSession:
+    """The pool's lock session, made on first use with a new ``guard()`` (it connects
+    on its first lock)."""
     session = _SESSIONS.get(pool)
-    if not isinstance(session, LockSession):
-        session = _remember(pool, LockSession(pool))
-    return session  # type: ignore[return-value]
-
-
-def alock_session(pool: AsyncConnectionPool[Any]) -> AsyncLockSession:
-    """Async twin of ``lock_session``; no I/O, so no ``await``."""
-    session = _SESSIONS.get(pool)
-    if not isinstance(session, AsyncLockSession):
-        session = _remember(pool, AsyncLockSession(pool))
-    return session  # type: ignore[return-value]
-
-
-def _remember(pool: object, made: LockSession | AsyncLockSession) -> LockSession | AsyncLockSession:
-    session = _SESSIONS.setdefault(pool, made)  # one winner among racing threads
-    if session is made:
-        # The pool going (or the process exiting) ends the session's connection.
-        weakref.finalize(pool, made.finish, os.getpid())
+    if session is None:
+        made = LockSession(pool, guard())
+        session = _SESSIONS.setdefault(pool, made)  # one winner among racing threads
+        if session is made:
+            # The pool going (or the process exiting) ends the session's connection.
+            weakref.finalize(pool, made.finish, os.getpid())
     return session
 
 
-_SESSIONS: weakref.WeakKeyDictionary[object, LockSession | AsyncLockSession] = (
-    weakref.WeakKeyDictionary()
-)
+_SESSIONS: weakref.WeakKeyDictionary[object, LockSession] = weakref.WeakKeyDictionary()
 """Per pool, its lock session. Weak: a pool's session goes with the pool."""
 
 
-def _finish(conn: Connection[Any] | AsyncConnection[Any], pid: int) -> None:
+def _entered(guard: Any) -> Flow[None]:
+    """Take ``guard``: a ``threading.Lock`` on a sync run, an ``asyncio.Lock`` awaited on
+    an async one (``acquire`` either way)."""
+    yield Call("acquire", on=guard, amethod="acquire")
+
+
+def _statement(conn: Any, sql: Any, values: dict[str, int]) -> Call:
+    return Call("query", (conn, sql, values), on=_advisory_sql)
+
+
+def _unlocking(conn: Any, key: int) -> Flow[None]:
+    if conn.closed:
+        return  # the session, and every lock it held, is gone already
+    if not (yield _statement(conn, UNLOCK_SQL, {"key": key})):
+        logger.warning("thread lock %s was not held at release", key)
+
+
+def _finish(conn: Any, pid: int) -> None:
     """Ends a session's connection without waiting: the server drops its locks.
 
     Not in a forked child, which shares the parent's socket: ending the session there
@@ -321,45 +248,4 @@ def _lost(thread_id: str) -> None:
         "server released the lock with it; another worker may have run the thread "
         "meanwhile. Check what ends sessions (network, idle timeouts, pg_terminate_backend)",
         thread_id,
-    )
-
-
-def _connect(pool: ConnectionPool[Any], thread_id: str) -> Connection[Any]:
-    """A connection of the lock's own, made as the pool makes its connections."""
-    conninfo = pool.conninfo() if callable(pool.conninfo) else pool.conninfo
-    kwargs = pool.kwargs() if callable(pool.kwargs) else pool.kwargs
-    try:
-        conn: Connection[Any] = pool.connection_class.connect(conninfo, **_lock_kwargs(kwargs))
-    except operational_error() as exc:
-        raise GraphError(_connect_failed(thread_id, exc)) from exc
-    return conn
-
-
-async def _aconnect(pool: AsyncConnectionPool[Any], thread_id: str) -> AsyncConnection[Any]:
-    """Async twin of ``_connect``; the pool's conninfo and kwargs may be coroutines."""
-    conninfo = pool.conninfo() if callable(pool.conninfo) else pool.conninfo
-    if inspect.isawaitable(conninfo):
-        conninfo = await conninfo
-    kwargs = pool.kwargs() if callable(pool.kwargs) else pool.kwargs
-    if inspect.isawaitable(kwargs):
-        kwargs = await kwargs
-    try:
-        aconn: AsyncConnection[Any] = await pool.connection_class.connect(
-            conninfo, **_lock_kwargs(kwargs)
-        )
-    except operational_error() as exc:
-        raise GraphError(_connect_failed(thread_id, exc)) from exc
-    return aconn
-
-
-def _lock_kwargs(kwargs: Mapping[str, Any] | None) -> dict[str, Any]:
-    # Autocommit: no statement of the lock leaves a transaction open on the server.
-    return {**(kwargs or {}), "autocommit": True}
-
-
-def _connect_failed(thread_id: str, exc: Exception) -> str:
-    return (
-        f"thread {thread_id!r}: the thread lock could not open its connection to "
-        f"PostgreSQL ({exc}); the thread locks of a pool's runs hold one connection "
-        "beside the pool: check that the server accepts it (max_connections)"
     )

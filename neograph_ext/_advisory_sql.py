@@ -1,7 +1,9 @@
 """The PostgreSQL advisory-lock statements, and the key of a thread.
 
 Rules:
-- Statements only: no connection is opened or held here (``_advisory`` does that).
+- Statements, and the driver's calls a lock's flow makes (``query``, ``connect``: the
+  sync and async twins differ by ``await`` alone); no connection is held here
+  (``_advisory`` does that).
 - A statement on a connection outside autocommit ends the transaction it opened, so a
   lock statement never leaves a connection inside one.
 - ``psycopg`` is never imported here unless the caller has it imported already.
@@ -10,26 +12,28 @@ Rules:
 from __future__ import annotations
 
 import hashlib
-import logging
+import inspect
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, LiteralString
+
+from neograph_ext._errors import GraphError
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection, Connection
+    from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 __all__ = [
     "TRY_KEY_SQL",
     "TRY_SQL",
     "UNLOCK_SQL",
+    "aconnect",
     "advisory_key",
     "aquery",
-    "aunlock",
+    "connect",
     "operational_error",
     "params",
     "query",
-    "unlock",
 ]
-
-logger = logging.getLogger("neograph_ext")
 
 _NAMESPACE = b"neograph-ext/thread-lock\x00"
 """Salts the advisory key so it does not collide with other users' advisory locks."""
@@ -99,18 +103,45 @@ async def aquery(conn: AsyncConnection[Any], sql: LiteralString, params: dict[st
     return bool(_first(row))
 
 
-def unlock(conn: Connection[Any], key: int) -> None:
-    if conn.closed:
-        return  # the session, and every lock it held, is gone already
-    if not query(conn, UNLOCK_SQL, {"key": key}):
-        logger.warning("thread lock %s was not held at release", key)
+def connect(pool: ConnectionPool[Any], thread_id: str) -> Connection[Any]:
+    """A connection of a lock session's own, made as the pool makes its connections."""
+    conninfo = pool.conninfo() if callable(pool.conninfo) else pool.conninfo
+    kwargs = pool.kwargs() if callable(pool.kwargs) else pool.kwargs
+    try:
+        conn: Connection[Any] = pool.connection_class.connect(conninfo, **_lock_kwargs(kwargs))
+    except operational_error() as exc:
+        raise GraphError(_connect_failed(thread_id, exc)) from exc
+    return conn
 
 
-async def aunlock(conn: AsyncConnection[Any], key: int) -> None:
-    if conn.closed:
-        return  # the session, and every lock it held, is gone already
-    if not await aquery(conn, UNLOCK_SQL, {"key": key}):
-        logger.warning("thread lock %s was not held at release", key)
+async def aconnect(pool: AsyncConnectionPool[Any], thread_id: str) -> AsyncConnection[Any]:
+    """Async twin of ``connect``; the pool's conninfo and kwargs may be coroutines."""
+    conninfo = pool.conninfo() if callable(pool.conninfo) else pool.conninfo
+    if inspect.isawaitable(conninfo):
+        conninfo = await conninfo
+    kwargs = pool.kwargs() if callable(pool.kwargs) else pool.kwargs
+    if inspect.isawaitable(kwargs):
+        kwargs = await kwargs
+    try:
+        aconn: AsyncConnection[Any] = await pool.connection_class.connect(
+            conninfo, **_lock_kwargs(kwargs)
+        )
+    except operational_error() as exc:
+        raise GraphError(_connect_failed(thread_id, exc)) from exc
+    return aconn
+
+
+def _lock_kwargs(kwargs: Mapping[str, Any] | None) -> dict[str, Any]:
+    # Autocommit: no statement of the lock leaves a transaction open on the server.
+    return {**(kwargs or {}), "autocommit": True}
+
+
+def _connect_failed(thread_id: str, exc: Exception) -> str:
+    return (
+        f"thread {thread_id!r}: the thread lock could not open its connection to "
+        f"PostgreSQL ({exc}); the thread locks of a pool's runs hold one connection "
+        "beside the pool: check that the server accepts it (max_connections)"
+    )
 
 
 def _first(row: object) -> object:

@@ -16,14 +16,10 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
-import sqlite3
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from neograph_ext._errors import GraphError
-
-if TYPE_CHECKING:
-    import threading
 
 try:
     import fcntl
@@ -37,7 +33,6 @@ __all__ = [
     "lock_file",
     "lock_path",
     "main_file",
-    "sqlite_file",
 ]
 
 LOCK_DIR = ".neograph-locks"
@@ -79,12 +74,6 @@ _PLACES: dict[str, tuple[int, int, str]] = {}
 start of its lock files' paths, beside its real path. Resolving the real path walks
 every directory of the path (most of a resume's locking cost), so it is done again only
 when the path names another file, which the ``stat`` every lock takes anyway tells."""
-
-
-def sqlite_file(conn: sqlite3.Connection, guard: threading.Lock) -> str:
-    with guard:
-        rows = conn.execute("PRAGMA database_list").fetchall()
-    return main_file(rows)
 
 
 def main_file(rows: Any) -> str:

@@ -37,21 +37,20 @@ import asyncio
 import logging
 import sqlite3
 import sys
+import threading
 import time
 import weakref
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Any, Literal
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from neograph_ext._advisory import AdvisoryLock, AsyncAdvisoryLock, alock_session, lock_session
+from neograph_ext._advisory import AdvisoryLock, lock_session
 from neograph_ext._errors import GraphError, ThreadBusyError
-from neograph_ext._file_lock import FileLock, flock_available, lock_path, main_file, sqlite_file
-
-if TYPE_CHECKING:
-    import threading
-
+from neograph_ext._file_lock import FileLock, flock_available, lock_path, main_file
+from neograph_ext._query import Flow, Sql
+from neograph_ext._storage import arun, run
 
 __all__ = ["OnBusy", "athread_lock", "thread_lock"]
 
@@ -155,24 +154,14 @@ def _delays(thread_id: str, on_busy: str, timeout: float) -> Iterator[float]:
     )
 
 
-class _Lock(Protocol):
-    def try_acquire(self) -> bool: ...
-    def release(self) -> None: ...
-
-
-class _ALock(Protocol):
-    async def atry_acquire(self) -> bool: ...
-    async def arelease(self) -> None: ...
-
-
 def _lock_for(saver: BaseCheckpointSaver[Any], thread_id: str) -> _Lock | None:
     conn = _connection(saver)
     if isinstance(conn, sqlite3.Connection):
-        return _file_lock(_database(saver, conn), thread_id, saver)
+        return _file_lock(run(saver, _database(saver, conn)), thread_id, saver)
     if _is(conn, "psycopg_pool", "ConnectionPool"):
-        return AdvisoryLock(lock_session(conn), _saver_lock(saver), thread_id)
+        return AdvisoryLock(lock_session(conn, threading.Lock), saver.lock, thread_id)  # type: ignore[attr-defined]
     if _is(conn, "psycopg", "Connection"):
-        return AdvisoryLock(conn, _saver_lock(saver), thread_id)
+        return AdvisoryLock(conn, saver.lock, thread_id)  # type: ignore[attr-defined]
     if _async_kind(conn):
         logger.warning(
             "thread %r: %s is asynchronous: the sync run() takes no lock; use arun()",
@@ -184,35 +173,30 @@ def _lock_for(saver: BaseCheckpointSaver[Any], thread_id: str) -> _Lock | None:
     return None
 
 
-async def _alock_for(saver: BaseCheckpointSaver[Any], thread_id: str) -> _ALock | None:
+async def _alock_for(saver: BaseCheckpointSaver[Any], thread_id: str) -> _Lock | None:
     conn = _connection(saver)
     if _is(conn, "aiosqlite", "Connection"):
         # Finding the lock file stats the database: file I/O, off the event loop.
-        return await asyncio.to_thread(_file_lock, await _adatabase(saver, conn), thread_id, saver)
+        path = await arun(saver, _database(saver, conn))
+        return await asyncio.to_thread(_file_lock, path, thread_id, saver)
     if _is(conn, "psycopg_pool", "AsyncConnectionPool"):
-        return AsyncAdvisoryLock(alock_session(conn), _saver_alock(saver), thread_id)
+        return AdvisoryLock(lock_session(conn, asyncio.Lock), saver.lock, thread_id)  # type: ignore[attr-defined]
     if _is(conn, "psycopg", "AsyncConnection"):
-        return AsyncAdvisoryLock(conn, _saver_alock(saver), thread_id)
+        return AdvisoryLock(conn, saver.lock, thread_id)  # type: ignore[attr-defined]
     # A sync saver never gets here: LangGraph's sync savers refuse arun's aget_tuple.
     _no_lock(saver, thread_id)
     return None
 
 
-def _database(saver: BaseCheckpointSaver[Any], conn: sqlite3.Connection) -> str:
-    """The main database file of a sync SQLite saver's connection, asked once per saver
-    and connection: a connection's main database never changes."""
-    known = _DATABASES.get(saver)
-    if known is None or known[0] is not conn:
-        known = _DATABASES[saver] = (conn, sqlite_file(conn, _saver_lock(saver)))
-    return known[1]
+_Lock = FileLock | AdvisoryLock
 
 
-async def _adatabase(saver: BaseCheckpointSaver[Any], conn: Any) -> str:
-    """Async twin of ``_database``, for an ``aiosqlite`` connection."""
+def _database(saver: BaseCheckpointSaver[Any], conn: object) -> Flow[str]:
+    """The main database file of a SQLite saver's connection, asked once per saver and
+    connection: a connection's main database never changes."""
     known = _DATABASES.get(saver)
     if known is None or known[0] is not conn:
-        async with _saver_alock(saver):
-            rows = await (await conn.execute("PRAGMA database_list")).fetchall()
+        rows = yield Sql("PRAGMA database_list")
         known = _DATABASES[saver] = (conn, main_file(rows))
     return known[1]
 
@@ -261,18 +245,6 @@ def _async_kind(conn: object) -> bool:
         or _is(conn, "psycopg", "AsyncConnection")
         or _is(conn, "psycopg_pool", "AsyncConnectionPool")
     )
-
-
-def _saver_lock(saver: BaseCheckpointSaver[Any]) -> threading.Lock:
-    """The lock a sync saver takes around every use of its connection."""
-    lock: threading.Lock = saver.lock  # type: ignore[attr-defined]
-    return lock
-
-
-def _saver_alock(saver: BaseCheckpointSaver[Any]) -> asyncio.Lock:
-    """The lock an async saver takes around every use of its connection."""
-    lock: asyncio.Lock = saver.lock  # type: ignore[attr-defined]
-    return lock
 
 
 def _file_lock(path: str, thread_id: str, saver: BaseCheckpointSaver[Any]) -> FileLock | None:

@@ -50,8 +50,9 @@ class Transaction:
 
 @dataclass(frozen=True)
 class Call:
-    """A call of the saver's own API: ``method`` on a sync run, ``amethod`` awaited on an
-    async one (``"a" + method`` unless given); answered with what it returns."""
+    """A call of the saver's own API (or of ``on``'s): ``method`` on a sync run,
+    ``amethod`` awaited on an async one (``"a" + method`` unless given); answered with
+    what it returns."""
 
     method: str
     """The sync method's name."""
@@ -59,6 +60,9 @@ class Call:
     """Its positional arguments."""
     amethod: str = field(default="")
     """The async method's name, when it is not ``"a" + method``."""
+    on: Any = None
+    """What has the method, when it is not the saver (a lock's guard, its connection's
+    driver)."""
 
 
 @dataclass(frozen=True)

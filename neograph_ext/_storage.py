@@ -85,8 +85,9 @@ _BACKENDS = {"sqlite": _storage_sqlite, "postgres": _storage_postgres}
 """Each backend's module, holding its ``execute`` / ``aexecute`` pair."""
 
 
-def run(saver: _Saver, flow: Flow[_T]) -> _T:
-    """Drive ``flow`` over a sync ``saver``; what it returns."""
+def run(saver: Any, flow: Flow[_T]) -> _T:
+    """Drive ``flow`` over a sync ``saver`` (None for a flow whose calls name what they
+    call); what it returns."""
     answer: Any = None
     error: BaseException | None = None
     while True:
@@ -97,7 +98,7 @@ def run(saver: _Saver, flow: Flow[_T]) -> _T:
         error = None
         try:
             if isinstance(query, Call):
-                answer = getattr(saver, query.method)(*query.args)
+                answer = getattr(query.on or saver, query.method)(*query.args)
             elif isinstance(query, Listing):
                 answer = list(saver.list(query.config, limit=query.limit))
             else:
@@ -106,7 +107,7 @@ def run(saver: _Saver, flow: Flow[_T]) -> _T:
             error = exc
 
 
-async def arun(saver: _Saver, flow: Flow[_T]) -> _T:
+async def arun(saver: Any, flow: Flow[_T]) -> _T:
     """Async twin of ``run``, over an async saver."""
     answer: Any = None
     error: BaseException | None = None
@@ -118,7 +119,8 @@ async def arun(saver: _Saver, flow: Flow[_T]) -> _T:
         error = None
         try:
             if isinstance(query, Call):
-                answer = await getattr(saver, query.amethod or "a" + query.method)(*query.args)
+                method = query.amethod or "a" + query.method
+                answer = await getattr(query.on or saver, method)(*query.args)
             elif isinstance(query, Listing):
                 answer = [t async for t in saver.alist(query.config, limit=query.limit)]
             else:

@@ -26,7 +26,7 @@ import ormsgpack
 from langgraph.checkpoint.base import CheckpointTuple
 
 from neograph_ext._claim import CLAIM
-from neograph_ext._query import Flow, Sql, Transaction
+from neograph_ext._query import Call, Flow, Sql, Transaction
 from neograph_ext._storage_rows import (
     KEPT_VALUES,
     Writes,
@@ -53,6 +53,7 @@ class SqliteReader:
         self.saver = saver
 
     def thread_ids(self, after: str | None, limit: int) -> Flow[list[str]]:
+        yield _SETUP
         return [str(row[0]) for row in (yield _page(after, limit))]
 
     def lineages(
@@ -77,7 +78,6 @@ class SqliteReader:
 def execute(saver: Any, query: Sql | Transaction) -> list[Any] | None:
     """Run ``query`` on a ``SqliteSaver``'s connection, under the saver's lock; a
     transaction begins at once (``BEGIN IMMEDIATE``), apart from the saver's own work."""
-    saver.setup()
     conn = saver.conn
     with saver.lock:
         if isinstance(query, Sql):
@@ -98,7 +98,6 @@ def execute(saver: Any, query: Sql | Transaction) -> list[Any] | None:
 
 async def aexecute(saver: Any, query: Sql | Transaction) -> list[Any] | None:
     """Async twin of ``execute``, for an ``AsyncSqliteSaver``."""
-    await saver.setup()
     conn = saver.conn
     async with saver.lock:
         if isinstance(query, Sql):
@@ -121,10 +120,14 @@ async def aexecute(saver: Any, query: Sql | Transaction) -> list[Any] | None:
 def _read(thread_ids: Sequence[str]) -> Flow[tuple[bool, list[Any], list[Any]]]:
     """Whether the writes table has task paths, then the threads' light checkpoint rows
     and their write rows."""
+    yield _SETUP
     paths = _has_task_path((yield Sql(_COLUMNS)))
     checkpoints = yield _checkpoints(thread_ids)
     return paths, checkpoints, (yield _writes(thread_ids, paths))
 
+
+_SETUP = Call("setup", amethod="setup")
+"""The saver's own setup, which its reads run first (its tables made, once)."""
 
 _COLUMNS = "PRAGMA table_info(writes)"
 
