@@ -50,7 +50,7 @@ from neograph_ext._advisory import AdvisoryLock, lock_session
 from neograph_ext._errors import GraphError, ThreadBusyError
 from neograph_ext._file_lock import FileLock, flock_available, lock_path, main_file
 from neograph_ext._query import Flow, Sql
-from neograph_ext._storage import arun, run
+from neograph_ext._storage import arun, known_backend, run
 
 __all__ = ["OnBusy", "athread_lock", "thread_lock"]
 
@@ -217,21 +217,7 @@ def _no_lock(saver: BaseCheckpointSaver[Any], thread_id: str) -> None:
 
 def _connection(saver: BaseCheckpointSaver[Any]) -> Any:
     """The saver's connection, for the savers this module knows; None otherwise."""
-    kind = type(saver)
-    known = _KNOWN.get(kind)
-    if known is None:
-        savers = (
-            ("langgraph.checkpoint.sqlite", "SqliteSaver"),
-            ("langgraph.checkpoint.sqlite.aio", "AsyncSqliteSaver"),
-            ("langgraph.checkpoint.postgres.base", "BasePostgresSaver"),
-        )
-        known = _KNOWN[kind] = any(_is(saver, module, name) for module, name in savers)
-    return getattr(saver, "conn", None) if known else None
-
-
-_KNOWN: dict[type, bool] = {}
-"""Per saver class, whether this module knows it. A class exists only once its bases'
-modules are imported, so the answer never changes."""
+    return getattr(saver, "conn", None) if known_backend(saver) is not None else None
 
 
 def _is(obj: object, module: str, name: str) -> bool:

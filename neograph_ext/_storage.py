@@ -71,6 +71,7 @@ __all__ = [
     "arun",
     "backend",
     "bound",
+    "known_backend",
     "lineage_of",
     "pages",
     "reader_for",
@@ -130,16 +131,16 @@ async def arun(saver: Any, flow: Flow[_T]) -> _T:
 
 
 def bound(
-    flow: Callable[_P, Flow[_T]], saver: Callable[..., _Saver] = lambda first, *_: first
+    flow: Callable[_P, Flow[_T]], saver: Callable[..., _Saver] = lambda first, *_, **__: first
 ) -> tuple[Callable[_P, _T], Callable[_P, Awaitable[_T]]]:
     """A flow's sync and async entry points, which take the flow's arguments; the saver
     it runs over is its first (else what ``saver`` finds among them)."""
 
     def sync(*args: _P.args, **kwargs: _P.kwargs) -> _T:
-        return run(saver(*args), flow(*args, **kwargs))
+        return run(saver(*args, **kwargs), flow(*args, **kwargs))
 
     def asynchronous(*args: _P.args, **kwargs: _P.kwargs) -> Awaitable[_T]:
-        return arun(saver(*args), flow(*args, **kwargs))
+        return arun(saver(*args, **kwargs), flow(*args, **kwargs))
 
     sync.__doc__ = asynchronous.__doc__ = flow.__doc__
     return sync, asynchronous
@@ -151,16 +152,24 @@ def backend(saver: _Saver) -> Backend:
     Raises:
         GraphError: It is not one of LangGraph's SQLite or PostgreSQL savers.
     """
-    for module, name, kind in _SAVERS:
-        cls = getattr(sys.modules.get(module), name, None)
-        if isinstance(cls, type) and isinstance(saver, cls):
-            return kind
+    if (kind := known_backend(saver)) is not None:
+        return kind
     kind_name = f"{type(saver).__module__}.{type(saver).__qualname__}"
     raise GraphError(
         f"pruning needs LangGraph's SQLite or PostgreSQL saver (SqliteSaver, "
         f"AsyncSqliteSaver, PostgresSaver, AsyncPostgresSaver), not {kind_name}: "
         "its tables are unknown here; prune that store with its own tools"
     )
+
+
+def known_backend(saver: object) -> Backend | None:
+    """Which tables ``saver`` keeps; None for a saver of another kind. Optional drivers
+    are never imported: a saver whose driver is not imported cannot be one of theirs."""
+    for module, name, kind in _SAVERS:
+        cls = getattr(sys.modules.get(module), name, None)
+        if isinstance(cls, type) and isinstance(saver, cls):
+            return kind
+    return None
 
 
 _SAVERS: tuple[tuple[str, str, Backend], ...] = (
@@ -270,7 +279,7 @@ def _lineage_of(
     return walked
 
 
-lineage_of, alineage_of = bound(_lineage_of, lambda reader, *_: reader.saver)
+lineage_of, alineage_of = bound(_lineage_of, lambda reader, *_, **__: reader.saver)
 
 
 def _named(module: str, name: str) -> object:

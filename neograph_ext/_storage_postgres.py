@@ -164,7 +164,7 @@ def _read(params: Mapping[str, Any]) -> Flow[tuple[_Rows, _Rows, _Rows]]:
     """The threads' light checkpoint rows, their kept channels' blobs and their writes."""
     checkpoints = yield Sql(_CHECKPOINTS, params, named=True)
     blobs = yield Sql(_KEPT_BLOBS, params, named=True)
-    return checkpoints, blobs, (yield Sql(_WRITES, params, named=True))
+    return checkpoints, blobs, (yield Sql(_WRITES, params))
 
 
 def _params(thread_ids: Sequence[str]) -> dict[str, Any]:
@@ -175,13 +175,13 @@ def _threads(
     serde: Any,
     checkpoints: Sequence[Mapping[str, Any]],
     blobs: Sequence[Mapping[str, Any]],
-    writes: Sequence[Mapping[str, Any]],
+    writes: Sequence[Sequence[Any]],
     heads: Sequence[CheckpointTuple] | None,
 ) -> dict[str, list[CheckpointTuple]]:
     """The rows of a batch as each thread's tuples, newest first, the head whole (one
     of ``heads``) or, without them, light."""
     stored = _stored(blobs)
-    grouped = _grouped(writes, serde)
+    grouped = grouped_writes(writes, serde)
     whole = {str(h.config["configurable"]["thread_id"]): h for h in heads or ()}
     threads: dict[str, list[CheckpointTuple]] = {}
     old: set[str] = set()
@@ -211,7 +211,7 @@ def _decoded(
     thread_id: str,
     checkpoints: Sequence[Mapping[str, Any]],
     blobs: Sequence[Mapping[str, Any]],
-    writes: Sequence[Mapping[str, Any]],
+    writes: Sequence[Sequence[Any]],
 ) -> Iterator[CheckpointTuple] | None:
     """One thread's rows as light tuples, each built only when it is reached (a walk
     lets each go before the next); None for a thread left out (see the module's rules)."""
@@ -220,7 +220,7 @@ def _decoded(
     if any(int(row["walked"]["v"] or 0) < 4 for row in checkpoints):
         return None
     stored = _stored(blobs)
-    grouped = _grouped(writes, serde)
+    grouped = grouped_writes(writes, serde)
     return (_tuple(serde, row, stored, grouped) for row in checkpoints)
 
 
@@ -247,18 +247,6 @@ def _tuple(
 def _stored(blobs: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str, str], Mapping[str, Any]]:
     """The walked channels' blobs, by thread, channel and version."""
     return {(b["thread_id"], b["channel"], b["version"]): b for b in blobs}
-
-
-def _grouped(writes: Sequence[Mapping[str, Any]], serde: Any) -> dict[tuple[str, str], Writes]:
-    """The writes' rows as each checkpoint's pending writes, without values but a
-    claim's."""
-    return grouped_writes(
-        (
-            (w["thread_id"], w["checkpoint_id"], w["task_id"], w["channel"], w["type"], w["blob"])
-            for w in writes
-        ),
-        serde,
-    )
 
 
 def _values(
