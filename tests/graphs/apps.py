@@ -18,7 +18,7 @@ from langgraph.prebuilt import ToolNode
 from pydantic import BaseModel, ConfigDict
 
 from tests.graphs.models import AnsweringChat
-from tests.graphs.pipelines import Crash, model
+from tests.graphs.pipelines import Crash, model, wire
 
 
 class Outer(TypedDict, total=False):
@@ -60,9 +60,7 @@ def writer(
     builder = StateGraph(Inner)
     builder.add_node("plan", plan)
     builder.add_node("write", write)
-    builder.add_edge(START, "plan")
-    builder.add_edge("plan", "write")
-    builder.add_edge("write", END)
+    wire(builder, "plan", "write")
     return builder
 
 

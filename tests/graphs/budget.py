@@ -18,6 +18,7 @@ from langchain_core.tools import tool
 from langgraph.graph import END, START, StateGraph
 
 from tests.graphs.models import AnsweringChat
+from tests.graphs.pipelines import wire
 
 __all__ = ["CALLS", "STEPS", "TOKENS", "Crash", "UsageChat", "pipeline"]
 
@@ -100,8 +101,5 @@ def pipeline(
     builder.add_node("draft", draft)
     builder.add_node("review", review)
     builder.add_node("publish", inner.compile())
-    builder.add_edge(START, "draft")
-    builder.add_edge("draft", "review")
-    builder.add_edge("review", "publish")
-    builder.add_edge("publish", END)
+    wire(builder, "draft", "review", "publish")
     return builder
