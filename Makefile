@@ -44,11 +44,12 @@ demo: venv
 
 # scripts/pg.sh starts the server, exports NEOGRAPH_EXT_PG_DSN, runs pytest,
 # stops the server (also on failure or Ctrl-C) and exits with pytest's status.
+# --durations=20 prints the 20 slowest tests, so a test that grew slow shows in CI.
 # The whole suite (no PYTEST_ARGS) runs make compat first; both always run.
 test: venv
 	@status=0; \
 	if [ -z "$(PYTEST_ARGS)" ]; then $(MAKE) --no-print-directory compat || status=1; fi; \
-	PYTHON=$(BIN)/python bash scripts/pg.sh $(BIN)/python -m pytest -n 2 $(PYTEST_ARGS) || status=1; \
+	PYTHON=$(BIN)/python bash scripts/pg.sh $(BIN)/python -m pytest -n 2 --durations=20 $(PYTEST_ARGS) || status=1; \
 	if [ -z "$(PYTEST_ARGS)" ]; then $(MAKE) --no-print-directory test-oldest || status=1; fi; \
 	exit $$status
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import inspect
 import os
-import sqlite3
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -132,11 +131,8 @@ def opened_saver(kind: str, tmp_path: Path) -> Iterator[BaseCheckpointSaver[Any]
     if kind == "memory":
         yield InMemorySaver()
     elif kind == "sqlite":
-        conn = sqlite3.connect(tmp_path / "saver.sqlite", check_same_thread=False)
-        try:
-            yield SqliteSaver(conn)
-        finally:
-            conn.close()
+        with SqliteSaver.from_conn_string(str(tmp_path / "saver.sqlite")) as sqlite_saver:
+            yield sqlite_saver
     else:
         with PostgresSaver.from_conn_string(_require_pg_dsn()) as pg_saver:
             pg_saver.setup()

@@ -7,15 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.support import Database, postgres_database, sqlite_database
+from tests.cli.support import DATABASE_KINDS, Database, database, sqlite_database
 
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Database]:
-    if request.param == "sqlite":
-        yield from sqlite_database(tmp_path / "threads.sqlite")
-    else:
-        yield from postgres_database(request.getfixturevalue("pg_dsn"))
+db = pytest.fixture(params=DATABASE_KINDS)(database)
 
 
 @pytest.fixture

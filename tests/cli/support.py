@@ -9,6 +9,7 @@ own, so ``check`` sees exactly the threads a test made.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sqlite3
 import subprocess
@@ -21,6 +22,7 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 import psycopg
+import pytest
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
@@ -81,6 +83,19 @@ def sqlite_database(path: Path) -> Iterator[Database]:
         conn.close()
 
 
+DATABASE_KINDS = ("sqlite", pytest.param("postgres", marks=pytest.mark.postgres))
+"""The kinds a ``db`` fixture made from ``database`` runs a test on."""
+
+
+def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Database]:
+    """A database of the test's own, of the kind ``request.param`` names; a module's
+    ``db = pytest.fixture(params=DATABASE_KINDS)(database)`` runs its tests on each."""
+    if request.param == "sqlite":
+        yield from sqlite_database(tmp_path / "threads.sqlite")
+    else:
+        yield from postgres_database(request.getfixturevalue("pg_dsn"))
+
+
 def pg_url(dsn: str, schema: str | None = None) -> str:
     """``dsn`` as a ``postgresql://`` URL, its tables looked up in ``schema``."""
     params = {k: str(v) for k, v in conninfo_to_dict(dsn).items()}
@@ -132,6 +147,22 @@ def program(*args: str, prelude: str = "") -> subprocess.CompletedProcess[str]:
     return run_program("-c", code, *args)
 
 
+def answered(answer: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """The CLI with ``args`` in a process whose stdin is a pseudo-terminal, on which
+    ``answer`` is typed."""
+    primary, secondary = os.openpty()
+    try:
+        os.write(primary, answer.encode() + b"\n")
+        return subprocess.run(
+            [sys.executable, "-m", "neograph_ext.cli", *args],
+            cwd=ROOT, stdin=secondary, capture_output=True, text=True, timeout=60,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )  # fmt: skip
+    finally:
+        os.close(primary)
+        os.close(secondary)
+
+
 def run_program(*args: str, prefix: Sequence[str] = ()) -> subprocess.CompletedProcess[str]:
     """Python with ``args``, in the project's root; ``prefix`` is a command to run it under."""
     # Off a terminal and without COLUMNS, the CLI prints unwrapped: cells can be asserted on.
@@ -144,6 +175,14 @@ def run_program(*args: str, prefix: Sequence[str] = ()) -> subprocess.CompletedP
         timeout=120,
         env={**env, "PYTHONPATH": str(ROOT)},
     )
+
+
+def program_report(*args: str) -> Any:
+    """Run Python with ``args`` as ``run_program`` does; it must succeed: the last line it
+    printed, read as JSON."""
+    done = run_program(*args)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 @contextlib.asynccontextmanager

@@ -15,7 +15,7 @@ import pytest
 
 from neograph_ext import PlanKind
 from tests.cli import cli_graphs
-from tests.cli.support import ROOT, V2, Database, cli, one_error_line
+from tests.cli.support import ROOT, V2, Database, answered, cli, one_error_line
 
 
 @pytest.mark.parametrize("yes", ["--yes", "-y"])
@@ -98,18 +98,7 @@ def test_an_open_stdin_that_is_no_terminal_is_never_waited_on(lite: Database) ->
 
 def on_a_terminal(db: Database, answer: str) -> subprocess.CompletedProcess[str]:
     """``accept`` with stdin a pseudo-terminal, answering ``answer``."""
-    primary, secondary = os.openpty()
-    try:
-        os.write(primary, answer.encode() + b"\n")
-        return subprocess.run(
-            [sys.executable, "-m", "neograph_ext.cli", "accept", V2, "--db", db.url,
-             "--thread", "t1"],
-            cwd=ROOT, stdin=secondary, capture_output=True, text=True, timeout=60,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
-        )  # fmt: skip
-    finally:
-        os.close(primary)
-        os.close(secondary)
+    return answered(answer, "accept", V2, "--db", db.url, "--thread", "t1")
 
 
 def test_on_a_terminal_it_asks_first_and_no_writes_nothing(lite: Database) -> None:

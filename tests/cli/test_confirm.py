@@ -7,15 +7,11 @@ pseudo-terminal) ``prune --apply`` says what it would delete and asks.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import pytest
 
 from neograph_ext.cli._confirm import ASKS
 from tests.cli import cli_graphs
-from tests.cli.support import ROOT, V2, Database, cli, one_error_line
+from tests.cli.support import V2, Database, answered, cli, one_error_line
 from tests.graphs.pruning import written
 
 PRUNE = "tests.graphs.pruning:LAST"
@@ -57,17 +53,7 @@ def test_the_help_of_each_writing_command_states_the_rule(name: str) -> None:
 def test_prune_on_a_terminal_says_what_it_would_delete_and_asks(lite: Database) -> None:
     args = _prune(lite)
     rows = lite.rows()
-    primary, secondary = os.openpty()
-    try:
-        os.write(primary, b"n\n")
-        done = subprocess.run(
-            [sys.executable, "-m", "neograph_ext.cli", *args],
-            cwd=ROOT, stdin=secondary, capture_output=True, text=True, timeout=60,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
-        )  # fmt: skip
-    finally:
-        os.close(primary)
-        os.close(secondary)
+    done = answered("n", *args)
     assert done.returncode == 1, done.stderr
     assert "would remove" in done.stderr and "Write it? [y/N]" in done.stderr
     assert "declined: nothing written" in done.stderr and lite.rows() == rows

@@ -11,9 +11,10 @@ import json
 import operator
 from typing import Annotated, Any, TypedDict
 
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import StateGraph
 
 from tests.cli.support import Database, cli
+from tests.graphs.pipelines import wire
 
 
 class StateV1(TypedDict, total=False):
@@ -44,11 +45,7 @@ def _fanout(state: type[Any]) -> StateGraph[Any, Any, Any, Any]:
     builder = StateGraph(state)
     for fn in (a, b, c, d):
         builder.add_node(fn)
-    builder.add_edge(START, "a")
-    builder.add_edge("a", "b")
-    builder.add_edge("a", "c")
-    builder.add_edge(["b", "c"], "d")
-    builder.add_edge("d", END)
+    wire(builder, "a", ["b", "c"], "d")
     return builder
 
 

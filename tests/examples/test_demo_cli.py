@@ -14,20 +14,13 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.cli.support import ROOT, run_program
 
 
 @pytest.fixture(scope="module")
 def hints(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     workdir = tmp_path_factory.mktemp("demo")
-    done = subprocess.run(
-        [sys.executable, "examples/demo.py", str(workdir)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = run_program("examples/demo.py", str(workdir))
     assert done.returncode == 0, done.stderr
     tail = done.stdout.split("Inspect the thread with:\n", 1)[1]
     return [line.strip() for line in tail.splitlines() if line.strip()]

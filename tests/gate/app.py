@@ -19,12 +19,12 @@ from typing import Annotated, Any, TypedDict
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import StateGraph
 from langgraph.pregel import Pregel
 from pydantic import BaseModel
 
 import neograph_ext as ne
-from tests.graphs.pipelines import Crash, deployed, model
+from tests.graphs.pipelines import Crash, deployed, model, wire
 
 ReviewV1 = model("Review", score=(int, ...))
 ReviewCompatible = model("Review", score=(int, ...), tone=(str, "plain"))
@@ -67,11 +67,7 @@ def pipeline(
     builder = StateGraph(state)
     for name in "abcd":
         builder.add_node(name, step(name))
-    builder.add_edge(START, "a")
-    builder.add_edge("a", "b")
-    builder.add_edge("b", "c")
-    builder.add_edge("c", "d")
-    builder.add_edge("d", END)
+    wire(builder, "a", "b", "c", "d")
     return builder
 
 

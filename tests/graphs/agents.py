@@ -20,21 +20,19 @@ from typing import Any, NotRequired
 from deepagents import create_deep_agent
 from langchain.agents import AgentState, create_agent
 from langchain.agents.middleware import AgentMiddleware
-from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import BaseTool, StructuredTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, ConfigDict
 
+from tests.graphs.models import AnsweringChat
 from tests.graphs.pipelines import Crash
 
 Step = str | tuple[str, dict[str, Any]]
 """A tool to call, with arguments sampled from its schema or given."""
 
 
-class ScriptedChat(BaseChatModel):
+class ScriptedChat(AnsweringChat):
     """A chat model that calls ``script``'s tools in turn, then answers.
 
     Past the script it answers "done", or, bound to a provider's structured output
@@ -54,13 +52,7 @@ class ScriptedChat(BaseChatModel):
     def _llm_type(self) -> str:
         return "scripted"
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
+    def answer(self, messages: list[BaseMessage]) -> AIMessage:
         self.runs[self.key] += 1
         last_human = max(i for i, m in enumerate(messages) if isinstance(m, HumanMessage))
         turn = sum(isinstance(m, AIMessage) for m in messages[last_human:])
@@ -73,7 +65,7 @@ class ScriptedChat(BaseChatModel):
             message = AIMessage(content=json.dumps(_sample(self.provider["json_schema"]["schema"])))
         else:
             message = AIMessage(content="done")
-        return ChatResult(generations=[ChatGeneration(message=message)])
+        return message
 
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedChat:  # type: ignore[override]
         return self.model_copy(

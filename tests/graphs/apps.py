@@ -10,17 +10,15 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any, TypedDict
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable, RunnableLambda
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
 from pydantic import BaseModel, ConfigDict
 
-from tests.graphs.pipelines import Crash, model
+from tests.graphs.models import AnsweringChat
+from tests.graphs.pipelines import Crash, model, wire
 
 
 class Outer(TypedDict, total=False):
@@ -62,9 +60,7 @@ def writer(
     builder = StateGraph(Inner)
     builder.add_node("plan", plan)
     builder.add_node("write", write)
-    builder.add_edge(START, "plan")
-    builder.add_edge("plan", "write")
-    builder.add_edge("write", END)
+    wire(builder, "plan", "write")
     return builder
 
 
@@ -133,7 +129,7 @@ def tool_loop(
     return builder
 
 
-class FakeChat(BaseChatModel):
+class FakeChat(AnsweringChat):
     """A chat model without keys: calls the ``search`` tool once, then answers.
 
     Structured output returns ``answer`` built by ``respond`` from the schema asked for.
@@ -148,20 +144,14 @@ class FakeChat(BaseChatModel):
     def _llm_type(self) -> str:
         return "fake"
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
+    def answer(self, messages: list[BaseMessage]) -> AIMessage:
         self.runs["model"] += 1
         if isinstance(messages[-1], HumanMessage):
             tool_call = {"name": "search", "args": self.call, "id": "call-1"}
             message = AIMessage(content="", tool_calls=[tool_call])
         else:
             message = AIMessage(content="done")
-        return ChatResult(generations=[ChatGeneration(message=message)])
+        return message
 
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> FakeChat:  # type: ignore[override]
         return self

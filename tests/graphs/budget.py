@@ -13,12 +13,12 @@ from collections import Counter
 from collections.abc import Container
 from typing import Any, TypedDict
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import tool
 from langgraph.graph import END, START, StateGraph
+
+from tests.graphs.models import AnsweringChat
+from tests.graphs.pipelines import wire
 
 __all__ = ["CALLS", "STEPS", "TOKENS", "Crash", "UsageChat", "pipeline"]
 
@@ -34,23 +34,16 @@ class Crash(RuntimeError):
     """What a node told to fail raises, after its model calls."""
 
 
-class UsageChat(BaseChatModel):
+class UsageChat(AnsweringChat):
     """A chat model answering ``ok``, reporting ``TOKENS`` tokens in ``usage_metadata``."""
 
     @property
     def _llm_type(self) -> str:
         return "usage-chat"
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
+    def answer(self, messages: list[BaseMessage]) -> AIMessage:
         usage = {"input_tokens": 7, "output_tokens": 3, "total_tokens": TOKENS}
-        message = AIMessage(content="ok", usage_metadata=usage)  # type: ignore[arg-type]
-        return ChatResult(generations=[ChatGeneration(message=message)])
+        return AIMessage(content="ok", usage_metadata=usage)  # type: ignore[arg-type]
 
 
 class Doc(TypedDict, total=False):
@@ -108,8 +101,5 @@ def pipeline(
     builder.add_node("draft", draft)
     builder.add_node("review", review)
     builder.add_node("publish", inner.compile())
-    builder.add_edge(START, "draft")
-    builder.add_edge("draft", "review")
-    builder.add_edge("review", "publish")
-    builder.add_edge("publish", END)
+    wire(builder, "draft", "review", "publish")
     return builder

@@ -113,23 +113,15 @@ def summaries(
         a, b = [await summ(topic) for topic in topics]
         return await join(a, b)
 
-    for fn, swap, clean_first, named in (
-        (alpha_beta, False, False, True),
-        (beta_alpha, True, False, True),
-        (clean_alpha_beta, False, True, True),
-        (each, False, False, False),
-        (each_reversed, True, False, False),
-        (clean_each, False, True, False),
+    for fn, afn, swap, clean_first, named in (
+        (alpha_beta, aalpha_beta, False, False, True),
+        (beta_alpha, abeta_alpha, True, False, True),
+        (clean_alpha_beta, aclean_alpha_beta, False, True, True),
+        (each, aeach, False, False, False),
+        (each_reversed, aeach_reversed, True, False, False),
+        (clean_each, aclean_each, False, True, False),
     ):
         releases[(swap, clean_first, named, False)] = fn
-    for afn, swap, clean_first, named in (
-        (aalpha_beta, False, False, True),
-        (abeta_alpha, True, False, True),
-        (aclean_alpha_beta, False, True, True),
-        (aeach, False, False, False),
-        (aeach_reversed, True, False, False),
-        (aclean_each, False, True, False),
-    ):
         releases[(swap, clean_first, named, True)] = afn
     chosen = releases[key]
     chosen.__name__ = "summaries"

@@ -4,6 +4,7 @@ summary written every turn."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from typing import Annotated, Any, TypedDict
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
@@ -55,15 +56,18 @@ def chat(
             said = f"ask: {interrupt('may I?')}"
         return {"messages": [AIMessage(f"re: {said}")], "summary": summary(text=str(said))}
 
-    builder = StateGraph(state)
-    builder.add_node("extract", extract)
-    builder.add_node("reply", reply)
+    return extracting_once(state, extract, reply)
+
+
+def extracting_once(
+    state: Any, extract: Callable[..., Any], reply: Callable[..., Any]
+) -> StateGraph[Any, Any, Any, Any]:
+    """``extract`` (while no ``profile`` is stored: the first turn) then ``reply``."""
+    builder = StateGraph(state).add_node("extract", extract).add_node("reply", reply)
     builder.add_conditional_edges(
         START, lambda s: "reply" if s.get("profile") else "extract", ["extract", "reply"]
     )
-    builder.add_edge("extract", "reply")
-    builder.add_edge("reply", END)
-    return builder
+    return builder.add_edge("extract", "reply").add_edge("reply", END)
 
 
 def say(text: str) -> dict[str, Any]:

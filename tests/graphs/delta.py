@@ -8,7 +8,9 @@ from collections.abc import Callable, Sequence
 from typing import Annotated, Any, TypedDict
 
 from langgraph.channels.delta import DeltaChannel
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import StateGraph
+
+from tests.graphs.pipelines import wire
 
 Builder = StateGraph[Any, Any, Any, Any]
 
@@ -54,9 +56,5 @@ def fan(state: type, runs: Counter[str], b: str = "b1", crash: str | None = None
     builder = StateGraph(state)
     for name, label in (("a", "a1"), ("b", b), ("c", "c1"), ("d", "d1")):
         builder.add_node(name, step(name, label))
-    builder.add_edge(START, "a")
-    builder.add_edge("a", "b")
-    builder.add_edge("a", "c")
-    builder.add_edge(["b", "c"], "d")
-    builder.add_edge("d", END)
+    wire(builder, "a", ["b", "c"], "d")
     return builder

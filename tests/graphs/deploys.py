@@ -9,13 +9,13 @@ from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import StateGraph
 from langgraph.types import interrupt
 from pydantic import BaseModel
 
 import neograph_ext
 from neograph_ext import ResumePolicy
-from tests.graphs.pipelines import Crash, deployed, model
+from tests.graphs.pipelines import Crash, deployed, model, wire
 
 SummaryV1 = model("ReviewSummary", text=(str, ...))
 SummaryV2 = model("ReviewSummary", text=(str, ...), words=(int, 0))
@@ -61,11 +61,7 @@ def review(
         ("publish", publish),
     ):
         builder.add_node(name, fn)
-    builder.add_edge(START, "draft")
-    builder.add_edge("draft", "summarize")
-    builder.add_edge("summarize", "approve")
-    builder.add_edge("approve", "publish")
-    builder.add_edge("publish", END)
+    wire(builder, "draft", "summarize", "approve", "publish")
     return builder
 
 

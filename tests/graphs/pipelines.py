@@ -86,6 +86,19 @@ def node(
     return fn
 
 
+Step = str | Sequence[str]
+"""A node, or the nodes of one parallel step."""
+
+
+def wire(builder: StateGraph[Any, Any, Any, Any], *steps: Step) -> StateGraph[Any, Any, Any, Any]:
+    """``builder`` with edges ``START -> steps[0] -> ... -> END``: a parallel step fans out
+    from the step before it and is joined by the step after (which waits for all of it)."""
+    for before, after in pairwise([START, *steps, END]):
+        for name in [after] if isinstance(after, str) else after:
+            builder.add_edge(before if isinstance(before, str) else list(before), name)
+    return builder
+
+
 def asking(runs: Counter[str]) -> StateGraph[Any, Any, Any, Any]:
     """``a -> ask -> b``; ``ask`` waits on an ``interrupt()``."""
 

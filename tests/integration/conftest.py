@@ -32,3 +32,12 @@ def saver(
         lambda: opened_saver(kind, tmp_path), lambda: aopened_saver(kind, tmp_path)
     ) as opened:
         yield opened
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def where(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Where a test's worker processes open their saver: a SQLite file or the test database."""
+    if request.param == "sqlite":
+        return str(tmp_path / "threads.sqlite")
+    dsn: str = request.getfixturevalue("pg_dsn")
+    return dsn

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import sqlite3
 import sys
 from collections.abc import Iterator
 from itertools import pairwise
@@ -35,11 +34,8 @@ def open_saver(db: str) -> Iterator[BaseCheckpointSaver[Any]]:
     else:
         from langgraph.checkpoint.sqlite import SqliteSaver
 
-        conn = sqlite3.connect(db, check_same_thread=False)
-        try:
-            yield SqliteSaver(conn)
-        finally:
-            conn.close()
+        with SqliteSaver.from_conn_string(db) as sqlite_saver:
+            yield sqlite_saver
 
 
 def main(db: str, thread: str, log: str, exit_in: str | None) -> None:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import logging
-import sqlite3
 import sys
 from collections import Counter
 from collections.abc import Iterator
@@ -87,11 +86,8 @@ def opened(spec: str) -> Iterator[BaseCheckpointSaver[Any]]:
     """The saver a ``sqlite:<path>`` or ``postgres:<dsn>`` spec names."""
     kind, _, where = spec.partition(":")
     if kind == "sqlite":
-        conn = sqlite3.connect(where, check_same_thread=False)
-        try:
-            yield SqliteSaver(conn)
-        finally:
-            conn.close()
+        with SqliteSaver.from_conn_string(where) as sqlite_saver:
+            yield sqlite_saver
         return
     with PostgresSaver.from_conn_string(where) as saver:
         saver.setup()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-import sqlite3
+import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,7 +16,9 @@ from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-__all__ = ["reopened"]
+from tests.drive import Drive
+
+__all__ = ["copied", "reopened"]
 
 
 @contextmanager
@@ -30,12 +32,20 @@ def reopened(saver: BaseCheckpointSaver[Any], tmp_path: Path) -> Iterator[BaseCh
             path = saver.conn.execute("PRAGMA database_list").fetchone()[2]
         else:
             path = str(tmp_path / "async_saver.sqlite")  # conftest's async_saver
-        conn = sqlite3.connect(path, check_same_thread=False)
-        try:
-            yield SqliteSaver(conn)
-        finally:
-            conn.close()
+        with SqliteSaver.from_conn_string(path) as sqlite_saver:
+            yield sqlite_saver
     else:
         assert isinstance(saver, PostgresSaver | AsyncPostgresSaver)
         with PostgresSaver.from_conn_string(os.environ["NEOGRAPH_EXT_PG_DSN"]) as fresh:
             yield fresh
+
+
+def copied(drive: Drive, database: Path, tmp_path: Path) -> Iterator[BaseCheckpointSaver[Any]]:
+    """A saver of the drive's mode on a copy of the checked-in ``database``: tests never
+    touch the original."""
+    path = str(tmp_path / database.name)
+    shutil.copyfile(database, path)
+    with drive.opened(
+        lambda: SqliteSaver.from_conn_string(path), lambda: AsyncSqliteSaver.from_conn_string(path)
+    ) as opened:
+        yield opened

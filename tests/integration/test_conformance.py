@@ -15,7 +15,6 @@ thread's history channel and read back. A new kind is one more entry.
 from __future__ import annotations
 
 import operator
-import sqlite3
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
@@ -43,7 +42,7 @@ from neograph_ext import PlanKind
 from tests.conftest import SAVER_KINDS, _require_pg_dsn
 from tests.drive import Drive
 from tests.graphs.delta import extend
-from tests.graphs.pipelines import as_data, deployed, model
+from tests.graphs.pipelines import as_data, deployed, model, wire
 
 V1 = model("Summary", text=(str, ...))
 OPTIONAL = model("Summary", text=(str, ...), words=(int, 0))  # validates: kept
@@ -125,11 +124,7 @@ def fan(
     builder = StateGraph(state)
     for name in "abcd":
         builder.add_node(name, step(name))
-    builder.add_edge(START, "a")
-    builder.add_edge("a", "b")
-    builder.add_edge("a", "c")
-    builder.add_edge(["b", "c"], "d")
-    builder.add_edge("d", END)
+    wire(builder, "a", ["b", "c"], "d")
     return builder
 
 
@@ -171,11 +166,8 @@ WAYS = {
 def opened(kind: str, path: Path) -> Iterator[BaseCheckpointSaver[Any]]:
     """A saver of ``kind`` on the test's database; each call is a new instance."""
     if kind == "sqlite":
-        conn = sqlite3.connect(path, check_same_thread=False)
-        try:
-            yield SqliteSaver(conn)
-        finally:
-            conn.close()
+        with SqliteSaver.from_conn_string(str(path)) as sqlite_saver:
+            yield sqlite_saver
     else:
         with PostgresSaver.from_conn_string(_require_pg_dsn()) as pg:
             pg.setup()
@@ -314,10 +306,7 @@ def subgraph(column: Column, runs: Counter[str], changed: bool) -> StateGraph[An
     builder.add_node("a", _appends(column, runs, "a", V1))
     builder.add_node("sub", ne.compile(inner))
     builder.add_node("z", _appends(column, runs, "z", V1))
-    builder.add_edge(START, "a")
-    builder.add_edge("a", "sub")
-    builder.add_edge("sub", "z")
-    builder.add_edge("z", END)
+    wire(builder, "a", "sub", "z")
     return builder
 
 
@@ -353,10 +342,7 @@ def asking(column: Column, runs: Counter[str], changed: bool) -> StateGraph[Any,
     builder.add_node("a", _appends(column, runs, "a", REQUIRED if changed else V1))
     builder.add_node("ask", ask)
     builder.add_node("z", _appends(column, runs, "z", V1))
-    builder.add_edge(START, "a")
-    builder.add_edge("a", "ask")
-    builder.add_edge("ask", "z")
-    builder.add_edge("z", END)
+    wire(builder, "a", "ask", "z")
     return builder
 
 

@@ -10,9 +10,6 @@ loop over the input, so ``plan`` says their calls are matched when they are made
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import uuid
 from collections import Counter
 from pathlib import Path
@@ -23,6 +20,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 import neograph_ext as ne
+from tests.cli.support import program_report
 from tests.drive import Drive
 from tests.graphs.calls import SUMMARIES, drafts, summaries
 from tests.graphs.pipelines import Crash
@@ -164,33 +162,21 @@ def test_an_unchanged_draft_keeps_its_research_and_writing(
 
 
 def _worker(db: str, thread: str, release: str) -> dict[str, Any]:
-    done = subprocess.run(
-        [sys.executable, "-m", "tests.integration.calls_worker", db, thread, release],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+    return dict(program_report("-m", "tests.integration.calls_worker", db, thread, release))
 
 
 # One way: the subject is a process boundary, one release per process.
-@pytest.mark.parametrize("where", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def test_a_release_in_another_process_serves_each_call_its_own_result(
-    where: str, request: pytest.FixtureRequest, tmp_path: Path
+    where: str, tmp_path: Path
 ) -> None:
-    db = (
-        str(tmp_path / "threads.sqlite") if where == "sqlite" else request.getfixturevalue("pg_dsn")
-    )
     swapped, control = str(uuid.uuid4()), str(uuid.uuid4())
     for thread in (swapped, control):
-        first = _worker(db, thread, "1")
+        first = _worker(where, thread, "1")
         assert (first["result"], first["runs"]) == ("crashed in join", {"summ": 2, "join": 1})
-    moved = _worker(db, swapped, "2")
+    moved = _worker(where, swapped, "2")
     assert (moved["plan"], moved["kept"]) == ("rewind", [])
     assert (moved["result"], moved["runs"]) == (BETA_ALPHA, {"summ": 2, "join": 1})
-    again = _worker(db, control, "1-again")
+    again = _worker(where, control, "1-again")
     assert (again["plan"], again["kept"]) == ("continue", ["summ"])
     assert (again["result"], again["runs"]) == (ALPHA_BETA, {"join": 1})
 

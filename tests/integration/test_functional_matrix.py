@@ -9,8 +9,6 @@ executions of the resume; the result is the one a fresh run of the new code retu
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,19 +17,12 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import Command
 
 import neograph_ext as ne
-from tests.cli.support import Database, postgres_database, sqlite_database
+from tests.cli.support import DATABASE_KINDS, Database, database
 from tests.drive import Drive
 from tests.graphs.functional import asking_chain, asking_task, chain, nesting, saving
 from tests.graphs.pipelines import Crash
 
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Database]:
-    """A database ``prune`` works on, of its own."""
-    if request.param == "sqlite":
-        yield from sqlite_database(tmp_path / "threads.sqlite")
-    else:
-        yield from postgres_database(request.getfixturevalue("pg_dsn"))
+db = pytest.fixture(params=DATABASE_KINDS)(database)
 
 
 def test_older_code_leaves_a_thread_the_newer_code_rewound_alone(

@@ -22,7 +22,7 @@ from langgraph.types import Send
 import neograph_ext as ne
 from neograph_ext._keep import forked, keep
 from tests.drive import Drive
-from tests.graphs.pipelines import Crash, State, diamond, model, node
+from tests.graphs.pipelines import Crash, State, diamond, model, node, wire
 
 V1 = model(score=(int, ...))
 V2 = model(score=(float, ...))
@@ -89,11 +89,7 @@ def sub_fan(runs: Counter[str], changed: bool, *, inner: bool) -> Builder:
     builder.add_node("b", node("b", runs, returns=V2 if changed and not inner else V1))
     builder.add_node("sub", ne.compile(graph))
     builder.add_node("d", node("d", runs))
-    builder.add_edge(START, "a")
-    builder.add_edge("a", "b")
-    builder.add_edge("a", "sub")
-    builder.add_edge(["b", "sub"], "d")
-    builder.add_edge("d", END)
+    wire(builder, "a", ["b", "sub"], "d")
     return builder
 
 

@@ -13,7 +13,7 @@ from langgraph.types import Command
 import neograph_ext as ne
 from tests.drive import Drive
 from tests.graphs.chat import ProfileV2, ProfileV3, SummaryV2, chat, say
-from tests.graphs.pipelines import as_data, deployed, model
+from tests.graphs.pipelines import as_data, deployed, model, wire
 
 
 def _two_turns(drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig) -> None:
@@ -233,7 +233,7 @@ def _approval(runs: Counter[str], draft_type: Any, *, ask: bool = True) -> Any:
     deployed(draft_type)
     from typing import TypedDict
 
-    from langgraph.graph import END, START, StateGraph
+    from langgraph.graph import StateGraph
     from langgraph.types import interrupt
 
     # Functional syntax: the draft's type is this call's argument.
@@ -254,10 +254,7 @@ def _approval(runs: Counter[str], draft_type: Any, *, ask: bool = True) -> Any:
     builder = StateGraph(Flow)
     for name, fn in (("draft", draft), ("review", review), ("send", send)):
         builder.add_node(name, fn)
-    builder.add_edge(START, "draft")
-    builder.add_edge("draft", "review")
-    builder.add_edge("review", "send")
-    builder.add_edge("send", END)
+    wire(builder, "draft", "review", "send")
     return builder
 
 

@@ -6,17 +6,13 @@ old class gone) is a misread that a rewind cannot help, and blocks."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
+from tests.cli.support import program_report
 from tests.drive import SYNC_ONLY, Drive
-
-ROOT = Path(__file__).resolve().parents[2]
 
 NOTEBOOK = """
 import json, sys
@@ -84,15 +80,7 @@ GONE = RENAMED + "\n    del sys.modules['__main__'].Draft"
 
 def _notebook(deploy: str, path: Path, nested: bool) -> dict[str, object]:
     script = textwrap.dedent(NOTEBOOK).format(path=str(path), deploy=deploy, nested=nested)
-    done = subprocess.run(
-        [sys.executable, "-W", "ignore", "-c", script],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    report: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+    report: dict[str, object] = program_report("-W", "ignore", "-c", script)
     return report
 
 

@@ -5,14 +5,12 @@ the rest of the process (``lc_versions``, ``ls_integration``)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
+from tests.cli.support import run_program
 from tests.drive import SYNC_ONLY, Drive
 
-ROOT = Path(__file__).resolve().parents[2]
 OPTIONAL = ("langchain", "deepagents")
 
 SCRIPT = """
@@ -48,12 +46,6 @@ def test_a_prebuilt_agent_is_compiled_run_and_planned_without_importing_langchai
     drive: Drive, tmp_path: Path
 ) -> None:
     script = textwrap.dedent(SCRIPT).format(path=str(tmp_path / "agent.sqlite"), optional=OPTIONAL)
-    done = subprocess.run(
-        [sys.executable, "-W", "ignore", "-c", script],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = run_program("-W", "ignore", "-c", script)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[] {'model': 2, 'search': 1}"

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import sqlite3
 import uuid
 import warnings
 from collections import Counter
@@ -21,7 +20,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import StateGraph
 from langgraph.types import Command, interrupt
 
 import neograph_ext as ne
@@ -34,7 +33,7 @@ from neograph_ext._run import run as real_run
 from neograph_ext._run import stream as real_stream
 from neograph_ext._thread import thread_call
 from tests.graphs.chat import ProfileV2, ProfileV3, chat, say
-from tests.graphs.pipelines import Crash, State, linear, model, node
+from tests.graphs.pipelines import Crash, State, linear, model, node, wire
 
 V1 = model(score=(int, ...))
 V2 = model(score=(float, ...))
@@ -95,10 +94,7 @@ def _asking(runs: Counter[str], returns: object) -> StateGraph[Any, Any, Any, An
     builder.add_node("a", node("a", runs, returns=returns))
     builder.add_node("ask", ask)
     builder.add_node("b", node("b", runs))
-    builder.add_edge(START, "a")
-    builder.add_edge("a", "ask")
-    builder.add_edge("ask", "b")
-    builder.add_edge("b", END)
+    wire(builder, "a", "ask", "b")
     return builder
 
 
@@ -307,9 +303,8 @@ async def test_both_spellings_plan_and_run_identically_async(
 @pytest.fixture
 def lite(tmp_path: Path) -> Iterator[SqliteSaver]:
     """A SQLite saver: its threads are locked (in memory, none is)."""
-    conn = sqlite3.connect(tmp_path / "lite.sqlite", check_same_thread=False)
-    yield SqliteSaver(conn)
-    conn.close()
+    with SqliteSaver.from_conn_string(str(tmp_path / "lite.sqlite")) as sqlite_saver:
+        yield sqlite_saver
 
 
 @pytest.fixture

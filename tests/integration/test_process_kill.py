@@ -4,39 +4,28 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import uuid
 from pathlib import Path
 
-import pytest
+from tests.cli.support import run_program
 
 
 def worker(db: str, thread: str, log: Path, *exit_in: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tests.integration.kill_worker", db, thread, str(log), *exit_in],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    return run_program("-m", "tests.integration.kill_worker", db, thread, str(log), *exit_in)
 
 
 # One way: the subject is a process boundary; the worker runs the sync driver (the
 # reliability suite kills async workers too, ``worker --async``).
-@pytest.mark.parametrize("where", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def test_killed_process_is_resumed_by_another_without_repeating_nodes(
-    where: str, request: pytest.FixtureRequest, tmp_path: Path
+    where: str, tmp_path: Path
 ) -> None:
-    db = (
-        str(tmp_path / "threads.sqlite") if where == "sqlite" else request.getfixturevalue("pg_dsn")
-    )
     thread, log = str(uuid.uuid4()), tmp_path / "executions.log"
 
-    killed = worker(db, thread, log, "c")
+    killed = worker(where, thread, log, "c")
     assert killed.returncode == 17, killed.stderr
     assert log.read_text().split() == ["a", "b", "c"]
 
-    resumed = worker(db, thread, log)
+    resumed = worker(where, thread, log)
     assert resumed.returncode == 0, resumed.stderr
     assert json.loads(resumed.stdout) == {"log": ["a", "b", "c", "d"]}
     # Only the killed node and what follows ran again.

@@ -15,7 +15,6 @@ import shutil
 import sqlite3
 import threading
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -27,7 +26,14 @@ from langgraph.graph import END, START, StateGraph
 import neograph_ext as ne
 from neograph_ext import PruneSkip
 from neograph_ext._stamp_order import ORDER_THREAD
-from tests.cli.support import Database, async_saver, postgres_database, sqlite_database
+from tests.cli.support import (
+    DATABASE_KINDS,
+    Database,
+    async_saver,
+    database,
+    postgres_database,
+    sqlite_database,
+)
 from tests.fixtures import v0_1_0 as fx
 from tests.graphs.budget import pipeline as budget_pipeline
 from tests.graphs.delta import Far, Near, fan
@@ -36,13 +42,7 @@ from tests.graphs.notes import ItemV2, note, notes
 from tests.graphs.pipelines import State, linear
 from tests.graphs.pruning import LAST, THREADS, cfg, ids, namespaces, payload, reads, written
 
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Database]:
-    if request.param == "sqlite":
-        yield from sqlite_database(tmp_path / "threads.sqlite")
-    else:
-        yield from postgres_database(request.getfixturevalue("pg_dsn"))
+db = pytest.fixture(params=DATABASE_KINDS)(database)
 
 
 def test_the_dry_run_names_exactly_what_apply_removes_and_every_thread_reads_as_before(

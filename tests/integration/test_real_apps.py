@@ -33,7 +33,7 @@ from tests.graphs.apps import (
     with_subgraph,
     writer,
 )
-from tests.graphs.pipelines import Crash, State, linear, model
+from tests.graphs.pipelines import Crash, State, linear, model, wire
 
 # Item 5: compiled graphs and prebuilt agents.
 
@@ -180,10 +180,7 @@ def _two_writers(runs: Counter[str], y_type: type) -> StateGraph[Any, Any, Any, 
         # Resolvable as LangGraph's docs write them (no string annotations).
         fn.__annotations__ = {"state": Overall, "return": Overall}
         builder.add_node(fn.__name__, fn)
-    builder.add_edge(START, "make_x")
-    builder.add_edge("make_x", "make_y")
-    builder.add_edge("make_y", "finish")
-    builder.add_edge("finish", END)
+    wire(builder, "make_x", "make_y", "finish")
     return builder
 
 
@@ -267,9 +264,7 @@ def _cached(
     builder = StateGraph(State)
     builder.add_node("a", a)
     builder.add_node("b", b, cache_policy=policy)
-    builder.add_edge(START, "a")
-    builder.add_edge("a", "b")
-    builder.add_edge("b", END)
+    wire(builder, "a", "b")
     return builder
 
 

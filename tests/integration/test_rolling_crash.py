@@ -18,7 +18,7 @@ from typing import Any, TypedDict
 import pytest
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import StateGraph
 from langgraph.types import Command
 from pydantic import BaseModel
 
@@ -27,7 +27,7 @@ from neograph_ext import PlanKind, ResumePolicy, ThreadSupersededError
 from tests.drive import Drive
 from tests.graphs.deploys import SummaryV1, SummaryV2
 from tests.graphs.functional import asking_twice, chain
-from tests.graphs.pipelines import Crash, deployed
+from tests.graphs.pipelines import Crash, deployed, wire
 
 _SIBLINGS = {"summarize": "index", "index": "summarize"}
 """The two branches of one superstep."""
@@ -55,11 +55,7 @@ class _Release:
             ("publish", lambda s: self._ran("publish", {"out": type(s["summary"]).__name__})),
         ):
             builder.add_node(name, fn)
-        builder.add_edge(START, "draft")
-        builder.add_edge("draft", "summarize")
-        builder.add_edge("draft", "index")
-        builder.add_edge(["summarize", "index"], "publish")
-        builder.add_edge("publish", END)
+        wire(builder, "draft", ["summarize", "index"], "publish")
         self.graph = neograph_ext.compile(builder, checkpointer=saver, **options)
 
     def _ran(self, name: str, update: dict[str, Any]) -> dict[str, Any]:
@@ -233,10 +229,7 @@ class _Nested:
         inner = StateGraph(inner_state)
         for name in ("s1", "s2", "s3"):
             inner.add_node(name, self._step(name))
-        inner.add_edge(START, "s1")
-        inner.add_edge("s1", "s2")
-        inner.add_edge("s2", "s3")
-        inner.add_edge("s3", END)
+        wire(inner, "s1", "s2", "s3")
         outer_state = TypedDict(  # type: ignore[misc]
             "OuterSteps", {**fields, "out": out}, total=False
         )
@@ -244,10 +237,7 @@ class _Nested:
         builder.add_node("prep", self._step("prep"))
         builder.add_node("inner", inner.compile())
         builder.add_node("publish", lambda s: self._ran("publish", {"out": out(text=s["s3"])}))
-        builder.add_edge(START, "prep")
-        builder.add_edge("prep", "inner")
-        builder.add_edge("inner", "publish")
-        builder.add_edge("publish", END)
+        wire(builder, "prep", "inner", "publish")
         self.graph = neograph_ext.compile(builder, checkpointer=saver)
 
     def _step(self, name: str) -> Any:

@@ -17,7 +17,7 @@ import pytest
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import StateGraph
 from langgraph.types import Command, interrupt
 from pydantic import BaseModel
 
@@ -25,7 +25,7 @@ import neograph_ext
 from neograph_ext import PlanKind, ResumePolicy, ThreadSupersededError
 from tests.drive import Drive
 from tests.graphs.deploys import Release, SummaryV1, SummaryV2, SummaryV3
-from tests.graphs.pipelines import Crash, deployed
+from tests.graphs.pipelines import Crash, deployed, wire
 
 SHAPES = ("waiting", "crashed", "complete")
 """The thread the old code left: at an interrupt, after a crash, or complete."""
@@ -233,10 +233,7 @@ def _two_questions(
     builder = StateGraph(state)
     for name, fn in (("first", first), ("second", second), ("join", join)):
         builder.add_node(name, fn)
-    builder.add_edge(START, "first")
-    builder.add_edge(START, "second")
-    builder.add_edge(["first", "second"], "join")
-    builder.add_edge("join", END)
+    wire(builder, ["first", "second"], "join")
     served = {"auto_resume": True} if auto_resume else {}
     return neograph_ext.compile(builder, checkpointer=saver, **served)
 
@@ -324,9 +321,7 @@ def _asking_twice(
     builder = StateGraph(state)
     builder.add_node("ask", ask)
     builder.add_node("finish", finish)
-    builder.add_edge(START, "ask")
-    builder.add_edge("ask", "finish")
-    builder.add_edge("finish", END)
+    wire(builder, "ask", "finish")
     return neograph_ext.compile(builder, checkpointer=saver)
 
 

@@ -18,9 +18,10 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import StateGraph
 
 from tests.drive import Drive
+from tests.graphs.pipelines import wire
 
 
 class State(TypedDict):
@@ -40,9 +41,7 @@ def builder() -> StateGraph[State]:
     graph = StateGraph(State)
     graph.add_node("first", first)
     graph.add_node("second", second)
-    graph.add_edge(START, "first")
-    graph.add_edge("first", "second")
-    graph.add_edge("second", END)
+    wire(graph, "first", "second")
     return graph
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 import neograph_ext as ne
 from neograph_ext._stamp_order import ORDER_THREAD
 from neograph_ext.testing import Outcome, check_fixtures
-from tests.cli.support import Database, async_saver, postgres_database, sqlite_database
+from tests.cli.support import DATABASE_KINDS, Database, async_saver, database
 from tests.graphs.budget import CALLS, TOKENS
 from tests.graphs.budget import pipeline as budget_pipeline
 from tests.graphs.chat import ProfileV2, ProfileV3, chat, say
@@ -41,12 +40,7 @@ BUDGET = ne.Budget(max_model_calls=100)
 ROLLBACK = ne.ResumePolicy(take_over=True)
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Database]:
-    if request.param == "sqlite":
-        yield from sqlite_database(tmp_path / "threads.sqlite")
-    else:
-        yield from postgres_database(request.getfixturevalue("pg_dsn"))
+db = pytest.fixture(params=DATABASE_KINDS)(database)
 
 
 class Fleet:

@@ -12,13 +12,13 @@ import pytest
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.config import get_stream_writer
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import StateGraph
 from langgraph.types import Command, interrupt
 
 import neograph_ext as ne
 from neograph_ext._telemetry import plan_data
 from tests.drive import Drive
-from tests.graphs.pipelines import deployed, model
+from tests.graphs.pipelines import deployed, model, wire
 
 DraftV1 = model("Draft", text=(str, ...))
 DraftV2 = model("Draft", text=(str, ...), tone=(str, "plain"))
@@ -43,9 +43,7 @@ def _approval(runs: Counter[str], draft_type: Any) -> Any:
     builder = StateGraph(Flow)
     builder.add_node("draft", draft)
     builder.add_node("review", review)
-    builder.add_edge(START, "draft")
-    builder.add_edge("draft", "review")
-    builder.add_edge("review", END)
+    wire(builder, "draft", "review")
     return builder
 
 

@@ -3,43 +3,26 @@ planning as they did: minimal rewinds, field-level diffs, kept upstream work."""
 
 from __future__ import annotations
 
-import shutil
 import sqlite3
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.checkpoint.sqlite import SqliteSaver
-from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 import neograph_ext as ne
 from tests.drive import Drive
 from tests.fixtures import v0_1_0 as fx
+from tests.integration.savers import copied
 
 
 @pytest.fixture
 def saver(drive: Drive, tmp_path: Path) -> Iterator[BaseCheckpointSaver[Any]]:
     """A copy of the checked-in 0.1.0 database, of the drive's mode: tests never touch
     the original."""
-    path = tmp_path / "v0_1_0.sqlite"
-    shutil.copyfile(fx.DATABASE, path)
-    with drive.opened(
-        lambda: closing_saver(path), lambda: AsyncSqliteSaver.from_conn_string(str(path))
-    ) as opened:
-        yield opened
-
-
-@contextmanager
-def closing_saver(path: Path) -> Iterator[SqliteSaver]:
-    conn = sqlite3.connect(path, check_same_thread=False)
-    try:
-        yield SqliteSaver(conn)
-    finally:
-        conn.close()
+    yield from copied(drive, fx.DATABASE, tmp_path)
 
 
 def test_the_fixture_was_written_by_0_1_0() -> None:

@@ -3,7 +3,6 @@ digest of their calls, resume as 0.3 judged them: by task and position."""
 
 from __future__ import annotations
 
-import shutil
 import sqlite3
 from collections import Counter
 from collections.abc import Iterator
@@ -12,14 +11,13 @@ from typing import Any
 
 import pytest
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 import neograph_ext as ne
 from neograph_ext._langgraph_calls import CALL_CHANNEL
 from tests.drive import Drive
 from tests.fixtures import v0_3 as fx
 from tests.graphs.calls import drafts, summaries
-from tests.integration.test_v0_1_0_database import closing_saver
+from tests.integration.savers import copied
 
 ALPHA_BETA = "first=summary of alpha, second=summary of beta"
 
@@ -27,12 +25,7 @@ ALPHA_BETA = "first=summary of alpha, second=summary of beta"
 @pytest.fixture
 def saver(drive: Drive, tmp_path: Path) -> Iterator[BaseCheckpointSaver[Any]]:
     """A copy of the checked-in 0.3 database, of the drive's mode."""
-    path = tmp_path / "v0_3.sqlite"
-    shutil.copyfile(fx.DATABASE, path)
-    with drive.opened(
-        lambda: closing_saver(path), lambda: AsyncSqliteSaver.from_conn_string(str(path))
-    ) as opened:
-        yield opened
+    yield from copied(drive, fx.DATABASE, tmp_path)
 
 
 def test_the_fixture_records_no_call_digest() -> None:

@@ -44,10 +44,11 @@ from typing import Annotated, Any, TypedDict
 from langchain_core.runnables import RunnableConfig
 from langgraph.channels.delta import DeltaChannel
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import START, StateGraph
 from langgraph.types import Command, interrupt
 
 import neograph_ext as ne
+from tests.graphs.chat import extracting_once
 from tests.graphs.delta import extend
 from tests.graphs.entries import EntryV1, EntryV2, add_lang, entries
 from tests.reliability import functional_paths as fp
@@ -195,14 +196,7 @@ def _chat(saver: BaseCheckpointSaver[Any], log: Path, version: str = "v1") -> An
         worker.record(log, "reply")
         return {"said": [f"re: {state['said'][-1]} ({state['profile']})"]}
 
-    builder = StateGraph(Chat)
-    builder.add_node("extract", extract)
-    builder.add_node("reply", reply)
-    builder.add_conditional_edges(
-        START, lambda s: "reply" if s.get("profile") else "extract", ["extract", "reply"]
-    )
-    builder.add_edge("extract", "reply")
-    builder.add_edge("reply", END)
+    builder = extracting_once(Chat, extract, reply)
     return ne.compile(builder, checkpointer=saver, versions={"extract": version})
 
 

@@ -31,7 +31,7 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import StateGraph
 
 import neograph_ext as ne
 from neograph_ext import _stamp
@@ -39,6 +39,7 @@ from neograph_ext._fingerprint import digest
 from neograph_ext._stamp import MAX_STAMP_CHARS, STAMP_KEY, read_stamp
 from neograph_ext._typediff import MAX_LINE, MAX_LINES
 from tests.drive import Drive
+from tests.graphs.pipelines import wire
 from tests.graphs.signatures import chain
 from tests.reliability import harness as h
 from tests.reliability import worker
@@ -193,11 +194,8 @@ def real_stamp() -> dict[str, Any]:
 
 @pytest.fixture
 def lite(sqlite_path: Path) -> Iterator[SqliteSaver]:
-    conn = sqlite3.connect(sqlite_path, check_same_thread=False)
-    try:
-        yield SqliteSaver(conn)
-    finally:
-        conn.close()
+    with SqliteSaver.from_conn_string(str(sqlite_path)) as sqlite_saver:
+        yield sqlite_saver
 
 
 def graph_of(
@@ -481,9 +479,7 @@ def _foreign_builder(log: Path) -> StateGraph[Any, Any, Any, Any]:
             return {"log": [name]}
 
         builder.add_node(name, node)
-    builder.add_edge(START, "x")
-    builder.add_edge("x", "y")
-    builder.add_edge("y", END)
+    wire(builder, "x", "y")
     return builder
 
 

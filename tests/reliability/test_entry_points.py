@@ -20,7 +20,6 @@ The entry-point tables name every twin themselves; the rest run through ``drive`
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -48,9 +47,8 @@ def _graph(saver: Any, log: Path, code: str | None = None, **options: Any) -> An
 
 @pytest.fixture
 def lite(tmp_path: Path) -> Any:
-    conn = sqlite3.connect(tmp_path / "db.sqlite", check_same_thread=False)
-    yield SqliteSaver(conn)
-    conn.close()
+    with SqliteSaver.from_conn_string(str(tmp_path / "db.sqlite")) as sqlite_saver:
+        yield sqlite_saver
 
 
 def _drained(chunks: Any) -> list[Any]:

@@ -21,11 +21,12 @@ import pytest
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import StateGraph
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 import neograph_ext as ne
 from neograph_ext._lock import athread_lock, thread_lock
+from tests.graphs.pipelines import wire
 from tests.reliability.test_lock import PG_KWARGS
 
 pytestmark = pytest.mark.postgres
@@ -43,6 +44,11 @@ class State(TypedDict, total=False):
     second: str
 
 
+def _first_then_second(node: Callable[[str], Any]) -> StateGraph[Any, Any, Any, Any]:
+    builder = StateGraph(State).add_node("first", node("first")).add_node("second", node("second"))
+    return wire(builder, "first", "second")
+
+
 def _builder(counts: Counter[str], guard: threading.Lock) -> StateGraph[Any, Any, Any, Any]:
     def node(name: str) -> Callable[[State], State]:
         def run(state: State) -> State:
@@ -53,13 +59,7 @@ def _builder(counts: Counter[str], guard: threading.Lock) -> StateGraph[Any, Any
 
         return run
 
-    builder = StateGraph(State)
-    builder.add_node("first", node("first"))
-    builder.add_node("second", node("second"))
-    builder.add_edge(START, "first")
-    builder.add_edge("first", "second")
-    builder.add_edge("second", END)
-    return builder
+    return _first_then_second(node)
 
 
 def _anode_builder(counts: Counter[str]) -> StateGraph[Any, Any, Any, Any]:
@@ -71,13 +71,7 @@ def _anode_builder(counts: Counter[str]) -> StateGraph[Any, Any, Any, Any]:
 
         return run
 
-    builder = StateGraph(State)
-    builder.add_node("first", node("first"))
-    builder.add_node("second", node("second"))
-    builder.add_edge(START, "first")
-    builder.add_edge("first", "second")
-    builder.add_edge("second", END)
-    return builder
+    return _first_then_second(node)
 
 
 def _concurrently(call: Callable[[str], Any], prefix: str) -> tuple[float, list[BaseException]]:

@@ -10,13 +10,11 @@ kill would hurt most if a thread were not one transaction.
 from __future__ import annotations
 
 import signal
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 import neograph_ext as ne
-from tests.cli.support import Database, postgres_database, run_program, sqlite_database
+from tests.cli.support import DATABASE_KINDS, Database, database, run_program
 from tests.graphs.pruning import LAST, THREADS, ids, reads, written
 
 VICTIM = """
@@ -54,12 +52,7 @@ print("finished")
 """
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Database]:
-    if request.param == "sqlite":
-        yield from sqlite_database(tmp_path / "threads.sqlite")
-    else:
-        yield from postgres_database(request.getfixturevalue("pg_dsn"))
+db = pytest.fixture(params=DATABASE_KINDS)(database)
 
 
 def test_a_kill_inside_a_threads_transaction_loses_nothing(db: Database) -> None:

@@ -3,7 +3,6 @@ already stored changes. Real graphs compiled by LangGraph alone, on real savers.
 
 from __future__ import annotations
 
-import sqlite3
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -38,11 +37,8 @@ def saver(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BaseCheckp
     if request.param == "memory":
         yield InMemorySaver()
         return
-    conn = sqlite3.connect(tmp_path / "fork.sqlite", check_same_thread=False)
-    try:
-        yield SqliteSaver(conn)
-    finally:
-        conn.close()
+    with SqliteSaver.from_conn_string(str(tmp_path / "fork.sqlite")) as sqlite_saver:
+        yield sqlite_saver
 
 
 def _thread() -> RunnableConfig:
@@ -82,6 +78,17 @@ def _b_writes(base: CheckpointTuple, old: list[PregelTask]) -> tuple[str, tuple[
     )
     assert ("log", ["b"]) in writes
     return b.id, writes
+
+
+def _diamond_after_a(
+    saver: BaseCheckpointSaver[Any],
+) -> tuple[Any, RunnableConfig, CheckpointTuple, list[PregelTask]]:
+    """A finished run of the diamond, its checkpoint after ``a``, and that one's tasks."""
+    config = _thread()
+    graph = diamond(Counter()).compile(checkpointer=saver)
+    _ran(graph, config)
+    base = _at_step(saver, config, 1)
+    return graph, config, base, list(graph.get_state(base.config).tasks)
 
 
 def _fork_of_b(base: CheckpointTuple, old: list[PregelTask]) -> Fork:
@@ -152,11 +159,7 @@ def test_task_ids_match_tasks_by_node_and_path() -> None:
 def test_put_fork_writes_one_child_of_the_base_and_changes_nothing_stored(
     saver: BaseCheckpointSaver[Any],
 ) -> None:
-    config = _thread()
-    graph = diamond(Counter()).compile(checkpointer=saver)
-    _ran(graph, config)
-    base = _at_step(saver, config, 1)
-    old = list(graph.get_state(base.config).tasks)
+    graph, config, base, old = _diamond_after_a(saver)
     before = _stored(saver, config)
 
     written = put_fork(graph, saver, _fork_of_b(base, old), old)
@@ -221,11 +224,7 @@ class _Recording(InMemorySaver):
 
 def test_the_writes_are_saved_before_the_fork_that_holds_them() -> None:
     saver = _Recording()
-    config = _thread()
-    graph = diamond(Counter()).compile(checkpointer=saver)
-    _ran(graph, config)
-    base = _at_step(saver, config, 1)
-    old = list(graph.get_state(base.config).tasks)
+    graph, _, base, old = _diamond_after_a(saver)
     fork = _fork_of_b(base, old)
     saver.calls.clear()
 

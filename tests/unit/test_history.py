@@ -7,6 +7,7 @@ from collections import Counter
 from itertools import pairwise
 
 import pytest
+from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.checkpoint.memory import InMemorySaver
 
 import neograph_ext as ne
@@ -20,21 +21,21 @@ V2 = model(score=(float, ...))
 
 
 @pytest.fixture
-def forked() -> tuple[InMemorySaver, str]:
-    """A thread a -> b -> c -> d, rewound once before c: two branches."""
+def forked() -> tuple[list[CheckpointTuple], str]:
+    """A thread a -> b -> c -> d, rewound once before c: two branches; its listing and
+    its head."""
     saver, config = InMemorySaver(), {"configurable": {"thread_id": "t"}}
     ne.run(ne.compile(linear(Counter(), {"c": V1}), checkpointer=saver), {"log": []}, config)
     ne.run(ne.compile(linear(Counter(), {"c": V2}), checkpointer=saver), None, config)
     head = saver.get_tuple(config)
     assert head is not None
-    return saver, head.checkpoint["id"]
+    return list(saver.list(config)), head.checkpoint["id"]
 
 
 def test_lineage_follows_parents_and_skips_the_old_branch(
-    forked: tuple[InMemorySaver, str],
+    forked: tuple[list[CheckpointTuple], str],
 ) -> None:
-    saver, head = forked
-    tuples = list(saver.list({"configurable": {"thread_id": "t"}}))
+    tuples, head = forked
     records = lineage(tuples, head)
     assert records[-1].checkpoint_id == head
     assert len(records) < len(tuples)
@@ -45,10 +46,9 @@ def test_lineage_follows_parents_and_skips_the_old_branch(
 
 
 def test_lineage_does_not_depend_on_the_listing_order(
-    forked: tuple[InMemorySaver, str],
+    forked: tuple[list[CheckpointTuple], str],
 ) -> None:
-    saver, head = forked
-    tuples = list(saver.list({"configurable": {"thread_id": "t"}}))
+    tuples, head = forked
     expected = lineage(tuples, head)
     for seed in range(5):
         shuffled = tuples[:]
@@ -56,10 +56,10 @@ def test_lineage_does_not_depend_on_the_listing_order(
         assert lineage(shuffled, head) == expected
 
 
-def test_unknown_head_is_a_key_error(forked: tuple[InMemorySaver, str]) -> None:
-    saver, _ = forked
+def test_unknown_head_is_a_key_error(forked: tuple[list[CheckpointTuple], str]) -> None:
+    tuples, _ = forked
     with pytest.raises(KeyError):
-        lineage(saver.list({"configurable": {"thread_id": "t"}}), "missing")
+        lineage(iter(tuples), "missing")
 
 
 def test_resolving_a_reference_keeps_every_other_field() -> None:

@@ -39,7 +39,7 @@ from neograph_ext._langgraph import (
 from neograph_ext._langgraph_agents import prebuilt_output, tool_schemas
 from neograph_ext._owed import waiting
 from tests.graphs.apps import FakeChat
-from tests.graphs.pipelines import linear
+from tests.graphs.pipelines import linear, wire
 
 
 class Fan(TypedDict, total=False):
@@ -194,10 +194,7 @@ def test_a_barrier_stores_values_that_are_not_yet_available() -> None:
     builder.add_node("a", lambda state: {"out": [1]})
     builder.add_node("b", lambda state: {"out": [2]})
     builder.add_node("join", lambda state: {"out": [3]})
-    builder.add_edge(START, "a")
-    builder.add_edge(START, "b")
-    builder.add_edge(["a", "b"], "join")
-    builder.add_edge("join", END)
+    wire(builder, ["a", "b"], "join")
     graph = builder.compile()
     barrier = next(
         name for name, spec in graph.channels.items() if isinstance(spec, NamedBarrierValue)

@@ -12,7 +12,20 @@ from langgraph.types import Command
 
 from neograph_ext import fingerprint_type
 from neograph_ext._introspect import build_stamp
-from neograph_ext._stamp import STAMP_KEY, Stamp, Unreadable, read_stamp
+from neograph_ext._stamp import (
+    ASK_AGAIN,
+    MAX_METADATA_BYTES,
+    RUN_KEY,
+    STAMP_KEY,
+    Stamp,
+    StampRef,
+    Unreadable,
+    encode_run,
+    input_digest,
+    read_run,
+    read_stamp,
+    stamp_ref,
+)
 from tests.graphs.pipelines import State, linear, model
 
 V1 = model(score=(int, ...))
@@ -130,16 +143,6 @@ def test_an_oversize_stamp_is_refused_before_it_is_parsed() -> None:
 
 
 def test_a_reference_and_a_run_mark_fit_the_metadata_budget() -> None:
-    from neograph_ext._stamp import (
-        MAX_METADATA_BYTES,
-        RUN_KEY,
-        StampRef,
-        encode_run,
-        input_digest,
-        read_run,
-        stamp_ref,
-    )
-
     current = build_stamp(linear(Counter()))
     metadata = {
         STAMP_KEY: stamp_ref(current),
@@ -164,16 +167,6 @@ def test_a_reference_and_a_run_mark_fit_the_metadata_budget() -> None:
 
 
 def test_a_replaying_run_mark_names_its_source_and_fits_the_budget() -> None:
-    from neograph_ext._stamp import (
-        ASK_AGAIN,
-        MAX_METADATA_BYTES,
-        RUN_KEY,
-        encode_run,
-        input_digest,
-        read_run,
-        stamp_ref,
-    )
-
     current = build_stamp(linear(Counter()))
     source = "1f1ed77b-4a22-6364-8002-0891fb12109f"
     longest = encode_run(current, "x" * 20, input_digest("hi"), source)
@@ -189,16 +182,6 @@ def test_a_replaying_run_mark_names_its_source_and_fits_the_budget() -> None:
 
 
 def test_a_take_over_run_mark_names_the_stamp_it_took_from_and_fits_the_budget() -> None:
-    from neograph_ext._stamp import (
-        ASK_AGAIN,
-        MAX_METADATA_BYTES,
-        RUN_KEY,
-        encode_run,
-        input_digest,
-        read_run,
-        stamp_ref,
-    )
-
     current = build_stamp(linear(Counter()))
     other = "ab" * 32
     source = "1f1ed77b-4a22-6364-8002-0891fb12109f"
