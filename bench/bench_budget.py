@@ -34,7 +34,7 @@ TURNS = 100
 
 def measure(saver: Any, reps: int = REPS) -> list[Row]:
     budget = neograph_ext.Budget()
-    counted = neograph_ext.compile(pipeline(Counter()), checkpointer=saver, budget=budget)
+    counted = neograph_ext.compile(pipeline(Counter()), checkpointer=saver, attach=[budget])
     plain = neograph_ext.compile(pipeline(Counter()), checkpointer=saver)
     ids = itertools.count()
 

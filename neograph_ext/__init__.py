@@ -13,6 +13,7 @@ code against, offline.
 from importlib.metadata import version as _version
 
 from neograph_ext._accept import aaccept, accept
+from neograph_ext._attach import AutoResume, WriteChecks
 from neograph_ext._budget import Budget, Ledger, Spend
 from neograph_ext._budget_read import aledger, ledger
 from neograph_ext._changes import ChangeReason, NodeChange
@@ -62,6 +63,7 @@ __version__: str = _version("neograph-ext")
 """The installed distribution's version: pyproject.toml is its one source."""
 
 __all__ = [
+    "AutoResume",
     "Budget",
     "BudgetExceededError",
     "ChangeReason",
@@ -93,6 +95,7 @@ __all__ = [
     "ThreadPruned",
     "ThreadSupersededError",
     "UnreadableCheckpointError",
+    "WriteChecks",
     "WriteReadbackError",
     "aaccept",
     "accept",

@@ -23,7 +23,7 @@ def main(db: str, thread: str, kill: str | None) -> None:
         graph = ne.compile(
             pipeline(Counter(), kill={kill} if kill else ()),
             checkpointer=saver,
-            budget=ne.Budget(max_model_calls=100),
+            attach=[ne.Budget(max_model_calls=100)],
         )
         ne.run(graph, {"topic": "t"}, config)
         ledger = ne.ledger(saver, config)

@@ -344,8 +344,8 @@ def test_a_served_graph_replays_the_turns_owed_after_each_answer(
     served = ne.compile(
         built,
         checkpointer=saver,
-        auto_resume=True,
         resume=ne.ResumePolicy(replay_turns=True),
+        attach=[ne.AutoResume()],
     )
     result = drive.invoke(served, None, config)
     for _ in range(3):

@@ -39,17 +39,17 @@ def test_a_cap_is_hit_across_two_resumes(drive: Drive, saver: BaseCheckpointSave
     runs: Counter[str] = Counter()
     budget = ne.Budget(max_model_calls=6)
     config = _thread()
-    crashing = ne.compile(pipeline(runs, fail={"review"}), checkpointer=saver, budget=budget)
+    crashing = ne.compile(pipeline(runs, fail={"review"}), checkpointer=saver, attach=[budget])
     with pytest.raises(Crash):
         drive.run(crashing, {"topic": "t"}, config)
     assert _spent(saver, config).model_calls == 3  # draft 1, review 2: paid, then crashed
 
-    crashing = ne.compile(pipeline(runs, fail={"publish"}), checkpointer=saver, budget=budget)
+    crashing = ne.compile(pipeline(runs, fail={"publish"}), checkpointer=saver, attach=[budget])
     with pytest.raises(Crash):
         drive.run(crashing, None, config)  # resume 1: review 2 more, publish 1
     assert _spent(saver, config).model_calls == 6
 
-    fixed = ne.compile(pipeline(runs), checkpointer=saver, budget=budget)
+    fixed = ne.compile(pipeline(runs), checkpointer=saver, attach=[budget])
     with pytest.raises(ne.BudgetExceededError) as raised:
         drive.run(fixed, None, config)  # resume 2: publish's call would be the 7th
     error = raised.value
@@ -73,7 +73,7 @@ def test_a_stop_reaches_the_caller_once_as_the_error_alone(
     capfd: pytest.CaptureFixture[str],
 ) -> None:
     """LangChain logs a callback's error before re-raising it; the stop is told once."""
-    graph = ne.compile(pipeline(Counter()), checkpointer=saver, budget=budget)
+    graph = ne.compile(pipeline(Counter()), checkpointer=saver, attach=[budget])
     caplog.set_level(logging.INFO)  # a driver's DEBUG lines echo the stored error
     with pytest.raises(ne.BudgetExceededError):
         drive.run(graph, {"topic": "t"}, _thread())
@@ -86,12 +86,12 @@ def test_raising_the_cap_continues_where_the_run_stopped(
 ) -> None:
     runs: Counter[str] = Counter()
     config = _thread()
-    tight = ne.compile(pipeline(runs), checkpointer=saver, budget=ne.Budget(max_model_calls=2))
+    tight = ne.compile(pipeline(runs), checkpointer=saver, attach=[ne.Budget(max_model_calls=2)])
     with pytest.raises(ne.BudgetExceededError):
         drive.run(tight, {"topic": "t"}, config)
     assert runs == Counter(draft=1, review=1)  # review's second call was refused
 
-    wider = ne.compile(pipeline(runs), checkpointer=saver, budget=ne.Budget(max_model_calls=10))
+    wider = ne.compile(pipeline(runs), checkpointer=saver, attach=[ne.Budget(max_model_calls=10)])
     result = drive.run(wider, None, config)
     assert result["done"] == "ok"
     assert runs == Counter(draft=1, review=2, publish=1)  # draft kept, review ran again
@@ -102,11 +102,13 @@ def test_a_rewind_does_not_reset_spend(drive: Drive, saver: BaseCheckpointSaver[
     runs: Counter[str] = Counter()
     budget = ne.Budget(max_model_calls=6)
     config = _thread()
-    drive.run(ne.compile(pipeline(runs), checkpointer=saver, budget=budget), {"topic": "t"}, config)
+    drive.run(
+        ne.compile(pipeline(runs), checkpointer=saver, attach=[budget]), {"topic": "t"}, config
+    )
     assert _spent(saver, config) == ne.Spend(STEPS, CALLS, CALLS * TOKENS)
 
     deployed = ne.compile(
-        pipeline(runs), checkpointer=saver, budget=budget, versions={"review": "v2"}
+        pipeline(runs), checkpointer=saver, versions={"review": "v2"}, attach=[budget]
     )
     plan = drive.plan(deployed, config)
     assert plan.kind is ne.PlanKind.REWIND and plan.rerun == {"review", "publish"}
@@ -129,10 +131,10 @@ def test_per_turn_caps_each_turn_across_its_resumes(
     runs: Counter[str] = Counter()
     per_turn = ne.Budget(max_model_calls=CALLS, per="turn")
     config = _thread()
-    graph = ne.compile(pipeline(runs), checkpointer=saver, budget=per_turn)
+    graph = ne.compile(pipeline(runs), checkpointer=saver, attach=[per_turn])
     for topic in ("a", "b"):
         assert drive.run(graph, {"topic": topic}, config)["done"] == "ok"
-    crashing = ne.compile(pipeline(runs, fail={"review"}), checkpointer=saver, budget=per_turn)
+    crashing = ne.compile(pipeline(runs, fail={"review"}), checkpointer=saver, attach=[per_turn])
     with pytest.raises(Crash):
         drive.run(crashing, {"topic": "c"}, config)  # turn 3: 3 calls paid
     with pytest.raises(ne.BudgetExceededError) as raised:
@@ -145,7 +147,7 @@ def test_per_turn_caps_each_turn_across_its_resumes(
     assert ledger.total.model_calls == 3 * CALLS
 
     thread_cap = ne.compile(
-        pipeline(runs), checkpointer=saver, budget=ne.Budget(max_model_calls=CALLS)
+        pipeline(runs), checkpointer=saver, attach=[ne.Budget(max_model_calls=CALLS)]
     )
     other = _thread()
     drive.run(thread_cap, {"topic": "a"}, other)
@@ -159,10 +161,10 @@ def test_supersteps_are_counted_for_the_thread_not_from_each_resume(
     runs: Counter[str] = Counter()
     budget = ne.Budget(max_supersteps=STEPS + 1)
     config = _thread()
-    crashing = ne.compile(pipeline(runs, fail={"publish"}), checkpointer=saver, budget=budget)
+    crashing = ne.compile(pipeline(runs, fail={"publish"}), checkpointer=saver, attach=[budget])
     with pytest.raises(Crash):
         drive.run(crashing, {"topic": "t"}, config)
-    graph = ne.compile(pipeline(runs), checkpointer=saver, budget=budget)
+    graph = ne.compile(pipeline(runs), checkpointer=saver, attach=[budget])
     assert drive.run(graph, None, config)["done"] == "ok"  # the 4th superstep
     with pytest.raises(ne.BudgetExceededError) as raised:
         drive.run(graph, {"topic": "again"}, config)
@@ -176,13 +178,15 @@ def test_strict_mode_raises_its_own_error_before_any_spend(
     runs: Counter[str] = Counter()
     budget = ne.Budget(max_model_calls=CALLS)
     config = _thread()
-    drive.run(ne.compile(pipeline(runs), checkpointer=saver, budget=budget), {"topic": "t"}, config)
+    drive.run(
+        ne.compile(pipeline(runs), checkpointer=saver, attach=[budget]), {"topic": "t"}, config
+    )
     strict = ne.compile(
         pipeline(runs),
         checkpointer=saver,
-        budget=budget,
         versions={"draft": "v2"},
         resume=ne.ResumePolicy(on_change="raise"),
+        attach=[budget],
     )
     with pytest.raises(ne.CheckpointSchemaError):
         drive.run(strict, None, config)  # the thread is also out of budget: strict wins
@@ -205,7 +209,7 @@ def test_without_a_budget_nothing_is_counted_or_stored(
 def test_plain_calls_are_counted_too(drive: Drive, saver: BaseCheckpointSaver[Any]) -> None:
     runs: Counter[str] = Counter()
     config = _thread()
-    graph = ne.compile(pipeline(runs), checkpointer=saver, budget=ne.Budget(max_model_calls=5))
+    graph = ne.compile(pipeline(runs), checkpointer=saver, attach=[ne.Budget(max_model_calls=5)])
     drive.invoke(graph, {"topic": "t"}, config, durability="sync")
     with pytest.raises(ne.BudgetExceededError):
         drive.invoke(graph, {"topic": "u"}, config, durability="sync")
@@ -235,7 +239,7 @@ def test_calls_of_async_nodes_and_parallel_tasks_are_counted(
     builder.add_edge(START, "tell")  # one superstep, two parallel tasks
     builder.add_edge("ask", END)
     builder.add_edge("tell", END)
-    graph = ne.compile(builder, checkpointer=saver, budget=ne.Budget(max_model_calls=4))
+    graph = ne.compile(builder, checkpointer=saver, attach=[ne.Budget(max_model_calls=4)])
     config = _thread()
     drive.run(graph, {"said": []}, config)
     ledger = ne.ledger(saver, config)
@@ -259,7 +263,7 @@ def test_a_thread_of_more_invocations_than_the_ledger_reads_keeps_every_count(
     builder = StateGraph(Fan)
     builder.add_node("say", say)
     builder.add_edge(START, "say")
-    graph = ne.compile(builder, checkpointer=saver, budget=ne.Budget(max_model_calls=RECENT + 3))
+    graph = ne.compile(builder, checkpointer=saver, attach=[ne.Budget(max_model_calls=RECENT + 3)])
     config = _thread()
     for turn in range(RECENT + 3):
         drive.run(graph, {"said": [str(turn)]}, config)
@@ -276,7 +280,7 @@ def test_a_budget_adds_nothing_to_the_graphs_checkpoints(
 ) -> None:
     plain, counted = _thread(), _thread()
     drive.run(ne.compile(pipeline(Counter()), checkpointer=saver), {"topic": "t"}, plain)
-    budgeted = ne.compile(pipeline(Counter()), checkpointer=saver, budget=ne.Budget())
+    budgeted = ne.compile(pipeline(Counter()), checkpointer=saver, attach=[ne.Budget()])
     drive.run(budgeted, {"topic": "t"}, counted)
 
     def metadata(config: RunnableConfig) -> dict[int, dict[str, Any]]:
@@ -303,7 +307,7 @@ def test_a_sync_model_call_inside_an_async_node_is_counted(
     builder = StateGraph(Fan)
     builder.add_node("ask", ask)
     builder.add_edge(START, "ask")
-    graph = ne.compile(builder, checkpointer=saver, budget=ne.Budget(max_model_calls=1))
+    graph = ne.compile(builder, checkpointer=saver, attach=[ne.Budget(max_model_calls=1)])
     config = _thread()
     drive.run(graph, {"said": []}, config)
     assert _spent(saver, config) == ne.Spend(supersteps=1, model_calls=1, tokens=TOKENS)
@@ -315,7 +319,7 @@ def test_the_ledger_is_deleted_with_its_thread(
     drive: Drive, saver: BaseCheckpointSaver[Any]
 ) -> None:
     config = _thread()
-    graph = ne.compile(pipeline(Counter()), checkpointer=saver, budget=ne.Budget())
+    graph = ne.compile(pipeline(Counter()), checkpointer=saver, attach=[ne.Budget()])
     drive.run(graph, {"topic": "t"}, config)
     assert ne.ledger(saver, config) is not None
     saver.delete_thread(config["configurable"]["thread_id"])

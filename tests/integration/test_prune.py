@@ -248,9 +248,9 @@ def test_a_budget_s_ledger_survives_pruning_the_branch_its_rewind_left(db: Datab
     runs: Counter[str] = Counter()
     budget = ne.Budget(max_model_calls=100)
     config = cfg("budgeted")
-    ne.run(ne.compile(budget_pipeline(runs), checkpointer=db.saver, budget=budget), {}, config)
+    ne.run(ne.compile(budget_pipeline(runs), checkpointer=db.saver, attach=[budget]), {}, config)
     deployed = ne.compile(
-        budget_pipeline(runs), checkpointer=db.saver, budget=budget, versions={"review": "v2"}
+        budget_pipeline(runs), checkpointer=db.saver, versions={"review": "v2"}, attach=[budget]
     )
     ne.run(deployed, None, config)  # a rewind: the first run's review and publish are left
     spent = ne.ledger(db.saver, config)

@@ -237,7 +237,7 @@ def _two_questions(
     builder.add_edge(START, "second")
     builder.add_edge(["first", "second"], "join")
     builder.add_edge("join", END)
-    served = {"auto_resume": True} if auto_resume else {}
+    served = {"attach": [neograph_ext.AutoResume()]} if auto_resume else {}
     return neograph_ext.compile(builder, checkpointer=saver, **served)
 
 

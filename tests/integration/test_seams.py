@@ -58,9 +58,12 @@ class Fleet:
         self.new = Release(SummaryV2, saver, ask=ask)
         self.later = Release(SummaryV3, saver, ask=ask)  # about to be deployed: never stored
         self.runs: Counter[str] = Counter()
-        self.spent_old = ne.compile(budget_pipeline(self.runs), checkpointer=saver, budget=BUDGET)
+        self.spent_old = ne.compile(budget_pipeline(self.runs), checkpointer=saver, attach=[BUDGET])
         self.spent_new = ne.compile(
-            budget_pipeline(self.runs), checkpointer=saver, budget=BUDGET, versions={"review": "2"}
+            budget_pipeline(self.runs),
+            checkpointer=saver,
+            versions={"review": "2"},
+            attach=[BUDGET],
         )
         old, new = self.old.serving(), self.new.serving()
         ne.run(old, {"doc": "rolled"}, cfg("rolled"))  # waits for approval
@@ -323,7 +326,7 @@ def test_a_budget_stopped_by_its_ledger_still_leaves_a_newer_codes_thread_alone(
     fleet = Fleet(db.saver, ask=False)
     config = cfg("budgeted")
     capped = ne.compile(
-        budget_pipeline(fleet.runs), checkpointer=db.saver, budget=ne.Budget(max_model_calls=5)
+        budget_pipeline(fleet.runs), checkpointer=db.saver, attach=[ne.Budget(max_model_calls=5)]
     )
     before, ran = _counts(db.saver, "budgeted"), Counter(fleet.runs)
     with pytest.raises(ne.ThreadSupersededError):  # refused before any cap is looked at
@@ -343,7 +346,7 @@ def test_a_served_budgeted_graph_refuses_a_newer_codes_thread_without_a_ledger_r
     fleet = Fleet(db.saver, ask=False)
     config = cfg("budgeted")
     served = ne.compile(
-        budget_pipeline(fleet.runs), checkpointer=db.saver, budget=BUDGET, auto_resume=True
+        budget_pipeline(fleet.runs), checkpointer=db.saver, attach=[ne.AutoResume(), BUDGET]
     )
     before, ran = _counts(db.saver, "budgeted"), Counter(fleet.runs)
     with pytest.raises(ne.ThreadSupersededError):
@@ -373,13 +376,12 @@ def test_a_superseded_call_tells_nothing_and_writes_nothing(db: Database) -> Non
     fleet = Fleet(db.saver, ask=False)
     config = cfg("rolled")
     told = ne.compile(
-        review(Counter(), SummaryV1, set(), ask=False), checkpointer=db.saver, telemetry=TOLD
+        review(Counter(), SummaryV1, set(), ask=False), checkpointer=db.saver, attach=[TOLD]
     )
     served = ne.compile(
         review(Counter(), SummaryV1, set(), ask=False),
         checkpointer=db.saver,
-        telemetry=TOLD,
-        auto_resume=True,
+        attach=[ne.AutoResume(), TOLD],
     )
     assert told.neograph_ext_stamp.id == fleet.old.graph.neograph_ext_stamp.id
     before = _counts(db.saver, "rolled")
@@ -400,8 +402,8 @@ def test_a_budget_stop_tells_its_decision_once_and_adds_nothing_to_checkpoints(
 ) -> None:
     runs: Counter[str] = Counter()
     capped = ne.Budget(max_model_calls=2)
-    told = ne.compile(budget_pipeline(runs), checkpointer=db.saver, budget=capped, telemetry=TOLD)
-    plain = ne.compile(budget_pipeline(Counter()), checkpointer=db.saver, budget=capped)
+    told = ne.compile(budget_pipeline(runs), checkpointer=db.saver, attach=[capped, TOLD])
+    plain = ne.compile(budget_pipeline(Counter()), checkpointer=db.saver, attach=[capped])
     recorder = Recorder()
     with pytest.raises(ne.BudgetExceededError):
         ne.run(told, {"topic": "t"}, {**cfg("told"), "callbacks": [recorder]})
@@ -417,9 +419,8 @@ def test_a_budget_stop_tells_its_decision_once_and_adds_nothing_to_checkpoints(
     taking = ne.compile(
         budget_pipeline(fleet.runs),
         checkpointer=db.saver,
-        budget=ne.Budget(max_model_calls=8),
-        telemetry=TOLD,
         resume=ROLLBACK,
+        attach=[ne.Budget(max_model_calls=8), TOLD],
     )
     with pytest.raises(ne.BudgetExceededError):
         ne.run(taking, None, {**cfg("budgeted"), "callbacks": [recorder]})
