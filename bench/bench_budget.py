@@ -33,7 +33,7 @@ TURNS = 100
 
 
 def measure(saver: Any, reps: int = REPS) -> list[Row]:
-    budget = neograph_ext.Budget()
+    budget = neograph_ext.budget.Budget()
     counted = neograph_ext.compile(pipeline(Counter()), checkpointer=saver, attach=[budget])
     plain = neograph_ext.compile(pipeline(Counter()), checkpointer=saver)
     ids = itertools.count()

@@ -19,15 +19,13 @@ from neograph_ext import (
     PlanKind,
     ResumePlan,
     ResumePolicy,
-    ThreadCheck,
     accept,
     check_threads,
     history,
-    inventory,
-    ledger,
     plan,
     unrevivable_types,
 )
+from neograph_ext.budget import ledger
 from neograph_ext.cli._accept import preview, report, would
 from neograph_ext.cli._boundary import CliError, boundary, reading
 from neograph_ext.cli._check import Tally, counted, declined_note
@@ -51,8 +49,23 @@ from neograph_ext.cli._show import (
     text,
     to_json,
 )
+from neograph_ext.types import Inventory, ThreadCheck
 
-__all__ = ["DB_ENV", "app", "main"]
+__all__ = [
+    "DB_ENV",
+    "CheckpointOpt",
+    "DbOpt",
+    "DebugOpt",
+    "GraphArg",
+    "JsonOpt",
+    "ThreadOpt",
+    "accept_command",
+    "app",
+    "check_command",
+    "history_command",
+    "main",
+    "plan_command",
+]
 
 app = typer.Typer(
     name="neograph-ext",
@@ -228,7 +241,7 @@ def check_command(
                 typer.echo('{"plans": [', nl=False)
             with reading("the checkpoints in this database"):
                 checks = counted(check_threads(compiled, names), tally, bar, _count(names))
-                found = inventory(_known(checks))
+                found = Inventory.of(_known(checks))
         # As in strict mode: a declared type whose values cannot read back fails the check.
         unreadable = unrevivable_types(compiled)
     if as_json:

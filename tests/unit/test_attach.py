@@ -10,8 +10,8 @@ import pytest
 from langgraph.graph import END, START, StateGraph
 
 import neograph_ext as ne
-from neograph_ext import Budget
 from neograph_ext._auto_resume import AutoResumingGraph
+from neograph_ext.budget import Budget
 
 
 class State(TypedDict, total=False):
