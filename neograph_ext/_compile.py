@@ -87,23 +87,18 @@ def compile(
             stored results are kept instead of counting as a topology change.
         resume: What a resume does about changes (``ResumePolicy``) when ``run``, its
             twins and ``plan`` give none, and for plain calls with ``AutoResume``.
-        lock: How a resume waits for a thread another process runs (``LockPolicy``),
-            likewise.
+        lock: How a resume waits for a thread another process runs (``LockPolicy``).
         attach: Records that add to what the graph does, one of each kind:
-            ``AutoResume()`` (plain calls plan first, as ``run`` does),
-            ``WriteChecks(...)`` (what is checked as checkpoints are written),
-            ``budget.Budget(...)`` (what each thread may spend, across resumes, rewinds,
-            crashes and kills; ``BudgetExceededError``), ``Telemetry()`` (each planned
-            call's decision as events, run tags and OpenTelemetry). 0.3's
-            ``auto_resume=``, ``verify_writes=``, ``verify_saver=``, ``budget=`` and
-            ``telemetry=`` still work, deprecated.
+            ``AutoResume()``, ``WriteChecks(...)``, ``budget.Budget(...)``,
+            ``Telemetry()`` (each documents itself). 0.3's ``auto_resume=``,
+            ``verify_writes=``, ``verify_saver=``, ``budget=``, ``telemetry=`` still work,
+            deprecated.
         **compile_kwargs: Every other keyword of ``StateGraph.compile``.
 
     Returns:
-        LangGraph's compiled graph; all of its API works as usual, and what neograph-ext
-        adds to any metadata is at most 256 bytes. Nodes with a ``cache_policy`` get
-        cache keys that include their fingerprint. A node writing another type than it
-        declares is logged as a warning, once per node and process.
+        LangGraph's compiled graph, all of its API as usual; what neograph-ext adds to
+        any metadata is at most 256 bytes, and to a ``cache_policy``'s keys the node's
+        fingerprint.
 
     Raises:
         ValueError: ``output_types``, ``versions`` or ``renames`` names an unknown node,
