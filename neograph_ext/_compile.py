@@ -81,12 +81,10 @@ def compile(
             none, or a compiled graph's own.
         output_types: Per node (for an entrypoint: per task name, or its own name), the
             type its results have; overrides the return annotation.
-        versions: Per node (or task), an opaque string to bump after a prompt or logic
-            change that leaves the types alone.
+        versions: Per node (or task), an opaque string to bump after a prompt or logic change.
         renames: Old node name -> new name, for nodes that were only renamed: their
             stored results are kept instead of counting as a topology change.
-        resume: What a resume does about changes (``ResumePolicy``) when ``run``, its
-            twins and ``plan`` give none, and for plain calls with ``AutoResume``.
+        resume: What a resume does about changes (``ResumePolicy``) when a call gives none.
         lock: How a resume waits for a thread another process runs (``LockPolicy``).
         attach: Records that add to what the graph does, one of each kind:
             ``AutoResume()``, ``WriteChecks(...)``, ``budget.Budget(...)``,
