@@ -51,21 +51,7 @@ from neograph_ext.cli._show import (
 )
 from neograph_ext.types import Inventory, ThreadCheck
 
-__all__ = [
-    "DB_ENV",
-    "CheckpointOpt",
-    "DbOpt",
-    "DebugOpt",
-    "GraphArg",
-    "JsonOpt",
-    "ThreadOpt",
-    "accept_command",
-    "app",
-    "check_command",
-    "history_command",
-    "main",
-    "plan_command",
-]
+__all__ = ["DB_ENV", "app", "main"]
 
 app = typer.Typer(
     name="neograph-ext",

@@ -24,7 +24,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from neograph_ext.cli._boundary import CliError, one_line
 
-__all__ = ["Saver", "open_database", "sqlite_uri"]
+__all__ = ["open_database", "sqlite_uri"]
 
 Saver = BaseCheckpointSaver[Any]
 
