@@ -33,8 +33,8 @@ TURNS = 100
 
 
 def measure(saver: Any, reps: int = REPS) -> list[Row]:
-    budget = neograph_ext.Budget()
-    counted = neograph_ext.compile(pipeline(Counter()), checkpointer=saver, budget=budget)
+    budget = neograph_ext.budget.Budget()
+    counted = neograph_ext.compile(pipeline(Counter()), checkpointer=saver, attach=[budget])
     plain = neograph_ext.compile(pipeline(Counter()), checkpointer=saver)
     ids = itertools.count()
 

@@ -41,7 +41,7 @@ class _Listener(BaseCallbackHandler):
 
 def measure(saver: Any, reps: int = REPS) -> list[Result]:
     told = neograph_ext.compile(
-        chain_builder(NODES), checkpointer=saver, telemetry=neograph_ext.Telemetry()
+        chain_builder(NODES), checkpointer=saver, attach=[neograph_ext.Telemetry()]
     )
     quiet = neograph_ext.compile(chain_builder(NODES), checkpointer=saver)
     listener = _Listener()

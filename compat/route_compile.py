@@ -11,7 +11,7 @@ method again: a context variable marks that inner call so it reaches LangGraph's
 original ``compile`` instead of recursing.
 
 With ``NEOGRAPH_EXT_COMPAT_AUTO_RESUME=true`` (the auto-resume pass) every routed
-compile also passes ``auto_resume=True``, so every plain root call plans first, as a
+compile also attaches ``AutoResume()``, so every plain root call plans first, as a
 LangGraph server deployment of the docs does.
 """
 
@@ -36,7 +36,9 @@ _inside: ContextVar[bool] = ContextVar("neograph_ext_compat_inside", default=Fal
 ROUTED_PROPERTY = "neograph_ext_routed_compiles"
 ENTRYPOINT_PROPERTY = "neograph_ext_routed_entrypoints"
 AUTO_RESUME_ENV = "NEOGRAPH_EXT_COMPAT_AUTO_RESUME"
-_AUTO_RESUME = {"auto_resume": True} if os.environ.get(AUTO_RESUME_ENV) == "true" else {}
+_AUTO_RESUME = (
+    {"attach": [neograph_ext.AutoResume()]} if os.environ.get(AUTO_RESUME_ENV) == "true" else {}
+)
 READBACK_PROPERTY = "neograph_ext_readback_warnings"
 WRITTEN_REASON = "written type differs from the declared one"
 

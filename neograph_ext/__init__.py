@@ -5,17 +5,18 @@
 thread to just before the earliest node whose types changed, keeping the work
 upstream of it. ``plan`` explains what a resume would do without doing it;
 ``history`` reads a thread's lineage, each step compared with the graph, and
-``list_threads`` a database's threads; ``prune`` removes what rewinds left behind.
-``export_threads`` writes threads as fixtures that ``neograph_ext.testing`` plans new
-code against, offline.
+``check_threads`` surveys a database's threads; ``prune`` removes what rewinds left
+behind. ``export_threads`` writes threads as fixtures that ``neograph_ext.testing``
+plans new code against, offline. Budgets live in ``neograph_ext.budget``, the records
+the functions return in ``neograph_ext.types``.
 """
 
+import importlib
+import warnings
 from importlib.metadata import version as _version
 
 from neograph_ext._accept import aaccept, accept
-from neograph_ext._budget import Budget, Ledger, Spend
-from neograph_ext._budget_read import aledger, ledger
-from neograph_ext._changes import ChangeReason, NodeChange
+from neograph_ext._attach import AutoResume, WriteChecks
 from neograph_ext._checks import (
     declared_classes,
     is_stamped,
@@ -23,7 +24,7 @@ from neograph_ext._checks import (
     unrevivable_types,
 )
 from neograph_ext._compile import compile
-from neograph_ext._decision import PlanKind, ResumePlan, TaskStep
+from neograph_ext._decision import PlanKind, ResumePlan
 from neograph_ext._errors import (
     BudgetExceededError,
     CheckpointSchemaError,
@@ -38,68 +39,42 @@ from neograph_ext._errors import (
 )
 from neograph_ext._export import export_threads
 from neograph_ext._fingerprint import fingerprint_type
-from neograph_ext._fixtures import ThreadFixture, read_fixtures
-from neograph_ext._fleet import ThreadCheck, acheck_threads, check_threads
-from neograph_ext._inventory import Inventory, StampThreads, inventory
-from neograph_ext._lineage import (
-    History,
-    HistoryEntry,
-    StampStatus,
-    ahistory,
-    alist_threads,
-    history,
-    list_threads,
-)
-from neograph_ext._offline import plan_fixture
+from neograph_ext._fleet import acheck_threads, check_threads
+from neograph_ext._lineage import ahistory, history
 from neograph_ext._policy import LockPolicy, ResumePolicy
-from neograph_ext._prune import DescriptionPruned, PruneReport, PruneSkip, ThreadPruned
 from neograph_ext._pruning import aprune, prune
 from neograph_ext._run import aplan, arun, astream, plan, run, stream
 from neograph_ext._stamp_store import is_store_thread as is_reserved_thread
 from neograph_ext._telemetry import Telemetry
 
+# The public submodules, as attributes of the package (``neograph_ext.budget.Budget``).
+from neograph_ext import budget, testing, types  # noqa: F401  # isort: skip
+
 __version__: str = _version("neograph-ext")
 """The installed distribution's version: pyproject.toml is its one source."""
 
 __all__ = [
-    "Budget",
+    "AutoResume",
     "BudgetExceededError",
-    "ChangeReason",
     "CheckpointSchemaError",
-    "DescriptionPruned",
     "FixtureError",
     "GraphError",
-    "History",
-    "HistoryEntry",
-    "Inventory",
-    "Ledger",
     "LockPolicy",
     "NeographExtError",
-    "NodeChange",
     "PlanKind",
-    "PruneReport",
-    "PruneSkip",
     "ResumePlan",
     "ResumePolicy",
-    "Spend",
     "StampLostError",
-    "StampStatus",
-    "StampThreads",
-    "TaskStep",
     "Telemetry",
     "ThreadBusyError",
-    "ThreadCheck",
-    "ThreadFixture",
-    "ThreadPruned",
     "ThreadSupersededError",
     "UnreadableCheckpointError",
+    "WriteChecks",
     "WriteReadbackError",
     "aaccept",
     "accept",
     "acheck_threads",
     "ahistory",
-    "aledger",
-    "alist_threads",
     "aplan",
     "aprune",
     "arun",
@@ -110,17 +85,46 @@ __all__ = [
     "export_threads",
     "fingerprint_type",
     "history",
-    "inventory",
     "is_reserved_thread",
     "is_stamped",
-    "ledger",
-    "list_threads",
     "plan",
-    "plan_fixture",
     "prune",
-    "read_fixtures",
     "run",
     "stale_values",
     "stream",
     "unrevivable_types",
 ]
+
+_MOVED = {
+    **dict.fromkeys(("Budget", "Ledger", "Spend", "aledger", "ledger"), "budget"),
+    **dict.fromkeys(("ThreadFixture", "plan_fixture", "read_fixtures"), "testing"),
+    **dict.fromkeys(
+        ("ChangeReason", "DescriptionPruned", "History", "HistoryEntry", "Inventory"), "types"
+    ),
+    **dict.fromkeys(("NodeChange", "PruneReport", "PruneSkip", "StampStatus"), "types"),
+    **dict.fromkeys(("StampThreads", "TaskStep", "ThreadCheck", "ThreadPruned"), "types"),
+}
+"""0.3's names that 0.4 moved to a submodule: each still works, deprecated, for 0.4."""
+
+_SURVEYS = {
+    "inventory": ("neograph_ext.types.Inventory.of", "_inventory", "Inventory.of"),
+    "list_threads": ("neograph_ext.check_threads", "_lineage", "list_threads"),
+    "alist_threads": ("neograph_ext.acheck_threads", "_lineage", "alist_threads"),
+}
+"""0.3's other surveys of threads: ``check_threads`` is the one survey in 0.4."""
+
+
+def __getattr__(name: str) -> object:
+    """A 0.3 name, with a ``DeprecationWarning`` naming its 0.4 spelling."""
+    if name in _MOVED:
+        new = f"neograph_ext.{_MOVED[name]}.{name}"
+        value = getattr(importlib.import_module(f"neograph_ext.{_MOVED[name]}"), name)
+    elif name in _SURVEYS:
+        new, module, path = _SURVEYS[name]
+        value = importlib.import_module(f"neograph_ext.{module}")
+        for part in path.split("."):
+            value = getattr(value, part)
+    else:
+        raise AttributeError(f"module 'neograph_ext' has no attribute {name!r}")
+    warnings.warn(f"neograph_ext.{name} is deprecated: use {new}", DeprecationWarning, 2)
+    return value

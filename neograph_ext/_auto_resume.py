@@ -1,6 +1,6 @@
 """Auto-resume: a compiled graph whose plain root calls plan first, as ``run`` does.
 
-``compile(auto_resume=True)`` picks this class (``_compile``). Every plain root call
+``compile(..., attach=[AutoResume()])`` picks this class (``_compile``). Every plain root call
 (``invoke``, ``stream``, their async twins, event streams, and so a LangGraph Server's
 runs) is planned under the graph's whole policies (``compile(resume=..., lock=...)``).
 
@@ -44,11 +44,10 @@ __all__ = ["AutoResumingGraph", "aserved", "served"]
 
 
 class AutoResumingGraph(StampedGraph):
-    """A stamped graph whose plain root calls plan first (``compile(auto_resume=True)``)."""
+    """A stamped graph whose plain root calls plan first (``AutoResume``)."""
 
     neograph_ext_auto_resume: ClassVar[ResumePolicy] = ResumePolicy()
-    """The policy every plain root call plans with: ``compile(auto_resume=True)``'s
-    ``resume``."""
+    """The policy every plain root call plans with: ``compile``'s ``resume``."""
 
     def stream(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any

@@ -39,7 +39,7 @@ class Budget:
     """What a thread may spend, in total (``per="thread"``) or per turn (``per="turn"``),
     counted across every resume, rewind, crash and kill.
 
-    Set on the graph: ``compile(builder, checkpointer=..., budget=Budget(...))``. A cap
+    Set on the graph: ``compile(builder, checkpointer=..., attach=[Budget(...)])``. A cap
     left ``None`` is not limited. When a cap would be passed, the run stops with
     ``BudgetExceededError`` before the superstep or model call that would pass it; the
     thread is left as a crash leaves it, so compiling with a larger cap and calling

@@ -227,6 +227,35 @@ def _returns(func: Callable[..., Any]) -> tuple[object, object]:
     return tp, tp
 
 
+def _seen_apart(func: Callable[..., Any], name: str) -> dict[str, object]:
+    """The tasks an entrypoint's function is seen to call, but one named as it."""
+    tasks = seen_tasks(func)
+    if name in tasks:
+        # A drop-in raises nothing LangGraph would not: the task stays unseen.
+        logger.warning(
+            "entrypoint %r: a task has its name, so its cached results are not checked; "
+            "rename one of them (@task(name=...)) so that they can be told apart",
+            name,
+        )
+        del tasks[name]
+    return tasks
+
+
+def _remember(sigs: dict[str, Signature], tp: object, what: str) -> str | None:
+    """``tp``'s digest, its signature kept in ``sigs``; None for no type, or one that
+    cannot be fingerprinted."""
+    if tp is None or tp is Any:
+        return None
+    try:
+        sig = signature(tp)
+    except UnresolvedTypeError as exc:
+        logger.debug("%s: type not fingerprinted: %s", what, exc)
+        return None
+    key = digest(sig)
+    sigs[key] = sig
+    return key
+
+
 def entrypoint_stamp(
     graph: Pregel[Any, Any, Any, Any],
     output_types: Mapping[str, object] | None = None,
@@ -249,15 +278,7 @@ def entrypoint_stamp(
     if func is None:
         raise ValueError("not an @entrypoint graph")
     name = next(iter(graph.nodes))
-    tasks = seen_tasks(func)
-    if name in tasks:
-        # A drop-in raises nothing LangGraph would not: the task stays unseen.
-        logger.warning(
-            "entrypoint %r: a task has its name, so its cached results are not checked; "
-            "rename one of them (@task(name=...)) so that they can be told apart",
-            name,
-        )
-        del tasks[name]
+    tasks = _seen_apart(func, name)
     output_types, versions = dict(output_types or {}), dict(versions or {})
     known = {name, *tasks}
     for option, given in (("output_types", output_types), ("versions", versions)):
@@ -269,33 +290,22 @@ def entrypoint_stamp(
                 "through an attribute or an argument is not seen)"
             )
     sigs: dict[str, Signature] = {}
-
-    def remember(tp: object, what: str) -> str | None:
-        if tp is None or tp is Any:
-            return None
-        try:
-            sig = signature(tp)
-        except UnresolvedTypeError as exc:
-            logger.debug("%s: type not fingerprinted: %s", what, exc)
-            return None
-        key = digest(sig)
-        sigs[key] = sig
-        return key
-
     value, save = _returns(func)
     own: dict[str, dict[str, Any]] = {}
     returns: dict[str, object] = {}
     for task, found in sorted(tasks.items()):
         declared = found if not isinstance(found, _TaskFunction) else return_type(found)
         returns[task] = output_types.get(task, declared)
-        out = remember(returns[task], f"task {task!r}")
-        own[task] = {"out": out, "ver": versions.get(task)}
+        own[task] = {"out": _remember(sigs, returns[task], f"task {task!r}")}
+        own[task]["ver"] = versions.get(task)
     nodes = _folded(own, _callees(tasks))
-    out = remember(output_types.get(name, value), f"entrypoint {name!r}")
-    fields = {"out": out, "ver": versions.get(name)}
+    fields = {
+        "out": _remember(sigs, output_types.get(name, value), f"entrypoint {name!r}"),
+        "ver": versions.get(name),
+    }
     nodes[name] = NodeStamp(fp=canonical_digest(fields), **fields)  # type: ignore[arg-type]
     channels: dict[str, str] = {}
-    saved = remember(save, f"entrypoint {name!r} save")
+    saved = _remember(sigs, save, f"entrypoint {name!r} save")
     if saved is not None:
         channels[PREVIOUS_CHANNEL] = saved
     stamp = Stamp(

@@ -18,7 +18,7 @@ Every error derives from one root so callers can catch the library as a whole::
     │                           one to resume from has metadata LangGraph cannot resume from
     ├── UnresolvedTypeError     (also a TypeError) a forward reference cannot be resolved;
     │                           compile() catches it and leaves that type unfingerprinted
-    ├── WriteReadbackError      (also a ValueError) with ``compile(verify_writes=True)``: a
+    ├── WriteReadbackError      (also a ValueError) with ``WriteChecks(readback=True)``: a
     │                           node wrote a value that would not read back as written
     ├── GraphError              the graph given cannot be used (not compiled by neograph-ext,
     │                           no checkpointer, no thread_id, a reference that cannot be
@@ -87,7 +87,7 @@ class StampLostError(NeographExtError):
     Found on the first write of a stamped graph's ``run`` (or twin) to a saver, once per
     saver class and process, before any node runs. Every thread on such a saver would
     plan as ``unverified``, and strict mode could not catch a change. The message names
-    the saver class and the way out, ``compile(..., verify_saver=False)`` among them.
+    the saver class and the way out, ``WriteChecks(saver=False)`` among them.
     """
 
 
@@ -136,7 +136,7 @@ class UnreadableCheckpointError(NeographExtError):
 class WriteReadbackError(NeographExtError, ValueError):
     """A node wrote a value that would not read back from the checkpoint as written.
 
-    Raised only by graphs compiled with ``verify_writes=True``, as the step's writes are
+    Raised only by graphs compiled with ``WriteChecks(readback=True)``, as the step's writes are
     saved and before they are: the step fails, naming the node, the channel and the type,
     instead of a later resume handing the next node something else (a plain ``dict``
     where a model was written).

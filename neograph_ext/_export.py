@@ -90,9 +90,7 @@ def export_threads(
     heads = _heads(saver, named if named is not None else list_threads(saver), named is not None)
     if unfinished:
         heads = [(name, head) for name, head in heads if _unfinished(checked, head)]
-    if sample is not None and sample < len(heads):
-        chosen = set(random.Random(0).sample(range(len(heads)), sample))
-        heads = [pair for index, pair in enumerate(heads) if index in chosen]
+    heads = _sampled(heads, sample)
     folder = Path(directory)
     folder.mkdir(parents=True, exist_ok=True)
     written = []
@@ -101,6 +99,16 @@ def export_threads(
         path.write_text(_fixture(checked, saver, name, head, with_values), encoding="utf-8")
         written.append(path)
     return tuple(written)
+
+
+def _sampled(
+    heads: list[tuple[str, CheckpointTuple]], sample: int | None
+) -> list[tuple[str, CheckpointTuple]]:
+    """``sample`` of ``heads`` at random (the same ones for the same heads), in order."""
+    if sample is None or sample >= len(heads):
+        return heads
+    chosen = set(random.Random(0).sample(range(len(heads)), sample))
+    return [pair for index, pair in enumerate(heads) if index in chosen]
 
 
 def _heads(

@@ -90,11 +90,11 @@ class StampedGraph(Pregel[Any, Any, Any, Any], Stamped):
     neograph_ext_revival: ClassVar[Revival] = Revival()
     """The declared types, and which of them cannot read back from a checkpoint."""
     neograph_ext_verify_saver: ClassVar[bool] = True
-    """``compile(verify_saver=...)``: whether ``run`` checks that the saver keeps the stamp."""
+    """``WriteChecks.saver``: whether ``run`` checks that the saver keeps the stamp."""
     neograph_ext_budget: ClassVar[Budget | None] = None
-    """``compile(budget=...)``: what the graph's threads may spend; None: not counted."""
+    """``Budget`` attached: what the graph's threads may spend; None: not counted."""
     neograph_ext_telemetry: ClassVar[Telemetry | None] = None
-    """``compile(telemetry=...)``: what planned calls tell traces and metrics; None: nothing."""
+    """``Telemetry`` attached: what planned calls tell traces and metrics; None: nothing."""
     neograph_ext_entrypoint: ClassVar[EntrypointShape | None] = None
     """For an ``@entrypoint``: its name and the tasks its stamp covers; None for a graph."""
 
@@ -164,7 +164,7 @@ class StampedGraph(Pregel[Any, Any, Any, Any], Stamped):
     def neograph_ext_save(self, saver: BaseCheckpointSaver[Any], *, verify: bool = True) -> None:
         """Store the stamp's description in ``saver`` and its place in the saver's order
         of stamps (``_stamp_order``), once per saver and process, and
-        (``verify``, unless compiled with ``verify_saver=False``) check that the saver
+        (``verify``, unless compiled with ``WriteChecks(saver=False)``) check that the saver
         keeps the stamp, once per saver class and process.
 
         A plain call does not verify: it stores the description after LangGraph's own

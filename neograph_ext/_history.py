@@ -144,15 +144,12 @@ def lineage(
     child_step, child_parent = -1, None
     wanted: str | None = head_id
     for tup in tuples:
-        if wanted is None:
-            # The lineage is complete; the saver's cursor is still drained.
-            if newest is not None and tup.checkpoint["id"] > newest:
-                raise NotNewestFirst(newest)
+        if wanted is None:  # the lineage is complete; the saver's cursor is still drained
+            _listed_in_order(tup, newest)
             continue
         if tup.checkpoint["id"] != wanted:
             # A lineage's checkpoints are older than its head: only these can be newer.
-            if newest is not None and tup.checkpoint["id"] > newest:
-                raise NotNewestFirst(newest)
+            _listed_in_order(tup, newest)
             stash[tup.checkpoint["id"]] = tup
             continue
         found: CheckpointTuple | None = tup
@@ -169,6 +166,11 @@ def lineage(
     newest_first.append(walk.record(child, child_step, child_parent, None, -1, not newest_first))
     newest_first.reverse()
     return tuple(newest_first)
+
+
+def _listed_in_order(tup: CheckpointTuple, newest: str | None) -> None:
+    if newest is not None and tup.checkpoint["id"] > newest:
+        raise NotNewestFirst(newest)
 
 
 _new_record = tuple.__new__

@@ -18,7 +18,7 @@ import inspect
 import logging
 import typing
 from collections.abc import Callable, Mapping
-from typing import Annotated, Any, get_args, get_origin
+from typing import Annotated, Any, NamedTuple, get_args, get_origin
 
 from langgraph.channels import BinaryOperatorAggregate
 from langgraph.graph import StateGraph
@@ -80,9 +80,72 @@ def build_stamp(
         ValueError: ``output_types``, ``versions`` or ``renames`` names a node the
             builder lacks (``renames``: as new name), or renames onto a current node.
     """
-    output_types = dict(output_types or {})
-    versions = dict(versions or {})
     renames = dict(renames or {})
+    _check_names(builder, output_types or {}, versions or {}, renames)
+    sigs = _Sigs()
+    known = _Known(
+        builder,
+        dict(output_types or {}),
+        dict(versions or {}),
+        _successors(builder),
+        _tool_digests(builder, sigs.remember),
+        _tool_output_digests(builder, sigs.remember),
+        # An agent builder's model call made the tool calls that its middleware nodes
+        # route on: the tools' schemas are its own, and no router's.
+        {name for name, spec in builder.nodes.items() if makes_tool_calls(spec.runnable)},
+        sigs,
+    )
+    nodes = {name: _node_stamp(known, name, spec.runnable) for name, spec in builder.nodes.items()}
+    channels: dict[str, str] = {}
+    for key, tp in channel_types(builder).items():
+        try:
+            channels[key] = (
+                canonical_digest(dict(tp)) if isinstance(tp, Mapping) else sigs.remember(tp)
+            )
+        except UnresolvedTypeError as exc:
+            logger.debug("channel %r: type not fingerprinted: %s", key, exc)
+    return Stamp(
+        v=STAMP_FORMAT,
+        id=stamp_id(nodes, channels),
+        nodes=nodes,
+        channels=channels,
+        sigs=dict(sigs),
+        renames=renames or None,
+        clears=(RESPONSE_CHANNEL,) if _response_type(builder) is not None else None,
+        accumulates=_accumulating(builder),
+    )
+
+
+class _Sigs(dict[str, Signature]):
+    """The signatures a stamp describes, by digest."""
+
+    def remember(self, tp: object) -> str:
+        """``tp``'s digest, its signature kept."""
+        sig = signature(tp)
+        key = digest(sig)
+        self[key] = sig
+        return key
+
+
+class _Known(NamedTuple):
+    """What stamping each node of one builder reads."""
+
+    builder: StateGraph[Any, Any, Any, Any]
+    output_types: dict[str, object]
+    versions: dict[str, str]
+    successors: Mapping[str, set[str]]
+    tools: dict[str, dict[str, str]]
+    tool_outputs: dict[str, dict[str, str]]
+    callers: set[str]
+    sigs: _Sigs
+
+
+def _check_names(
+    builder: StateGraph[Any, Any, Any, Any],
+    output_types: Mapping[str, object],
+    versions: Mapping[str, str],
+    renames: Mapping[str, str],
+) -> None:
     for option, names in (
         ("output_types", output_types),
         ("versions", versions),
@@ -100,84 +163,62 @@ def build_stamp(
             f"renames maps old names that are still nodes of the graph: {clash}; "
             "a rename's old name must be gone"
         )
-    sigs: dict[str, Signature] = {}
 
-    def remember(tp: object) -> str:
-        sig = signature(tp)
-        key = digest(sig)
-        sigs[key] = sig
-        return key
 
-    successors = _successors(builder)
-    tools = _tool_digests(builder, remember)
-    tool_outputs = _tool_output_digests(builder, remember)
-    # An agent builder's model call made the tool calls that its middleware nodes route
-    # on: the tools' schemas are its own, and no router's.
-    callers = {name for name, spec in builder.nodes.items() if makes_tool_calls(spec.runnable)}
-    nodes: dict[str, NodeStamp] = {}
-    for name, spec in builder.nodes.items():
-        out_type = (
-            output_types[name]
-            if name in output_types
-            else prebuilt_output(spec.runnable) or return_type(spec.runnable)
-        )
-        if is_state_schema(builder, out_type):
-            # ``-> State`` says nothing about which keys the node writes: judge it by
-            # the channels it actually wrote, as an unannotated node.
-            out_type = None
-        out = None
-        if out_type is not None:
-            try:
-                out = remember(out_type)
-            except UnresolvedTypeError as exc:
-                logger.debug("node %r: output type not fingerprinted: %s", name, exc)
-        inside = _subgraph_stamp(spec.runnable)
-        agents = _agent_stamps(spec.runnable) if inside is None else {}
-        for found in (inside, *agents.values()):
-            if found is not None:
-                sigs.update(found.sigs)
-        succ = tuple(sorted(successors.get(name, ())))
-        sub, inner = _plain_sub(spec.runnable), None
-        if inside is not None:
-            sub, inner = _sub_digests(inside), _inner_digests(inside)
-        elif agents:
-            sub = {f"{a}/{k}": fp for a, st in agents.items() for k, fp in _sub_digests(st).items()}
-            inner = {
-                f"{a}/{k}": fp for a, st in agents.items() for k, fp in _inner_digests(st).items()
-            }
-        fields: dict[str, Any] = {
-            "out": out,
-            "ver": versions.get(name),
-            "succ": succ,
-            "sub": sub,
-        }
-        if callers:
-            routed = _routed_tools(("*",), tools) if name in callers else None
-        else:
-            routed = _routed_tools(succ, tools)
-        if routed is not None:  # only when set: fingerprints of other nodes stay as they were
-            fields["tools"] = routed
-        if tool_outputs.get(name):  # as ``tools``: a ToolNode of str tools keeps its fingerprint
-            fields["outputs"] = tool_outputs[name]
-        nodes[name] = NodeStamp(fp=canonical_digest(fields), inner=inner, **fields)
-    types = channel_types(builder)
-    response = _response_type(builder)
-    channels: dict[str, str] = {}
-    for key, tp in types.items():
-        try:
-            channels[key] = canonical_digest(dict(tp)) if isinstance(tp, Mapping) else remember(tp)
-        except UnresolvedTypeError as exc:
-            logger.debug("channel %r: type not fingerprinted: %s", key, exc)
-    return Stamp(
-        v=STAMP_FORMAT,
-        id=stamp_id(nodes, channels),
-        nodes=nodes,
-        channels=channels,
-        sigs=sigs,
-        renames=renames or None,
-        clears=(RESPONSE_CHANNEL,) if response is not None else None,
-        accumulates=_accumulating(builder),
+def _node_stamp(known: _Known, name: str, runnable: object) -> NodeStamp:
+    """One node's fingerprint: its output type, version, successors, what runs inside
+    it, and the tools it routes to."""
+    succ = tuple(sorted(known.successors.get(name, ())))
+    sub, inner = _inside(runnable, known.sigs)
+    fields: dict[str, Any] = {
+        "out": _output_digest(known, name, runnable),
+        "ver": known.versions.get(name),
+        "succ": succ,
+        "sub": sub,
+    }
+    if known.callers:
+        routed = _routed_tools(("*",), known.tools) if name in known.callers else None
+    else:
+        routed = _routed_tools(succ, known.tools)
+    if routed is not None:  # only when set: fingerprints of other nodes stay as they were
+        fields["tools"] = routed
+    if known.tool_outputs.get(name):  # as ``tools``: a ToolNode of str tools keeps its fp
+        fields["outputs"] = known.tool_outputs[name]
+    return NodeStamp(fp=canonical_digest(fields), inner=inner, **fields)
+
+
+def _output_digest(known: _Known, name: str, runnable: object) -> str | None:
+    out_type = (
+        known.output_types[name]
+        if name in known.output_types
+        else prebuilt_output(runnable) or return_type(runnable)
     )
+    if out_type is None or is_state_schema(known.builder, out_type):
+        # ``-> State`` says nothing about which keys the node writes: judge it by the
+        # channels it actually wrote, as an unannotated node.
+        return None
+    try:
+        return known.sigs.remember(out_type)
+    except UnresolvedTypeError as exc:
+        logger.debug("node %r: output type not fingerprinted: %s", name, exc)
+        return None
+
+
+def _inside(runnable: object, sigs: _Sigs) -> tuple[dict[str, str] | None, dict[str, str] | None]:
+    """The digests of what runs inside a node (a subgraph's, an agent's), and their inner
+    fingerprints; their signatures join ``sigs``."""
+    inside = _subgraph_stamp(runnable)
+    agents = _agent_stamps(runnable) if inside is None else {}
+    for found in (inside, *agents.values()):
+        if found is not None:
+            sigs.update(found.sigs)
+    if inside is not None:
+        return _sub_digests(inside), _inner_digests(inside)
+    if agents:
+        sub = {f"{a}/{k}": fp for a, st in agents.items() for k, fp in _sub_digests(st).items()}
+        inner = {f"{a}/{k}": fp for a, st in agents.items() for k, fp in _inner_digests(st).items()}
+        return sub, inner
+    return _plain_sub(runnable), None
 
 
 def _accumulating(builder: StateGraph[Any, Any, Any, Any]) -> tuple[str, ...] | None:

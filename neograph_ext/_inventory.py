@@ -1,4 +1,4 @@
-"""A fleet's threads grouped by the code that last wrote them: ``inventory`` (pure).
+"""A fleet's threads grouped by the code that last wrote them: ``Inventory.of`` (pure).
 
 What a person needs to know before retiring old code: per stamp (the code that wrote a
 thread's newest checkpoint), how many threads it holds, how many are unfinished (waiting
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from neograph_ext._decision import PlanKind
 from neograph_ext._fleet import ThreadCheck
 
-__all__ = ["Inventory", "StampThreads", "inventory"]
+__all__ = ["Inventory", "StampThreads"]
 
 
 @dataclass(frozen=True)
@@ -69,30 +69,30 @@ class Inventory:
         """How many threads were checked."""
         return sum(entry.threads for entry in self.stamps)
 
+    @classmethod
+    def of(cls, checks: Iterable[ThreadCheck]) -> Inventory:
+        """Group checked threads by the stamp that last wrote them.
 
-def inventory(checks: Iterable[ThreadCheck]) -> Inventory:
-    """Group checked threads by the stamp that last wrote them.
+        Args:
+            checks: What ``check_threads`` yields (read once: a stream will do).
 
-    Args:
-        checks: What ``check_threads`` yields (read once: a stream will do).
-
-    Returns:
-        Per stamp: its threads, the unfinished ones, and those the current code would
-        rewind, refuse, or leave to this newer code.
-    """
-    counts: dict[str | None, list[int]] = {}
-    current: set[str | None] = set()
-    for check in checks:
-        row = counts.setdefault(check.written_by, [0, 0, 0, 0, 0, 0])
-        plan = check.plan
-        row[0] += 1
-        row[1] += check.unfinished and check.paused
-        row[2] += check.unfinished and not check.paused
-        row[3] += plan.kind is PlanKind.REWIND and plan.blocker is None
-        row[4] += plan.blocker is not None
-        row[5] += plan.kind is PlanKind.SUPERSEDED
-        if check.current:
-            current.add(check.written_by)
-    entries = [StampThreads(stamp, stamp in current, *row) for stamp, row in counts.items()]
-    entries.sort(key=lambda e: (not e.current, -e.threads, e.stamp_id or ""))
-    return Inventory(tuple(entries))
+        Returns:
+            Per stamp: its threads, the unfinished ones, and those the current code would
+            rewind, refuse, or leave to this newer code.
+        """
+        counts: dict[str | None, list[int]] = {}
+        current: set[str | None] = set()
+        for check in checks:
+            row = counts.setdefault(check.written_by, [0, 0, 0, 0, 0, 0])
+            plan = check.plan
+            row[0] += 1
+            row[1] += check.unfinished and check.paused
+            row[2] += check.unfinished and not check.paused
+            row[3] += plan.kind is PlanKind.REWIND and plan.blocker is None
+            row[4] += plan.blocker is not None
+            row[5] += plan.kind is PlanKind.SUPERSEDED
+            if check.current:
+                current.add(check.written_by)
+        entries = [StampThreads(stamp, stamp in current, *row) for stamp, row in counts.items()]
+        entries.sort(key=lambda e: (not e.current, -e.threads, e.stamp_id or ""))
+        return cls(tuple(entries))

@@ -148,7 +148,7 @@ class Idle(NamedTuple):
 
 
 class Tell(NamedTuple):
-    """Tell traces and metrics the call's decision (``compile(telemetry=...)``), before
+    """Tell traces and metrics the call's decision (``Telemetry`` attached), before
     the invocation it is told inside (``_telemetry``)."""
 
     plan: ResumePlan

@@ -21,7 +21,7 @@ Rules:
   makes it a ``GraphError``, but for a script's own class.
 - On resume, the head's stored values are checked against the declared types
   (``_misread``), by the same rule (``by_path``, ``same_class``).
-- ``compile(verify_writes=True)`` round-trips every value a node writes as it is
+- ``WriteChecks(readback=True)`` round-trips every value a node writes as it is
   written (``_verify_writes``).
 """
 

@@ -161,7 +161,7 @@ class _Tally:
             f"thread {self.thread_id!r} stopped before a {what} that would pass its "
             f"budget: {exceeded.cap}={exceeded.limit}, and the thread spent {exceeded.spent} "
             f"{scope}. The thread is resumable: compile the graph with a larger cap "
-            f"(budget=Budget({exceeded.cap}=...)) and call run again to continue",
+            f"(attach=[Budget({exceeded.cap}=...)]) and call run again to continue",
             self.thread_id,
             exceeded.cap,
             exceeded.limit,

@@ -111,8 +111,8 @@ def _kept(saver: BaseCheckpointSaver[Any], stamp: Stamp, tup: CheckpointTuple | 
         f"checkpointer {kind.__module__}.{kind.__qualname__} {lost}: neograph-ext's stamp "
         f"(metadata key {STAMP_KEY!r}) would be lost from every checkpoint, every thread "
         "would plan as unverified and strict mode could not catch a change. Fix the "
-        "saver's put, use another saver, or compile(..., verify_saver=False) to accept "
-        "unverified threads on it"
+        "saver's put, use another saver, or compile(..., attach=[WriteChecks(saver=False)]) "
+        "to accept unverified threads on it"
     )
 
 

@@ -3,7 +3,7 @@ run, tags and metadata naming the decision on that run, and, with ``opentelemetr
 installed, a log event and counters (``_otel``).
 
 Rules:
-- Off unless the graph is compiled with ``telemetry=Telemetry()``: an extra event in an
+- Off unless the graph is compiled with ``attach=[Telemetry()]``: an extra event in an
   event stream, or extra tags on every run, is a difference a drop-in must not make
   (LangGraph's own tests compare ``astream_events`` lists item by item).
 - Nothing reaches a checkpoint: the tags and metadata are local to the root run, on the
@@ -70,7 +70,7 @@ EVENT = "neograph_ext.plan"
 
 @dataclass(frozen=True)
 class Telemetry:
-    """What a planned call tells traces and metrics: ``compile(telemetry=Telemetry())``.
+    """What a planned call tells traces and metrics: ``compile(..., attach=[Telemetry()])``.
 
     Each planned call (``run`` and its twins, plain calls of an ``auto_resume`` graph)
     then dispatches the LangChain custom event ``neograph_ext.plan`` inside the graph's

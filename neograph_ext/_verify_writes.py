@@ -1,4 +1,4 @@
-"""``compile(verify_writes=True)``: every value a node writes is round-tripped through
+"""``WriteChecks(readback=True)``: every value a node writes is round-tripped through
 its checkpointer's own serializer as it is written.
 
 Rules:

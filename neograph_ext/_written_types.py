@@ -7,7 +7,7 @@ return annotation), not what it returns. A node annotated ``-> Reply`` that retu
 does not.
 
 Rules:
-- Every stamped graph checks, not only ``verify_writes``: the check sees the updates
+- Every stamped graph checks, not only with ``WriteChecks.readback``: the check sees the updates
   LangGraph itself reads from the node's output, in the node's task, through the mapper
   of the writer ``StateGraph.compile`` gave the node (``_langgraph.watch_updates``): no
   runnable, trace, event, write or checkpoint is added, and a plain call behaves as
@@ -15,7 +15,7 @@ Rules:
 - Only nodes that declare per-key types (a TypedDict, model, dataclass or NamedTuple
   output) are watched, only those keys, and not the keys of a pydantic state schema
   (validated into their types when read). A value is judged by its class alone
-  (``_misread.class_mismatch``, one cached lookup); with ``verify_writes`` also by the
+  (``_misread.class_mismatch``, one cached lookup); with ``readback`` also by the
   items it holds (``_misread.mismatch``, as the resume check judges stored values), on
   keys that store what is written (``LastValue``): a reducer's update (a message, a
   tuple for ``add_messages``) is not its channel's value. ``Overwrite`` is unwrapped.
@@ -61,7 +61,7 @@ def watching(
         graph: The freshly compiled graph (changed in place).
         outputs: Each node's declared output type.
         coerced: The keys of a pydantic state schema: never judged.
-        deep: Judge the items a value holds too (``verify_writes``), not only its class.
+        deep: Judge the items a value holds too (``WriteChecks.readback``), not only its class.
     """
     declared: dict[str, dict[str, tuple[object, _Judge]]] = {}
     for node, key, tp in declared_fields(outputs):

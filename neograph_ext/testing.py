@@ -18,12 +18,21 @@ from __future__ import annotations
 from collections.abc import Collection
 from pathlib import Path
 
-from neograph_ext._fixtures import read_fixtures
+from neograph_ext._fixtures import ThreadFixture, read_fixtures
 from neograph_ext._gate import GateReport, Outcome, ThreadVerdict, allowed, verdict
-from neograph_ext._offline import judged, offline_graph
+from neograph_ext._offline import judged, offline_graph, plan_fixture
 from neograph_ext._policy import ResumePolicy
 
-__all__ = ["GateReport", "Outcome", "ThreadVerdict", "assert_resumable", "check_fixtures"]
+__all__ = [
+    "GateReport",
+    "Outcome",
+    "ThreadFixture",
+    "ThreadVerdict",
+    "assert_resumable",
+    "check_fixtures",
+    "plan_fixture",
+    "read_fixtures",
+]
 
 
 def check_fixtures(

@@ -19,15 +19,13 @@ from neograph_ext import (
     PlanKind,
     ResumePlan,
     ResumePolicy,
-    ThreadCheck,
     accept,
     check_threads,
     history,
-    inventory,
-    ledger,
     plan,
     unrevivable_types,
 )
+from neograph_ext.budget import ledger
 from neograph_ext.cli._accept import preview, report, would
 from neograph_ext.cli._boundary import CliError, boundary, reading
 from neograph_ext.cli._check import Tally, counted, declined_note
@@ -51,6 +49,7 @@ from neograph_ext.cli._show import (
     text,
     to_json,
 )
+from neograph_ext.types import Inventory, ThreadCheck
 
 __all__ = ["DB_ENV", "app", "main"]
 
@@ -171,6 +170,18 @@ def history_command(
             console().print(ledger_table(thread, spent))
 
 
+_FixturesOpt = Annotated[
+    str | None,
+    typer.Option(
+        metavar="DIR", help="Plan against threads exported by `export`, offline (no --db)."
+    ),
+]
+_AllowOpt = Annotated[
+    list[str] | None,
+    typer.Option(metavar="OUTCOME", help="With --fixtures: accept rewinds (--allow rewind)."),
+]
+
+
 @app.command("check", cls=Command)
 def check_command(
     graph: GraphArg,
@@ -191,16 +202,8 @@ def check_command(
     ] = False,
     as_json: JsonOpt = False,
     debug: DebugOpt = False,
-    fixtures: Annotated[
-        str | None,
-        typer.Option(
-            metavar="DIR", help="Plan against threads exported by `export`, offline (no --db)."
-        ),
-    ] = None,
-    allow: Annotated[
-        list[str] | None,
-        typer.Option(metavar="OUTCOME", help="With --fixtures: accept rewinds (--allow rewind)."),
-    ] = None,
+    fixtures: _FixturesOpt = None,
+    allow: _AllowOpt = None,
 ) -> None:
     """Plan every thread (or those named), or with --fixtures the exported threads, offline;
     exit 1 if any would rewind or is blocked."""
@@ -228,25 +231,32 @@ def check_command(
                 typer.echo('{"plans": [', nl=False)
             with reading("the checkpoints in this database"):
                 checks = counted(check_threads(compiled, names), tally, bar, _count(names))
-                found = inventory(_known(checks))
+                found = Inventory.of(_known(checks))
         # As in strict mode: a declared type whose values cannot read back fails the check.
         unreadable = unrevivable_types(compiled)
-    if as_json:
+    _checked(tally, found, unreadable, by_stamp=by_stamp)
+    if tally.failing or unreadable:
+        raise typer.Exit(1)
+
+
+def _checked(
+    tally: Tally, found: Inventory, unreadable: tuple[str, ...], *, by_stamp: bool
+) -> None:
+    """What ``check`` found, printed: the rest of the JSON document, or the tables."""
+    if tally.as_json:
         ok = not tally.failing and not unreadable
         report = {"ok": ok, "failing": tally.failing, "types": list(unreadable)}
         report["declined"] = [{"class": c, "threads": t} for c, t in tally.declined.items()]
         rows = [{**dataclasses.asdict(row), "unfinished": row.unfinished} for row in found.stamps]
         typer.echo("], " + to_json({**report, "inventory": rows})[1:])
-    else:
-        if by_stamp:
-            console().print(inventory_table(found))
-        print_check(tally.kinds, tally.shown, len(tally.failing), strict_unverified)
-        for line in unreadable:
-            console().print(text(f"failed: {line}"), style="red", soft_wrap=True)
-        for name, threads in tally.declined.items():
-            console().print(text(declined_note(name, threads)), soft_wrap=True)
-    if tally.failing or unreadable:
-        raise typer.Exit(1)
+        return
+    if by_stamp:
+        console().print(inventory_table(found))
+    print_check(tally.kinds, tally.shown, len(tally.failing), tally.strict_unverified)
+    for line in unreadable:
+        console().print(text(f"failed: {line}"), style="red", soft_wrap=True)
+    for name, threads in tally.declined.items():
+        console().print(text(declined_note(name, threads)), soft_wrap=True)
 
 
 def _count(names: list[str] | None) -> int | None:

@@ -19,9 +19,10 @@ from dataclasses import dataclass, field
 import typer
 from rich.progress import Progress
 
-from neograph_ext import PlanKind, ResumePlan, ThreadCheck
+from neograph_ext import PlanKind, ResumePlan
 from neograph_ext.cli._serde import declined
 from neograph_ext.cli._show import to_json
+from neograph_ext.types import ThreadCheck
 
 __all__ = ["SHOWN", "Tally", "counted", "declined_note"]
 

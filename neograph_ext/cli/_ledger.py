@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
-from neograph_ext import Ledger
+from neograph_ext.budget import Ledger
 from neograph_ext.cli._show import text
 
 __all__ = ["ledger_table"]

@@ -14,13 +14,14 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from neograph_ext import PruneReport, prune
+from neograph_ext import prune
 from neograph_ext.cli._boundary import boundary, reading
 from neograph_ext.cli._confirm import YesOpt, confirm
 from neograph_ext.cli._database import open_database
 from neograph_ext.cli._graphs import attach, load
 from neograph_ext.cli._serde import reader
 from neograph_ext.cli._show import console, text, to_json
+from neograph_ext.types import PruneReport
 
 __all__ = ["prune_command"]
 

@@ -23,7 +23,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 from rich.text import Text
 
-from neograph_ext import ChangeReason, History, HistoryEntry, Inventory, PlanKind, ResumePlan
+from neograph_ext import PlanKind, ResumePlan
+from neograph_ext.types import ChangeReason, History, HistoryEntry, Inventory
 
 __all__ = [
     "console",

@@ -11,13 +11,13 @@ from tests.cli.support import Database, cli
 from tests.graphs.budget import CALLS, TOKENS, pipeline
 
 reviewed_v2 = ne.compile(
-    pipeline(Counter()), checkpointer=None, versions={"review": "v2"}, budget=ne.Budget()
+    pipeline(Counter()), checkpointer=None, versions={"review": "v2"}, attach=[ne.budget.Budget()]
 )
 """The pipeline after a deploy that changed ``review``."""
 
 
 def _run_two_turns(db: Database, thread: str) -> None:
-    graph = ne.compile(pipeline(Counter()), checkpointer=db.saver, budget=ne.Budget())
+    graph = ne.compile(pipeline(Counter()), checkpointer=db.saver, attach=[ne.budget.Budget()])
     for topic in ("a", "b"):
         ne.run(graph, {"topic": topic}, {"configurable": {"thread_id": thread}})
 

@@ -73,5 +73,5 @@ def _offline(
 ) -> ne.ResumePlan:
     thread = config["configurable"]["thread_id"]
     ne.export_threads(writer, folder, threads=[thread], with_values=with_values)
-    (fixture,) = ne.read_fixtures(folder)
-    return ne.plan_fixture(current, fixture)
+    (fixture,) = ne.testing.read_fixtures(folder)
+    return ne.testing.plan_fixture(current, fixture)

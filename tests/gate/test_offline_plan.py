@@ -40,8 +40,8 @@ def _both(
     with ``writer`` (the graph that wrote it)."""
     thread = config["configurable"]["thread_id"]
     ne.export_threads(writer, folder, threads=[thread], with_values=with_values)
-    (fixture,) = ne.read_fixtures(folder)
-    return ne.plan_fixture(current, fixture), ne.plan(current, config)
+    (fixture,) = ne.testing.read_fixtures(folder)
+    return ne.testing.plan_fixture(current, fixture), ne.plan(current, config)
 
 
 def test_a_rewind_plans_alike(

@@ -50,15 +50,15 @@ def test_an_old_database_exports_and_plans_offline_as_live(
     saver = SqliteSaver(conn)
     try:
         written = ne.export_threads(module.graph(saver, Counter()), tmp_path / "fx")
-        fixtures = {f.thread_id: f for f in ne.read_fixtures(tmp_path / "fx")}
+        fixtures = {f.thread_id: f for f in ne.testing.read_fixtures(tmp_path / "fx")}
         expected = {module.DONE, module.CRASHED, module.TWO_TURNS}
         assert set(fixtures) == expected | ({v0_2.WAITING} if module is v0_2 else set())
         assert len(written) == len(fixtures)
         for thread, fixture in fixtures.items():
             for builder in _builders(module, thread):
                 live = ne.plan(_live(builder, saver), module.config(thread))
-                assert ne.plan_fixture(builder, fixture) == live, thread
-        rewound = ne.plan_fixture(module.BUILDER_V2, fixtures[module.DONE])
+                assert ne.testing.plan_fixture(builder, fixture) == live, thread
+        rewound = ne.testing.plan_fixture(module.BUILDER_V2, fixtures[module.DONE])
         assert rewound.kind is ne.PlanKind.REWIND and rewound.kept == {"a", "b"}
         assert "Analysis.score: int -> float" in str(rewound)
     finally:
@@ -86,7 +86,7 @@ def test_export_selects_threads_and_leaves_the_database_as_it_was(
         out = tmp_path / str(len(list(tmp_path.iterdir())))
         result = cli("export", graph, "--db", db, "--out", out, *options)
         assert result.exit_code == 0, result.output
-        return {f.thread_id for f in ne.read_fixtures(out)}
+        return {f.thread_id for f in ne.testing.read_fixtures(out)}
 
     assert exported() == {v0_2.DONE, v0_2.CRASHED, v0_2.TWO_TURNS, v0_2.WAITING}
     assert exported("--unfinished") == {v0_2.CRASHED, v0_2.WAITING}

@@ -81,7 +81,7 @@ class Release:
     def __post_init__(self) -> None:
         options: dict[str, Any] = {"resume": self.resume} if self.resume else {}
         if self.auto_resume:
-            options["auto_resume"] = True
+            options["attach"] = [neograph_ext.AutoResume()]
         self.graph = neograph_ext.compile(
             review(self.runs, self.summary, self.failing, ask=self.ask),
             checkpointer=self.saver,

@@ -23,10 +23,10 @@ def main(db: str, thread: str, kill: str | None) -> None:
         graph = ne.compile(
             pipeline(Counter(), kill={kill} if kill else ()),
             checkpointer=saver,
-            budget=ne.Budget(max_model_calls=100),
+            attach=[ne.budget.Budget(max_model_calls=100)],
         )
         ne.run(graph, {"topic": "t"}, config)
-        ledger = ne.ledger(saver, config)
+        ledger = ne.budget.ledger(saver, config)
     print(json.dumps(asdict(ledger.total) if ledger else None))
 
 

@@ -118,7 +118,11 @@ def main(argv: list[str] | None = None) -> None:
             if role == "write":
                 ne.run(build(saver, runs, crash=True, **options), {}, config)
             elif role == "verify":
-                ne.run(build(saver, runs, verify_writes=True, **options), {}, config)
+                ne.run(
+                    build(saver, runs, attach=[ne.WriteChecks(readback=True)], **options),
+                    {},
+                    config,
+                )
             else:
                 graph = build(saver, runs, **options)
                 report["plan"] = str(ne.plan(graph, config))

@@ -122,7 +122,7 @@ def test_a_tools_changed_artifact_type_reruns_the_tool_not_the_model_call_before
     graph = ne.compile(new, checkpointer=saver)
     plan = drive.plan(graph, config)
     assert plan.kind is ne.PlanKind.REWIND and plan.invalidated_nodes == {"tools"}
-    assert plan.step == 1 and ne.TaskStep("model", 1, kept=True) in plan.steps
+    assert plan.step == 1 and ne.types.TaskStep("model", 1, kept=True) in plan.steps
     assert "tool `lookup` output changed" in str(plan) and "Reading.unit: added" in str(plan)
     result = drive.run(graph, None, config)
     # The first model call is kept; the tool runs again under its new return type.
@@ -344,8 +344,8 @@ def test_a_served_graph_replays_the_turns_owed_after_each_answer(
     served = ne.compile(
         built,
         checkpointer=saver,
-        auto_resume=True,
         resume=ne.ResumePolicy(replay_turns=True),
+        attach=[ne.AutoResume()],
     )
     result = drive.invoke(served, None, config)
     for _ in range(3):

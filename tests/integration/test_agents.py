@@ -98,7 +98,7 @@ def test_response_model_changed(
     assert plan.step == 3  # after the tool call: only the final model call re-runs
     assert "Weather.humidity: added (int, required)" in str(plan)
     # ``kept`` names nodes: ``model`` re-runs, so its first call shows in the steps alone.
-    assert ne.TaskStep("model", 1, kept=True) in plan.steps
+    assert ne.types.TaskStep("model", 1, kept=True) in plan.steps
     assert "model (step 4 of 5) re-runs" in str(plan) and "model (step 1) kept" in str(plan)
     result = drive.run(graph, None, config)
     assert runs == Counter({"model": 1, "after_model": 1})
@@ -215,8 +215,8 @@ def test_response_model_changed_after_two_turns_reruns_the_last_final_call(
     graph = ne.compile(new, checkpointer=saver)
     plan = drive.plan(graph, config)
     assert plan.kind is ne.PlanKind.REWIND and plan.blocker is None
-    assert ne.TaskStep("model", 8, kept=True) in plan.steps
-    assert ne.TaskStep("model", 11, kept=False) in plan.steps
+    assert ne.types.TaskStep("model", 8, kept=True) in plan.steps
+    assert ne.types.TaskStep("model", 11, kept=False) in plan.steps
     result = drive.run(graph, None, config)
     assert runs == Counter({"model": 1, "after_model": 1})
     assert result["structured_response"].humidity == 1

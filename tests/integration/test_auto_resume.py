@@ -44,7 +44,7 @@ def test_invoke_rewinds_and_then_returns_the_stored_result(
 ) -> None:
     _crashed(drive, saver, config)
     runs: Counter[str] = Counter()
-    graph = ne.compile(linear(runs, {"c": V2}), checkpointer=saver, auto_resume=True)
+    graph = ne.compile(linear(runs, {"c": V2}), checkpointer=saver, attach=[ne.AutoResume()])
     assert drive.invoke(graph, None, config) == DONE
     assert runs == Counter("cd")
     runs.clear()
@@ -59,7 +59,7 @@ def test_an_input_on_a_complete_thread_is_a_new_turn_as_in_langgraph(
     """A plain call is LangGraph's when nothing changed: a chat turn that repeats the last
     message is answered again (``run`` returns the stored result instead)."""
     runs: Counter[str] = Counter()
-    graph = ne.compile(linear(runs), checkpointer=saver, auto_resume=True)
+    graph = ne.compile(linear(runs), checkpointer=saver, attach=[ne.AutoResume()])
     assert drive.invoke(graph, {"log": []}, config) == DONE
     assert drive.invoke(graph, {"log": []}, config) == {"log": list("abcdabcd")}
     assert runs == Counter("abcdabcd")
@@ -87,7 +87,7 @@ def test_a_copy_with_a_checkpointer_keeps_auto_resume(
     """A server compiles without a saver and injects its own through ``copy``."""
     _crashed(drive, saver, config)
     runs: Counter[str] = Counter()
-    graph = ne.compile(linear(runs, {"c": V2}), auto_resume=True)
+    graph = ne.compile(linear(runs, {"c": V2}), attach=[ne.AutoResume()])
     served = graph.copy(update={"checkpointer": saver})
     assert drive.invoke(served, None, config) == DONE
     assert runs == Counter("cd")
@@ -102,7 +102,7 @@ async def test_astream_rewinds_and_then_streams_the_stored_values_once(
     with pytest.raises(Crash):
         await crashing.ainvoke({"log": []}, config)
     runs: Counter[str] = Counter()
-    graph = ne.compile(linear(runs, {"c": V2}), checkpointer=saver, auto_resume=True)
+    graph = ne.compile(linear(runs, {"c": V2}), checkpointer=saver, attach=[ne.AutoResume()])
     modes = ["values", "updates"]
     chunks = [c async for c in graph.astream(None, config, stream_mode=modes)]
     assert [c for mode, c in chunks if mode == "updates"] == [
@@ -132,7 +132,7 @@ def test_stream_of_a_finished_thread_yields_its_values_once(
     drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
     runs: Counter[str] = Counter()
-    graph = ne.compile(linear(runs), checkpointer=saver, auto_resume=True)
+    graph = ne.compile(linear(runs), checkpointer=saver, attach=[ne.AutoResume()])
     drive.invoke(graph, {"log": []}, config)
     runs.clear()
     assert list(drive.graph_stream(graph, None, config, stream_mode="values")) == [DONE]
@@ -147,7 +147,9 @@ def test_a_strict_graph_raises_before_any_node_runs(
     checkpoints = len(list(saver.list(config)))
     runs: Counter[str] = Counter()
     strict = ne.ResumePolicy(on_change="raise")
-    graph = ne.compile(linear(runs, {"c": V2}), checkpointer=saver, auto_resume=True, resume=strict)
+    graph = ne.compile(
+        linear(runs, {"c": V2}), checkpointer=saver, resume=strict, attach=[ne.AutoResume()]
+    )
     with pytest.raises(ne.CheckpointSchemaError, match="Invalidated nodes: c") as raised:
         drive.invoke(graph, None, config)
     assert isinstance(raised.value, ValueError)  # a server passes a ValueError's message on
@@ -172,7 +174,7 @@ def test_an_explicit_durability_is_honoured(
     drive.invoke(
         linear(runs).compile(checkpointer=saver), {"log": []}, plain, durability=durability
     )
-    graph = ne.compile(linear(runs), checkpointer=saver, auto_resume=True)
+    graph = ne.compile(linear(runs), checkpointer=saver, attach=[ne.AutoResume()])
     drive.invoke(graph, {"log": []}, config, durability=durability)
     assert len(list(saver.list(config))) == len(list(saver.list(plain)))
     assert runs == Counter("abcdabcd")
@@ -181,7 +183,7 @@ def test_an_explicit_durability_is_honoured(
     _crashed(drive, saver, rewound)
     before = len(list(saver.list(rewound)))
     runs.clear()
-    changed = ne.compile(linear(runs, {"c": V2}), checkpointer=saver, auto_resume=True)
+    changed = ne.compile(linear(runs, {"c": V2}), checkpointer=saver, attach=[ne.AutoResume()])
     assert drive.invoke(changed, None, rewound, durability=durability) == DONE
     assert runs == Counter("cd")
     # LangGraph's own time travel from the checkpoint before `c`: `c` and `d`, one
@@ -206,7 +208,7 @@ def test_run_on_an_auto_resuming_graph_plans_once(
 ) -> None:
     _crashed(drive, saver, config)
     runs: Counter[str] = Counter()
-    graph = ne.compile(linear(runs, {"c": V2}), checkpointer=saver, auto_resume=True)
+    graph = ne.compile(linear(runs, {"c": V2}), checkpointer=saver, attach=[ne.AutoResume()])
     with caplog.at_level(logging.INFO, logger="neograph_ext"):
         assert drive.run(graph, None, config) == DONE
     plans = [r for r in caplog.records if r.getMessage().startswith("thread ")]
@@ -220,7 +222,7 @@ def test_a_thread_written_before_stamping_starts_a_new_turn_on_another_input(
     runs: Counter[str] = Counter()
     drive.invoke(linear(runs).compile(checkpointer=saver), {"log": []}, config)
     runs.clear()
-    graph = ne.compile(linear(runs), checkpointer=saver, auto_resume=True)
+    graph = ne.compile(linear(runs), checkpointer=saver, attach=[ne.AutoResume()])
     assert drive.invoke(graph, {"log": ["again"]}, config) == {"log": [*"abcd", "again", *"abcd"]}
     assert runs == Counter("abcd")
 

@@ -1,7 +1,7 @@
 """``compile(auto_resume=True)`` on unchanged code is LangGraph, call for call.
 
 Each scenario runs the same calls twice on one saver, on two threads: through
-``builder.compile`` and through ``neograph_ext.compile(builder, auto_resume=True)``
+``builder.compile`` and through ``neograph_ext.compile(builder, attach=[AutoResume()])``
 (what a server deployment runs). Results, node executions and the whole history read
 back through a new saver instance (values, next nodes, source and step of every
 checkpoint) must be equal. One scenario per kind of difference LangGraph's own suite
@@ -207,7 +207,7 @@ def test_an_auto_resuming_graph_behaves_as_langgraph(
     plain_runs: Counter[str] = Counter()
     auto_runs: Counter[str] = Counter()
     expected = calls(drive, make(plain_runs).compile(checkpointer=saver), plain_config)
-    graph = ne.compile(make(auto_runs), checkpointer=saver, auto_resume=True)
+    graph = ne.compile(make(auto_runs), checkpointer=saver, attach=[ne.AutoResume()])
     assert calls(drive, graph, auto_config) == expected
     assert auto_runs == plain_runs and plain_runs
     assert _history(saver, tmp_path, make, auto_config) == _history(

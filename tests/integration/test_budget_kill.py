@@ -25,10 +25,10 @@ def test_a_kill_mid_run_then_a_resume_lowers_no_spend(where: str, tmp_path: Path
     killed = _worker(where, thread, "publish")  # after publish's model call, inside the subgraph
     assert killed.returncode == 17, killed.stderr
     with open_saver(where) as saver:
-        spent = ne.ledger(saver, {"configurable": {"thread_id": thread}})
+        spent = ne.budget.ledger(saver, {"configurable": {"thread_id": thread}})
     # Nothing was lost: the dead step's call was written as it started and as it ended.
     assert spent is not None
-    assert spent.total == ne.Spend(STEPS, CALLS, CALLS * TOKENS)
+    assert spent.total == ne.budget.Spend(STEPS, CALLS, CALLS * TOKENS)
 
     resumed = _worker(where, thread)
     assert resumed.returncode == 0, resumed.stderr

@@ -157,7 +157,7 @@ WAYS = {
     "keep_compatible": Way(OPTIONAL, {"keep_compatible": True}, PlanKind.MIGRATE, Counter(), True),
     "accept": Way(REQUIRED, {}, PlanKind.REWIND, Counter(), True, accept=True),
     "auto_resume plain call": Way(
-        REQUIRED, {"auto_resume": True}, PlanKind.REWIND, Counter("bd"), plain_call=True
+        REQUIRED, {"attach": [ne.AutoResume()]}, PlanKind.REWIND, Counter("bd"), plain_call=True
     ),
 }
 

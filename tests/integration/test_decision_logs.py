@@ -47,7 +47,7 @@ def test_a_rewind_is_logged_once(
     call: str,
 ) -> None:
     _crashed(drive, saver, config)
-    graph = ne.compile(linear(Counter(), {"c": V2}), checkpointer=saver, auto_resume=True)
+    graph = ne.compile(linear(Counter(), {"c": V2}), checkpointer=saver, attach=[ne.AutoResume()])
     with caplog.at_level(logging.DEBUG, logger="neograph_ext"):
         getattr(drive, call)(graph, None, config)
     logged = _records(caplog)
@@ -65,7 +65,7 @@ def test_a_question_asked_again_warns_once_per_warning(
     call: str,
 ) -> None:
     drive.run(ne.compile(_approval(Counter(), DraftV1), checkpointer=saver), {}, config)
-    graph = ne.compile(_approval(Counter(), DraftV2), checkpointer=saver, auto_resume=True)
+    graph = ne.compile(_approval(Counter(), DraftV2), checkpointer=saver, attach=[ne.AutoResume()])
     with caplog.at_level(logging.DEBUG, logger="neograph_ext"):
         getattr(drive, call)(graph, Command(resume="approve"), config)
     logged = _records(caplog)

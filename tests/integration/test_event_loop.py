@@ -50,7 +50,7 @@ async def test_a_served_agent_asking_per_call_resumes_through_ainvoke(
     runs: Counter[str] = Counter()
     gate = HumanInTheLoopMiddleware({"search": True}, interrupt_mode="per_call")
     built = agent(runs, [counted_tool(runs, CITY)], ["search"], middleware=[lambda _: gate])
-    served = ne.compile(built, checkpointer=InMemorySaver(), auto_resume=True)
+    served = ne.compile(built, checkpointer=InMemorySaver(), attach=[ne.AutoResume()])
     config: RunnableConfig = {"configurable": {"thread_id": "t"}}
     [asked] = (await served.ainvoke({"messages": [HumanMessage("go")]}, config))["__interrupt__"]
     final = await served.ainvoke(Command(resume={asked.id: answer}), config)

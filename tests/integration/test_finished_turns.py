@@ -66,7 +66,7 @@ def test_one_and_three_turn_chats_plan_the_same_and_rerun_no_finished_turn(
         runs: Counter[str] = Counter()
         new = _chat(runs, RAINY_NOTED, saver, looks_up=False)
         if call == "invoke":
-            new = ne.compile(new, checkpointer=saver, auto_resume=True)
+            new = ne.compile(new, checkpointer=saver, attach=[ne.AutoResume()])
         planned = drive.plan(new, chat, input=NEXT)
         result = getattr(drive, call)(new, NEXT, chat)
         found[turns] = planned.kind, planned.notes, runs

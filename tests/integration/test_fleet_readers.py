@@ -31,9 +31,11 @@ from langgraph.types import Command, Send
 from psycopg.rows import dict_row
 
 import neograph_ext
-from neograph_ext import PlanKind, ThreadCheck, acheck_threads, check_threads
+from neograph_ext import PlanKind, acheck_threads, check_threads
 from neograph_ext._history import lineage
+from neograph_ext._lineage import alist_threads, list_threads
 from neograph_ext._storage import areader_for, reader_for, run
+from neograph_ext.types import ThreadCheck
 from tests.cli.support import pg_url
 from tests.graphs.delta import STATES, fan
 from tests.graphs.pipelines import Crash, asking, deployed, diamond, linear, model
@@ -169,8 +171,8 @@ def _same(
     assert reader_for(fast) is not None and reader_for(slow) is None
     # Thread ids paged from the tables, reserved ones left out, as a scan finds them.
     assert (
-        neograph_ext.list_threads(fast)
-        == neograph_ext.list_threads(slow)
+        list_threads(fast)
+        == list_threads(slow)
         == (
             "t1",
             "t2",
@@ -253,7 +255,7 @@ def test_async_readers_plan_as_the_sync_ones(tmp_path: Path, pg_dsn: str) -> Non
     async def lite() -> tuple[list[ThreadCheck], list[neograph_ext.ResumePlan]]:
         async with AsyncSqliteSaver.from_conn_string(str(path)) as saver:
             assert areader_for(saver) is not None and reader_for(saver) is None
-            assert await neograph_ext.alist_threads(saver) == ("t1", "t2", "t3", "unstamped")
+            assert await alist_threads(saver) == ("t1", "t2", "t3", "unstamped")
             return await _acheck(saver, diamond(Counter())), await _aplanned(saver)
 
     assert asyncio.run(lite()) == (expected, plans)

@@ -244,15 +244,17 @@ def test_auto_resume_plans_a_plain_call_as_run_does(
     drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
     runs, _, workflow = _crashed_in_t3(drive, saver, config)
-    graph = ne.compile(workflow, checkpointer=saver, versions={"t2": "v2"}, auto_resume=True)
+    graph = ne.compile(
+        workflow, checkpointer=saver, versions={"t2": "v2"}, attach=[ne.AutoResume()]
+    )
     assert drive.invoke(graph, None, config) == 3
     assert runs == Counter(t2=1, t3=1)
     strict = ne.compile(
         workflow,
         checkpointer=saver,
         versions={"t2": "v3"},
-        auto_resume=True,
         resume=ne.ResumePolicy(on_change="raise"),
+        attach=[ne.AutoResume()],
     )
     with pytest.raises(ne.CheckpointSchemaError) as raised:
         drive.invoke(strict, 1, config)

@@ -45,14 +45,18 @@ def test_an_entrypoint_s_task_calls_are_counted_and_capped(
 ) -> None:
     runs: Counter[str] = Counter()
     config = _thread()
-    capped = ne.compile(_workflow(runs), checkpointer=saver, budget=ne.Budget(max_model_calls=1))
+    capped = ne.compile(
+        _workflow(runs), checkpointer=saver, attach=[ne.budget.Budget(max_model_calls=1)]
+    )
     with pytest.raises(ne.BudgetExceededError, match="max_model_calls"):
         ne.run(capped, "t", config)
     assert runs == Counter(draft=1, review=1)  # review started; its model call was refused
-    spent = ne.ledger(saver, config)
+    spent = ne.budget.ledger(saver, config)
     assert spent is not None and spent.total.model_calls == 1
     assert spent.total.tokens == TOKENS
 
-    raised = ne.compile(_workflow(runs), checkpointer=saver, budget=ne.Budget(max_model_calls=2))
+    raised = ne.compile(
+        _workflow(runs), checkpointer=saver, attach=[ne.budget.Budget(max_model_calls=2)]
+    )
     assert ne.run(raised, None, config) == "t: ok / ok"
     assert runs == Counter(draft=1, review=2)  # draft's cached result was kept

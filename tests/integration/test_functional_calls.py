@@ -189,14 +189,16 @@ def test_a_plain_call_of_an_auto_resuming_entrypoint_serves_each_call_its_own_re
     _crashed(drive, saver, config, literal=False)
     runs: Counter[str] = Counter()
     swapped = summaries(runs, set(), swapped=True, literal=False, is_async=drive.is_async)
-    graph = ne.compile(swapped, checkpointer=saver, auto_resume=True)
+    graph = ne.compile(swapped, checkpointer=saver, attach=[ne.AutoResume()])
     assert drive.invoke(graph, None, config) == BETA_ALPHA
     assert runs == Counter(summ=2, join=1)
     control: RunnableConfig = {"configurable": {"thread_id": f"{uuid.uuid4()}"}}
     _crashed(drive, saver, control, literal=False)
     runs.clear()
     same = summaries(runs, set(), literal=False, is_async=drive.is_async)
-    assert drive.invoke(ne.compile(same, checkpointer=saver, auto_resume=True), None, control)
+    assert drive.invoke(
+        ne.compile(same, checkpointer=saver, attach=[ne.AutoResume()]), None, control
+    )
     assert runs == Counter(join=1)
 
 

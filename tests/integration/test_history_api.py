@@ -37,18 +37,18 @@ async def _astored(saver: BaseCheckpointSaver[Any]) -> int:
     return len([tup async for tup in saver.alist(None)])
 
 
-def _assert_compared_with_v2(found: ne.History, config: RunnableConfig) -> None:
+def _assert_compared_with_v2(found: ne.types.History, config: RunnableConfig) -> None:
     """The lineage of a finished v1 thread, seen from v2: only ``c``'s step changed."""
     assert found.thread_id == config["configurable"]["thread_id"]
     assert [(e.step, e.source, set(e.ran)) for e in found] == STEPS
     assert len(found) == found.checkpoints == 6
-    assert {e.stamp for e in found} == {ne.StampStatus.STAMPED}
+    assert {e.stamp for e in found} == {ne.types.StampStatus.STAMPED}
     assert all(e.verified and e.why is None and e.children <= 1 for e in found)
     assert [e.parent_id for e in found[1:]] == [e.checkpoint_id for e in found[:-1]]
     changed = {e.step: e.changes for e in found if e.changes}
     [change] = changed.pop(3) or ()
     assert changed == {}
-    assert (change.node, change.reason) == ("c", ne.ChangeReason.OUTPUT_TYPE)
+    assert (change.node, change.reason) == ("c", ne.types.ChangeReason.OUTPUT_TYPE)
     assert change.diff == ("Analysis.score: int -> float",)
 
 
@@ -104,7 +104,7 @@ def test_history_compares_a_rename_as_plan_does(
     found = ne.history(graph, config)
 
     assert plan.kind is ne.PlanKind.REWIND
-    assert [(c.node, c.reason) for c in plan.changes] == [("b", ne.ChangeReason.SUCCESSORS)]
+    assert [(c.node, c.reason) for c in plan.changes] == [("b", ne.types.ChangeReason.SUCCESSORS)]
     assert [(e.step, e.changes) for e in found if e.changes] == [(2, plan.changes)]
 
 
@@ -117,7 +117,7 @@ def test_history_of_a_checkpointer_alone_compares_nothing(
     alone = ne.history(saver, config)
 
     assert [(e.step, e.source, set(e.ran)) for e in alone] == STEPS
-    assert all(e.changes is None and e.stamp is ne.StampStatus.STAMPED for e in alone)
+    assert all(e.changes is None and e.stamp is ne.types.StampStatus.STAMPED for e in alone)
     compared = ne.history(graph, config)
     assert [e.stamp_id for e in alone] == [e.stamp_id for e in compared]
     assert all(e.changes == () for e in compared)
@@ -178,7 +178,7 @@ def test_unstamped_and_undescribed_checkpoints(
 
     unstamped = ne.history(graph, config)
 
-    assert {e.stamp for e in unstamped} == {ne.StampStatus.UNSTAMPED}
+    assert {e.stamp for e in unstamped} == {ne.types.StampStatus.UNSTAMPED}
     assert all(e.changes is None and e.why == "written without a stamp" for e in unstamped)
     assert not any(e.verified or e.stamp_id for e in unstamped)
 
@@ -190,10 +190,10 @@ def test_unstamped_and_undescribed_checkpoints(
 
     undescribed = ne.history(graph, other)
 
-    assert {e.stamp for e in undescribed} == {ne.StampStatus.UNDESCRIBED}
+    assert {e.stamp for e in undescribed} == {ne.types.StampStatus.UNDESCRIBED}
     assert all(e.why and "is not stored" in e.why for e in undescribed)
     reasons = {(c.node, c.reason) for e in undescribed for c in e.changes or ()}
-    assert reasons == {(n, ne.ChangeReason.UNKNOWN) for n in "abcd"}
+    assert reasons == {(n, ne.types.ChangeReason.UNKNOWN) for n in "abcd"}
 
 
 def test_history_refuses_what_plan_refuses(
@@ -212,13 +212,18 @@ def test_history_refuses_what_plan_refuses(
             ne.history(source, given)
 
 
-def test_list_threads_leaves_out_the_stamp_descriptions(saver: BaseCheckpointSaver[Any]) -> None:
+def test_the_deprecated_list_threads_leaves_out_the_stamp_descriptions(
+    saver: BaseCheckpointSaver[Any],
+) -> None:
     graph = ne.compile(linear(Counter()), checkpointer=saver)
     names = sorted(f"{uuid.uuid4()}" for _ in range(3))
     for name in names:
         ne.run(graph, {"log": []}, {"configurable": {"thread_id": name}})
 
-    listed = ne.list_threads(saver)
+    with pytest.warns(
+        DeprecationWarning, match=r"list_threads is deprecated: use neograph_ext.check"
+    ):
+        listed = ne.list_threads(saver)
 
     assert set(names) <= set(listed) and list(listed) == sorted(listed)
     assert not any(ne.is_reserved_thread(name) for name in listed)
@@ -227,7 +232,7 @@ def test_list_threads_leaves_out_the_stamp_descriptions(saver: BaseCheckpointSav
     )
 
 
-async def test_alist_threads_leaves_out_the_stamp_descriptions(
+async def test_the_deprecated_alist_threads_leaves_out_the_stamp_descriptions(
     async_saver: BaseCheckpointSaver[Any],
 ) -> None:
     graph = ne.compile(linear(Counter()), checkpointer=async_saver)
@@ -235,7 +240,10 @@ async def test_alist_threads_leaves_out_the_stamp_descriptions(
     for name in names:
         await ne.arun(graph, {"log": []}, {"configurable": {"thread_id": name}})
 
-    listed = await ne.alist_threads(async_saver)
+    with pytest.warns(
+        DeprecationWarning, match=r"alist_threads is deprecated: use neograph_ext.ach"
+    ):
+        listed = await ne.alist_threads(async_saver)
 
     assert set(names) <= set(listed) and list(listed) == sorted(listed)
     assert not any(ne.is_reserved_thread(name) for name in listed)

@@ -499,9 +499,9 @@ def test_the_new_spellings_warn_nothing(saver: BaseCheckpointSaver[Any]) -> None
         graph = ne.compile(
             linear(Counter()),
             checkpointer=saver,
-            auto_resume=True,
             resume=ResumePolicy(keep_compatible=True),
             lock=LockPolicy(),
+            attach=[ne.AutoResume()],
         )
         ne.run(graph, {"log": []}, config, resume=ResumePolicy(), lock=LockPolicy())
         ne.plan(graph, config, resume=ResumePolicy(replay_turns=True))
@@ -528,7 +528,9 @@ async def test_a_plain_call_applies_the_graph_reanswer(
         config = _thread()
         await _paused(drive, saver, config)
         runs: Counter[str] = Counter()
-        graph = ne.compile(_asking(runs, V2), checkpointer=saver, auto_resume=True, resume=resume)
+        graph = ne.compile(
+            _asking(runs, V2), checkpointer=saver, resume=resume, attach=[ne.AutoResume()]
+        )
         await drive.invoke(graph, Command(resume="yes"), config)
         outcomes.append(runs)
     assert outcomes == [Counter({"a": 1, "ask": 1}), Counter({"a": 1, "ask": 2, "b": 1})]
@@ -546,7 +548,9 @@ async def test_a_plain_call_waits_as_the_graph_lock_says(
         config = _thread()
         await _crashed(drive, saver, config)
         runs: Counter[str] = Counter()
-        graph = ne.compile(linear(runs, {"c": V2}), checkpointer=saver, auto_resume=True, lock=lock)
+        graph = ne.compile(
+            linear(runs, {"c": V2}), checkpointer=saver, lock=lock, attach=[ne.AutoResume()]
+        )
         async with _held(saver, config):
             with pytest.raises(ne.ThreadBusyError, match=message):
                 await drive.invoke(graph, None, config)
@@ -570,7 +574,9 @@ async def test_a_plain_call_replays_keeps_and_migrates_as_the_graph_says(
         config = _thread()
         await _turns(drive, saver, config)
         runs: Counter[str] = Counter()
-        graph = ne.compile(chat(runs, profile), checkpointer=saver, auto_resume=True, resume=resume)
+        graph = ne.compile(
+            chat(runs, profile), checkpointer=saver, resume=resume, attach=[ne.AutoResume()]
+        )
         said = [m.content for m in (await _served(drive, graph, None, config))["messages"]]
         assert said == ["hi", "re: hi", "again", "re: again"]
         assert runs == ran
@@ -578,7 +584,7 @@ async def test_a_plain_call_replays_keeps_and_migrates_as_the_graph_says(
         # Without the policy, the same plain call refuses: the value is an earlier turn's.
         config = _thread()
         await _turns(drive, saver, config)
-        plain = ne.compile(chat(Counter(), profile), checkpointer=saver, auto_resume=True)
+        plain = ne.compile(chat(Counter(), profile), checkpointer=saver, attach=[ne.AutoResume()])
         with pytest.raises(ne.CheckpointSchemaError, match="earlier turn"):
             await _served(drive, plain, None, config)
 
@@ -593,12 +599,14 @@ async def test_a_plain_call_raises_as_the_graph_strict_policy_says(
     await _crashed(drive, saver, changed)
     runs: Counter[str] = Counter()
     strict = ResumePolicy(on_change="raise", on_unverified="raise")
-    graph = ne.compile(linear(runs, {"c": V2}), checkpointer=saver, auto_resume=True, resume=strict)
+    graph = ne.compile(
+        linear(runs, {"c": V2}), checkpointer=saver, resume=strict, attach=[ne.AutoResume()]
+    )
     with pytest.raises(ne.CheckpointSchemaError, match="cannot be verified"):
         await drive.invoke(graph, None, unverified)
     with pytest.raises(ne.CheckpointSchemaError, match="Invalidated nodes: c"):
         await _served(drive, graph, None, changed)
     assert runs == Counter()
-    lenient = ne.compile(linear(runs, {"c": V2}), checkpointer=saver, auto_resume=True)
+    lenient = ne.compile(linear(runs, {"c": V2}), checkpointer=saver, attach=[ne.AutoResume()])
     assert (await drive.invoke(lenient, None, unverified))["log"] == list("abcd")
     assert runs == Counter("d")  # resumed as LangGraph would

@@ -24,8 +24,8 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 
 import neograph_ext as ne
-from neograph_ext import PruneSkip
 from neograph_ext._stamp_order import ORDER_THREAD
+from neograph_ext.types import PruneSkip
 from tests.cli.support import (
     DATABASE_KINDS,
     Database,
@@ -148,7 +148,7 @@ def test_aprune_on_the_async_saver_does_what_prune_does(
         graph = written(db.saver)
         dry, before = ne.prune(graph), ids(db.saver)
 
-        async def pruned() -> tuple[ne.PruneReport, ne.PruneReport]:
+        async def pruned() -> tuple[ne.types.PruneReport, ne.types.PruneReport]:
             async with async_saver(db.url) as saver:
                 target = ne.compile(LAST, checkpointer=saver)
                 lite = kind == "sqlite"
@@ -168,7 +168,7 @@ def test_aprune_on_the_async_saver_does_what_prune_does(
         opened.close()
 
 
-def applied_ids(report: ne.PruneReport, thread: str) -> tuple[str, ...]:
+def applied_ids(report: ne.types.PruneReport, thread: str) -> tuple[str, ...]:
     (found,) = [t for t in report.threads if t.thread_id == thread]
     return found.checkpoints
 
@@ -246,19 +246,19 @@ def test_thread_ids_limit_it_to_those_threads(db: Database) -> None:
 
 def test_a_budget_s_ledger_survives_pruning_the_branch_its_rewind_left(db: Database) -> None:
     runs: Counter[str] = Counter()
-    budget = ne.Budget(max_model_calls=100)
+    budget = ne.budget.Budget(max_model_calls=100)
     config = cfg("budgeted")
-    ne.run(ne.compile(budget_pipeline(runs), checkpointer=db.saver, budget=budget), {}, config)
+    ne.run(ne.compile(budget_pipeline(runs), checkpointer=db.saver, attach=[budget]), {}, config)
     deployed = ne.compile(
-        budget_pipeline(runs), checkpointer=db.saver, budget=budget, versions={"review": "v2"}
+        budget_pipeline(runs), checkpointer=db.saver, versions={"review": "v2"}, attach=[budget]
     )
     ne.run(deployed, None, config)  # a rewind: the first run's review and publish are left
-    spent = ne.ledger(db.saver, config)
+    spent = ne.budget.ledger(db.saver, config)
     assert spent is not None and spent.total.model_calls == 7
 
     report = ne.prune(deployed, apply=True, thread_ids=["budgeted"])
     assert applied_ids(report, "budgeted")  # the abandoned branch went
-    assert ne.ledger(db.saver, config) == spent  # the spend it paid did not
+    assert ne.budget.ledger(db.saver, config) == spent  # the spend it paid did not
 
 
 def test_pruning_keeps_the_order_that_makes_old_code_leave_new_threads_alone(

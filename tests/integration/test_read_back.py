@@ -154,7 +154,7 @@ def test_verify_writes_fails_the_step_before_its_writes_are_saved(
     drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
     runs: Counter[str] = Counter()
-    graph = make(saver, runs, verify_writes=True)
+    graph = make(saver, runs, attach=[ne.WriteChecks(readback=True)])
     with pytest.raises(ne.WriteReadbackError) as caught:
         drive.run(graph, {}, config)
     message = str(caught.value)
@@ -169,7 +169,7 @@ def test_verify_writes_fails_the_step_before_its_writes_are_saved(
     other: RunnableConfig = {
         "configurable": {"thread_id": f"{config['configurable']['thread_id']}-k"}
     }
-    checked = make(saver, kept, local=False, verify_writes=True)
+    checked = make(saver, kept, local=False, attach=[ne.WriteChecks(readback=True)])
     assert drive.run(checked, {}, other)["out"] == "Kept:hello"
     assert kept == Counter({"write": 1, "publish": 1}) and checked.checkpointer is saver
 
@@ -200,7 +200,7 @@ def test_verify_writes_also_judges_the_items_a_value_holds(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     runs: Counter[str] = Counter()
-    graph = declaring(saver, runs, verify_writes=True)
+    graph = declaring(saver, runs, attach=[ne.WriteChecks(readback=True)])
     with caplog.at_level("WARNING", logger="neograph_ext"):
         for n in range(2):
             drive.run(graph, {}, _thread(config, n))
@@ -232,7 +232,11 @@ def test_a_reducers_update_is_judged_by_its_class_and_overwrite_is_unwrapped(
 
     builder = StateGraph(Reduced).add_sequence([chat, wrong]).add_edge(START, "chat")
     with caplog.at_level("WARNING", logger="neograph_ext"):
-        drive.run(ne.compile(builder, checkpointer=saver, verify_writes=True), {}, config)
+        drive.run(
+            ne.compile(builder, checkpointer=saver, attach=[ne.WriteChecks(readback=True)]),
+            {},
+            config,
+        )
     assert runs == Counter({"chat": 1, "wrong": 1})
     assert _declared_logs(caplog) == [WRONG]
 

@@ -124,7 +124,7 @@ def test_plan_explains_at_field_level_and_writes_nothing(
     graph = ne.compile(linear(Counter(), {"c": CHANGES["field retyped"][0]}), checkpointer=saver)
     plan = drive.plan(graph, config)
     (change,) = plan.changes
-    assert change.node == "c" and change.reason is ne.ChangeReason.OUTPUT_TYPE
+    assert change.node == "c" and change.reason is ne.types.ChangeReason.OUTPUT_TYPE
     assert change.old != change.new
     assert any("score" in line and "int" in line and "float" in line for line in change.diff)
     assert plan.rerun == {"c", "d"} and plan.kept == {"a", "b"}
@@ -159,7 +159,7 @@ def test_versions_bump_reruns_the_node(
     runs.clear()
     graph = ne.compile(linear(runs), checkpointer=saver, versions={"b": "prompt-v2"})
     (change,) = drive.plan(graph, config).changes
-    assert change.reason is ne.ChangeReason.VERSION and "prompt-v2" in change.diff[0]
+    assert change.reason is ne.types.ChangeReason.VERSION and "prompt-v2" in change.diff[0]
     drive.run(graph, None, config)
     assert runs == Counter("bcd")
 

@@ -152,7 +152,7 @@ def test_change_inside_a_subgraph_reruns_its_parent_node_only(
     graph = ne.compile(with_subgraph(runs, V2), checkpointer=saver)
     plan = drive.plan(graph, config)
     assert plan.invalidated_nodes == {"sub"}
-    assert plan.changes[0].reason is ne.ChangeReason.SUBGRAPH
+    assert plan.changes[0].reason is ne.types.ChangeReason.SUBGRAPH
     assert any("inner-2" in line for line in plan.changes[0].diff)
     drive.run(graph, None, config)
     assert runs == Counter(["inner-1", "inner-2", "z"])
@@ -166,7 +166,7 @@ def test_node_appended_to_a_completed_thread_runs(
     runs.clear()
     graph = ne.compile(linear(runs, names="abcd"), checkpointer=saver)
     (change,) = drive.plan(graph, config).changes
-    assert change.node == "c" and change.reason is ne.ChangeReason.SUCCESSORS
+    assert change.node == "c" and change.reason is ne.types.ChangeReason.SUCCESSORS
     assert drive.run(graph, None, config)["log"] == list("abcd")
     assert runs == Counter("cd")
 
@@ -293,7 +293,7 @@ def test_channel_type_change_in_a_plain_graph_without_annotations(
     plan = drive.plan(graph, config)
     assert plan.invalidated_nodes == {"summarize"}
     (change,) = plan.changes
-    assert change.reason is ne.ChangeReason.CHANNEL and change.channel == "summary"
+    assert change.reason is ne.types.ChangeReason.CHANNEL and change.channel == "summary"
     drive.run(graph, None, config)
     assert runs == Counter(["summarize", "publish"])
 

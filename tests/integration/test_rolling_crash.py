@@ -117,8 +117,8 @@ def test_a_served_graph_of_the_new_code_forks_a_crashed_thread_as_run_does(
 ) -> None:
     """A LangGraph Server's plain call (``auto_resume=True``) resuming the old code's
     crashed head is served through ``run``, which forks it first."""
-    old = _Release(SummaryV1, saver, auto_resume=True)
-    new = _Release(SummaryV2, saver, auto_resume=True)
+    old = _Release(SummaryV1, saver, attach=[neograph_ext.AutoResume()])
+    new = _Release(SummaryV2, saver, attach=[neograph_ext.AutoResume()])
     old.failing |= {"summarize", "index"}
     with pytest.raises(Crash):
         drive.invoke(old.serving(), {"doc": "d"}, config)

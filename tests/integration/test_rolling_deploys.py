@@ -193,13 +193,15 @@ def test_switching_a_branch_back_in_development(
     assert main_dev.runs["draft"] == branch_dev.runs["draft"] == 0
 
 
-def _checked(drive: Drive, graph: Any, config: RunnableConfig) -> list[neograph_ext.ThreadCheck]:
+def _checked(
+    drive: Drive, graph: Any, config: RunnableConfig
+) -> list[neograph_ext.types.ThreadCheck]:
     """``check_threads`` (or its async twin) of the config's thread."""
     thread = [config["configurable"]["thread_id"]]
     if not drive.is_async:
         return list(neograph_ext.check_threads(graph, thread))
 
-    async def checked() -> list[neograph_ext.ThreadCheck]:
+    async def checked() -> list[neograph_ext.types.ThreadCheck]:
         return [found async for found in neograph_ext.acheck_threads(graph, thread)]
 
     return drive.wait(checked())
@@ -234,7 +236,7 @@ def _two_questions(
     for name, fn in (("first", first), ("second", second), ("join", join)):
         builder.add_node(name, fn)
     wire(builder, ["first", "second"], "join")
-    served = {"auto_resume": True} if auto_resume else {}
+    served = {"attach": [neograph_ext.AutoResume()]} if auto_resume else {}
     return neograph_ext.compile(builder, checkpointer=saver, **served)
 
 
@@ -361,8 +363,8 @@ def test_a_fixture_of_a_claimed_step_plans_offline_as_live(tmp_path: Path) -> No
         deployed(SummaryV2)
         neograph_ext.run(new, Command(resume={asked["first?"]: "yes"}), config)
         neograph_ext.export_threads(new, tmp_path / "fixtures", threads=["asked"])
-        (fixture,) = neograph_ext.read_fixtures(tmp_path / "fixtures")
+        (fixture,) = neograph_ext.testing.read_fixtures(tmp_path / "fixtures")
         deployed(SummaryV1)
-        offline = neograph_ext.plan_fixture(old, fixture)
+        offline = neograph_ext.testing.plan_fixture(old, fixture)
         assert offline.kind is PlanKind.SUPERSEDED
         assert offline == neograph_ext.plan(old, config)

@@ -4,7 +4,7 @@ LangGraph passes a stamped graph's stamp to the saver in the config's metadata; 
 whose ``put`` does not merge it (``langgraph-checkpoint-lmdb``, or the small saver below)
 stores every checkpoint unstamped. ``run`` reads the stamp's description back on its
 first write to a saver class and raises ``StampLostError``; ``compile(...,
-verify_saver=False)`` accepts such a saver, and ``run(..., strict_unverified=True)``
+attach=[WriteChecks(saver=False)])`` accepts such a saver, and ``run(..., strict_unverified=True)``
 then refuses its unverified threads. A third-party saver that keeps the metadata
 (``langgraph-checkpoint-plainredis`` on Debian's ``redis-server``) works as LangGraph's own.
 """
@@ -87,7 +87,7 @@ def test_a_saver_that_drops_config_metadata_raises_before_any_node_runs(
         assert runs == Counter(), "a node ran"
     message = str(caught.value)
     assert "tests.integration.test_saver_check.DroppingSaver" in message
-    assert "config metadata" in message and "verify_saver=False" in message
+    assert "config metadata" in message and "WriteChecks(saver=False)" in message
 
 
 def test_a_stream_raises_for_a_dropping_saver_too(drive: Drive, config: RunnableConfig) -> None:
@@ -107,11 +107,15 @@ def test_the_opt_out_accepts_unverified_threads_and_strict_unverified_refuses_th
 ) -> None:
     saver = DroppingSaver()
     runs: Counter[str] = Counter()
-    graph = ne.compile(linear(runs, {"c": V1}), checkpointer=saver, verify_saver=False)
+    graph = ne.compile(
+        linear(runs, {"c": V1}), checkpointer=saver, attach=[ne.WriteChecks(saver=False)]
+    )
     drive.run(graph, {"log": []}, config)
     assert runs == Counter("abcd")
 
-    changed = ne.compile(linear(runs, {"c": V2}), checkpointer=saver, verify_saver=False)
+    changed = ne.compile(
+        linear(runs, {"c": V2}), checkpointer=saver, attach=[ne.WriteChecks(saver=False)]
+    )
     assert drive.plan(changed, config).kind is PlanKind.UNVERIFIED  # what the opt-out accepts
     runs.clear()
     with pytest.raises(ne.CheckpointSchemaError, match="cannot be verified") as caught:

@@ -36,7 +36,7 @@ from tests.integration.test_telemetry import TOLD, Recorder
 
 V1 = model(score=(int, ...))
 V2 = model(score=(float, ...))
-BUDGET = ne.Budget(max_model_calls=100)
+BUDGET = ne.budget.Budget(max_model_calls=100)
 ROLLBACK = ne.ResumePolicy(take_over=True)
 
 
@@ -52,9 +52,12 @@ class Fleet:
         self.new = Release(SummaryV2, saver, ask=ask)
         self.later = Release(SummaryV3, saver, ask=ask)  # about to be deployed: never stored
         self.runs: Counter[str] = Counter()
-        self.spent_old = ne.compile(budget_pipeline(self.runs), checkpointer=saver, budget=BUDGET)
+        self.spent_old = ne.compile(budget_pipeline(self.runs), checkpointer=saver, attach=[BUDGET])
         self.spent_new = ne.compile(
-            budget_pipeline(self.runs), checkpointer=saver, budget=BUDGET, versions={"review": "2"}
+            budget_pipeline(self.runs),
+            checkpointer=saver,
+            versions={"review": "2"},
+            attach=[BUDGET],
         )
         old, new = self.old.serving(), self.new.serving()
         ne.run(old, {"doc": "rolled"}, cfg("rolled"))  # waits for approval
@@ -91,7 +94,7 @@ def _live(graph: Any, threads: tuple[str, ...]) -> dict[str, tuple[Any, ...]]:
 def _counts(saver: BaseCheckpointSaver[Any], thread: str) -> tuple[int, Any]:
     """Checkpoints of the thread (every namespace, the ledger's included) and its ledger."""
     every = len(list(saver.list({"configurable": {"thread_id": thread}})))
-    return every, ne.ledger(saver, cfg(thread))
+    return every, ne.budget.ledger(saver, cfg(thread))
 
 
 def _order(saver: BaseCheckpointSaver[Any]) -> list[str]:
@@ -107,18 +110,18 @@ def test_a_fixture_of_a_thread_newer_code_owns_plans_superseded_offline_as_live(
     fleet = Fleet(db.saver)
     ran = sum(fleet.old.runs.values()) + sum(fleet.new.runs.values())
     ne.export_threads(fleet.new.graph, tmp_path, threads=["rolled", "rolled-back"])
-    fixtures = {f.thread_id: f for f in ne.read_fixtures(tmp_path)}
+    fixtures = {f.thread_id: f for f in ne.testing.read_fixtures(tmp_path)}
     for graph in fleet.graphs[:3]:
         for thread, fixture in fixtures.items():
             for resume in (None, ROLLBACK):
-                offline = ne.plan_fixture(graph, fixture, resume=resume)
+                offline = ne.testing.plan_fixture(graph, fixture, resume=resume)
                 assert offline == ne.plan(graph, cfg(thread), resume=resume), thread
-    old_on_new = ne.plan_fixture(fleet.old.graph, fixtures["rolled"])
+    old_on_new = ne.testing.plan_fixture(fleet.old.graph, fixtures["rolled"])
     assert old_on_new.kind is ne.PlanKind.SUPERSEDED
     assert old_on_new.owner == fleet.new.graph.neograph_ext_stamp.id
-    new_on_old = ne.plan_fixture(fleet.new.graph, fixtures["rolled-back"])
+    new_on_old = ne.testing.plan_fixture(fleet.new.graph, fixtures["rolled-back"])
     assert new_on_old.kind is ne.PlanKind.SUPERSEDED  # the rollback's take-over counts
-    later = ne.plan_fixture(fleet.graphs[2], fixtures["rolled"])
+    later = ne.testing.plan_fixture(fleet.graphs[2], fixtures["rolled"])
     assert later.kind is ne.PlanKind.REWIND and "summarize" in later.rerun
     assert sum(fleet.old.runs.values()) + sum(fleet.new.runs.values()) == ran
 
@@ -129,12 +132,12 @@ def test_code_stored_after_a_threads_owner_plans_alike_offline_though_the_fixtur
     fleet = Fleet(db.saver)
     ne.run(fleet.later.serving(), {"doc": "elsewhere"}, cfg("elsewhere"))  # V3 is stored now
     ne.export_threads(fleet.new.graph, tmp_path, threads=["rolled"])
-    (fixture,) = ne.read_fixtures(tmp_path)
+    (fixture,) = ne.testing.read_fixtures(tmp_path)
     later = fleet.later.graph.neograph_ext_stamp.id
     assert later not in fixture.order  # past the newest stamp the thread names
     for graph in fleet.graphs[:3]:
-        assert ne.plan_fixture(graph, fixture) == ne.plan(graph, cfg("rolled"))
-    assert ne.plan_fixture(fleet.later.graph, fixture).kind is ne.PlanKind.REWIND
+        assert ne.testing.plan_fixture(graph, fixture) == ne.plan(graph, cfg("rolled"))
+    assert ne.testing.plan_fixture(fleet.later.graph, fixture).kind is ne.PlanKind.REWIND
 
 
 def test_the_gate_fails_old_code_on_a_newer_codes_thread_and_passes_the_newest(
@@ -164,8 +167,8 @@ def test_a_fixture_without_the_order_plans_the_code_checked_as_the_newest(
     ]
     del document["order"]  # as a file exported before the order was kept
     path.write_text(json.dumps(document))
-    (fixture,) = ne.read_fixtures(tmp_path)
-    planned = ne.plan_fixture(fleet.old.graph, fixture)
+    (fixture,) = ne.testing.read_fixtures(tmp_path)
+    planned = ne.testing.plan_fixture(fleet.old.graph, fixture)
     assert planned.kind is ne.PlanKind.REWIND and planned.owner is None
 
 
@@ -230,32 +233,32 @@ def test_after_prune_ledgers_order_plans_checks_and_exports_are_as_before(
     db: Database, tmp_path: Path
 ) -> None:
     fleet = Fleet(db.saver, ask=False)  # prune leaves a thread waiting at a question alone
-    ledgers = {thread: ne.ledger(db.saver, cfg(thread)) for thread in fleet.threads}
+    ledgers = {thread: ne.budget.ledger(db.saver, cfg(thread)) for thread in fleet.threads}
     places = _order(db.saver)
     before = {id(graph): _live(graph, fleet.threads) for graph in fleet.graphs}
     exported = tmp_path / "before"
     ne.export_threads(fleet.new.graph, exported)
     offline_before = {
-        (id(graph), f.thread_id): ne.plan_fixture(graph, f)
+        (id(graph), f.thread_id): ne.testing.plan_fixture(graph, f)
         for graph in fleet.graphs
-        for f in ne.read_fixtures(exported)
+        for f in ne.testing.read_fixtures(exported)
     }
 
     report = ne.prune(fleet.new.graph, apply=True)
     assert {t.thread_id for t in report.threads if t.checkpoints} >= set(fleet.threads)
 
-    assert {thread: ne.ledger(db.saver, cfg(thread)) for thread in fleet.threads} == ledgers
+    assert {thread: ne.budget.ledger(db.saver, cfg(thread)) for thread in fleet.threads} == ledgers
     assert ledgers["budgeted"] is not None and ledgers["budgeted"].total.model_calls == 7
     assert _order(db.saver) == places and len(places) == 4
     after = tmp_path / "after"
     ne.export_threads(fleet.new.graph, after)
-    fixtures = ne.read_fixtures(after)
+    fixtures = ne.testing.read_fixtures(after)
     assert {f.thread_id for f in fixtures} == set(fleet.threads)
     for graph in fleet.graphs:
         assert _live(graph, fleet.threads) == before[id(graph)]
         assert _checked(graph) == before[id(graph)]
         for fixture in fixtures:
-            offline = ne.plan_fixture(graph, fixture)
+            offline = ne.testing.plan_fixture(graph, fixture)
             assert offline == ne.plan(graph, cfg(fixture.thread_id))
             assert offline == offline_before[id(graph), fixture.thread_id]
 
@@ -283,7 +286,7 @@ def test_a_refused_call_spends_and_writes_nothing_and_a_take_over_adds_its_spend
     assert planned.estimated_cost is not None and planned.estimated_cost.model_calls == 3
     ne.run(fleet.spent_old, None, config, resume=ROLLBACK)
     assert fleet.runs - ran == Counter({"review": 1, "publish": 1})
-    taken = ne.ledger(db.saver, config)
+    taken = ne.budget.ledger(db.saver, config)
     assert taken is not None and taken.total.model_calls == spent.total.model_calls + 3
     assert taken.total.tokens == spent.total.tokens + 3 * TOKENS
 
@@ -296,17 +299,17 @@ def test_a_refused_call_spends_and_writes_nothing_and_a_take_over_adds_its_spend
 def test_accept_takes_a_budgeted_thread_over_spending_nothing(db: Database, tmp_path: Path) -> None:
     fleet = Fleet(db.saver, ask=False)
     config = cfg("budgeted")
-    spent, ran = ne.ledger(db.saver, config), Counter(fleet.runs)
+    spent, ran = ne.budget.ledger(db.saver, config), Counter(fleet.runs)
     ne.accept(fleet.spent_old, config)  # a take-over keeping the values: nothing runs
-    assert ne.ledger(db.saver, config) == spent and fleet.runs == ran
+    assert ne.budget.ledger(db.saver, config) == spent and fleet.runs == ran
     for graph, kind in (
         (fleet.spent_old, ne.PlanKind.UP_TO_DATE),
         (fleet.spent_new, ne.PlanKind.SUPERSEDED),
     ):
         (path,) = ne.export_threads(graph, tmp_path / str(kind), threads=["budgeted"])
-        (fixture,) = ne.read_fixtures(path.parent)
+        (fixture,) = ne.testing.read_fixtures(path.parent)
         assert ne.plan(graph, config).kind is kind
-        assert ne.plan_fixture(graph, fixture) == ne.plan(graph, config)
+        assert ne.testing.plan_fixture(graph, fixture) == ne.plan(graph, config)
         (checked,) = ne.check_threads(graph, ["budgeted"])
         assert _key(checked.plan) == _key(ne.plan(graph, config))
 
@@ -317,7 +320,9 @@ def test_a_budget_stopped_by_its_ledger_still_leaves_a_newer_codes_thread_alone(
     fleet = Fleet(db.saver, ask=False)
     config = cfg("budgeted")
     capped = ne.compile(
-        budget_pipeline(fleet.runs), checkpointer=db.saver, budget=ne.Budget(max_model_calls=5)
+        budget_pipeline(fleet.runs),
+        checkpointer=db.saver,
+        attach=[ne.budget.Budget(max_model_calls=5)],
     )
     before, ran = _counts(db.saver, "budgeted"), Counter(fleet.runs)
     with pytest.raises(ne.ThreadSupersededError):  # refused before any cap is looked at
@@ -327,7 +332,7 @@ def test_a_budget_stopped_by_its_ledger_still_leaves_a_newer_codes_thread_alone(
         ne.run(capped, None, config, resume=ROLLBACK)
     # The 8th call would pass the cap of 5: review started, and stopped before its call.
     assert fleet.runs - ran == Counter({"review": 1})
-    stopped = ne.ledger(db.saver, config)
+    stopped = ne.budget.ledger(db.saver, config)
     assert stopped is not None and stopped.total.model_calls == CALLS + 3
 
 
@@ -337,7 +342,7 @@ def test_a_served_budgeted_graph_refuses_a_newer_codes_thread_without_a_ledger_r
     fleet = Fleet(db.saver, ask=False)
     config = cfg("budgeted")
     served = ne.compile(
-        budget_pipeline(fleet.runs), checkpointer=db.saver, budget=BUDGET, auto_resume=True
+        budget_pipeline(fleet.runs), checkpointer=db.saver, attach=[ne.AutoResume(), BUDGET]
     )
     before, ran = _counts(db.saver, "budgeted"), Counter(fleet.runs)
     with pytest.raises(ne.ThreadSupersededError):
@@ -367,13 +372,12 @@ def test_a_superseded_call_tells_nothing_and_writes_nothing(db: Database) -> Non
     fleet = Fleet(db.saver, ask=False)
     config = cfg("rolled")
     told = ne.compile(
-        review(Counter(), SummaryV1, set(), ask=False), checkpointer=db.saver, telemetry=TOLD
+        review(Counter(), SummaryV1, set(), ask=False), checkpointer=db.saver, attach=[TOLD]
     )
     served = ne.compile(
         review(Counter(), SummaryV1, set(), ask=False),
         checkpointer=db.saver,
-        telemetry=TOLD,
-        auto_resume=True,
+        attach=[ne.AutoResume(), TOLD],
     )
     assert told.neograph_ext_stamp.id == fleet.old.graph.neograph_ext_stamp.id
     before = _counts(db.saver, "rolled")
@@ -393,9 +397,9 @@ def test_a_budget_stop_tells_its_decision_once_and_adds_nothing_to_checkpoints(
     db: Database,
 ) -> None:
     runs: Counter[str] = Counter()
-    capped = ne.Budget(max_model_calls=2)
-    told = ne.compile(budget_pipeline(runs), checkpointer=db.saver, budget=capped, telemetry=TOLD)
-    plain = ne.compile(budget_pipeline(Counter()), checkpointer=db.saver, budget=capped)
+    capped = ne.budget.Budget(max_model_calls=2)
+    told = ne.compile(budget_pipeline(runs), checkpointer=db.saver, attach=[capped, TOLD])
+    plain = ne.compile(budget_pipeline(Counter()), checkpointer=db.saver, attach=[capped])
     recorder = Recorder()
     with pytest.raises(ne.BudgetExceededError):
         ne.run(told, {"topic": "t"}, {**cfg("told"), "callbacks": [recorder]})
@@ -411,9 +415,8 @@ def test_a_budget_stop_tells_its_decision_once_and_adds_nothing_to_checkpoints(
     taking = ne.compile(
         budget_pipeline(fleet.runs),
         checkpointer=db.saver,
-        budget=ne.Budget(max_model_calls=8),
-        telemetry=TOLD,
         resume=ROLLBACK,
+        attach=[ne.budget.Budget(max_model_calls=8), TOLD],
     )
     with pytest.raises(ne.BudgetExceededError):
         ne.run(taking, None, {**cfg("budgeted"), "callbacks": [recorder]})

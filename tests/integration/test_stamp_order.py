@@ -15,6 +15,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 
 import neograph_ext
 from neograph_ext import GraphError
+from neograph_ext._lineage import list_threads
 from neograph_ext._stamp_order import ORDER_THREAD, order, register
 from tests.drive import Drive
 from tests.graphs.deploys import Release, SummaryV1, SummaryV2
@@ -53,7 +54,7 @@ def test_the_order_is_a_reserved_thread(
     with pytest.raises(GraphError, match="reserved"):
         drive.run(old.serving(), {"doc": "x"}, {"configurable": {"thread_id": ORDER_THREAD}})
     if not drive.is_async:
-        assert ORDER_THREAD not in set(neograph_ext.list_threads(saver))
+        assert ORDER_THREAD not in set(list_threads(saver))
 
 
 def test_a_stamp_another_process_added_since_the_order_was_read_is_seen(tmp_path: Path) -> None:

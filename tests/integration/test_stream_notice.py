@@ -63,7 +63,9 @@ def test_a_question_asked_again_is_told_first(
 ) -> None:
     _waiting(drive, saver, config)
     runs: Counter[str] = Counter()
-    graph = ne.compile(_approval(runs, DraftV2), checkpointer=saver, auto_resume=served)
+    graph = ne.compile(
+        _approval(runs, DraftV2), checkpointer=saver, attach=[ne.AutoResume()] if served else []
+    )
     planned = drive.plan(graph, config)
     call = drive.graph_stream if served else drive.stream
     chunks = list(call(graph, Command(resume="yes"), config, stream_mode="custom"))
@@ -125,7 +127,11 @@ def test_a_thread_nothing_changed_for_streams_what_langgraph_streams(
     }
     for thread in (config, other):
         _waiting(drive, saver, thread)
-    graph = ne.compile(_approval(Counter(), DraftV1), checkpointer=saver, auto_resume=served)
+    graph = ne.compile(
+        _approval(Counter(), DraftV1),
+        checkpointer=saver,
+        attach=[ne.AutoResume()] if served else [],
+    )
     modes = {"stream_mode": ["custom", "updates"]}
     call = drive.graph_stream if served else drive.stream
     ours = list(call(graph, Command(resume="yes"), config, **modes))

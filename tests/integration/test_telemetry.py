@@ -84,7 +84,7 @@ def test_each_run_tells_its_decision_once_inside_the_graph_run(
 ) -> None:
     _crashed(drive, saver, config)
     runs: Counter[str] = Counter()
-    graph = ne.compile(linear(runs, {"c": V2}), checkpointer=saver, telemetry=TOLD)
+    graph = ne.compile(linear(runs, {"c": V2}), checkpointer=saver, attach=[TOLD])
     expected = drive.plan(graph, config)
     recorder = Recorder()
     assert drive.run(graph, None, _watched(config, recorder)) == DONE
@@ -114,13 +114,13 @@ def test_a_new_thread_and_a_continued_one_are_told_as_such(
     drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
     runs: Counter[str] = Counter()
-    crashing = ne.compile(linear(runs, crash="c"), checkpointer=saver, telemetry=TOLD)
+    crashing = ne.compile(linear(runs, crash="c"), checkpointer=saver, attach=[TOLD])
     recorder = Recorder()
     with pytest.raises(Crash):
         drive.run(crashing, {"log": []}, _watched(config, recorder))
     assert [told["kind"] for told in recorder.plans()] == ["fresh"]
     recorder.clear()
-    graph = ne.compile(linear(runs), checkpointer=saver, telemetry=TOLD)
+    graph = ne.compile(linear(runs), checkpointer=saver, attach=[TOLD])
     assert drive.run(graph, None, _watched(config, recorder)) == DONE
     assert [told["kind"] for told in recorder.plans()] == ["continue"]
     assert runs == Counter({"a": 1, "b": 1, "c": 2, "d": 1})
@@ -133,7 +133,7 @@ def test_a_plain_call_of_an_auto_resume_graph_tells_its_decision(
     crashing = ne.compile(linear(runs, crash="c"), checkpointer=saver)
     with pytest.raises(Crash):
         drive.invoke(crashing, {"log": []}, config)
-    graph = ne.compile(linear(runs), checkpointer=saver, auto_resume=True, telemetry=TOLD)
+    graph = ne.compile(linear(runs), checkpointer=saver, attach=[ne.AutoResume(), TOLD])
     recorder = Recorder()
     assert drive.invoke(graph, None, _watched(config, recorder)) == DONE
     assert [told["kind"] for told in recorder.plans()] == ["continue"]
@@ -154,7 +154,7 @@ def test_a_migration_is_told_once_as_a_migration(
         chat(runs, ProfileV2),
         checkpointer=saver,
         resume=ne.ResumePolicy(keep_compatible=True),
-        telemetry=TOLD,
+        attach=[TOLD],
     )
     recorder = Recorder()
     list(drive.stream(graph, None, _watched(config, recorder)))
@@ -174,7 +174,7 @@ def test_a_rewind_that_replays_later_turns_is_told_once(
         chat(runs, ProfileV3),
         checkpointer=saver,
         resume=ne.ResumePolicy(replay_turns=True),
-        telemetry=TOLD,
+        attach=[TOLD],
     )
     recorder = Recorder()
     drive.run(graph, None, _watched(config, recorder))
@@ -189,7 +189,7 @@ def test_an_up_to_date_run_tells_the_run_it_is_called_in(
     """``run`` of an up-to-date thread invokes nothing: no graph run to be inside of, so
     the event goes to the run ``run`` is called in, when there is one."""
     runs: Counter[str] = Counter()
-    graph = ne.compile(linear(runs), checkpointer=saver, telemetry=TOLD)
+    graph = ne.compile(linear(runs), checkpointer=saver, attach=[TOLD])
     drive.run(graph, {"log": []}, config)
     recorder = Recorder()
     assert drive.run(graph, None, _watched(config, recorder)) == DONE
@@ -212,7 +212,7 @@ def test_handlers_the_graph_is_configured_with_see_the_event_inside_its_run(
     drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
     recorder = Recorder()
-    graph = ne.compile(linear(Counter()), checkpointer=saver, telemetry=TOLD)
+    graph = ne.compile(linear(Counter()), checkpointer=saver, attach=[TOLD])
     configured = graph.with_config(callbacks=[recorder])
     given = Recorder()
     assert drive.run(configured, {"log": []}, _watched(config, given)) == DONE
@@ -233,7 +233,7 @@ def test_telemetry_adds_nothing_to_checkpoints(
         }
 
     quiet = ne.compile(linear(Counter()), checkpointer=saver)
-    told = ne.compile(linear(Counter()), checkpointer=saver, telemetry=TOLD)
+    told = ne.compile(linear(Counter()), checkpointer=saver, attach=[TOLD])
     assert metadata(told, str(uuid.uuid4())) == metadata(quiet, str(uuid.uuid4()))
 
 
@@ -241,7 +241,7 @@ def test_without_telemetry_nothing_is_told(
     drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
     _crashed(drive, saver, config)
-    graph = ne.compile(linear(Counter(), {"c": V2}), checkpointer=saver, auto_resume=True)
+    graph = ne.compile(linear(Counter(), {"c": V2}), checkpointer=saver, attach=[ne.AutoResume()])
     recorder = Recorder()
     assert drive.run(graph, None, _watched(config, recorder)) == DONE
     assert recorder.plans() == []
@@ -265,7 +265,7 @@ async def test_astream_events_of_an_auto_resume_graph_hold_one_plan_event_per_ca
         await crashing.ainvoke({"log": []}, config)
     runs: Counter[str] = Counter()
     graph = ne.compile(
-        linear(runs, {"c": V2}), checkpointer=async_saver, auto_resume=True, telemetry=TOLD
+        linear(runs, {"c": V2}), checkpointer=async_saver, attach=[ne.AutoResume(), TOLD]
     )
     expected = await ne.aplan(graph, config)
 
@@ -296,7 +296,7 @@ async def test_astream_events_of_an_auto_resume_graph_hold_one_plan_event_per_ca
 async def test_astream_events_without_telemetry_are_langgraphs(
     async_saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
-    quiet = ne.compile(linear(Counter()), checkpointer=async_saver, auto_resume=True)
+    quiet = ne.compile(linear(Counter()), checkpointer=async_saver, attach=[ne.AutoResume()])
     events = await _events(quiet, {"log": []}, config)
     assert _plan_events(events) == []
     assert not [e for e in events for tag in e["tags"] if tag.startswith("neograph_ext")]
@@ -307,7 +307,7 @@ async def test_astream_events_of_a_runnable_around_astream_hold_its_plan_event(
 ) -> None:
     """``ne.astream`` yields LangGraph's chunks; its events reach any callbacks of the
     config, or the event stream of a runnable it is called in."""
-    graph = ne.compile(linear(Counter()), checkpointer=async_saver, telemetry=TOLD)
+    graph = ne.compile(linear(Counter()), checkpointer=async_saver, attach=[TOLD])
 
     async def streamed(input: Any) -> list[Any]:
         # Unwrapped, as in test_an_up_to_date_run_tells_the_run_it_is_called_in.

@@ -80,7 +80,7 @@ def test_a_rewind_is_logged_in_the_current_span_and_counted(
     with pytest.raises(Crash):
         drive.run(crashing, {"log": []}, config)
     exporters, runs = Exporters(), Counter[str]()
-    graph = ne.compile(linear(runs, {"c": V2}), checkpointer=saver, telemetry=exporters.telemetry)
+    graph = ne.compile(linear(runs, {"c": V2}), checkpointer=saver, attach=[exporters.telemetry])
     expected = drive.plan(graph, config)
 
     _, span = _in_span(drive, exporters, graph, config)
@@ -118,7 +118,7 @@ def test_a_plain_call_of_an_auto_resume_graph_is_counted(
 ) -> None:
     exporters = Exporters()
     graph = ne.compile(
-        linear(Counter()), checkpointer=saver, auto_resume=True, telemetry=exporters.telemetry
+        linear(Counter()), checkpointer=saver, attach=[ne.AutoResume(), exporters.telemetry]
     )
     drive.invoke(graph, {"log": []}, config)
     (log,) = [finished.log_record for finished in exporters.logs.get_finished_logs()]
@@ -155,8 +155,7 @@ def test_without_opentelemetry_the_event_is_still_dispatched(drive: Drive, witho
             def on_custom_event(self, name, data, **kwargs):
                 self.kinds.append(data["kind"])
 
-        graph = ne.compile(linear(Counter()), checkpointer=InMemorySaver(),
-                           telemetry=ne.Telemetry())
+        graph = ne.compile(linear(Counter()), checkpointer=InMemorySaver(), attach=[ne.Telemetry()])
         config = {"configurable": {"thread_id": "t"}, "callbacks": [Seen()]}
         assert ne.run(graph, {"log": []}, config) == {"log": list("abcd")}
         assert "neograph_ext._otel" not in sys.modules

@@ -88,7 +88,7 @@ def test_every_entry_point_refuses_a_reserved_thread_id(
 def test_a_graph_compiled_with_auto_resume_refuses_a_reserved_thread_id(
     lite: SqliteSaver, log: Path, call: str
 ) -> None:
-    graph = _graph(lite, log, auto_resume=True)
+    graph = _graph(lite, log, attach=[ne.AutoResume()])
     config = {"configurable": {"thread_id": THREAD_PREFIX + "x"}}
     with pytest.raises(ne.GraphError, match="is reserved"):
         list(graph.stream(dict(worker.INPUT), config)) if call == "stream" else graph.invoke(

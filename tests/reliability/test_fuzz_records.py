@@ -168,7 +168,7 @@ def test_a_hostile_ledger_never_wedges_a_thread(
         saver.put(ledger_config, checkpoint, {"source": "update", "step": -1}, {"ledger": 1})
     except Exception:  # what the database itself refuses to store cannot be read back
         assume(False)
-    assert ne.ledger(graph, config) is None
+    assert ne.budget.ledger(graph, config) is None
     _survives(db, graph, config)
 
 
@@ -192,8 +192,8 @@ def test_a_hostile_fixture_is_read_or_refused_with_a_fixture_error(
     document[field] = value
     path.write_text(json.dumps(document))
     try:
-        fixtures = ne.read_fixtures(directory)
+        fixtures = ne.testing.read_fixtures(directory)
     except ne.FixtureError:
         return
     for fixture in fixtures:
-        _documented(lambda fixture=fixture: ne.plan_fixture(graph, fixture))
+        _documented(lambda fixture=fixture: ne.testing.plan_fixture(graph, fixture))

@@ -74,9 +74,9 @@ builder.add_edge("extract", "summarize")
 builder.add_edge("summarize", "publish")
 builder.add_edge("publish", END)
 
-graph = neograph_ext.compile(builder, auto_resume=True)
+graph = neograph_ext.compile(builder, attach=[neograph_ext.AutoResume()])
 strict = neograph_ext.compile(
-    builder, auto_resume=True, resume=neograph_ext.ResumePolicy(on_change="raise")
+    builder, resume=neograph_ext.ResumePolicy(on_change="raise"), attach=[neograph_ext.AutoResume()]
 )
 
 
@@ -103,7 +103,7 @@ asking.add_node("review", review)
 asking.add_edge(START, "draft")
 asking.add_edge("draft", "review")
 asking.add_edge("review", END)
-approval = neograph_ext.compile(asking, auto_resume=True)
+approval = neograph_ext.compile(asking, attach=[neograph_ext.AutoResume()])
 
 
 @task
@@ -132,4 +132,4 @@ def workflow(url: str) -> str:
     return publish_summary(summarize_text(fetch_text(url).result()).result()).result()
 
 
-functional = neograph_ext.compile(workflow, auto_resume=True)
+functional = neograph_ext.compile(workflow, attach=[neograph_ext.AutoResume()])

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from neograph_ext import PlanKind, ResumePlan, ThreadCheck, inventory
+from neograph_ext import PlanKind, ResumePlan, inventory
+from neograph_ext.types import ThreadCheck
 
 
 def _check(

@@ -1,7 +1,14 @@
-"""The package's modules import one way and export public names.
+"""The package's modules import one way, down the layers, and export public names.
+
+The layers, lowest first: the pure decision (types, fingerprints, stamps, the plan),
+the flows that yield operations, I/O (storage, locks, ledgers, what rewrites a thread),
+the drivers that perform the operations and the graph class, the public API, the CLI.
+A module imports its own layer and those below; the pure modules import no saver and no
+database driver, as Temporal's workflow sandbox keeps I/O out of workflow code.
 
 Read from the source with ``ast``, as a reader would: every import counts, at the top
-of a module or inside a function, except those under ``TYPE_CHECKING``.
+of a module or inside a function, except those under ``TYPE_CHECKING`` (for the layers;
+the pure modules' ban on savers and databases counts those too).
 """
 
 from __future__ import annotations
@@ -16,14 +23,66 @@ import neograph_ext
 
 PACKAGE = Path(neograph_ext.__file__).parent
 
-CHECKED = tuple(sorted(path.stem for path in PACKAGE.glob("*.py") if path.stem != "__init__"))
-"""Every module of the package."""
+
+def _name(path: Path) -> str:
+    """A module as imports name it after ``neograph_ext.``: ``_flow``, ``cli._app``."""
+    return ".".join(path.relative_to(PACKAGE).with_suffix("").parts)
+
+
+MODULES = {_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+CHECKED = tuple(name for name in MODULES if name.split(".")[-1] != "__init__")
+"""Every module of the package, the CLI's too."""
+PACKAGE_ONLY = tuple(name for name in CHECKED if not name.startswith("cli."))
+"""The library's modules: the CLI's, typer commands and options, export nothing."""
+
+
+def _names(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+LAYERS: dict[str, frozenset[str]] = {
+    "pure": _names("""_budget _call_digest _call_order _calls _carrying _changes _claim _decision
+        _drawing _entrypoint _errors _fingerprint _fork_misread _gate _head_state _history
+        _introspect _langgraph _langgraph_agents _langgraph_calls _lineage_facts _misread
+        _operations _owed _ownership _plan _policy _records _revive _settlements _signature
+        _stamp _steps _subgraph_misread _turn _typediff _typeforms _unreadable"""),
+    "flows": _names("_decision_log _flow"),
+    "I/O": _names("""_advisory _advisory_sql _file_lock _fixtures _fork _keep _keep_calls
+        _ledger_store _lock _migrate _otel _prune _prune_sql _prune_store _spend _stamp_order
+        _stamp_store
+        _storage _storage_postgres _storage_rows _storage_sqlite _telemetry"""),
+    "drivers": _names("_call_match _drivers _graph _thread _verify_writes _written_types"),
+    "public API": _names("""__init__ _accept _attach _auto_resume _budget_read _checks _compile
+        _export _fleet _inventory _lineage _offline _pruning _run budget testing types"""),
+    "CLI": frozenset(name for name in MODULES if name.startswith("cli")),
+}
+"""Every module's place, lowest layer first."""
+
+UPWARD = {
+    ("_flow", "_keep"): "what a resume keeps is read by I/O code until keeping is a flow",
+    ("_flow", "_thread"): "ThreadCall, the call's record, names its graph's class",
+    ("_fork_misread", "_thread"): "ThreadCall, as for _flow",
+    ("_steps", "_thread"): "ThreadCall, as for _flow",
+}
+"""The imports that still point up a layer, each with why: the list is exact, so one that
+goes must leave it too."""
+
+SAVERS_AND_DATABASES = (
+    "sqlite3",
+    "aiosqlite",
+    "psycopg",
+    "psycopg_pool",
+    "langgraph.checkpoint.memory",
+    "langgraph.checkpoint.sqlite",
+    "langgraph.checkpoint.postgres",
+)
+"""What the pure modules never import, nor ``BaseCheckpointSaver``."""
 
 
 # Cached: every parametrized test reads every module.
 @cache
 def imports(module: str) -> list[ast.ImportFrom]:
-    tree = ast.parse((PACKAGE / f"{module}.py").read_text())
+    tree = ast.parse(MODULES[module].read_text())
     typing_only = {
         id(node)
         for top in tree.body
@@ -41,8 +100,60 @@ def imports(module: str) -> list[ast.ImportFrom]:
 
 @cache
 def graph() -> dict[str, set[str]]:
-    modules = [path.stem for path in PACKAGE.glob("*.py")]
-    return {m: {node.module.split(".")[1] for node in imports(m) if node.module} for m in modules}
+    return {
+        m: {node.module.removeprefix("neograph_ext.") for node in imports(m) if node.module}
+        for m in MODULES
+    }
+
+
+def layer(module: str) -> int:
+    return next(i for i, names in enumerate(LAYERS.values()) if module in names)
+
+
+def test_every_module_has_one_place_in_the_layers() -> None:
+    placed = [name for names in LAYERS.values() for name in names]
+    assert sorted(placed) == sorted(MODULES), (
+        f"unplaced: {sorted(set(MODULES) - set(placed))}; "
+        f"gone or twice: {sorted({n for n in placed if placed.count(n) > 1 or n not in MODULES})}"
+    )
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_a_module_imports_its_own_layer_and_those_below(module: str) -> None:
+    up = sorted(
+        f"{other} ({list(LAYERS)[layer(other)]})"
+        for other in graph()[module]
+        if other in MODULES and layer(other) > layer(module) and (module, other) not in UPWARD
+    )
+    assert not up, f"{module} ({list(LAYERS)[layer(module)]}) imports a higher layer: {up}"
+
+
+def test_the_upward_imports_listed_are_exactly_those_left() -> None:
+    left = {
+        (module, other)
+        for module, others in graph().items()
+        for other in others
+        if other in MODULES and layer(other) > layer(module)
+    }
+    assert left == set(UPWARD)
+
+
+@pytest.mark.parametrize("module", sorted(LAYERS["pure"]))
+def test_a_pure_module_imports_no_saver_and_no_database(module: str) -> None:
+    found = []
+    for node in ast.walk(ast.parse(MODULES[module].read_text())):
+        if isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found += [node.module]
+            found += [alias.name for alias in node.names if alias.name == "BaseCheckpointSaver"]
+    banned = [
+        name
+        for name in found
+        if name == "BaseCheckpointSaver"
+        or any(name == b or name.startswith(f"{b}.") for b in SAVERS_AND_DATABASES)
+    ]
+    assert not banned, f"{module} is pure but imports {banned}"
 
 
 def reaches(edges: dict[str, set[str]], start: str, goal: str) -> bool:
@@ -61,8 +172,8 @@ def reaches(edges: dict[str, set[str]], start: str, goal: str) -> bool:
 def test_no_module_imports_the_package_inside_a_function() -> None:
     """An import inside a function body is how a cycle is dodged: none is left."""
     found = [
-        f"{path.stem}.{node.name}"
-        for path in PACKAGE.glob("*.py")
+        f"{module}.{node.name}"
+        for module, path in MODULES.items()
         for node in ast.walk(ast.parse(path.read_text()))
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
         for inner in ast.walk(node)
@@ -106,9 +217,9 @@ def test_names_imported_from_or_by_a_checked_module_are_public(module: str) -> N
     assert not used, f"{module}: underscore names cross modules: {used}"
 
 
-@pytest.mark.parametrize("module", CHECKED)
+@pytest.mark.parametrize("module", PACKAGE_ONLY)
 def test_all_lists_the_public_names(module: str) -> None:
-    tree = ast.parse((PACKAGE / f"{module}.py").read_text())
+    tree = ast.parse(MODULES[module].read_text())
     defined: set[str] = set()
     listed: list[str] = []
     for node in tree.body:

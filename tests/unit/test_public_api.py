@@ -3,48 +3,34 @@
 from __future__ import annotations
 
 import inspect
+import warnings
+
+import pytest
 
 import neograph_ext
 
 EXPECTED = [
-    "Budget",
+    "AutoResume",
     "BudgetExceededError",
-    "ChangeReason",
     "CheckpointSchemaError",
-    "DescriptionPruned",
     "FixtureError",
     "GraphError",
-    "History",
-    "HistoryEntry",
-    "Inventory",
-    "Ledger",
     "LockPolicy",
     "NeographExtError",
-    "NodeChange",
     "PlanKind",
-    "PruneReport",
-    "PruneSkip",
     "ResumePlan",
     "ResumePolicy",
-    "Spend",
     "StampLostError",
-    "StampStatus",
-    "StampThreads",
-    "TaskStep",
     "Telemetry",
     "ThreadBusyError",
-    "ThreadCheck",
-    "ThreadFixture",
-    "ThreadPruned",
     "ThreadSupersededError",
     "UnreadableCheckpointError",
+    "WriteChecks",
     "WriteReadbackError",
     "aaccept",
     "accept",
     "acheck_threads",
     "ahistory",
-    "aledger",
-    "alist_threads",
     "aplan",
     "aprune",
     "arun",
@@ -55,20 +41,27 @@ EXPECTED = [
     "export_threads",
     "fingerprint_type",
     "history",
-    "inventory",
     "is_reserved_thread",
     "is_stamped",
-    "ledger",
-    "list_threads",
     "plan",
-    "plan_fixture",
     "prune",
-    "read_fixtures",
     "run",
     "stale_values",
     "stream",
     "unrevivable_types",
 ]
+SUBMODULES = {"budget", "testing", "types"}
+"""Public submodules: each with its own sorted ``__all__``, every name documented."""
+
+MOVED = {
+    **dict.fromkeys(["Budget", "Ledger", "Spend", "aledger", "ledger"], "budget"),
+    **dict.fromkeys(["ThreadFixture", "plan_fixture", "read_fixtures"], "testing"),
+    **dict.fromkeys(
+        neograph_ext.types.__all__,
+        "types",
+    ),
+}
+"""0.3's top-level names that 0.4 moved, and where."""
 
 
 def test_exports_are_exactly_all() -> None:
@@ -84,6 +77,49 @@ def test_exports_are_exactly_all() -> None:
 def test_every_export_has_a_docstring() -> None:
     for name in EXPECTED:
         assert inspect.getdoc(getattr(neograph_ext, name)), name
+    for module in SUBMODULES:
+        sub = getattr(neograph_ext, module)
+        assert inspect.getdoc(sub) and sub.__all__ == sorted(sub.__all__), module
+        for name in sub.__all__:
+            assert inspect.getdoc(getattr(sub, name)), f"{module}.{name}"
+
+
+@pytest.mark.parametrize("name", sorted(MOVED))
+def test_a_moved_0_3_name_warns_naming_its_place_and_is_the_same_object(name: str) -> None:
+    module = getattr(neograph_ext, MOVED[name])
+    assert name in module.__all__ and name not in neograph_ext.__all__
+    with pytest.warns(DeprecationWarning, match=rf"neograph_ext\.{name} is deprecated: use "):
+        old = getattr(neograph_ext, name)
+    assert old is getattr(module, name)
+    assert f"neograph_ext.{MOVED[name]}.{name}" in str(_warning(name))
+
+
+@pytest.mark.parametrize(
+    ("name", "new"),
+    [
+        ("inventory", "neograph_ext.types.Inventory.of"),
+        ("list_threads", "neograph_ext.check_threads"),
+        ("alist_threads", "neograph_ext.acheck_threads"),
+    ],
+)
+def test_the_other_0_3_surveys_warn_naming_the_one_survey(name: str, new: str) -> None:
+    assert f"use {new}" in str(_warning(name))
+    with pytest.warns(DeprecationWarning):
+        assert callable(getattr(neograph_ext, name))
+
+
+def test_an_unknown_name_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        neograph_ext.Nope  # noqa: B018
+
+
+def _warning(name: str) -> warnings.WarningMessage:
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        getattr(neograph_ext, name)
+    [warning] = seen
+    assert warning.category is DeprecationWarning and warning.filename == __file__
+    return warning
 
 
 def test_errors_share_one_root() -> None:

@@ -1,0 +1,12 @@
+"""Budgets: what each thread may spend, and what it spent.
+
+Attach a ``Budget`` to a graph (``compile(builder, attach=[Budget(max_model_calls=20)])``);
+the next superstep or model call that would pass a cap raises
+``neograph_ext.BudgetExceededError``. ``ledger`` / ``aledger`` read what a thread spent
+(docs/budgets.md).
+"""
+
+from neograph_ext._budget import Budget, Ledger, Spend
+from neograph_ext._budget_read import aledger, ledger
+
+__all__ = ["Budget", "Ledger", "Spend", "aledger", "ledger"]
