@@ -79,6 +79,7 @@ __all__ = [
     "PlanKind",
     "ResumePlan",
     "TaskStep",
+    "asks_again",
     "decide",
     "lost_on_pause",
     "needs_lineage",
@@ -160,9 +161,18 @@ def decide(
         lost = sorted(head.unrevivable & judged)
         if lost:
             plan = replace(plan, blocker=lost_on_pause(thread_id, lost))
-        else:
+        elif asks_again(plan, head):
             plan = replace(plan, notes=(*plan.notes, ASKED_AGAIN))
     return with_owed(plan, head)
+
+
+def asks_again(plan: ResumePlan, head: HeadFacts) -> bool:
+    """Whether a rewind of a paused head asks its question again: unless it rewinds the
+    head's own step, where only finished siblings of the asking task changed (what the
+    question was asked from is kept, and so are the answers the task was given)."""
+    if plan.checkpoint_id != head.checkpoint_id or head.step is None:
+        return True
+    return bool(head.step.unfinished & plan.invalidated_nodes)
 
 
 def with_owed(plan: ResumePlan, head: HeadFacts) -> ResumePlan:
@@ -205,7 +215,9 @@ def _decide_steps(
     if other_graph:
         return plan_with(blocker=other_graph)
     inner = facts.inner if facts is not None else ()
-    pending = unique(pending_changes(head, current) + waiting_subgraphs(head, current) + inner)
+    ran = facts.step if facts is not None else None
+    own = pending_changes(head, current, ran.writers if ran is not None else None)
+    pending = unique(own + waiting_subgraphs(head, current) + inner)
     # What ``run`` verified under an earlier stamp is judged by that stamp: the thread
     # then counts as written by that code directly, and its carrying forks as values it
     # wrote (a chain of deploys plans as each deploy would on its own).
@@ -279,6 +291,7 @@ def _decide_steps(
         writers,
         converted,
         history,
+        ran,
     )
     steps = [*found_in, (len(records), pending, frozenset())] if pending else found_in
     plan, carried = settle(settling, steps)

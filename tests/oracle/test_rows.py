@@ -65,11 +65,6 @@ def test_two_writers_of_a_union_only_the_changed_one_reruns(kind: str, tmp_path:
 PARALLEL = Spec(((Node("a"),), (Node("x"), Node("y"), Node("z")), (Node("d"),)))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the crashed step's unchanged finished sibling y re-runs; with a versions "
-    "bump, the plan names the crashed z as kept while it runs",
-)
 @pytest.mark.parametrize("change", [{"x": "str"}, {"version": "v2"}], ids=["retyped", "version"])
 @pytest.mark.parametrize("kind", SAVERS)
 def test_a_crashed_step_keeps_its_unchanged_finished_sibling(
@@ -82,12 +77,6 @@ def test_a_crashed_step_keeps_its_unchanged_finished_sibling(
 JOINED = Spec(((Node("a"), Node("b")), (Node("c"), Node("d"))))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="found by the oracle: in a parallel step whose tasks a join triggered "
-    "(add_edge([a, b], c), add_edge([a, b], d)), a changed channel is blamed on both: "
-    "the unchanged d re-runs",
-)
 @pytest.mark.parametrize("kind", SAVERS)
 def test_a_step_after_a_join_keeps_its_unchanged_sibling(kind: str, tmp_path: Path) -> None:
     case = Case(JOINED, JOINED.with_node("c", extra="required"))
@@ -97,11 +86,6 @@ def test_a_step_after_a_join_keeps_its_unchanged_sibling(kind: str, tmp_path: Pa
 ASKING = Spec(((Node("a"),), (Node("ask", asks=1), Node("c")), (Node("d"),)))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the asking node is blamed for its changed sibling's channel: the question "
-    "is asked again",
-)
 @pytest.mark.parametrize("kind", SAVERS)
 def test_a_question_beside_a_changed_sibling_is_not_asked_again(kind: str, tmp_path: Path) -> None:
     case = Case(ASKING, ASKING.with_node("c", x="str"), answered=0)
