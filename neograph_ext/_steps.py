@@ -238,7 +238,7 @@ def _rewinding(
             "its turn is replayed"
         )
     elif applies and (answer or paused):
-        given = _unkeyed(input) if kept_question else input
+        given = _unkeyed(input, head) if kept_question else input
         steps += (Invocation(given, at_checkpoint(call.config, None), here, Due.INTERRUPTED),)
     elif paused and answer:
         # That the question is asked again is the plan's note (``_plan.ASKED_AGAIN``).
@@ -270,11 +270,13 @@ def _fork_for(
     return Invocation(None, at_checkpoint(call.config, None), mark, keep=keep, upto=upto)
 
 
-def _unkeyed(answer: Command[Any]) -> Command[Any]:
-    """An answer to one question keyed by its interrupt id, as the bare value: the fork
-    asks the same question under a new id, which the old key does not answer."""
+def _unkeyed(answer: Command[Any], head: CheckpointTuple) -> Command[Any]:
+    """An answer keyed by the interrupt id of the one question the head waits on, as the
+    bare value: the fork asks the same question under a new id, which the old key does
+    not answer (with several questions, a bare value would answer none: left keyed)."""
     resume = answer.resume
-    if isinstance(resume, Mapping) and len(resume) == 1 and answer.update is None:
+    asked = [w for w in head.pending_writes or () if w[1] == "__interrupt__"]
+    if isinstance(resume, Mapping) and len(resume) == 1 == len(asked) and answer.update is None:
         return Command(resume=next(iter(resume.values())), goto=answer.goto)
     return answer
 

@@ -166,6 +166,10 @@ def test_a_rewind_of_the_step_a_question_waits_in_applies_the_answer_when_not_as
         assert fork.keep is not None and ".ask_again." not in fork.mark
         assert answer.when is Due.INTERRUPTED
         assert answer.input.resume == (applied or given)
+    # Two questions waiting: a bare value would answer neither; it stays keyed.
+    two = head._replace(pending_writes=[*(head.pending_writes or ()), ("t2", "__interrupt__", [])])
+    _, answer = work_for(call, plan, two, Command(resume={"old-id": "yes"}), {}).invocations
+    assert answer.input.resume == {"old-id": "yes"}
 
 
 def test_a_rewind_into_an_earlier_turn_replays_each_later_turn_once_complete() -> None:
