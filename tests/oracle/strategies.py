@@ -124,6 +124,9 @@ def known_failure(case: Case) -> str | None:
         return "test_reanswer_applies_each_answer_of_a_node_asking_twice_to_its_own_question"
     if case.resume and case.by_id:
         return "test_reanswer_applies_an_answer_keyed_by_interrupt_id"
+    asking = [n.name for n in case.old.nodes() if isinstance(n, Node) and n.asks]
+    if case.resume and len(asking) > 1 and changed:
+        return "test_reanswer_applies_the_answer_to_the_question_it_answered_not_an_earlier_one"
     if any(isinstance(n, Fan) for n in changed):
         return "test_a_changed_send_argument_reruns_its_sender"
     return None

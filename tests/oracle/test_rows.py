@@ -119,6 +119,26 @@ def test_reanswer_applies_an_answer_keyed_by_interrupt_id(kind: str, tmp_path: P
     assert oracle(kind, tmp_path, case) == "rewind"
 
 
+ASKED_TWICE = Spec(((Node("a", asks=1),), (Node("c", asks=1),)))
+"""Found by the oracle as ``(a, Fan b, c, Fan d)`` (both nodes asking): the fans play no
+part, and it shrinks to two nodes that ask."""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="found by the oracle: with reanswer, the answer given to the question c waits "
+    "on is applied to the question the rewind asks first, a's (asked again as a changed): "
+    "a keeps c's answer, and c asks again",
+)
+@pytest.mark.parametrize("kind", SAVERS)
+def test_reanswer_applies_the_answer_to_the_question_it_answered_not_an_earlier_one(
+    kind: str, tmp_path: Path
+) -> None:
+    new = ASKED_TWICE.with_node("a", extra="required")
+    case = Case(ASKED_TWICE, new, answered=1, resume=REANSWER)
+    assert oracle(kind, tmp_path, case) == "rewind"
+
+
 EDITED = Spec(((Node("a"),), (Node("w"),), (Node("d"),)))
 
 
