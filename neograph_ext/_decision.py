@@ -278,6 +278,9 @@ class HeadStep:
     answered: frozenset[str] = frozenset()
     """The nodes with a task that did not finish but was given answers already (it asks
     more than once): a rewind of the step keeps those answers (``kept_tasks``)."""
+    asked: frozenset[str] = frozenset()
+    """The nodes with a task that asked a question in the step, finished or not: run
+    again, such a task may ask before the question waited on."""
 
 
 @dataclass(frozen=True)

@@ -66,6 +66,7 @@ def head_step(graph: Pregel[Any, Any, Any, Any], head: CheckpointTuple) -> HeadS
         frozenset(tasks[task] for task in done),
         frozenset(name for task, name in tasks.items() if task not in done),
         frozenset(tasks[task] for task in answered),
+        frozenset(tasks[task] for task, channel, _ in writes if channel == "__interrupt__"),
     )
 
 

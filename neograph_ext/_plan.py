@@ -169,11 +169,12 @@ def decide(
 
 def asks_again(plan: ResumePlan, head: HeadFacts) -> bool:
     """Whether a rewind of a paused head asks its question again: unless it rewinds the
-    head's own step, where only finished siblings of the asking task changed (what the
-    question was asked from is kept, and so are the answers the task was given)."""
+    head's own step, where only finished siblings of the asking task changed, none of
+    which asked (what the question was asked from is kept, and so are the answers the
+    task was given; a changed sibling that asked would ask first)."""
     if plan.checkpoint_id != head.checkpoint_id or head.step is None:
         return True
-    return bool(head.step.unfinished & plan.invalidated_nodes)
+    return bool((head.step.unfinished | head.step.asked) & plan.invalidated_nodes)
 
 
 def with_owed(plan: ResumePlan, head: HeadFacts) -> ResumePlan:

@@ -92,6 +92,20 @@ def test_a_question_beside_a_changed_sibling_is_not_asked_again(kind: str, tmp_p
     assert oracle(kind, tmp_path, case) == "rewind"
 
 
+BOTH_ASK = Spec(((Node("a", asks=1), Node("b", asks=1)),))
+
+
+@pytest.mark.parametrize("kind", SAVERS)
+def test_a_changed_sibling_that_asked_asks_again_and_the_other_keeps_its_answer(
+    kind: str, tmp_path: Path
+) -> None:
+    """Found by the oracle's long suite: both asked and were answered, ``b`` crashed, and
+    ``a`` changed. The rewind of the step asks ``a`` again: the answer given then (to the
+    question ``b`` waited on) must not be applied to it, and ``b`` keeps its answer."""
+    case = Case(BOTH_ASK, BOTH_ASK.with_node("a", extra="required"), crash="b", answered=1)
+    assert oracle(kind, tmp_path, case) == "rewind"
+
+
 TWICE = Spec(((Node("a"),), (Node("ask", asks=2),), (Node("d"),)))
 REANSWER = ne.ResumePolicy(reanswer=True)
 

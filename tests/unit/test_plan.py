@@ -294,9 +294,10 @@ def test_a_rewind_of_a_crashed_step_keeps_its_unchanged_finished_tasks_alone(new
         (_CRASHED, False),
         (replace(_CRASHED, answered=frozenset("e")), False),  # its answers are kept
         (replace(_CRASHED, unfinished=frozenset("ce")), True),  # the asking task changed
+        (replace(_CRASHED, asked=frozenset("c")), True),  # a changed sibling asks first
         (None, True),
     ],
-    ids=["beside-a-changed-sibling", "answered-before", "asker-changed", "unknown"],
+    ids=["beside-a-changed-sibling", "answered-before", "asker-changed", "sibling-asked", "none"],
 )
 def test_a_question_is_asked_again_unless_only_a_finished_sibling_changed(
     step: HeadStep | None, asked: bool
