@@ -22,7 +22,16 @@ from neograph_ext._drawing import draw_mermaid, draw_png, marks
 if TYPE_CHECKING:
     from langgraph.pregel import Pregel
 
-__all__ = ["Carriable", "Carry", "HeadFacts", "NodeOrder", "PlanKind", "ResumePlan", "TaskStep"]
+__all__ = [
+    "Carriable",
+    "Carry",
+    "HeadFacts",
+    "HeadStep",
+    "NodeOrder",
+    "PlanKind",
+    "ResumePlan",
+    "TaskStep",
+]
 
 
 class NodeOrder(frozenset[str]):
@@ -254,6 +263,27 @@ class Carry:
 
 
 @dataclass(frozen=True)
+class HeadStep:
+    """The head's own superstep as far as it ran (a crash, a question): which of its tasks
+    finished and what they wrote, told apart by their task ids (``_head_state.head_step``)."""
+
+    writers: frozenset[tuple[str, str]]
+    """``(channel, node)`` for each state channel a finished task of it wrote, before any
+    claim (``_claim``): a changed channel is blamed on its writers alone."""
+    finished: frozenset[str] = frozenset()
+    """The nodes with a task that finished: it left its output and asked nothing."""
+    unfinished: frozenset[str] = frozenset()
+    """The nodes with a task that did not finish (it crashed, waits on a question, or
+    never ran): it runs, whatever changed."""
+    answered: frozenset[str] = frozenset()
+    """The nodes with a task that did not finish but was given answers already (it asks
+    more than once): a rewind of the step keeps those answers (``kept_tasks``)."""
+    asked: frozenset[str] = frozenset()
+    """The nodes with a task that asked a question in the step, finished or not: run
+    again, such a task may ask before the question waited on."""
+
+
+@dataclass(frozen=True)
 class HeadFacts:
     """What the head checkpoint holds, as the read side found it: what ``decide`` needs
     besides the lineage. Built from the head tuple and the graph's definition alone."""
@@ -296,6 +326,9 @@ class HeadFacts:
     """Per checkpoint a rewind would fork from, why each of its stored values that does
     not read back does not (``_fork_misread``): the record that last wrote it up to that
     checkpoint counts as changed."""
+    step: HeadStep | None = None
+    """Its own superstep's tasks, when some finished and their ids are LangGraph's; None
+    otherwise (then each task the head waits on counts as a writer of what they wrote)."""
 
 
 Carriable = Callable[[frozenset[str]], Carry]

@@ -33,7 +33,13 @@ from neograph_ext._decision import Carriable, HeadFacts, PlanKind, ResumePlan
 from neograph_ext._decision_log import logged
 from neograph_ext._errors import GraphError, NeographExtError
 from neograph_ext._fork_misread import judged_fork
-from neograph_ext._head_state import has_interrupt, is_paused, started_input, waiting_nodes
+from neograph_ext._head_state import (
+    has_interrupt,
+    head_step,
+    is_paused,
+    started_input,
+    waiting_nodes,
+)
 from neograph_ext._history import Record, lineage, references, resolved
 from neograph_ext._keep import incomplete
 from neograph_ext._langgraph import delta_channels
@@ -358,6 +364,7 @@ def _facts(call: ThreadCall, head: CheckpointTuple | None) -> Flow[HeadFacts | N
         misread=misread,
         unrevivable=lost,
         inner=inner,
+        step=head_step(call.graph, head) if waits else None,
     )
 
 

@@ -16,12 +16,15 @@ from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.errors import EmptyChannelError
 from langgraph.pregel import Pregel
 
-from neograph_ext._langgraph import delta_channels
-from neograph_ext._owed import waiting
+from neograph_ext._claim import CLAIM, CONTROL, unclaimed
+from neograph_ext._decision import HeadStep
+from neograph_ext._langgraph import NULL_TASK, delta_channels, head_tasks
+from neograph_ext._owed import pulled, waiting
 from neograph_ext._stamp import read_marks
 
 __all__ = [
     "has_interrupt",
+    "head_step",
     "is_paused",
     "output_of",
     "started_input",
@@ -34,6 +37,37 @@ def waiting_nodes(graph: Pregel[Any, Any, Any, Any], head: CheckpointTuple) -> f
     # ``__start__`` counts: a head that is the input checkpoint (a process killed
     # before the first step was saved) still waits to run the whole graph.
     return waiting(head.checkpoint, _triggers(graph), graph.channels)
+
+
+def head_step(graph: Pregel[Any, Any, Any, Any], head: CheckpointTuple) -> HeadStep | None:
+    """The head's own superstep as far as it ran: which of its tasks finished, by task id.
+
+    A task finished when it left an output, whatever it asked or raised before (as
+    LangGraph's ``read_task_statuses`` tells it). None when no task left an output, or a
+    write's task id is none of the head's tasks (another LangGraph version): then the
+    decision counts every task waited on as a writer of what they wrote."""
+    writes = [w for w in head.pending_writes or () if w[0] not in (NULL_TASK, CLAIM)]
+    done = {task for task, channel, _ in writes if channel not in CONTROL}
+    if not done:
+        return None
+    step = head.metadata.get("step", -1)
+    triggers = _triggers(graph)
+    due = {name: triggers[name] for name in pulled(head.checkpoint, triggers, graph.channels)}
+    tasks = head_tasks(head.checkpoint, step if isinstance(step, int) else -1, due)
+    if tasks is None or not {task for task, _, _ in writes} <= tasks.keys():
+        return None
+    answered = {task for task, channel, _ in writes if channel == "__resume__"} - done
+    return HeadStep(
+        frozenset(
+            (channel, tasks[task])
+            for task, channel, _ in unclaimed(head.pending_writes or ())
+            if task in done and not channel.startswith(("__", "branch:", "join:"))
+        ),
+        frozenset(tasks[task] for task in done),
+        frozenset(name for task, name in tasks.items() if task not in done),
+        frozenset(tasks[task] for task in answered),
+        frozenset(tasks[task] for task, channel, _ in writes if channel == "__interrupt__"),
+    )
 
 
 def _triggers(graph: Pregel[Any, Any, Any, Any]) -> Mapping[str, tuple[str, ...]]:

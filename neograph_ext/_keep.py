@@ -7,8 +7,9 @@ Rules:
   kept tasks left on T when they ran on the old branch (T's pending writes), then
   resumes the thread's newest checkpoint, the fork: LangGraph hands saved writes back
   to their tasks instead of running them.
-- A task kept is one that finished: it left writes, none of them an error or an
-  interrupt.
+- A task kept is one that finished: it left an output (beside an error or a question
+  of an earlier try, which are not kept). Of a task of a kept node still waiting on a
+  question, the answers it was given are kept: it runs again and asks the rest.
 - The writes are saved before the fork that holds them (``_fork.put_fork``): the fork
   appears with all of them, and a process killed in between leaves T's branch as it was.
 - The fork records how many tasks it keeps (``KEEP_KEY``; so does a fork carrying a
@@ -60,12 +61,16 @@ __all__ = [
 KEEP_KEY = "neograph_ext_keep"
 """Fork metadata: how many tasks' writes the fork was made to hold."""
 
-_ERROR, _INTERRUPT = "__error__", "__interrupt__"
-"""A task that wrote an interrupt did not finish, nor did one that wrote an error and
-nothing else: it runs again. One that wrote an error and then its output failed, and
-then finished when the thread was resumed: LangGraph hands it its output
-(``read_task_statuses``), and so does the fork, without the failed try's error."""
-_STATUS = frozenset({_ERROR, _INTERRUPT, "__error_source_node__", "__resume__"})
+_ERROR = "__error__"
+"""A task that wrote an interrupt and nothing else did not finish, nor did one that wrote
+an error and nothing else: it runs again. One that failed (or asked) and then finished
+when the thread was resumed left its output beside the error (or the question and its
+answer): LangGraph hands it its output (``read_task_statuses``), and so does the fork,
+without the failed try's error, the question or the answer."""
+_RESUME = "__resume__"
+"""The answers a task was given (the values its ``interrupt()`` calls return, in order):
+kept for a task that asks again, so it asks only the questions not answered yet."""
+_STATUS = frozenset({_ERROR, "__interrupt__", "__error_source_node__", _RESUME})
 """Writes that say what happened to a task, not what it produced (``CONTROL_WRITES``)."""
 _NOT_CARRIED = frozenset({"__interrupt__", "__resume__"})
 """Writes that time travel drops from the checkpoint it forks, and so does a keep."""
@@ -92,25 +97,23 @@ def kept_writes(
     """
     by_id = {task.id: (task.name, tuple(task.path)) for task in old_tasks}
     grouped: dict[TaskKey | None, list[tuple[str, Any]]] = defaultdict(list)
-    interrupted: set[TaskKey] = set()
     for task_id, channel, value in writes:
         if task_id == NULL_TASK:
             if channel not in _NOT_CARRIED:
                 grouped[None].append((channel, value))
             continue
         key = by_id.get(task_id)
-        if key is None or key[0] not in nodes:
-            continue
-        if channel == _INTERRUPT:
-            interrupted.add(key)
-        elif channel == _ERROR:
+        if key is None or key[0] not in nodes or channel in (_ERROR, "__interrupt__"):
             continue
         grouped[key].append((channel, value))
-    return {
-        key: found
-        for key, found in grouped.items()
-        if key is None or (key not in interrupted and any(ch not in _STATUS for ch, _ in found))
-    }
+    kept: dict[TaskKey | None, list[tuple[str, Any]]] = {}
+    for key, found in grouped.items():
+        output = [write for write in found if write[0] not in _STATUS]
+        # A task that finished keeps its output alone; one still asking, its answers.
+        carried = output or [write for write in found if write[0] == _RESUME]
+        if key is None or carried:
+            kept[key] = found if key is None else carried
+    return kept
 
 
 def forked(

@@ -49,6 +49,7 @@ __all__ = [
     "fold_cache_keys",
     "fold_task_cache_keys",
     "hash_task_id",
+    "head_tasks",
     "strict_msgpack",
     "task_writers",
     "unsaved_subgraph",
@@ -133,6 +134,8 @@ def strict_msgpack() -> bool:
 
 _PULL = "__pregel_pull"
 _PUSH = "__pregel_push"
+_BRANCH_TO = "branch:to:"
+"""The prefix of the channel each ``StateGraph`` node is triggered by (``CHANNEL_BRANCH_TO``)."""
 
 
 def compile_options(graph: CompiledStateGraph[Any, Any, Any, Any]) -> dict[str, Any]:
@@ -269,8 +272,10 @@ def task_writers(
     """Which node each task that produced ``child`` was, by task id.
 
     A task's id is a hash of its parent checkpoint's id, the step, the node's name and
-    its triggers (a pull task: the channels in ``versions_seen[node]``) or the index of
-    its ``Send`` in the parent's queue (a push task).
+    its triggers (a pull task: every channel the node subscribes to) or the index of
+    its ``Send`` in the parent's queue (a push task). ``versions_seen[node]`` names the
+    triggers that held a value: a ``StateGraph`` node a join triggered never saw its own
+    ``branch:to:`` channel written, so the ids with it are derived too.
 
     Args:
         parent: The raw checkpoint the step started from.
@@ -283,24 +288,52 @@ def task_writers(
         Task id -> node name for every task id among ``writes``, or None when one of
         them matches no node (another LangGraph version, or a graph since changed).
     """
+    seen: Mapping[str, Mapping[str, Any]] = child.get("versions_seen", {})
+    pulled = [
+        (name, triggers)
+        for name in ran
+        for triggers in (set(seen.get(name, {})), {*seen.get(name, {}), _BRANCH_TO + name})
+    ]
+    known = _task_ids(parent, step, pulled)
+    tasks = {task for task, _, _ in writes}
+    return known if known is not None and tasks <= set(known) else None
+
+
+def head_tasks(
+    head: Mapping[str, Any], step: int, triggers: Mapping[str, Sequence[str]]
+) -> dict[str, str] | None:
+    """Task id -> node name of each task the head checkpoint runs next: a pull task of
+    each node of ``triggers`` (the nodes due, with every channel each subscribes to) and
+    a push task per ``Send`` queued; None when the head's id is not LangGraph's.
+
+    Args:
+        head: The raw checkpoint.
+        step: Its step.
+        triggers: Per node due by its triggers, the channels that trigger it.
+    """
+    return _task_ids(head, step, [(name, set(names)) for name, names in triggers.items()])
+
+
+def _task_ids(
+    parent: Mapping[str, Any], step: int, pulled: Sequence[tuple[str, set[str]]]
+) -> dict[str, str] | None:
+    """The ids of the tasks of ``parent``'s next step: pull tasks of ``pulled`` (a node
+    and its triggers), and the queued ``Send``s."""
     try:
         namespace = binascii.unhexlify(str(parent["id"]).replace("-", ""))
     except (binascii.Error, ValueError):
         return None
     hash_id = _xxhash_id if int(parent.get("v", 1)) > 1 else _uuid5_id
     known: dict[str, str] = {}
-    seen: Mapping[str, Mapping[str, Any]] = child.get("versions_seen", {})
-    for name in ran:
-        triggers = sorted(seen.get(name, {}))
-        known[hash_id(namespace, name, str(step + 1), name, _PULL, *triggers)] = name
+    for name, triggers in pulled:
+        known[hash_id(namespace, name, str(step + 1), name, _PULL, *sorted(triggers))] = name
     queued = parent.get("channel_values", {}).get(TASKS_CHANNEL) or ()
     for index, send in enumerate(queued):
         if isinstance(send, Send):
             known[hash_id(namespace, send.node, str(step + 1), send.node, _PUSH, str(index))] = (
                 send.node
             )
-    tasks = {task for task, _, _ in writes}
-    return known if tasks <= set(known) else None
+    return known
 
 
 def hash_task_id(version: int, namespace: bytes, *parts: str) -> str:

@@ -272,10 +272,13 @@ def unique(changes: Sequence[NodeChange]) -> tuple[NodeChange, ...]:
     return tuple(c for c in found.values() if c.node != STORED or c.channel not in named)
 
 
-def pending_changes(head: Record, current: Stamp) -> tuple[NodeChange, ...]:
+def pending_changes(
+    head: Record, current: Stamp, writers: frozenset[tuple[str, str]] | None = None
+) -> tuple[NodeChange, ...]:
     """Changes among the head's finished-but-uncheckpointed tasks (a crashed superstep, or
     a step waiting on a question): each task's against the code it ran under, the head's
-    own, or a claimant's for the tasks that finished after its claim (``_claim``)."""
+    own, or a claimant's for the tasks that finished after its claim (``_claim``).
+    ``writers``: who wrote what of the head's own (``HeadStep.writers``), when known."""
     waiting = user_nodes(head.next_nodes)
     claimed = tuple(
         change
@@ -283,10 +286,12 @@ def pending_changes(head: Record, current: Stamp) -> tuple[NodeChange, ...]:
         if claim.tasks and claim.stamp.id != current.id
         for change in step_changes(waiting, claim.wrote, claim.stamp, current)
     )
-    return _unclaimed_changes(head, current) + claimed
+    return _unclaimed_changes(head, current, writers) + claimed
 
 
-def _unclaimed_changes(head: Record, current: Stamp) -> tuple[NodeChange, ...]:
+def _unclaimed_changes(
+    head: Record, current: Stamp, writers: frozenset[tuple[str, str]] | None
+) -> tuple[NodeChange, ...]:
     """Changes among the head's finished tasks that its own code ran."""
     if not head.pending_tasks or not isinstance(head.stamp, Stamp | StampRef):
         return ()
@@ -298,7 +303,7 @@ def _unclaimed_changes(head: Record, current: Stamp) -> tuple[NodeChange, ...]:
     if channels is None:
         old = head.stamp.channels if isinstance(head.stamp, Stamp) else {}
         channels = frozenset(old) | frozenset(current.channels)
-    return step_changes(user_nodes(head.next_nodes), channels, head.stamp, current)
+    return step_changes(user_nodes(head.next_nodes), channels, head.stamp, current, writers=writers)
 
 
 def waiting_subgraphs(head: Record, current: Stamp) -> tuple[NodeChange, ...]:

@@ -20,7 +20,7 @@ from langgraph.types import Send
 from neograph_ext._history import lineage
 from neograph_ext._langgraph import STORED_IS_AVAILABLE, TASKS_CHANNEL
 
-__all__ = ["owed_turns", "waiting"]
+__all__ = ["owed_turns", "pulled", "waiting"]
 
 _EMPTY: Mapping[str, Any] = {}
 
@@ -40,6 +40,19 @@ def waiting(
         triggers: Per current node, the channels that trigger it.
         channels: The graph's channel specs, which know when a value is available.
     """
+    due = set(pulled(checkpoint, triggers, channels))
+    queued = checkpoint.get("channel_values", _EMPTY).get(TASKS_CHANNEL)
+    if queued:
+        due.update(send.node for send in queued if isinstance(send, Send))
+    return frozenset(due)
+
+
+def pulled(
+    checkpoint: Mapping[str, Any],
+    triggers: Mapping[str, Sequence[str]],
+    channels: Mapping[str, object],
+) -> frozenset[str]:
+    """The nodes of ``waiting`` due by their triggers (pull tasks), without the ``Send``s."""
     versions: Mapping[str, Any] = checkpoint.get("channel_versions", _EMPTY)
     seen_all: Mapping[str, Mapping[str, Any]] = checkpoint.get("versions_seen", _EMPTY)
     values: Mapping[str, Any] = checkpoint.get("channel_values", _EMPTY)
@@ -52,9 +65,6 @@ def waiting(
             ):
                 due.add(name)
                 break
-    queued = values.get(TASKS_CHANNEL)
-    if queued:
-        due.update(send.node for send in queued if isinstance(send, Send))
     return frozenset(due)
 
 

@@ -32,9 +32,10 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from functools import partial
+from typing import NamedTuple
 
 from neograph_ext._changes import NodeChange, storage_kind_changes
 from neograph_ext._decision import (
@@ -68,7 +69,7 @@ from neograph_ext._lineage_facts import (
 )
 from neograph_ext._ownership import owned
 from neograph_ext._settlements import SETTLEMENTS, Settling, settle, with_carried
-from neograph_ext._stamp import Stamp, Unreadable
+from neograph_ext._stamp import Stamp, StampRef, Unreadable
 
 __all__ = [
     "ASKED_AGAIN",
@@ -79,6 +80,7 @@ __all__ = [
     "PlanKind",
     "ResumePlan",
     "TaskStep",
+    "asks_again",
     "decide",
     "lost_on_pause",
     "needs_lineage",
@@ -160,9 +162,19 @@ def decide(
         lost = sorted(head.unrevivable & judged)
         if lost:
             plan = replace(plan, blocker=lost_on_pause(thread_id, lost))
-        else:
+        elif asks_again(plan, head):
             plan = replace(plan, notes=(*plan.notes, ASKED_AGAIN))
     return with_owed(plan, head)
+
+
+def asks_again(plan: ResumePlan, head: HeadFacts) -> bool:
+    """Whether a rewind of a paused head asks its question again: unless it rewinds the
+    head's own step, where only finished siblings of the asking task changed, none of
+    which asked (what the question was asked from is kept, and so are the answers the
+    task was given; a changed sibling that asked would ask first)."""
+    if plan.checkpoint_id != head.checkpoint_id or head.step is None:
+        return True
+    return bool((head.step.unfinished | head.step.asked) & plan.invalidated_nodes)
 
 
 def with_owed(plan: ResumePlan, head: HeadFacts) -> ResumePlan:
@@ -190,8 +202,57 @@ def _decide_steps(
     head = records[-1]
     sources = [record.source for record in records]
     turn = len(sources) - 1 - sources[::-1].index("input") if "input" in sources else 0
-    # Built once the loop found the candidates: ``replace`` is costly.
-    plan_with = partial(
+    plan_with = _plan_with(records, thread_id, turn)
+    other_graph = foreign(records, current)
+    if other_graph:
+        return plan_with(blocker=other_graph)
+    ran = facts.step if facts is not None else None
+    pending = _pending(head, current, facts)
+    # What ``run`` verified under an earlier stamp is judged by that stamp: the thread
+    # then counts as written by that code directly, and its carrying forks as values it
+    # wrote (a chain of deploys plans as each deploy would on its own).
+    verified_until, judged = verified_at(records, current)
+    writers = last_writers(records, verified_until)
+    accumulates = frozenset(current.accumulates or ())
+    # A new turn on a finished thread: every turn is history, judged as an earlier one.
+    history = facts is not None and facts.new_turn
+    walked = _Walk(records, current, turn, history, writers, (verified_until, judged))
+    found_in, notes, kept_valid = _changed_steps(walked)
+    found_in = _misread_steps(found_in, records, writers, misread, facts)
+    # An accumulating channel a carrying fork converted is carried again by a rewind to
+    # before that fork (``_settlements``): the policy is asked about it too.
+    converted = (
+        converted_items(records, verified_until + 1, accumulates, current) if accumulates else {}
+    )
+    base = plan_with(
+        candidates=frozenset(
+            c.channel for _, found, live in found_in if live for c in found if c.channel in live
+        )
+        | frozenset(converted)
+    )
+    if kept_valid:
+        base = replace(base, notes=(*base.notes, *map(_kept_valid, unique(kept_valid))))
+    settling = Settling(
+        records,
+        base,
+        turn,
+        carry,
+        replay_turns,
+        pending,
+        verified_until,
+        writers,
+        converted,
+        history,
+        ran,
+    )
+    return _concluded(settling, found_in, notes, current)
+
+
+def _plan_with(records: Sequence[Record], thread_id: str, turn: int) -> Callable[..., ResumePlan]:
+    """The plan of a thread where nothing changed, given what the walk found: built once
+    the walk found the candidates (``replace`` is costly)."""
+    head = records[-1]
+    return partial(
         ResumePlan,
         PlanKind.UP_TO_DATE if not head.next_nodes else PlanKind.CONTINUE,
         thread_id,
@@ -201,25 +262,67 @@ def _decide_steps(
         turn_input=records[turn].input,
         order=node_order(records),
     )
-    other_graph = foreign(records, current)
-    if other_graph:
-        return plan_with(blocker=other_graph)
+
+
+def _pending(head: Record, current: Stamp, facts: HeadFacts | None) -> tuple[NodeChange, ...]:
+    """The changes pending at the head: among its finished tasks, the subgraphs it waits
+    on, and inside them (``HeadFacts.inner``)."""
     inner = facts.inner if facts is not None else ()
-    pending = unique(pending_changes(head, current) + waiting_subgraphs(head, current) + inner)
-    # What ``run`` verified under an earlier stamp is judged by that stamp: the thread
-    # then counts as written by that code directly, and its carrying forks as values it
-    # wrote (a chain of deploys plans as each deploy would on its own).
-    verified_until, judged = verified_at(records, current)
-    writers = last_writers(records, verified_until)
+    ran = facts.step if facts is not None else None
+    own = pending_changes(head, current, ran.writers if ran is not None else None)
+    return unique(own + waiting_subgraphs(head, current) + inner)
+
+
+def _concluded(
+    settling: Settling, found_in: _Found, notes: list[str], current: Stamp
+) -> ResumePlan:
+    """The plan once each step with changes (and the head's pending ones) is settled by
+    the first case of ``SETTLEMENTS`` that applies; else values carried (``migrate``),
+    checkpoints that cannot be verified, or nothing changed."""
+    records, base, pending = settling.records, settling.base, settling.pending
+    steps = [*found_in, (len(records), pending, frozenset())] if pending else found_in
+    plan, carried = settle(settling, steps)
+    if plan is not None:
+        return plan
+    if carried:
+        return with_carried(replace(base, kind=PlanKind.MIGRATE), carried)
+    if notes:
+        return replace(base, kind=PlanKind.UNVERIFIED, notes=tuple(notes))
+    return _storage_kinds_noted(base, records[settled_at(records, current) :], current)
+
+
+class _Walk(NamedTuple):
+    """What the walk over a lineage's steps reads besides each record."""
+
+    records: Sequence[Record]
+    current: Stamp
+    turn: int
+    """The index of the latest turn's input record."""
+    history: bool
+    """Every turn is an earlier one (``HeadFacts.new_turn``)."""
+    writers: Mapping[str, int]
+    """Per channel, the index of the record whose value is live (``last_writers``)."""
+    verified: tuple[int, Stamp | StampRef | Unreadable | None]
+    """The last record ``run`` verified under another stamp, and that stamp
+    (``verified_at``): records up to it are judged by it."""
+
+
+_Found = list[tuple[int, tuple[NodeChange, ...], frozenset[str]]]
+
+
+def _changed_steps(walk: _Walk) -> tuple[_Found, list[str], list[NodeChange]]:
+    """Each step with changes still live, as ``(index, changes, live channels)``; the
+    notes on steps whose stamp cannot be trusted; and the changes of a finished turn
+    kept because the items they appended are still valid."""
+    records, current, turn, history, writers = walk[:5]
+    verified_until, judged = walk.verified
     # Most records of a long thread wrote nothing still live: skip building their sets.
     holders = frozenset(writers.values())
     compared = StepChanges(records, current)
-    found_in: list[tuple[int, tuple[NodeChange, ...], frozenset[str]]] = []
+    found_in: _Found = []
     notes: list[str] = []
     current_id, start = current.id, settled_at(records, current)
     accumulates = frozenset(current.accumulates or ())
-    # A new turn on a finished thread: every turn is history, judged as an earlier one.
-    history = facts is not None and facts.new_turn
     kept_valid: list[NodeChange] = []
     for index, record in enumerate(records[start:], start):
         stamp = record.stamp if index > verified_until else judged
@@ -248,6 +351,18 @@ def _decide_steps(
                 kept_valid += [c for c in changes if c.channel is None and c not in still]
             changes = still
         found_in.append((index, changes, live))
+    return found_in, notes, kept_valid
+
+
+def _misread_steps(
+    found_in: _Found,
+    records: Sequence[Record],
+    writers: Mapping[str, int],
+    misread: Mapping[str, str] | None,
+    facts: HeadFacts | None,
+) -> _Found:
+    """``found_in`` with the stored values that do not read back blamed on their writers:
+    the head's, and those of a checkpoint a rewind would fork from."""
     if misread:
         found_in = with_misread(found_in, records, writers, misread)
     for checkpoint_id, stale in sorted((facts.fork_misread if facts else {}).items()):
@@ -255,40 +370,7 @@ def _decide_steps(
         at = next((i for i, r in enumerate(records) if r.checkpoint_id == checkpoint_id), None)
         if at is not None and stale:
             found_in = with_misread(found_in, records, last_writers(records[: at + 1]), stale)
-    # An accumulating channel a carrying fork converted is carried again by a rewind to
-    # before that fork (``_settlements``): the policy is asked about it too.
-    converted = (
-        converted_items(records, verified_until + 1, accumulates, current) if accumulates else {}
-    )
-    base = plan_with(
-        candidates=frozenset(
-            c.channel for _, found, live in found_in if live for c in found if c.channel in live
-        )
-        | frozenset(converted)
-    )
-    if kept_valid:
-        base = replace(base, notes=(*base.notes, *map(_kept_valid, unique(kept_valid))))
-    settling = Settling(
-        records,
-        base,
-        turn,
-        carry,
-        replay_turns,
-        pending,
-        verified_until,
-        writers,
-        converted,
-        history,
-    )
-    steps = [*found_in, (len(records), pending, frozenset())] if pending else found_in
-    plan, carried = settle(settling, steps)
-    if plan is not None:
-        return plan
-    if carried:
-        return with_carried(replace(base, kind=PlanKind.MIGRATE), carried)
-    if notes:
-        return replace(base, kind=PlanKind.UNVERIFIED, notes=tuple(notes))
-    return _storage_kinds_noted(base, records[start:], current)
+    return found_in
 
 
 def _kept_valid(change: NodeChange) -> str:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from neograph_ext._changes import STORED, ChangeReason, NodeChange
-from neograph_ext._decision import Carry, PlanKind, ResumePlan, TaskStep
+from neograph_ext._decision import Carry, HeadStep, PlanKind, ResumePlan, TaskStep
 from neograph_ext._history import Record
 from neograph_ext._lineage_facts import (
     is_carrying_fork,
@@ -134,6 +134,9 @@ class Settling:
     history: bool = False
     """A new turn on a finished thread (``HeadFacts.new_turn``): every turn is an
     earlier one, never rewound (a rewind would drop the turn the call starts)."""
+    head_step: HeadStep | None = None
+    """Which of the head's own tasks finished (``HeadFacts.step``): a rewind of the head
+    keeps those, and only those, of the nodes not invalidated."""
 
 
 class _Step:
@@ -269,13 +272,7 @@ def _rewind(s: Settling, at: _Step) -> ResumePlan:
     # A stored value no node produced is no node to run: its channel's writers re-run.
     invalidated = frozenset(change.node for change in changes if change.node != STORED)
     removed = {c.node for c in changes if c.reason is ChangeReason.REMOVED}
-    # The target's own step: the tasks that produced records[index] on the old branch,
-    # or, rewinding the head itself (a crashed step), the tasks it waits on.
-    step = records[index].ran if index < len(records) else user_nodes(head.next_nodes)
-    later = ran_in(records[index + 1 :]) | user_nodes(head.next_nodes)
-    if index == len(records):
-        later = frozenset()
-    kept_tasks = step - invalidated - removed
+    step, kept_tasks, later = _target_step(s, index, invalidated | removed)
     rerun = (later | (step - kept_tasks) | invalidated) - removed
     target = records[index - 1] if index > 0 else None
     unknown = any(change.reason is ChangeReason.UNKNOWN for change in changes)
@@ -287,7 +284,7 @@ def _rewind(s: Settling, at: _Step) -> ResumePlan:
         tasks += [TaskStep(n, r.step, False) for r in records[index + 1 :] for n in sorted(r.ran)]
         tasks += [TaskStep(n, head.step + 1, False) for n in sorted(user_nodes(head.next_nodes))]
     else:
-        tasks += [TaskStep(n, head.step + 1, n in kept_tasks) for n in sorted(step)]
+        tasks += [TaskStep(n, head.step + 1, n not in rerun) for n in sorted(step)]
     plan = replace(
         base,
         notes=base.notes + ((_MISSING,) if unknown else ()),
@@ -302,6 +299,26 @@ def _rewind(s: Settling, at: _Step) -> ResumePlan:
         steps=tuple(tasks),
     )
     return plan
+
+
+def _target_step(
+    s: Settling, index: int, dropped: frozenset[str]
+) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+    """The rewind target's own step, of it the nodes whose finished tasks are kept, and
+    the nodes that ran after it: the tasks that produced ``records[index]`` on the old
+    branch, or, rewinding the head itself (a crashed step, a question), the tasks it
+    waits on, of which only those that finished are kept (a node with a task that did
+    not finish runs too), or whose answers are."""
+    records, head = s.records, s.records[-1]
+    if index < len(records):
+        step = records[index].ran
+        return step, step - dropped, ran_in(records[index + 1 :]) | user_nodes(head.next_nodes)
+    step = user_nodes(head.next_nodes)
+    if s.head_step is None:
+        return step, step - dropped, frozenset()
+    # A task still asking keeps the answers it was given: it runs, and asks the rest.
+    kept = step & (s.head_step.finished | s.head_step.answered)
+    return step, kept - dropped, step & s.head_step.unfinished
 
 
 def _naming(changes: Sequence[NodeChange], record: Record) -> str:

@@ -41,6 +41,7 @@ from neograph_ext._head_state import (
 from neograph_ext._langgraph import unsaved_subgraph
 from neograph_ext._misread import turn_misread
 from neograph_ext._ownership import superseded_message
+from neograph_ext._plan import ASKED_AGAIN
 from neograph_ext._stamp import (
     ASK_AGAIN,
     Stamp,
@@ -125,7 +126,6 @@ def work_for(
 ) -> Work:
     """What to invoke for a decision, under the call's resume policy; raises before
     anything runs when it must."""
-    reanswer = call.resume.reanswer
     strict = call.resume.on_change == "raise"
     if decision.kind is PlanKind.SUPERSEDED:
         raise ThreadSupersededError(superseded_message(decision), decision)
@@ -178,49 +178,9 @@ def work_for(
             )
         steps: tuple[Invocation, ...] = (_turn(call, decision, input, given),)
     elif decision.kind is PlanKind.REWIND:
-        paused = is_paused(call.graph, head)
-        # Until the question asked again is stored, the checkpoints say so: an answer a
-        # retry sends meanwhile was given to the old question (``_asking``).
-        asking_again = paused and not reanswer
-        asked = (
-            encode_run(call.stamp, ASK_AGAIN, stored_input, source, took) if asking_again else here
-        )
-        rewind = at_checkpoint(call.config, decision.checkpoint_id)
-        steps = (Invocation(None, rewind, asked),)
-        in_place = decision.checkpoint_id == head.checkpoint["id"]
-        if decision.kept_tasks or in_place or call.graph.neograph_ext_entrypoint is not None:
-            # Resumed without a checkpoint_id: the fork is the newest checkpoint, and
-            # LangGraph hands the writes saved on it back to the kept tasks. A rewind
-            # to the head itself, and an entrypoint's turn, are forked so even when
-            # nothing is kept: invoked from that checkpoint, langgraph 1.1 runs on the
-            # checkpoint itself, over the writes stored on it (which later resumes
-            # are handed), instead of forking it.
-            after = at_checkpoint(call.config, None)
-            entry = call.graph.neograph_ext_entrypoint is not None
-            upto = next((s.step for s in decision.steps if not s.kept and entry), None)
-            keep = (rewind, decision.kept_tasks)
-            steps = (Invocation(None, after, asked, keep=keep, upto=upto),)
-        steps += _replays(call, decision, source)
-        if reanswer and (answer or paused) and decision.replayed:
-            # The first question the rewind stops at is an earlier turn's, not the one
-            # the answer was given to (the head's, in its last turn): it is asked.
-            said.append(
-                "the answer given is set aside: the replay asks the questions of the "
-                "earlier turns first, and the question it answered is asked again once "
-                "its turn is replayed"
-            )
-        elif reanswer and (answer or paused):
-            after = at_checkpoint(call.config, None)
-            steps += (Invocation(input, after, here, Due.INTERRUPTED),)
-        elif paused and answer:
-            # That the question is asked again is the plan's note (``_plan.ASKED_AGAIN``).
-            said.append(
-                "the answer given was set aside: something upstream of the question it "
-                "answered changed, and the question is asked again "
-                "(ResumePolicy(reanswer=True) would apply it)"
-            )
-        elif new_turn:
-            steps += (_turn(call, decision, input, given, Due.COMPLETE),)
+        again = encode_run(call.stamp, ASK_AGAIN, stored_input, source, took)
+        turn = _turn(call, decision, input, given, Due.COMPLETE) if new_turn else None
+        steps = _rewinding(call, decision, head, input, (here, again), source, turn, said)
     elif decision.replayed:
         # A replay cut short by a kill, or stopped at a question: finish the head's turn
         # (with the answer given), then the turns owed.
@@ -243,6 +203,82 @@ def work_for(
         steps = (_forking(call, head, here) or _claimed(call, head, resume, took),)
     stored = stored_result(call.graph, head) if complete and not steps else None
     return Work(steps, durable(kwargs, call.graph), stored, warnings=tuple(said))
+
+
+def _rewinding(
+    call: ThreadCall,
+    decision: ResumePlan,
+    head: CheckpointTuple,
+    input: Any,
+    marks: tuple[str, str],
+    source: str | None,
+    turn: Invocation | None,
+    said: list[str],
+) -> tuple[Invocation, ...]:
+    """A rewind: the fork, the turns it replays, then what the call gave: an answer to
+    the question the rewind asks (again, with ``reanswer``; or as it was, when only
+    finished siblings of the asking task changed: ``_plan.asks_again``), or a new turn.
+    ``marks``: the run mark, and the one saying the question is asked again."""
+    here, again = marks
+    answer = isinstance(input, Command)
+    paused = is_paused(call.graph, head)
+    kept_question = paused and answer and ASKED_AGAIN not in decision.notes
+    applies = call.resume.reanswer or kept_question
+    # Until the question asked again is stored, the checkpoints say so: an answer a
+    # retry sends meanwhile was given to the old question (``_asking``).
+    mark = again if paused and not applies else here
+    steps: tuple[Invocation, ...] = (_fork_for(call, decision, head, mark),)
+    steps += _replays(call, decision, source)
+    if applies and (answer or paused) and decision.replayed:
+        # The first question the rewind stops at is an earlier turn's, not the one
+        # the answer was given to (the head's, in its last turn): it is asked.
+        said.append(
+            "the answer given is set aside: the replay asks the questions of the "
+            "earlier turns first, and the question it answered is asked again once "
+            "its turn is replayed"
+        )
+    elif applies and (answer or paused):
+        given = _unkeyed(input, head) if kept_question else input
+        steps += (Invocation(given, at_checkpoint(call.config, None), here, Due.INTERRUPTED),)
+    elif paused and answer:
+        # That the question is asked again is the plan's note (``_plan.ASKED_AGAIN``).
+        said.append(
+            "the answer given was set aside: something upstream of the question it "
+            "answered changed, and the question is asked again "
+            "(ResumePolicy(reanswer=True) would apply it)"
+        )
+    elif turn is not None:
+        steps += (turn,)
+    return steps
+
+
+def _fork_for(
+    call: ThreadCall, decision: ResumePlan, head: CheckpointTuple, mark: str
+) -> Invocation:
+    """The invocation from the rewind's target: resumed without a checkpoint_id when it
+    keeps tasks (the fork is the newest checkpoint, and LangGraph hands the writes saved
+    on it back to the kept tasks). A rewind to the head itself, and an entrypoint's turn,
+    are forked so even when nothing is kept: invoked from that checkpoint, langgraph 1.1
+    runs on the checkpoint itself, over the writes stored on it (which later resumes are
+    handed), instead of forking it."""
+    rewind = at_checkpoint(call.config, decision.checkpoint_id)
+    entry = call.graph.neograph_ext_entrypoint is not None
+    if not (decision.kept_tasks or decision.checkpoint_id == head.checkpoint["id"] or entry):
+        return Invocation(None, rewind, mark)
+    upto = next((s.step for s in decision.steps if not s.kept and entry), None)
+    keep = (rewind, decision.kept_tasks)
+    return Invocation(None, at_checkpoint(call.config, None), mark, keep=keep, upto=upto)
+
+
+def _unkeyed(answer: Command[Any], head: CheckpointTuple) -> Command[Any]:
+    """An answer keyed by the interrupt id of the one question the head waits on, as the
+    bare value: the fork asks the same question under a new id, which the old key does
+    not answer (with several questions, a bare value would answer none: left keyed)."""
+    resume = answer.resume
+    asked = [w for w in head.pending_writes or () if w[1] == "__interrupt__"]
+    if isinstance(resume, Mapping) and len(resume) == 1 == len(asked) and answer.update is None:
+        return Command(resume=next(iter(resume.values())), goto=answer.goto)
+    return answer
 
 
 def _forking(call: ThreadCall, head: CheckpointTuple | None, mark: str) -> Invocation | None:

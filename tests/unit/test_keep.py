@@ -99,6 +99,24 @@ def test_a_task_that_failed_then_finished_on_a_resume_is_kept_without_its_error(
     assert kept_writes(tasks, failed, frozenset({"c"})) == {}
 
 
+def test_a_task_that_asked_then_finished_once_answered_is_kept_without_the_question() -> None:
+    tasks = [task("t1", "ask"), task("t2", "c")]
+    writes = [
+        ("t1", "__interrupt__", "ok?"),
+        ("t2", "log", ["c"]),
+        ("t1", "__resume__", ["yes"]),
+        ("t1", "log", ["ask"]),
+    ]
+    assert kept_writes(tasks, writes, frozenset({"ask"})) == {
+        ("ask", ("__pregel_pull", "ask")): [("log", ["ask"])]
+    }
+    assert kept_writes(tasks, writes[:2], frozenset({"ask"})) == {}
+    # Still asking (its second question): it keeps the answer to its first.
+    assert kept_writes(tasks, writes[:3], frozenset({"ask"})) == {
+        ("ask", ("__pregel_pull", "ask")): [("__resume__", ["yes"])]
+    }
+
+
 def target(metadata: dict[str, Any], writes: list[Any] | None = None) -> CheckpointTuple:
     checkpoint = empty_checkpoint()
     checkpoint["v"] = 4

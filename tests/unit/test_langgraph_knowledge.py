@@ -19,7 +19,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.prebuilt import ToolNode, create_react_agent
 from langgraph.store.memory import InMemoryStore
-from langgraph.types import CachePolicy, Command, Send
+from langgraph.types import CachePolicy, Command, Send, interrupt
 from pydantic import BaseModel
 
 from neograph_ext._langgraph import (
@@ -31,13 +31,14 @@ from neograph_ext._langgraph import (
     custom_chunk,
     expect_classes,
     fold_cache_keys,
+    head_tasks,
     strict_msgpack,
     task_writers,
     watch_updates,
     writes_path,
 )
 from neograph_ext._langgraph_agents import prebuilt_output, tool_schemas
-from neograph_ext._owed import waiting
+from neograph_ext._owed import pulled, waiting
 from tests.graphs.apps import FakeChat
 from tests.graphs.pipelines import linear, wire
 
@@ -116,6 +117,45 @@ def test_task_ids_of_pull_and_push_tasks_are_derived_exactly() -> None:
         assert nodes is not None, f"task ids of step {parent.metadata['step']} not derived"
         named |= {nodes[task] for task, _, _ in writes}
     assert named == {"__start__", "prepare", "work", "both"}
+
+
+def _joined() -> StateGraph[Any, Any, Any, Any]:
+    """``(a | b) -> (c | d)`` by joins; ``d`` asks."""
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(Fan)
+    for name in "abc":
+        builder.add_node(name, lambda s: {"out": [1]})
+    builder.add_node("d", lambda s: {"out": [interrupt("d?")]})
+    builder.add_edge(START, "a").add_edge(START, "b")
+    return builder.add_edge(["a", "b"], "c").add_edge(["a", "b"], "d")
+
+
+def test_task_ids_of_tasks_a_join_triggered_are_derived_exactly() -> None:
+    """A node a join triggered never saw its own ``branch:to:`` channel written: its id
+    hashes it all the same. And the ids of the tasks a head runs next (the question
+    ``d`` waits on, beside the finished ``c``) come from the graph's triggers."""
+    saver = InMemorySaver()
+    config: Any = {"configurable": {"thread_id": "t"}}
+    graph = _joined().compile(checkpointer=saver)
+    graph.invoke({}, config, durability="sync")
+    tuples = {t.checkpoint["id"]: t for t in saver.list(config)}
+    head = saver.get_tuple(config)
+    assert head is not None and head.parent_config is not None
+    parent = tuples[head.parent_config["configurable"]["checkpoint_id"]]
+    writes = list(parent.pending_writes or [])
+    step = parent.metadata["step"]
+    nodes = task_writers(parent.checkpoint, head.checkpoint, step, ["a", "b"], writes)
+    assert nodes is not None and {nodes[task] for task, _, _ in writes} == {"a", "b"}
+    triggers = {name: node.triggers for name, node in graph.nodes.items()}
+    due = pulled(head.checkpoint, triggers, graph.channels)
+    assert due == {"c", "d"}
+    found = head_tasks(head.checkpoint, head.metadata["step"], {n: triggers[n] for n in due})
+    assert found is not None
+    named = {task: found[task] for task, _, _ in head.pending_writes or ()}
+    assert set(named.values()) == {"c", "d"}
+    assert named == {
+        task: ("d" if channel == "__interrupt__" else "c")
+        for task, channel, _ in head.pending_writes or ()
+    }
 
 
 def test_cache_keys_are_salted_and_keep_the_users_key() -> None:

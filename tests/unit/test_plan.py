@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, TypedDict
 
 import pytest
 from langgraph.graph import START, StateGraph
 
 from neograph_ext._changes import ChangeReason
+from neograph_ext._decision import HeadStep
 from neograph_ext._history import Record
 from neograph_ext._introspect import build_stamp
-from neograph_ext._plan import HeadFacts, PlanKind, TaskStep, decide, needs_lineage, verified_head
+from neograph_ext._plan import (
+    ASKED_AGAIN,
+    HeadFacts,
+    PlanKind,
+    TaskStep,
+    decide,
+    needs_lineage,
+    verified_head,
+)
 from neograph_ext._stamp import Stamp, Unreadable
 from tests.graphs.lineages import LOG, V1, V2, record, stamp
 from tests.graphs.pipelines import State, linear
@@ -244,6 +254,64 @@ def test_a_crashed_step_blames_a_retyped_channel_on_the_tasks_that_wrote_it(
     records[-1] = records[-1]._replace(pending_wrote=pending_wrote)
     plan = decide(records, new, "t")
     assert (plan.kind, plan.invalidated_nodes) == (kind, invalidated), plan
+
+
+def _step(c: type, versions: dict[str, str] | None = None) -> Stamp:
+    """``b -> (c | d | e)``, channel ``c`` of type ``c``."""
+    state = TypedDict("S", {"b": str, "c": c, "d": str, "e": str}, total=False)  # type: ignore[misc]  # noqa: UP013
+    builder = StateGraph(state)
+    for name in "bcde":
+        builder.add_node(name, lambda s: {})
+    builder.add_edge(START, "b").add_edge("b", "c").add_edge("b", "d").add_edge("b", "e")
+    return build_stamp(builder, versions=versions)
+
+
+_CRASHED = HeadStep(frozenset({("c", "c"), ("d", "d")}), frozenset("cd"), frozenset("e"))
+"""The head's step: ``c`` and ``d`` finished (each wrote its channel), ``e`` did not."""
+
+
+@pytest.mark.parametrize("new", [_step(bytes), _step(str, {"c": "v2"})], ids=["retyped", "version"])
+def test_a_rewind_of_a_crashed_step_keeps_its_unchanged_finished_tasks_alone(new: Stamp) -> None:
+    old = _step(str)
+    records = [
+        record(-1, stamp=old, source="input", wrote=()),
+        record(0, "b", ("b",), stamp=old, next_nodes="cde", pending=2),
+    ]
+    records[-1] = records[-1]._replace(pending_wrote=frozenset("cd"))
+    facts = HeadFacts(records[-1].checkpoint_id, frozenset("cde"), step=_CRASHED)
+    plan = decide(records, new, "t", head=facts)
+    assert plan.kind is PlanKind.REWIND and plan.checkpoint_id == records[-1].checkpoint_id
+    assert plan.invalidated_nodes == {"c"}, plan
+    assert (plan.kept_tasks, plan.rerun) == ({"d"}, {"c", "e"}), plan
+    # Without the head's tasks told apart, every task waited on counts as a writer.
+    unknown = decide(records, new, "t", head=replace(facts, step=None))
+    assert "d" in unknown.rerun | unknown.kept_tasks and unknown.kept_tasks != {"d"}
+
+
+@pytest.mark.parametrize(
+    ("step", "asked"),
+    [
+        (_CRASHED, False),
+        (replace(_CRASHED, answered=frozenset("e")), False),  # its answers are kept
+        (replace(_CRASHED, unfinished=frozenset("ce")), True),  # the asking task changed
+        (replace(_CRASHED, asked=frozenset("c")), True),  # a changed sibling asks first
+        (None, True),
+    ],
+    ids=["beside-a-changed-sibling", "answered-before", "asker-changed", "sibling-asked", "none"],
+)
+def test_a_question_is_asked_again_unless_only_a_finished_sibling_changed(
+    step: HeadStep | None, asked: bool
+) -> None:
+    old = _step(str)
+    records = [
+        record(-1, stamp=old, source="input", wrote=()),
+        record(0, "b", ("b",), stamp=old, next_nodes="cde", pending=2),
+    ]
+    records[-1] = records[-1]._replace(pending_wrote=frozenset("cd"))
+    facts = HeadFacts(records[-1].checkpoint_id, frozenset("cde"), paused=True, step=step)
+    plan = decide(records, _step(bytes), "t", head=facts)
+    assert plan.kind is PlanKind.REWIND
+    assert (ASKED_AGAIN in plan.notes) is asked, plan
 
 
 @pytest.mark.parametrize("paused", [False, True], ids=["cut-short", "stopped-at-a-question"])

@@ -14,6 +14,7 @@ from langgraph.types import Command
 
 import neograph_ext as ne
 from neograph_ext._decision import PlanKind, ResumePlan
+from neograph_ext._plan import ASKED_AGAIN
 from neograph_ext._policy import ResumePolicy
 from neograph_ext._stamp import RUN_KEY, STAMP_KEY, encode_run, input_digest, stamp_ref
 from neograph_ext._steps import Due, ReplayInput, work_for
@@ -145,12 +146,30 @@ def _without_kept(plan: ResumePlan) -> ResumePlan:
 
 def test_a_rewind_of_a_paused_thread_asks_again_and_applies_the_answer_only_if_asked() -> None:
     call = _call()
-    plan, head = _plan(PlanKind.REWIND, checkpoint_id="1f0-a"), _head(call, interrupted=True)
+    plan = _plan(PlanKind.REWIND, checkpoint_id="1f0-a", notes=(ASKED_AGAIN,))
+    head = _head(call, interrupted=True)
     answer: Command[Any] = Command(resume="yes")
     (asked,) = work_for(call, plan, head, answer, {}).invocations
     assert asked.input is None and ".ask_again." in asked.mark
     _, applied = work_for(_with(call, reanswer=True), plan, head, answer, {}).invocations
     assert applied.input == answer and applied.when is Due.INTERRUPTED
+
+
+def test_a_rewind_of_the_step_a_question_waits_in_applies_the_answer_when_not_asked_again() -> None:
+    """Only a finished sibling of the asking task changed (no ``ASKED_AGAIN`` note): the
+    fork asks the same question under a new id, and the answer given is its answer."""
+    call = _call()
+    plan = _plan(PlanKind.REWIND, checkpoint_id="1f0-head")
+    head = _head(call, interrupted=True)
+    for given, applied in [("yes", "yes"), ({"old-id": "yes"}, "yes"), ({"1": 1, "2": 2}, None)]:
+        fork, answer = work_for(call, plan, head, Command(resume=given), {}).invocations
+        assert fork.keep is not None and ".ask_again." not in fork.mark
+        assert answer.when is Due.INTERRUPTED
+        assert answer.input.resume == (applied or given)
+    # Two questions waiting: a bare value would answer neither; it stays keyed.
+    two = head._replace(pending_writes=[*(head.pending_writes or ()), ("t2", "__interrupt__", [])])
+    _, answer = work_for(call, plan, two, Command(resume={"old-id": "yes"}), {}).invocations
+    assert answer.input.resume == {"old-id": "yes"}
 
 
 def test_a_rewind_into_an_earlier_turn_replays_each_later_turn_once_complete() -> None:
