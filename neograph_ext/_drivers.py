@@ -367,7 +367,7 @@ ROWS: Mapping[type, Row] = {
         lambda _: order(d.call.saver, op.owner), lambda _: aorder(d.call.saver, op.owner)
     ),
     TakeLock: _take_lock,
-    Store: lambda d, op: How(lambda _: op.write(*op.args), lambda _: op.awrite(*op.args)),
+    Store: lambda d, op: How(lambda _: op.run(*op.args), lambda _: op.arun(*op.args)),
     Put: lambda d, op: How(
         lambda _: d.call.saver.put(op.config, op.checkpoint, op.metadata, op.versions),
         lambda _: d.call.saver.aput(op.config, op.checkpoint, op.metadata, op.versions),

@@ -42,8 +42,8 @@ from neograph_ext._head_state import (
     waiting_nodes,
 )
 from neograph_ext._history import Record, lineage, references, resolved
-from neograph_ext._keep import incomplete, keep
-from neograph_ext._keep_calls import keep_calls
+from neograph_ext._keep import incomplete
+from neograph_ext._keep_calls import kept
 from neograph_ext._langgraph import delta_channels
 from neograph_ext._langgraph_calls import (
     RETURN,
@@ -82,7 +82,7 @@ from neograph_ext._owed import owed_turns
 from neograph_ext._ownership import owner
 from neograph_ext._plan import decide, needs_lineage
 from neograph_ext._stamp import Stamp, encode_run, input_digest, read_marks
-from neograph_ext._steps import Due, Invocation, ReplayInput, Work, is_due, work_for
+from neograph_ext._steps import Due, ReplayInput, Work, is_due, work_for
 from neograph_ext._subgraph_misread import inner_changes, inner_misread
 from neograph_ext._thread import ThreadCall, at_checkpoint, named_checkpoint
 from neograph_ext._turn import EntrypointTurn, TurnCall, turn_base, turn_of
@@ -214,8 +214,7 @@ class Seen(NamedTuple):
     """What a call read and decided before it took the thread's lock."""
 
     newest: CheckpointTuple | None
-    """The thread's newest checkpoint, read first when the call names another one
-    (``_followed``); else None."""
+    """The thread's newest checkpoint, when the call names another one (``_followed``)."""
     head: CheckpointTuple | None
     """The checkpoint planned from (``read_head``)."""
     plan: ResumePlan
@@ -270,7 +269,7 @@ def resumed(
         if isinstance(value, ReplayInput):
             value, mark = _replayed(call, value, (yield ReadTuple(value.config)))
         if step.keep is not None:
-            yield from _kept(call, step, mark)
+            yield from kept(call, *step.keep, step.upto, mark)
         if step.claim is not None:
             yield PutWrites(*step.claim, CLAIM)
         result = yield Invoke(value, step.config, mark, work.kwargs)
@@ -285,17 +284,6 @@ def _idle(call: ThreadCall, config: RunnableConfig, work: Work) -> Flow[Any]:
     if work.stored is not None:
         return work.stored[0]
     return output_of(call.graph, (yield ReadValues(config)))
-
-
-def _kept(call: ThreadCall, step: Invocation, mark: str) -> Flow[Any]:
-    """Fork the checkpoint ``step`` keeps work of, keeping it (``_keep``, ``_keep_calls``)."""
-    assert step.keep is not None  # only asked for a step that keeps
-    target, nodes = step.keep
-    graph, saver, stamp = call.graph, call.saver, call.stamp
-    shape = graph.neograph_ext_entrypoint
-    if shape is not None:
-        return (yield from keep_calls(graph, saver, target, shape, (nodes, step.upto), stamp, mark))
-    return (yield from keep(graph, saver, target, nodes, stamp, mark))
 
 
 def _settled(

@@ -30,13 +30,14 @@ from langgraph.pregel import Pregel
 from neograph_ext._calls import kept_prefix
 from neograph_ext._entrypoint import EntrypointShape
 from neograph_ext._fork import Fork, address, put_fork
-from neograph_ext._keep import forked, found_target
+from neograph_ext._keep import forked, found_target, keep
 from neograph_ext._langgraph_calls import call_id, finished_calls
 from neograph_ext._operations import Flow, ReadTuple
 from neograph_ext._stamp import Stamp
+from neograph_ext._thread import ThreadCall
 from neograph_ext._turn import TurnCall
 
-__all__ = ["calls_fork", "keep_calls", "refiled_calls"]
+__all__ = ["calls_fork", "keep_calls", "kept", "refiled_calls"]
 
 
 def calls_fork(
@@ -110,3 +111,19 @@ def keep_calls(
     """
     target = found_target((yield ReadTuple(target_config)), target_config)
     return (yield from put_fork(graph, saver, calls_fork(target, shape, kept, stamp, mark), ()))
+
+
+def kept(
+    call: ThreadCall,
+    target: RunnableConfig,
+    nodes: frozenset[str],
+    upto: int | None,
+    mark: str,
+) -> Flow[RunnableConfig]:
+    """Fork ``target``, keeping the finished work of ``nodes`` on it: an entrypoint's
+    calls before ``upto`` (``keep_calls``), a graph's tasks (``_keep.keep``)."""
+    graph, saver, stamp = call.graph, call.saver, call.stamp
+    shape = graph.neograph_ext_entrypoint
+    if shape is not None:
+        return (yield from keep_calls(graph, saver, target, shape, (nodes, upto), stamp, mark))
+    return (yield from keep(graph, saver, target, nodes, stamp, mark))

@@ -107,10 +107,7 @@ def fork(
 
 def _base_config(plan: ResumePlan, config: RunnableConfig) -> RunnableConfig:
     """The checkpoint to carry from: a rewind's target, or else the head."""
-    configurable = dict(config.get("configurable") or {})
-    base = plan.checkpoint_id if plan.kind is PlanKind.REWIND else plan.head_id
-    configurable["checkpoint_id"] = base
-    return {"configurable": configurable}
+    return _at(config, plan.checkpoint_id if plan.kind is PlanKind.REWIND else plan.head_id)
 
 
 def carry(
@@ -176,7 +173,7 @@ def _sources(plan: ResumePlan) -> list[str]:
     return sorted({checkpoint_id for _, checkpoint_id in plan.carried_from})
 
 
-def _at(config: RunnableConfig, checkpoint_id: str) -> RunnableConfig:
+def _at(config: RunnableConfig, checkpoint_id: str | None) -> RunnableConfig:
     configurable = dict(config.get("configurable") or {})
     configurable["checkpoint_id"] = checkpoint_id
     return {"configurable": configurable}

@@ -106,11 +106,12 @@ class TakeLock(NamedTuple):
 
 
 class Store(NamedTuple):
-    """A write of the stamp's records (its description, its place in the order of stamps):
-    the sync driver calls ``write(*args)``, the async one awaits ``awrite(*args)``."""
+    """A read or write of the package's own records (a stamp's description and place in
+    the order of stamps, a budget ledger): the sync driver calls ``run(*args)``, the async
+    one awaits ``arun(*args)``; sends back what they return."""
 
-    write: Callable[..., Any]
-    awrite: Callable[..., Awaitable[Any]]
+    run: Callable[..., Any]
+    arun: Callable[..., Awaitable[Any]]
     args: tuple[Any, ...]
 
 

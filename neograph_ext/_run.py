@@ -18,7 +18,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.pregel import Pregel
 
-from neograph_ext._budget_read import acosted, costed
+from neograph_ext._budget_read import costed
 from neograph_ext._call_match import CallsUnmatched
 from neograph_ext._decision import ResumePlan
 from neograph_ext._drivers import AsyncDriver, Driver
@@ -67,7 +67,7 @@ def plan(
     """
     call = thread_call(graph, config, _planning("plan", resume, deprecated), input)
     with Driver(call) as driver:
-        return costed(driver.run(thread_plan(call)), call.graph, call.saver)
+        return driver.run(costed(call, driver.run(thread_plan(call))))
 
 
 async def aplan(
@@ -81,7 +81,7 @@ async def aplan(
     """Async twin of ``plan``."""
     call = thread_call(graph, config, _planning("aplan", resume, deprecated), input)
     async with AsyncDriver(call) as driver:
-        return await acosted(await driver.run(thread_plan(call)), call.graph, call.saver)
+        return await driver.run(costed(call, await driver.run(thread_plan(call))))
 
 
 def _planning(function: str, resume: ResumePolicy | None, deprecated: Mapping[str, Any]) -> Asked:
