@@ -32,7 +32,8 @@ from neograph_ext._errors import GraphError
 from neograph_ext._flow import planned, read_head
 from neograph_ext._fork import address
 from neograph_ext._lineage_facts import verified
-from neograph_ext._operations import CarryValues, Flow, TakeLock
+from neograph_ext._migrate import carry
+from neograph_ext._operations import Flow, TakeLock
 from neograph_ext._stamp import read_marks
 from neograph_ext._thread import ThreadCall, thread_call
 
@@ -83,7 +84,7 @@ def _accepted(call: ThreadCall) -> Flow[RunnableConfig]:
     if current is not None:
         return current
     accepted = _as_accepted(decision)
-    written = yield CarryValues(accepted, call.config, Carrying(), "accept")
+    written = yield from carry(call, call.config, accepted, Carrying(), "accept")
     return _logged(accepted, written)
 
 

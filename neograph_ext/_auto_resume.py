@@ -33,8 +33,8 @@ from neograph_ext._drivers import AsyncDriver, Driver, amarked
 from neograph_ext._flow import served_plan
 from neograph_ext._graph import StampedGraph, marking
 from neograph_ext._head_state import started_input
-from neograph_ext._policy import Asked, ResumePolicy
-from neograph_ext._run import astream, stream
+from neograph_ext._policy import ResumePolicy, asked
+from neograph_ext._run import astreamed, streamed
 from neograph_ext._stamp import encode_run, input_digest
 from neograph_ext._steps import takes_head
 from neograph_ext._telemetry import AsyncHerald, Herald, fresh_plan, recorded, told
@@ -104,14 +104,16 @@ def served(
     Otherwise (a rewind, a migrate, a strict error, or a crashed or waiting head other
     code owns, which ``run`` first makes this code's: ``_steps.takes_head``) it is
     ``stream`` under those policies, whose invocations keep the caller's keywords,
-    ``durability`` included.
+    ``durability`` included, going on from the plan made here.
     """
     resume = graph.neograph_ext_auto_resume
-    call = thread_call(graph, config, Asked("stream", resume), input)
+    given, rest = asked("stream", resume, None, kwargs)
+    call = thread_call(graph, config, given, input)
     with Driver(call) as driver:
-        decision, head = driver.run(served_plan(call))
+        seen, head = driver.run(served_plan(call))
+    decision = seen.plan if seen is not None else None
     if not _as_given(decision, call.resume) or takes_head(call, decision, head):
-        yield from stream(graph, input, config, resume=resume, **kwargs)
+        yield from streamed(call, input, rest, seen)
         return
     _logged(call, decision)
     config = _told(call, decision, Herald)
@@ -121,7 +123,7 @@ def served(
             return
     except CallsUnmatched:
         pass  # a call was made otherwise than cached: resumed as ``stream`` resumes it
-    yield from stream(graph, input, config, resume=resume, **kwargs)
+    yield from streamed(call, input, rest)
 
 
 async def aserved(
@@ -129,9 +131,11 @@ async def aserved(
 ) -> AsyncGenerator[Any, None]:
     """Async twin of ``served``."""
     resume = graph.neograph_ext_auto_resume
-    call = thread_call(graph, config, Asked("astream", resume), input)
+    given, rest = asked("astream", resume, None, kwargs)
+    call = thread_call(graph, config, given, input)
     async with AsyncDriver(call) as driver:
-        decision, head = await driver.run(served_plan(call))
+        seen, head = await driver.run(served_plan(call))
+    decision = seen.plan if seen is not None else None
     if _as_given(decision, call.resume) and not takes_head(call, decision, head):
         _logged(call, decision)
         mark = _plain_mark(call, decision, head, input)
@@ -145,7 +149,8 @@ async def aserved(
                 return
         except CallsUnmatched:
             pass  # a call was made otherwise than cached: resumed as ``astream`` resumes it
-    resumed = astream(graph, input, config, resume=resume, **kwargs)
+        seen = None
+    resumed = astreamed(call, input, rest, seen)
     async with aclosing(cast("AsyncGenerator[Any, None]", resumed)) as chunks:
         async for chunk in chunks:
             yield chunk

@@ -19,13 +19,11 @@ from langgraph.pregel import Pregel
 
 from neograph_ext._budget import Ledger, estimated
 from neograph_ext._decision import PlanKind, ResumePlan
-from neograph_ext._graph import StampedGraph
-from neograph_ext._ledger_store import aread_ledger, ledger_of, read_ledger
-from neograph_ext._query import Flow
-from neograph_ext._storage import bound
-from neograph_ext._thread import checkpointer_of, thread_of
+from neograph_ext._ledger_store import aread_ledger, read_ledger
+from neograph_ext._operations import Flow, Store
+from neograph_ext._thread import ThreadCall, checkpointer_of, thread_of
 
-__all__ = ["acosted", "aledger", "costed", "ledger"]
+__all__ = ["aledger", "costed", "ledger"]
 
 
 def ledger(
@@ -56,17 +54,13 @@ async def aledger(
     return await aread_ledger(saver, thread_of(config))
 
 
-def _costed(
-    plan: ResumePlan, graph: StampedGraph, saver: BaseCheckpointSaver[Any]
-) -> Flow[ResumePlan]:
+def costed(call: ThreadCall, plan: ResumePlan) -> Flow[ResumePlan]:
     """``plan`` with its ``estimated_cost``, for a rewind by a graph with a budget (a
     graph without one reads nothing more than it did before budgets)."""
-    if plan.kind is not PlanKind.REWIND or graph.neograph_ext_budget is None:
+    if plan.kind is not PlanKind.REWIND or call.graph.neograph_ext_budget is None:
         return plan
-    return _with_cost(plan, (yield from ledger_of(saver, plan.thread_id)))
-
-
-costed, acosted = bound(_costed, lambda plan, graph, saver: saver)
+    read = Store(read_ledger, aread_ledger, (call.saver, plan.thread_id))
+    return _with_cost(plan, (yield read))
 
 
 def _with_cost(plan: ResumePlan, recorded: Ledger | None) -> ResumePlan:

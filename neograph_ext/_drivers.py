@@ -1,5 +1,6 @@
-"""The two drivers of ``_flow``'s flows: they perform each operation on the saver and the
-graph, sync or async, and differ by ``await`` alone.
+"""The two drivers of the flows (``_flow``, ``_keep``, ``_migrate``, ...): a table of how
+each basic operation is performed on the saver and the graph (``ROWS``), written once,
+and a sync and an async driver that make or await its calls, differing by ``await`` alone.
 
 Rules:
 - A driver holds what a flow takes for its duration (the thread's lock) and releases it
@@ -9,48 +10,62 @@ Rules:
 - A sync listing is read whole and closed before the next operation: LangGraph's sync
   savers hold their (non-reentrant) lock until a listing ends.
 - A lineage is read light through the saver's own tables where a reader knows them
-  (``_storage.lineage_of``: no state value decoded), else by listing the thread.
+  (``_storage.lineage_of``: no state value decoded); else the flow lists the thread.
 - ``Invoke`` and ``Idle`` are performed as ``invoke`` performs them; ``stream`` drives
-  them itself, yielding LangGraph's chunks (``streamed`` / ``astreamed``).
+  them itself, yielding LangGraph's chunks (``streamed`` / ``astreamed``), and ends the
+  flow at ``Idle``.
+- A driver made with other rows (``_fleet``, ``_offline``) answers those operations its
+  own way; an operation its rows lack is refused.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator, Mapping
-from contextlib import AsyncExitStack, ExitStack, aclosing, nullcontext
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
+from contextlib import (
+    AbstractContextManager,
+    AsyncExitStack,
+    ExitStack,
+    aclosing,
+    contextmanager,
+    nullcontext,
+)
 from types import TracebackType
-from typing import Any, TypeVar, cast
+from typing import Any, NamedTuple, TypeVar, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple
 
 from neograph_ext._call_match import checking
-from neograph_ext._claim import CLAIM
 from neograph_ext._decision import ResumePlan
+from neograph_ext._errors import GraphError
 from neograph_ext._graph import marking
-from neograph_ext._head_state import output_of
-from neograph_ext._history import lineage
-from neograph_ext._keep import akeep, keep
-from neograph_ext._keep_calls import akeep_calls, keep_calls
-from neograph_ext._langgraph import custom_chunk
+from neograph_ext._langgraph import custom_chunk, writes_path
 from neograph_ext._lock import athread_lock, thread_lock
-from neograph_ext._migrate import acarry, carry
 from neograph_ext._operations import (
-    CarryValues,
-    ClaimStep,
     Flow,
     Idle,
     Invoke,
-    KeepTasks,
     ListThread,
     LoadDescriptions,
     Op,
+    Put,
+    PutWrites,
     ReadLineage,
     ReadStampOrder,
     ReadSubgraphValues,
+    ReadTasks,
     ReadTuple,
     ReadValues,
-    StoreDescription,
+    Store,
     TakeLock,
     Tell,
 )
@@ -73,9 +88,13 @@ from neograph_ext._unreadable import reading
 
 __all__ = [
     "IDLE_MARK",
+    "ROWS",
     "AsyncDriver",
     "Driver",
+    "How",
+    "Row",
     "amarked",
+    "answered",
 ]
 
 _T = TypeVar("_T")
@@ -87,16 +106,58 @@ _END = object()
 """What ``anext`` returns for an exhausted stream."""
 
 
-class Driver:
+class How(NamedTuple):
+    """How both drivers perform one operation: the same call, made or awaited, each given
+    what its driver holds until the flow ends."""
+
+    call: Callable[[ExitStack], Any]
+    acall: Callable[[AsyncExitStack], Awaitable[Any]]
+    within: AbstractContextManager[Any] = nullcontext()
+    """Entered around the call (a fresh one per operation)."""
+    then: Callable[[Any], Any] = lambda found: found
+    """What the flow is sent back, from what the call returned."""
+
+
+class _Driving:
+    """What both drivers share: the call, their rows, and the decision told."""
+
+    def __init__(self, call: ThreadCall, rows: Mapping[type, Row] | None = None) -> None:
+        self.call = call
+        self.rows = ROWS if rows is None else rows
+        self.telling: ResumePlan | None = None
+        """A decision told (``Tell``) whose event the next invocation carries."""
+        self.notice: object = None
+        """What a ``custom`` stream is told first of that decision (``notice``)."""
+
+    def how(self, op: Op) -> How:
+        """How to perform ``op`` (its row).
+
+        Raises:
+            GraphError: This driver's rows have none for it.
+        """
+        row = self.rows.get(type(op))
+        if row is None:
+            raise GraphError(f"this driver cannot perform {type(op).__name__}")
+        return row(self, op)
+
+    def told(
+        self, config: RunnableConfig, herald: type[Herald] | type[AsyncHerald]
+    ) -> RunnableConfig:
+        """``config``, carrying the decision told, for the call's first invocation."""
+        plan, self.telling = self.telling, None
+        return config if plan is None else told(config, plan, herald, self.call.graph.config)
+
+
+Row = Callable[[_Driving, Any], How]
+"""How a driver performs one type of operation."""
+
+
+class Driver(_Driving):
     """Performs a flow's operations with the saver's and graph's sync API."""
 
-    def __init__(self, call: ThreadCall) -> None:
-        self.call = call
+    def __init__(self, call: ThreadCall, rows: Mapping[type, Row] | None = None) -> None:
+        super().__init__(call, rows)
         self._held = ExitStack()
-        self._telling: ResumePlan | None = None
-        """A decision told (``Tell``) whose event the next invocation carries."""
-        self._notice: object = None
-        """What a ``custom`` stream is told first of that decision (``notice``)."""
 
     def __enter__(self) -> Driver:
         return self
@@ -125,101 +186,30 @@ class Driver:
                 op = flow.send(sent)
             except StopIteration:
                 return
-            sent = None
-            if isinstance(op, Invoke):
+            if isinstance(op, Invoke | Idle):
                 yield from _noticed(self, op.kwargs)
-                with marking(stamp, op.mark), checking():
-                    yield from graph.stream(op.input, self._told(op.config), **op.kwargs)
-            elif isinstance(op, Idle):
-                yield from _noticed(self, op.kwargs)
-                with marking(stamp, IDLE_MARK):
-                    yield from graph.stream(None, self._told(op.config), **op.kwargs)
+                value, mark = (op.input, op.mark) if isinstance(op, Invoke) else (None, IDLE_MARK)
+                with _invoking(stamp, mark, checked=isinstance(op, Invoke)):
+                    yield from graph.stream(value, self.told(op.config, Herald), **op.kwargs)
+                if isinstance(op, Idle):
+                    return
+                sent = None
             else:
                 sent = self.perform(op)
 
     def perform(self, op: Op) -> Any:
         """Carry out one operation; what the flow is sent back."""
-        call = self.call
-        graph, saver, thread_id = call.graph, call.saver, call.thread_id
-        if isinstance(op, ReadTuple):
-            with reading(thread_id):
-                return saver.get_tuple(op.config)
-        if isinstance(op, ReadLineage):
-            reader = reader_for(saver)
-            with reading(thread_id):
-                walked = (
-                    lineage_of(reader, thread_id, op.head_id, op.next_nodes, op.described)
-                    if reader is not None
-                    else None
-                )
-            if walked is not None:
-                return walked
-            listing = saver.list(whole_thread(op.config))
-            try:
-                with reading(thread_id):
-                    return lineage(
-                        listing, op.head_id, next_nodes=op.next_nodes, described=op.described
-                    )
-            finally:
-                _close(listing)
-        if isinstance(op, ListThread):
-            listing = saver.list(whole_thread(op.config))
-            try:
-                with reading(thread_id):
-                    return list(listing)
-            finally:
-                _close(listing)
-        if isinstance(op, LoadDescriptions):
-            return load(saver, op.wanted)
-        if isinstance(op, ReadValues):
-            return graph.get_state(op.config).values
-        if isinstance(op, ReadSubgraphValues):
-            return subgraph_values(graph.get_state(op.config, subgraphs=True), op.nodes)
-        if isinstance(op, ReadStampOrder):
-            return order(saver, op.owner)
-        if isinstance(op, TakeLock):
-            policy = call.lock
-            lock = thread_lock(saver, thread_id, on_busy=policy.on_busy, timeout=policy.timeout)
-            return self._held.enter_context(lock)
-        if isinstance(op, StoreDescription):
-            return graph.neograph_ext_save(saver)
-        if isinstance(op, CarryValues):
-            return carry(graph, saver, op.config, op.plan, op.carrying, call.stamp, op.decision)
-        if isinstance(op, KeepTasks):
-            shape = graph.neograph_ext_entrypoint
-            with marking(call.stamp, op.mark):
-                if shape is not None:
-                    kept = (op.nodes, op.upto)
-                    return keep_calls(graph, saver, op.target, shape, kept, call.stamp, op.mark)
-                return keep(graph, saver, op.target, op.nodes, call.stamp, op.mark)
-        if isinstance(op, ClaimStep):
-            return saver.put_writes(op.config, op.writes, CLAIM)
-        if isinstance(op, Tell):
-            self._telling, self._notice = _telling(call, op.plan), notice(op.plan)
-            return None
-        if isinstance(op, Invoke):
-            with marking(call.stamp, op.mark), checking():
-                return graph.invoke(op.input, self._told(op.config), **op.kwargs)
-        if self._telling is not None:
-            told_outside(op.config, self._telling)
-        if op.stored is not None:
-            return op.stored[0]
-        return output_of(graph, graph.get_state(op.config).values)
-
-    def _told(self, config: RunnableConfig) -> RunnableConfig:
-        """``config``, carrying the decision told, for the call's first invocation."""
-        plan, self._telling = self._telling, None
-        return config if plan is None else told(config, plan, Herald, self.call.graph.config)
+        how = self.how(op)
+        with how.within:
+            return how.then(how.call(self._held))
 
 
-class AsyncDriver:
+class AsyncDriver(_Driving):
     """Async twin of ``Driver``."""
 
-    def __init__(self, call: ThreadCall) -> None:
-        self.call = call
+    def __init__(self, call: ThreadCall, rows: Mapping[type, Row] | None = None) -> None:
+        super().__init__(call, rows)
         self._held = AsyncExitStack()
-        self._telling: ResumePlan | None = None
-        self._notice: object = None
 
     async def __aenter__(self) -> AsyncDriver:
         return self
@@ -247,113 +237,164 @@ class AsyncDriver:
                 op = flow.send(sent)
             except StopIteration:
                 return
-            sent = None
-            if isinstance(op, Invoke):
+            if isinstance(op, Invoke | Idle):
                 for chunk in _noticed(self, op.kwargs):
                     yield chunk
-                chunks = graph.astream(op.input, self._told(op.config), **op.kwargs)
-                async for chunk in amarked(stamp, op.mark, chunks, checked=True):
+                value, mark = (op.input, op.mark) if isinstance(op, Invoke) else (None, IDLE_MARK)
+                chunks = graph.astream(value, self.told(op.config, AsyncHerald), **op.kwargs)
+                async for chunk in amarked(stamp, mark, chunks, checked=isinstance(op, Invoke)):
                     yield chunk
-            elif isinstance(op, Idle):
-                for chunk in _noticed(self, op.kwargs):
-                    yield chunk
-                chunks = graph.astream(None, self._told(op.config), **op.kwargs)
-                async for chunk in amarked(stamp, IDLE_MARK, chunks):
-                    yield chunk
+                if isinstance(op, Idle):
+                    return
+                sent = None
             else:
                 sent = await self.perform(op)
 
     async def perform(self, op: Op) -> Any:
         """Async twin of ``Driver.perform``."""
-        call = self.call
-        graph, saver, thread_id = call.graph, call.saver, call.thread_id
-        if isinstance(op, ReadTuple):
-            with reading(thread_id):
-                return await saver.aget_tuple(op.config)
-        if isinstance(op, ReadLineage):
-            reader = areader_for(saver)
-            with reading(thread_id):
-                walked = (
-                    await alineage_of(reader, thread_id, op.head_id, op.next_nodes, op.described)
-                    if reader is not None
-                    else None
-                )
-                if walked is not None:
-                    return walked
-                return lineage(
-                    [tup async for tup in saver.alist(whole_thread(op.config))],
-                    op.head_id,
-                    next_nodes=op.next_nodes,
-                    described=op.described,
-                )
-        if isinstance(op, ListThread):
-            with reading(thread_id):
-                return [tup async for tup in saver.alist(whole_thread(op.config))]
-        if isinstance(op, LoadDescriptions):
-            return await aload(saver, op.wanted)
-        if isinstance(op, ReadValues):
-            return (await graph.aget_state(op.config)).values
-        if isinstance(op, ReadSubgraphValues):
-            return subgraph_values(await graph.aget_state(op.config, subgraphs=True), op.nodes)
-        if isinstance(op, ReadStampOrder):
-            return await aorder(saver, op.owner)
-        if isinstance(op, TakeLock):
-            policy = call.lock
-            lock = athread_lock(saver, thread_id, on_busy=policy.on_busy, timeout=policy.timeout)
-            return await self._held.enter_async_context(lock)
-        if isinstance(op, StoreDescription):
-            return await graph.neograph_ext_asave(saver)
-        if isinstance(op, CarryValues):
-            return await acarry(
-                graph, saver, op.config, op.plan, op.carrying, call.stamp, op.decision
-            )
-        if isinstance(op, KeepTasks):
-            shape = graph.neograph_ext_entrypoint
-            with marking(call.stamp, op.mark):
-                if shape is not None:
-                    kept = (op.nodes, op.upto)
-                    return await akeep_calls(
-                        graph, saver, op.target, shape, kept, call.stamp, op.mark
-                    )
-                return await akeep(graph, saver, op.target, op.nodes, call.stamp, op.mark)
-        if isinstance(op, ClaimStep):
-            return await saver.aput_writes(op.config, op.writes, CLAIM)
-        if isinstance(op, Tell):
-            self._telling, self._notice = _telling(call, op.plan), notice(op.plan)
-            return None
-        if isinstance(op, Invoke):
-            with marking(call.stamp, op.mark), checking():
-                return await graph.ainvoke(op.input, self._told(op.config), **op.kwargs)
-        if self._telling is not None:
-            await atold_outside(op.config, self._telling)
-        if op.stored is not None:
-            return op.stored[0]
-        return output_of(graph, (await graph.aget_state(op.config)).values)
-
-    def _told(self, config: RunnableConfig) -> RunnableConfig:
-        """Async twin of ``Driver._told``."""
-        plan, self._telling = self._telling, None
-        return config if plan is None else told(config, plan, AsyncHerald, self.call.graph.config)
+        how = self.how(op)
+        with how.within:
+            return how.then(await how.acall(self._held))
 
 
-def _telling(call: ThreadCall, plan: ResumePlan) -> ResumePlan | None:
-    """The decision whose event the call's first invocation carries: with telemetry only."""
-    telemetry = call.graph.neograph_ext_telemetry
-    return None if telemetry is None else recorded(plan, telemetry)
+async def _ready(value: _T) -> _T:
+    return value
 
 
-def _noticed(driver: Driver | AsyncDriver, kwargs: Mapping[str, Any]) -> tuple[Any, ...]:
+def answered(value: Any) -> How:
+    """An operation answered without I/O: ``value`` is sent back."""
+    return How(lambda _: value, lambda _: _ready(value))
+
+
+@contextmanager
+def _invoking(stamp: Stamp, mark: str, *, checked: bool = True) -> Iterator[None]:
+    """``mark`` bound while the graph runs, and (``checked``) cached calls compared with
+    the calls made (``_call_match.checking``)."""
+    with marking(stamp, mark), checking() if checked else nullcontext():
+        yield
+
+
+def _drained(listing: Iterable[CheckpointTuple]) -> list[CheckpointTuple]:
+    """A listing read whole and closed (it may be left part-read by an error: a sync saver
+    holds its lock until it ends)."""
+    try:
+        return list(listing)
+    finally:
+        close = getattr(listing, "close", None)
+        if callable(close):
+            close()
+
+
+async def _collected(listing: AsyncIterator[CheckpointTuple]) -> list[CheckpointTuple]:
+    return [tup async for tup in listing]
+
+
+def _read_lineage(d: _Driving, op: ReadLineage) -> How:
+    """The lineage read light through the saver's own tables; None when no reader knows
+    them, or the reader leaves the thread out (the flow then lists the thread)."""
+    saver, thread_id = d.call.saver, d.call.thread_id
+    reader, areader = reader_for(saver), areader_for(saver)
+    wanted = (thread_id, op.head_id, op.next_nodes, op.described)
+    return How(
+        lambda _: lineage_of(reader, *wanted) if reader is not None else None,
+        lambda _: alineage_of(areader, *wanted) if areader is not None else _ready(None),
+        reading(thread_id),
+    )
+
+
+def _path(put_writes: Callable[..., Any], path: Sequence[Any] | None) -> dict[str, str]:
+    return {} if path is None else writes_path(put_writes, path)
+
+
+def _tell(d: _Driving, op: Tell) -> How:
+    """Record the decision (with telemetry only) for the first invocation to carry."""
+    telemetry = d.call.graph.neograph_ext_telemetry
+    d.telling = None if telemetry is None else recorded(op.plan, telemetry)
+    d.notice = notice(op.plan)
+    return answered(None)
+
+
+def _idle(d: _Driving, op: Idle) -> How:
+    """Tell the decision outside any graph run (there is none to be in)."""
+    plan = d.telling
+    if plan is None:
+        return answered(None)
+    return How(lambda _: told_outside(op.config, plan), lambda _: atold_outside(op.config, plan))
+
+
+def _state(then: Callable[[Any, Any], Any], subgraphs: bool = False) -> Row:
+    """A row reading a checkpoint's state (``get_state``), of which ``then`` keeps a part."""
+    return lambda d, op: How(
+        lambda _: d.call.graph.get_state(op.config, subgraphs=subgraphs),
+        lambda _: d.call.graph.aget_state(op.config, subgraphs=subgraphs),
+        then=lambda state: then(state, op),
+    )
+
+
+def _take_lock(d: _Driving, op: TakeLock) -> How:
+    saver, thread_id, policy = d.call.saver, d.call.thread_id, d.call.lock
+    timeout = policy.timeout
+    return How(
+        lambda held: held.enter_context(
+            thread_lock(saver, thread_id, on_busy=policy.on_busy, timeout=timeout)
+        ),
+        lambda held: held.enter_async_context(
+            athread_lock(saver, thread_id, on_busy=policy.on_busy, timeout=timeout)
+        ),
+    )
+
+
+ROWS: Mapping[type, Row] = {
+    ReadTuple: lambda d, op: How(
+        lambda _: d.call.saver.get_tuple(op.config),
+        lambda _: d.call.saver.aget_tuple(op.config),
+        reading(d.call.thread_id),
+    ),
+    ReadLineage: _read_lineage,
+    ListThread: lambda d, op: How(
+        lambda _: d.call.saver.list(whole_thread(op.config)),
+        lambda _: _collected(d.call.saver.alist(whole_thread(op.config))),
+        reading(d.call.thread_id),
+        _drained,
+    ),
+    LoadDescriptions: lambda d, op: How(
+        lambda _: load(d.call.saver, op.wanted), lambda _: aload(d.call.saver, op.wanted)
+    ),
+    ReadValues: _state(lambda state, _: state.values),
+    ReadSubgraphValues: _state(lambda state, op: subgraph_values(state, op.nodes), True),
+    ReadTasks: _state(lambda state, _: state.tasks),
+    ReadStampOrder: lambda d, op: How(
+        lambda _: order(d.call.saver, op.owner), lambda _: aorder(d.call.saver, op.owner)
+    ),
+    TakeLock: _take_lock,
+    Store: lambda d, op: How(lambda _: op.run(*op.args), lambda _: op.arun(*op.args)),
+    Put: lambda d, op: How(
+        lambda _: d.call.saver.put(op.config, op.checkpoint, op.metadata, op.versions),
+        lambda _: d.call.saver.aput(op.config, op.checkpoint, op.metadata, op.versions),
+    ),
+    PutWrites: lambda d, op: How(
+        lambda _: d.call.saver.put_writes(
+            op.config, op.writes, op.task_id, **_path(d.call.saver.put_writes, op.path)
+        ),
+        lambda _: d.call.saver.aput_writes(
+            op.config, op.writes, op.task_id, **_path(d.call.saver.aput_writes, op.path)
+        ),
+    ),
+    Tell: _tell,
+    Invoke: lambda d, op: How(
+        lambda _: d.call.graph.invoke(op.input, d.told(op.config, Herald), **op.kwargs),
+        lambda _: d.call.graph.ainvoke(op.input, d.told(op.config, AsyncHerald), **op.kwargs),
+        _invoking(d.call.stamp, op.mark),
+    ),
+    Idle: _idle,
+}
+"""How each basic operation is performed: one row per operation type (``_operations``)."""
+
+
+def _noticed(driver: _Driving, kwargs: Mapping[str, Any]) -> tuple[Any, ...]:
     """The chunk a stream yields first about the decision told (``notice``), once."""
-    told, driver._notice = driver._notice, None
+    told, driver.notice = driver.notice, None
     return () if told is None else custom_chunk(driver.call.graph, kwargs, told)
-
-
-def _close(listing: Iterable[CheckpointTuple]) -> None:
-    """Close a listing, which may be left part-read by an error: a sync saver may hold
-    its lock (and a cursor) until its listing ends."""
-    close = getattr(listing, "close", None)
-    if callable(close):
-        close()
 
 
 async def amarked(

@@ -18,7 +18,7 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from logging import DEBUG
 from typing import Any
@@ -30,12 +30,12 @@ from langgraph.pregel import Pregel
 from neograph_ext._claim import last_writer
 from neograph_ext._decision import ResumePlan
 from neograph_ext._decision_log import logged
-from neograph_ext._drivers import AsyncDriver, Driver
+from neograph_ext._drivers import ROWS, AsyncDriver, Driver, How, Row, answered
 from neograph_ext._flow import planned, read_head
 from neograph_ext._head_state import is_paused
 from neograph_ext._history import lineage
 from neograph_ext._lineage import alist_threads, list_threads
-from neograph_ext._operations import Flow, Op, ReadLineage, ReadTuple
+from neograph_ext._operations import Flow, ReadLineage, ReadTuple
 from neograph_ext._stamp import read_marks
 from neograph_ext._storage import StorageReader, apages, areader_for, arun, pages, reader_for, run
 from neograph_ext._thread import ThreadCall, checkpointer_of, named_checkpoint, stamped, thread_call
@@ -106,7 +106,7 @@ def check_threads(
         listed = run(saver, reader.lineages(names)) if reader is not None else {}
         for name in names:
             call = thread_call(graph, _config(name))
-            with _Listed(call, listed.get(name)) as driver:
+            with Driver(call, _rows(call, listed.get(name))) as driver:
                 yield driver.run(_checked(call))
 
 
@@ -124,7 +124,7 @@ async def acheck_threads(
         listed = await arun(saver, reader.lineages(names)) if reader is not None else {}
         for name in names:
             call = thread_call(graph, _config(name))
-            async with _AsyncListed(call, listed.get(name)) as driver:
+            async with AsyncDriver(call, _rows(call, listed.get(name))) as driver:
                 yield await driver.run(_checked(call))
 
 
@@ -186,41 +186,21 @@ def _config(thread_id: str) -> RunnableConfig:
     return {"configurable": {"thread_id": thread_id}}
 
 
-_UNSERVED = object()
-"""What ``_served`` returns for an operation the saver must perform."""
-
-
-def _served(op: Op, call: ThreadCall, listed: Sequence[CheckpointTuple] | None) -> Any:
-    """What the listed tuples answer of ``op``: the thread's head, its lineage."""
+def _rows(call: ThreadCall, listed: Sequence[CheckpointTuple] | None) -> Mapping[type, Row]:
+    """The drivers' rows, answering the thread's head and lineage from what a reader
+    listed, when it listed the thread."""
     if listed is None:
-        return _UNSERVED
-    if isinstance(op, ReadTuple) and named_checkpoint(op.config) is None:
-        return listed[0]
-    if isinstance(op, ReadLineage):
+        return ROWS
+
+    def head(driver: Any, op: ReadTuple) -> How:
+        if named_checkpoint(op.config) is not None:
+            return ROWS[ReadTuple](driver, op)
+        return answered(listed[0])
+
+    def walked(driver: Any, op: ReadLineage) -> How:
         with reading(call.thread_id):
-            return lineage(listed, op.head_id, next_nodes=op.next_nodes, described=op.described)
-    return _UNSERVED
+            return answered(
+                lineage(listed, op.head_id, next_nodes=op.next_nodes, described=op.described)
+            )
 
-
-class _Listed(Driver):
-    """The sync driver, answering the reads of a thread a reader listed from the list."""
-
-    def __init__(self, call: ThreadCall, listed: Sequence[CheckpointTuple] | None) -> None:
-        super().__init__(call)
-        self.listed = listed
-
-    def perform(self, op: Op) -> Any:
-        served = _served(op, self.call, self.listed)
-        return super().perform(op) if served is _UNSERVED else served
-
-
-class _AsyncListed(AsyncDriver):
-    """Async twin of ``_Listed``."""
-
-    def __init__(self, call: ThreadCall, listed: Sequence[CheckpointTuple] | None) -> None:
-        super().__init__(call)
-        self.listed = listed
-
-    async def perform(self, op: Op) -> Any:
-        served = _served(op, self.call, self.listed)
-        return await super().perform(op) if served is _UNSERVED else served
+    return {**ROWS, ReadTuple: head, ReadLineage: walked}

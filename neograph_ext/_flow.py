@@ -20,15 +20,16 @@ import logging
 from collections.abc import Mapping
 from dataclasses import replace
 from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple
 
 from neograph_ext._call_order import CallProgram, Judged, StoredCall, judged
 from neograph_ext._calls import decide_calls
 from neograph_ext._carrying import carry_for, readable, rebuilt_channels
 from neograph_ext._changes import NodeChange
-from neograph_ext._claim import claimant
+from neograph_ext._claim import CLAIM, claimant
 from neograph_ext._decision import Carriable, HeadFacts, PlanKind, ResumePlan
 from neograph_ext._decision_log import logged
 from neograph_ext._errors import GraphError, NeographExtError
@@ -37,11 +38,13 @@ from neograph_ext._head_state import (
     has_interrupt,
     head_step,
     is_paused,
+    output_of,
     started_input,
     waiting_nodes,
 )
 from neograph_ext._history import Record, lineage, references, resolved
 from neograph_ext._keep import incomplete
+from neograph_ext._keep_calls import kept
 from neograph_ext._langgraph import delta_channels
 from neograph_ext._langgraph_calls import (
     RETURN,
@@ -52,6 +55,7 @@ from neograph_ext._langgraph_calls import (
     returned,
 )
 from neograph_ext._lineage_facts import verified
+from neograph_ext._migrate import carry
 from neograph_ext._misread import (
     head_misread,
     rebuilt_judged,
@@ -60,34 +64,33 @@ from neograph_ext._misread import (
     unrevivable_tasks,
 )
 from neograph_ext._operations import (
-    CarryValues,
-    ClaimStep,
     Flow,
     Idle,
     Invoke,
-    KeepTasks,
     ListThread,
     LoadDescriptions,
+    PutWrites,
     ReadLineage,
     ReadStampOrder,
     ReadSubgraphValues,
     ReadTuple,
     ReadValues,
-    StoreDescription,
+    Store,
     TakeLock,
     Tell,
 )
 from neograph_ext._owed import owed_turns
 from neograph_ext._ownership import owner
 from neograph_ext._plan import decide, needs_lineage
-from neograph_ext._stamp import encode_run, input_digest, read_marks
+from neograph_ext._stamp import Stamp, encode_run, input_digest, read_marks
 from neograph_ext._steps import Due, ReplayInput, Work, is_due, work_for
 from neograph_ext._subgraph_misread import inner_changes, inner_misread
 from neograph_ext._thread import ThreadCall, at_checkpoint, named_checkpoint
 from neograph_ext._turn import EntrypointTurn, TurnCall, turn_base, turn_of
-from neograph_ext._unreadable import resumable
+from neograph_ext._unreadable import reading, resumable
 
 __all__ = [
+    "Seen",
     "planned",
     "read_head",
     "resumed",
@@ -132,9 +135,7 @@ def planned(
     if facts is None or head is None or not (served or needs_lineage(facts, full=full)):
         return decide((), call.stamp, call.thread_id, head=facts)
     described = call.graph.neograph_ext_described(call.saver)
-    records: tuple[Record, ...] = yield ReadLineage(
-        call.config, facts.checkpoint_id, facts.next_nodes, described
-    )
+    records = yield from _lineage(call, facts, described)
     wanted = references(records, call.stamp.id)
     missing = wanted - described.keys()
     if missing:
@@ -188,6 +189,21 @@ def planned(
     return (yield from judged_fork(call.config, revival, held, facts, plan, decided, deltas))
 
 
+def _lineage(
+    call: ThreadCall, facts: HeadFacts, described: Mapping[str, Stamp]
+) -> Flow[tuple[Record, ...]]:
+    """The head's lineage: read light where a reader knows the saver, else listed."""
+    head_id, next_nodes = facts.checkpoint_id, facts.next_nodes
+    records: tuple[Record, ...] | None = yield ReadLineage(
+        call.config, head_id, next_nodes, described
+    )
+    if records is not None:
+        return records
+    listed = yield ListThread(call.config)
+    with reading(call.thread_id):
+        return lineage(listed, head_id, next_nodes=next_nodes, described=described)
+
+
 def thread_plan(call: ThreadCall) -> Flow[ResumePlan]:
     """What ``run`` would do with the call's thread, from its whole lineage (``plan``)."""
     head = yield from read_head(call)
@@ -195,33 +211,55 @@ def thread_plan(call: ThreadCall) -> Flow[ResumePlan]:
     return logged(call.saver, call.thread_id, plan, level=logging.DEBUG)
 
 
-def served_plan(call: ThreadCall) -> Flow[tuple[ResumePlan | None, CheckpointTuple | None]]:
-    """For a plain call on a graph that resumes (``_auto_resume``): the plan, None for a
-    thread with no checkpoint, and the head the call starts from, as LangGraph reads it."""
+class Seen(NamedTuple):
+    """What a call read and decided before it took the thread's lock."""
+
+    newest: CheckpointTuple | None
+    """The thread's newest checkpoint, when the call names another one (``_followed``)."""
+    head: CheckpointTuple | None
+    """The checkpoint planned from (``read_head``)."""
+    plan: ResumePlan
+
+
+def served_plan(call: ThreadCall) -> Flow[tuple[Seen | None, CheckpointTuple | None]]:
+    """For a plain call on a graph that resumes (``_auto_resume``): what the call saw
+    (None for a thread with no checkpoint), for ``resumed`` to go on from, and the head
+    the call starts from, as LangGraph reads it."""
+    newest = yield from _newest(call)
     head = resumable((yield ReadTuple(call.config)), call.thread_id)
     if head is None:
         return None, None
     start = yield from _restarted(head)
-    return (yield from planned(call, start)), head
+    return Seen(newest, start, (yield from planned(call, start))), head
 
 
-def resumed(call: ThreadCall, input: Any, kwargs: Mapping[str, Any]) -> Flow[Any]:
-    """Run or resume the call's thread as ``run`` documents it; sends back ``run``'s
-    result."""
+def _newest(call: ThreadCall) -> Flow[CheckpointTuple | None]:
+    """The thread's newest checkpoint, when the call names a checkpoint (``_followed``)."""
     named = named_checkpoint(call.config)
-    newest = (yield ReadTuple(at_checkpoint(call.config, None))) if named else None
-    head = yield from read_head(call)
-    plan = yield from planned(call, head)
+    return (yield ReadTuple(at_checkpoint(call.config, None))) if named else None
+
+
+def resumed(
+    call: ThreadCall, input: Any, kwargs: Mapping[str, Any], seen: Seen | None = None
+) -> Flow[Any]:
+    """Run or resume the call's thread as ``run`` documents it; sends back ``run``'s
+    result. ``seen``: what the call already read and decided (``served_plan``), planned
+    again only if the thread moved before the lock was taken."""
+    if seen is None:
+        newest = yield from _newest(call)
+        head = yield from read_head(call)
+        seen = Seen(newest, head, (yield from planned(call, head)))
+    newest, head, plan = seen
     work = _logged_work(call, plan, head, input, kwargs)
     if not work.invocations and work.carry is None:
-        yield from _told(call, plan)
-        return (yield Idle(call.config, work.stored, work.kwargs))
+        yield Tell(plan)
+        return (yield from _idle(call, call.config, work))
     yield TakeLock()
     call, work, plan = yield from _settled(call, newest, head, work, plan, input, kwargs)
-    yield from _told(call, plan)
+    yield Tell(plan)
     if not work.invocations:
-        return (yield Idle(at_checkpoint(call.config, None), work.stored, work.kwargs))
-    yield StoreDescription()
+        return (yield from _idle(call, at_checkpoint(call.config, None), work))
+    yield Store(call.graph.neograph_ext_save, call.graph.neograph_ext_asave, (call.saver,))
     result = None
     for step in work.invocations:
         if step.when is not Due.ALWAYS and not is_due(
@@ -232,11 +270,21 @@ def resumed(call: ThreadCall, input: Any, kwargs: Mapping[str, Any]) -> Flow[Any
         if isinstance(value, ReplayInput):
             value, mark = _replayed(call, value, (yield ReadTuple(value.config)))
         if step.keep is not None:
-            yield KeepTasks(*step.keep, mark, step.upto)
+            yield from kept(call, *step.keep, step.upto, mark)
         if step.claim is not None:
-            yield ClaimStep(*step.claim)
+            yield PutWrites(*step.claim, CLAIM)
         result = yield Invoke(value, step.config, mark, work.kwargs)
     return result
+
+
+def _idle(call: ThreadCall, config: RunnableConfig, work: Work) -> Flow[Any]:
+    """A call with nothing to invoke: a stream replays the thread (and ends here); ``run``
+    returns the result, rebuilt from the head when it can be, else read as LangGraph
+    rebuilds the state."""
+    yield Idle(config, work.kwargs)
+    if work.stored is not None:
+        return work.stored[0]
+    return output_of(call.graph, (yield ReadValues(config)))
 
 
 def _settled(
@@ -249,7 +297,7 @@ def _settled(
     kwargs: Mapping[str, Any],
 ) -> Flow[tuple[ThreadCall, Work, ResumePlan]]:
     """What to invoke, once the thread's lock is held, and the decision it carries out:
-    planned again when the thread moved while this call waited for the lock
+    planned again only when the thread moved while this call waited for the lock
     (``_followed``, ``_moved``); a plan that carries values first writes the fork that
     carries them, then is planned again from it (the fork is the thread's newest: it is
     resumed, finished tasks and interrupts kept, rather than forked again)."""
@@ -259,7 +307,7 @@ def _settled(
         plan = yield from planned(locked, head)
         work = _logged_work(locked, plan, head, input, kwargs)
     if work.carry is not None:
-        written = yield CarryValues(work.carry, locked.config, call.carrying)
+        written = yield from carry(locked, locked.config, work.carry, call.carrying)
         logger.info(
             "thread %r: wrote checkpoint %s carrying the values on",
             call.thread_id,
@@ -288,12 +336,6 @@ def _logged_work(
         raise
     logged(call.saver, call.thread_id, plan, work.warnings)
     return work
-
-
-def _told(call: ThreadCall, plan: ResumePlan) -> Flow[None]:
-    """Tell the decision: to telemetry, when the graph was compiled with it, and to a
-    ``custom`` stream (``_telemetry.notice``)."""
-    yield Tell(plan)
 
 
 def _followed(call: ThreadCall, newest: CheckpointTuple | None) -> Flow[ThreadCall]:

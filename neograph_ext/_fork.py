@@ -19,9 +19,9 @@ Rules:
   it): the fork appears with every write it owes, so a kill between any two of these
   writes leaves the thread as it was. Savers key writes by checkpoint id alone.
 - ``forked_checkpoint``, ``address``, ``task_ids`` and ``snapshotted`` do no I/O;
-  ``put_fork`` and ``aput_fork`` differ by ``await`` alone. Used by ``_keep`` (a
-  rewind keeping finished tasks) and ``_migrate`` (carrying values on, and
-  ``accept``).
+  ``put_fork`` is a flow of reads and writes (``_operations``) for either driver. Used
+  by ``_keep`` (a rewind keeping finished tasks) and ``_migrate`` (carrying values on,
+  and ``accept``).
 
 What this relies on in LangGraph, checked on langgraph 1.2.24 (checkpoint 4.3.2);
 ``tests/unit/test_keep.py``, ``tests/integration/test_keep.py`` and
@@ -54,13 +54,13 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.pregel import Pregel
 from langgraph.types import PregelTask
 
-from neograph_ext._langgraph import COUNTERS_KEY, delta_channels, delta_snapshot, writes_path
+from neograph_ext._langgraph import COUNTERS_KEY, delta_channels, delta_snapshot
+from neograph_ext._operations import Flow, Put, PutWrites, ReadTuple, ReadValues
 
 __all__ = [
     "Fork",
     "Writes",
     "address",
-    "aput_fork",
     "forked_checkpoint",
     "put_fork",
     "snapshotted",
@@ -179,12 +179,12 @@ def put_fork(
     saver: BaseCheckpointSaver[Any],
     fork: Fork,
     old: Iterable[PregelTask],
-) -> RunnableConfig:
+) -> Flow[RunnableConfig]:
     """Write the fork's writes under its own task ids, then the fork.
 
     Args:
         graph: The graph, whose ``get_state`` names the fork's tasks.
-        saver: The thread's saver.
+        saver: The thread's saver, whose versions and serializer the fork takes.
         fork: What to write.
         old: The base's tasks (``get_state(fork.parent).tasks``), read by the caller
             before anything is written: if the state cannot be read, nothing is (so
@@ -194,32 +194,15 @@ def put_fork(
         The config of the checkpoint written.
     """
     channels = delta_channels(graph)
-    base = saver.get_tuple(fork.parent) if channels else None
+    base = (yield ReadTuple(fork.parent)) if channels else None
     if base is not None:
-        values = graph.get_state(fork.parent).values
+        values = yield ReadValues(fork.parent)
         fork = snapshotted(fork, base, values, channels, saver.get_next_version)
     at = _at(fork)
     for task_id, writes, path in _refiled(graph, saver, fork, old):
-        saver.put_writes(at, writes, task_id, **writes_path(saver.put_writes, path))
-    return saver.put(fork.parent, fork.checkpoint, fork.metadata, fork.versions)
-
-
-async def aput_fork(
-    graph: Pregel[Any, Any, Any, Any],
-    saver: BaseCheckpointSaver[Any],
-    fork: Fork,
-    old: Iterable[PregelTask],
-) -> RunnableConfig:
-    """Async twin of ``put_fork``."""
-    channels = delta_channels(graph)
-    base = await saver.aget_tuple(fork.parent) if channels else None
-    if base is not None:
-        values = (await graph.aget_state(fork.parent)).values
-        fork = snapshotted(fork, base, values, channels, saver.get_next_version)
-    at = _at(fork)
-    for task_id, writes, path in _refiled(graph, saver, fork, old):
-        await saver.aput_writes(at, writes, task_id, **writes_path(saver.aput_writes, path))
-    return await saver.aput(fork.parent, fork.checkpoint, fork.metadata, fork.versions)
+        yield PutWrites(at, writes, task_id, path)
+    written: RunnableConfig = yield Put(fork.parent, fork.checkpoint, fork.metadata, fork.versions)
+    return written
 
 
 def _at(fork: Fork) -> RunnableConfig:

@@ -17,8 +17,8 @@ Rules:
   holding the writes of fewer tasks was left by a process killed between the fork and
   its writes, and the next run plans from T again (``incomplete``) and forks anew; the
   bare fork stays in the history, like every abandoned branch.
-- Pure parts (``forked``, ``kept_writes``, ``incomplete``) do no I/O; ``keep`` and
-  ``akeep`` differ by ``await`` alone.
+- Pure parts (``forked``, ``kept_writes``, ``incomplete``) do no I/O; ``keep`` is a
+  flow of reads and writes (``_operations``) for either driver.
 
 Checked on langgraph 1.2.24 (checkpoint 4.3.2): a resume of the thread's newest
 checkpoint reapplies its pending writes to their tasks, while a resume addressed by
@@ -44,15 +44,16 @@ from langgraph.pregel import Pregel
 from langgraph.types import PregelTask
 
 from neograph_ext._errors import GraphError
-from neograph_ext._fork import Fork, Writes, address, aput_fork, forked_checkpoint, put_fork
+from neograph_ext._fork import Fork, Writes, address, forked_checkpoint, put_fork
 from neograph_ext._langgraph import NULL_TASK
+from neograph_ext._operations import Flow, ReadTasks, ReadTuple
 from neograph_ext._stamp import RUN_KEY, STAMP_KEY, Stamp, stamp_ref
 
 __all__ = [
     "KEEP_KEY",
     "TaskKey",
-    "akeep",
     "forked",
+    "found_target",
     "incomplete",
     "keep",
     "kept_writes",
@@ -158,7 +159,7 @@ def keep(
     nodes: frozenset[str],
     stamp: Stamp,
     mark: str,
-) -> None:
+) -> Flow[RunnableConfig]:
     """Fork the target and save on the fork the writes of the kept tasks.
 
     The caller then resumes the thread without a ``checkpoint_id``: the fork is its
@@ -167,23 +168,9 @@ def keep(
     Raises:
         GraphError: The target checkpoint does not exist.
     """
-    target = _found(saver.get_tuple(target_config), target_config)
-    old = graph.get_state(target.config).tasks
-    put_fork(graph, saver, _fork(target, old, nodes, stamp, mark), old)
-
-
-async def akeep(
-    graph: Pregel[Any, Any, Any, Any],
-    saver: BaseCheckpointSaver[Any],
-    target_config: RunnableConfig,
-    nodes: frozenset[str],
-    stamp: Stamp,
-    mark: str,
-) -> None:
-    """Async twin of ``keep``."""
-    target = _found(await saver.aget_tuple(target_config), target_config)
-    old = (await graph.aget_state(target.config)).tasks
-    await aput_fork(graph, saver, _fork(target, old, nodes, stamp, mark), old)
+    target = found_target((yield ReadTuple(target_config)), target_config)
+    old = yield ReadTasks(target.config)
+    return (yield from put_fork(graph, saver, _fork(target, old, nodes, stamp, mark), old))
 
 
 def _fork(
@@ -211,7 +198,12 @@ def _by_old_id(
     return found
 
 
-def _found(target: CheckpointTuple | None, config: RunnableConfig) -> CheckpointTuple:
+def found_target(target: CheckpointTuple | None, config: RunnableConfig) -> CheckpointTuple:
+    """The checkpoint ``config`` names to rewind to, read as ``target``.
+
+    Raises:
+        GraphError: It is gone.
+    """
     if target is None:
         checkpoint_id = (config.get("configurable") or {}).get("checkpoint_id")
         raise GraphError(

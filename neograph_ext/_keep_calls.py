@@ -15,7 +15,7 @@ Rules:
   planned from B again (``_keep.incomplete``).
 - A fork that carries a turn on (a migrated ``previous``, ``accept``) copies its cached
   results too, under the ids the calls have on it (``refiled_calls``).
-- ``calls_fork`` does no I/O; ``keep_calls`` and ``akeep_calls`` differ by ``await`` alone.
+- ``calls_fork`` does no I/O; ``keep_calls`` is a flow of reads and writes (``_operations``).
 """
 
 from __future__ import annotations
@@ -29,14 +29,15 @@ from langgraph.pregel import Pregel
 
 from neograph_ext._calls import kept_prefix
 from neograph_ext._entrypoint import EntrypointShape
-from neograph_ext._errors import GraphError
-from neograph_ext._fork import Fork, address, aput_fork, put_fork
-from neograph_ext._keep import forked
+from neograph_ext._fork import Fork, address, put_fork
+from neograph_ext._keep import forked, found_target, keep
 from neograph_ext._langgraph_calls import call_id, finished_calls
+from neograph_ext._operations import Flow, ReadTuple
 from neograph_ext._stamp import Stamp
+from neograph_ext._thread import ThreadCall
 from neograph_ext._turn import TurnCall
 
-__all__ = ["akeep_calls", "calls_fork", "keep_calls", "refiled_calls"]
+__all__ = ["calls_fork", "keep_calls", "kept", "refiled_calls"]
 
 
 def calls_fork(
@@ -102,34 +103,27 @@ def keep_calls(
     kept: tuple[frozenset[str], int | None],
     stamp: Stamp,
     mark: str,
-) -> None:
+) -> Flow[RunnableConfig]:
     """Fork the turn's base, keeping the cached results of the calls kept.
 
     Raises:
         GraphError: The base checkpoint does not exist.
     """
-    target = _found(saver.get_tuple(target_config), target_config)
-    put_fork(graph, saver, calls_fork(target, shape, kept, stamp, mark), ())
+    target = found_target((yield ReadTuple(target_config)), target_config)
+    return (yield from put_fork(graph, saver, calls_fork(target, shape, kept, stamp, mark), ()))
 
 
-async def akeep_calls(
-    graph: Pregel[Any, Any, Any, Any],
-    saver: BaseCheckpointSaver[Any],
-    target_config: RunnableConfig,
-    shape: EntrypointShape,
-    kept: tuple[frozenset[str], int | None],
-    stamp: Stamp,
+def kept(
+    call: ThreadCall,
+    target: RunnableConfig,
+    nodes: frozenset[str],
+    upto: int | None,
     mark: str,
-) -> None:
-    """Async twin of ``keep_calls``."""
-    target = _found(await saver.aget_tuple(target_config), target_config)
-    await aput_fork(graph, saver, calls_fork(target, shape, kept, stamp, mark), ())
-
-
-def _found(target: CheckpointTuple | None, config: RunnableConfig) -> CheckpointTuple:
-    if target is None:
-        checkpoint_id = (config.get("configurable") or {}).get("checkpoint_id")
-        raise GraphError(
-            f"checkpoint {checkpoint_id!r} to rewind to is gone: plan the thread again"
-        )
-    return target
+) -> Flow[RunnableConfig]:
+    """Fork ``target``, keeping the finished work of ``nodes`` on it: an entrypoint's
+    calls before ``upto`` (``keep_calls``), a graph's tasks (``_keep.keep``)."""
+    graph, saver, stamp = call.graph, call.saver, call.stamp
+    shape = graph.neograph_ext_entrypoint
+    if shape is not None:
+        return (yield from keep_calls(graph, saver, target, shape, (nodes, upto), stamp, mark))
+    return (yield from keep(graph, saver, target, nodes, stamp, mark))

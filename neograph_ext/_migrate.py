@@ -26,10 +26,11 @@ from neograph_ext._carrying import Carrying, converted, readable, rebuilt_channe
 from neograph_ext._claim import CLAIM
 from neograph_ext._decision import PlanKind, ResumePlan
 from neograph_ext._errors import GraphError
-from neograph_ext._fork import Fork, address, aput_fork, forked_checkpoint, put_fork
+from neograph_ext._fork import Fork, address, forked_checkpoint, put_fork
 from neograph_ext._keep import KEEP_KEY
 from neograph_ext._keep_calls import refiled_calls
 from neograph_ext._langgraph import NULL_TASK, delta_channels
+from neograph_ext._operations import Flow, ReadTasks, ReadTuple, ReadValues, Store
 from neograph_ext._stamp import (
     RUN_KEY,
     STAMP_KEY,
@@ -40,8 +41,9 @@ from neograph_ext._stamp import (
 )
 from neograph_ext._stamp_order import aregister, register
 from neograph_ext._stamp_store import asave, save
+from neograph_ext._thread import ThreadCall
 
-__all__ = ["Rebuilt", "acarry", "carry", "fork"]
+__all__ = ["Rebuilt", "carry", "fork"]
 
 
 def fork(
@@ -105,31 +107,25 @@ def fork(
 
 def _base_config(plan: ResumePlan, config: RunnableConfig) -> RunnableConfig:
     """The checkpoint to carry from: a rewind's target, or else the head."""
-    configurable = dict(config.get("configurable") or {})
-    base = plan.checkpoint_id if plan.kind is PlanKind.REWIND else plan.head_id
-    configurable["checkpoint_id"] = base
-    return {"configurable": configurable}
+    return _at(config, plan.checkpoint_id if plan.kind is PlanKind.REWIND else plan.head_id)
 
 
 def carry(
-    graph: Pregel[Any, Any, Any, Any],
-    saver: BaseCheckpointSaver[Any],
+    call: ThreadCall,
     config: RunnableConfig,
     plan: ResumePlan,
     options: Carrying,
-    stamp: Stamp,
     decision: str = "migrate",
-) -> RunnableConfig:
+) -> Flow[RunnableConfig]:
     """Write the fork that carries ``plan.migrated`` (none, for ``accept``).
 
     Args:
-        graph: The graph, whose ``get_state`` names the fork's tasks.
-        saver: The thread's saver.
+        call: The thread's graph (whose ``get_state`` names the fork's tasks), saver and
+            current stamp.
         config: Names the thread.
         plan: The decision: ``migrate``, a rewind with ``migrated``, or any plan whose
             head is to be stamped as current (``accept``).
         options: The graph's ``Carrying``.
-        stamp: The current stamp.
         decision: The run mark's decision.
 
     Returns:
@@ -138,13 +134,15 @@ def carry(
     Raises:
         CheckpointSchemaError: A migration failed; nothing was written.
     """
-    base = _found(saver.get_tuple(_base_config(plan, config)), plan)
-    sources = {cp: saver.get_tuple(_at(config, cp)) for cp in _sources(plan)}
+    graph, saver, stamp = call.graph, call.saver, call.stamp
+    base = _found((yield ReadTuple(_base_config(plan, config))), plan)
+    sources: dict[str, CheckpointTuple | None] = {}
+    for cp in _sources(plan):
+        sources[cp] = yield ReadTuple(_at(config, cp))
     channels = rebuilt_channels(options, delta_channels(graph))
-    rebuilt = {
-        cp: graph.get_state(_at(config, cp)).values
-        for cp in ([base.checkpoint["id"], *sources] if channels else ())
-    }
+    rebuilt: dict[str, Mapping[str, Any]] = {}
+    for cp in [base.checkpoint["id"], *sources] if channels else ():
+        rebuilt[cp] = yield ReadValues(_at(config, cp))
     values = _values(options, plan, base, sources, Rebuilt(channels, rebuilt))
     new = fork(
         saver,
@@ -157,44 +155,10 @@ def carry(
     )
     new = _with_calls(graph, base, new)
     # Read before anything is written: if the state cannot be read, nothing is.
-    old = graph.get_state(new.parent).tasks if new.writes else ()
-    save(saver, stamp)  # the fork names the stamp: its description must be found
-    register(saver, stamp)
-    return put_fork(graph, saver, new, old)
-
-
-async def acarry(
-    graph: Pregel[Any, Any, Any, Any],
-    saver: BaseCheckpointSaver[Any],
-    config: RunnableConfig,
-    plan: ResumePlan,
-    options: Carrying,
-    stamp: Stamp,
-    decision: str = "migrate",
-) -> RunnableConfig:
-    """Async twin of ``carry``."""
-    base = _found(await saver.aget_tuple(_base_config(plan, config)), plan)
-    sources = {cp: await saver.aget_tuple(_at(config, cp)) for cp in _sources(plan)}
-    channels = rebuilt_channels(options, delta_channels(graph))
-    rebuilt = {
-        cp: (await graph.aget_state(_at(config, cp))).values
-        for cp in ([base.checkpoint["id"], *sources] if channels else ())
-    }
-    values = _values(options, plan, base, sources, Rebuilt(channels, rebuilt))
-    new = fork(
-        saver,
-        base,
-        values,
-        stamp,
-        decision,
-        keep_writes=plan.kind is not PlanKind.REWIND,
-        took_from=plan.taken_from,
-    )
-    new = _with_calls(graph, base, new)
-    old = (await graph.aget_state(new.parent)).tasks if new.writes else ()
-    await asave(saver, stamp)
-    await aregister(saver, stamp)
-    return await aput_fork(graph, saver, new, old)
+    old = (yield ReadTasks(new.parent)) if new.writes else ()
+    yield Store(save, asave, (saver, stamp))  # the fork names the stamp: it must be found
+    yield Store(register, aregister, (saver, stamp))
+    return (yield from put_fork(graph, saver, new, old))
 
 
 def _with_calls(graph: Pregel[Any, Any, Any, Any], base: CheckpointTuple, new: Fork) -> Fork:
@@ -209,7 +173,7 @@ def _sources(plan: ResumePlan) -> list[str]:
     return sorted({checkpoint_id for _, checkpoint_id in plan.carried_from})
 
 
-def _at(config: RunnableConfig, checkpoint_id: str) -> RunnableConfig:
+def _at(config: RunnableConfig, checkpoint_id: str | None) -> RunnableConfig:
     configurable = dict(config.get("configurable") or {})
     configurable["checkpoint_id"] = checkpoint_id
     return {"configurable": configurable}

@@ -17,6 +17,7 @@ Rules:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from langgraph.checkpoint.memory import InMemorySaver
@@ -25,7 +26,7 @@ from langgraph.pregel import Pregel
 
 from neograph_ext._compile import compile
 from neograph_ext._decision import ResumePlan
-from neograph_ext._drivers import Driver
+from neograph_ext._drivers import Driver, Row, answered
 from neograph_ext._errors import (
     CheckpointSchemaError,
     GraphError,
@@ -38,7 +39,6 @@ from neograph_ext._history import lineage
 from neograph_ext._operations import (
     ListThread,
     LoadDescriptions,
-    Op,
     ReadLineage,
     ReadStampOrder,
     ReadTuple,
@@ -48,35 +48,24 @@ from neograph_ext._policy import ResumePolicy, asked
 from neograph_ext._steps import work_for
 from neograph_ext._thread import ThreadCall, named_checkpoint, stamped, thread_call
 
-__all__ = ["FixtureDriver", "Judged", "judged", "offline_graph", "plan_fixture"]
+__all__ = ["Judged", "fixture_rows", "judged", "offline_graph", "plan_fixture"]
 
 
-class FixtureDriver(Driver):
-    """Performs a plan flow's reads from a fixture instead of a saver."""
-
-    def __init__(self, call: ThreadCall, fixture: ThreadFixture) -> None:
-        super().__init__(call)
-        self.fixture = fixture
-
-    def perform(self, op: Op) -> Any:
-        """Answer one read from the fixture."""
-        fixture = self.fixture
-        if isinstance(op, ReadTuple):
-            return fixture.tuple_at(named_checkpoint(op.config))
-        if isinstance(op, ReadLineage):
-            return lineage(
-                fixture.tuples, op.head_id, next_nodes=op.next_nodes, described=op.described
-            )
-        if isinstance(op, ListThread):
-            return list(fixture.tuples)
-        if isinstance(op, LoadDescriptions):
-            return {key: stamp for key, stamp in fixture.stamps.items() if key in op.wanted}
-        if isinstance(op, ReadValues):
-            return dict(fixture.head_values)
-        if isinstance(op, ReadStampOrder):
-            return fixture.order
-        # A plan flow reads only: a write or an invocation here would be a flow bug.
-        raise GraphError(f"planning from a fixture cannot perform {type(op).__name__}")
+def fixture_rows(fixture: ThreadFixture) -> Mapping[type, Row]:
+    """The rows of a driver that answers a plan flow's reads from ``fixture``: a plan flow
+    reads only, and a write or an invocation would be refused (a flow bug)."""
+    return {
+        ReadTuple: lambda _, op: answered(fixture.tuple_at(named_checkpoint(op.config))),
+        ReadLineage: lambda _, op: answered(
+            lineage(fixture.tuples, op.head_id, next_nodes=op.next_nodes, described=op.described)
+        ),
+        ListThread: lambda _, op: answered(list(fixture.tuples)),
+        LoadDescriptions: lambda _, op: answered(
+            {key: stamp for key, stamp in fixture.stamps.items() if key in op.wanted}
+        ),
+        ReadValues: lambda _, op: answered(dict(fixture.head_values)),
+        ReadStampOrder: lambda _, op: answered(fixture.order),
+    }
 
 
 def offline_graph(graph: object) -> Pregel[Any, Any, Any, Any]:
@@ -116,7 +105,7 @@ def plan_fixture(
             resume from.
     """
     call = _call(offline_graph(graph), fixture, resume)
-    with FixtureDriver(call, fixture) as driver:
+    with Driver(call, fixture_rows(fixture)) as driver:
         return driver.run(thread_plan(call))
 
 
@@ -147,7 +136,7 @@ def judged(
     call = _call(graph, fixture, resume)
     carries = bool(call.carrying.keep or call.carrying.migrations)
     try:
-        with FixtureDriver(call, fixture) as driver:
+        with Driver(call, fixture_rows(fixture)) as driver:
             decision = driver.run(thread_plan(call))
     except GraphError:  # the graph given cannot be planned with: no thread's verdict
         raise

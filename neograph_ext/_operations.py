@@ -1,36 +1,38 @@
-"""The operations a resume flow yields (``_flow``) and a driver performs (``_drivers``).
+"""The operations a flow yields (``_flow``, ``_keep``, ``_migrate``, ...) and a driver
+performs (``_drivers``).
 
-Each is a record of what to read, write or invoke, and says what is sent back: the
-flows stay I/O-free, and the two drivers perform each one, differing by ``await`` alone.
+Each is a record of one basic read, write or invocation, and says what is sent back: the
+flows stay I/O-free, and what takes several writes (keeping tasks, carrying values) is a
+flow of these. A new operation is a record here and one row of ``_drivers.ROWS``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from typing import Any, NamedTuple, TypeVar
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import Checkpoint, CheckpointMetadata
 
-from neograph_ext._carrying import Carrying
 from neograph_ext._decision import ResumePlan
 from neograph_ext._stamp import Stamp
 
 __all__ = [
-    "CarryValues",
-    "ClaimStep",
     "Flow",
     "Idle",
     "Invoke",
-    "KeepTasks",
     "ListThread",
     "LoadDescriptions",
     "Op",
+    "Put",
+    "PutWrites",
     "ReadLineage",
     "ReadStampOrder",
     "ReadSubgraphValues",
+    "ReadTasks",
     "ReadTuple",
     "ReadValues",
-    "StoreDescription",
+    "Store",
     "TakeLock",
     "Tell",
 ]
@@ -45,8 +47,9 @@ class ReadTuple(NamedTuple):
 
 
 class ReadLineage(NamedTuple):
-    """List the thread and reduce it to ``head_id``'s lineage (``_history.lineage``):
-    sends back the records, oldest first."""
+    """Read ``head_id``'s lineage light, through the saver's own tables
+    (``_storage.lineage_of``): sends back the records, oldest first; None when no reader
+    knows the saver or the reader leaves the thread out (then list it: ``ListThread``)."""
 
     config: RunnableConfig
     head_id: str
@@ -91,40 +94,46 @@ class ReadStampOrder(NamedTuple):
     is read again only when it lacks this stamp."""
 
 
+class ReadTasks(NamedTuple):
+    """A checkpoint's tasks as LangGraph names them (``get_state(...).tasks``): sends
+    them back."""
+
+    config: RunnableConfig
+
+
 class TakeLock(NamedTuple):
     """Take the thread's lock, held until the flow ends."""
 
 
-class StoreDescription(NamedTuple):
-    """Store the stamp's description and check the saver keeps stamps, before the first
-    invocation writes checkpoints naming it."""
+class Store(NamedTuple):
+    """A read or write of the package's own records (a stamp's description and place in
+    the order of stamps, a budget ledger): the sync driver calls ``run(*args)``, the async
+    one awaits ``arun(*args)``; sends back what they return."""
+
+    run: Callable[..., Any]
+    arun: Callable[..., Awaitable[Any]]
+    args: tuple[Any, ...]
 
 
-class CarryValues(NamedTuple):
-    """Write the fork that carries ``plan``'s values (``_migrate.carry``): sends back
-    the written checkpoint's config."""
+class Put(NamedTuple):
+    """Store one checkpoint (the saver's ``put``): sends back its config."""
 
-    plan: ResumePlan
     config: RunnableConfig
-    carrying: Carrying
-    decision: str = "migrate"
+    """Names its parent."""
+    checkpoint: Checkpoint
+    metadata: CheckpointMetadata
+    versions: dict[str, Any]
 
 
-class KeepTasks(NamedTuple):
-    """Fork ``target``, keeping the finished tasks of ``nodes`` (``_keep.keep``)."""
-
-    target: RunnableConfig
-    nodes: frozenset[str]
-    mark: str
-    upto: int | None = None
-    """For an entrypoint: only calls before this position are kept."""
-
-
-class ClaimStep(NamedTuple):
-    """Store a claim on the waiting checkpoint ``config`` names (``_claim``)."""
+class PutWrites(NamedTuple):
+    """Store one task's pending writes on a checkpoint (the saver's ``put_writes``)."""
 
     config: RunnableConfig
     writes: Sequence[tuple[str, Any]]
+    task_id: str
+    path: Sequence[Any] | None = None
+    """The task's path, for a saver that sorts writes by it (``_langgraph.writes_path``);
+    None: filed under none."""
 
 
 class Invoke(NamedTuple):
@@ -138,12 +147,11 @@ class Invoke(NamedTuple):
 
 
 class Idle(NamedTuple):
-    """Nothing to invoke: the thread's result (``run``) or replay (``stream``)."""
+    """Nothing to invoke: a stream replays the thread as it stands and ends the flow;
+    ``run`` tells the decision outside any graph run and goes on to read the result."""
 
     config: RunnableConfig
-    """The checkpoint whose state is returned or streamed."""
-    stored: tuple[Any] | None
-    """The result rebuilt from the head (``_head_state.stored_result``), when it can be."""
+    """The checkpoint whose state is streamed."""
     kwargs: Mapping[str, Any]
 
 
@@ -162,11 +170,11 @@ Op = (
     | ReadValues
     | ReadStampOrder
     | ReadSubgraphValues
+    | ReadTasks
     | TakeLock
-    | StoreDescription
-    | CarryValues
-    | KeepTasks
-    | ClaimStep
+    | Store
+    | Put
+    | PutWrites
     | Invoke
     | Idle
     | Tell

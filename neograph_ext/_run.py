@@ -18,23 +18,17 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.pregel import Pregel
 
-from neograph_ext._budget_read import acosted, costed
+from neograph_ext._budget_read import costed
 from neograph_ext._call_match import CallsUnmatched
 from neograph_ext._decision import ResumePlan
 from neograph_ext._drivers import AsyncDriver, Driver
-from neograph_ext._flow import resumed, thread_plan
+from neograph_ext._flow import Seen, resumed, thread_plan
 from neograph_ext._policy import Asked, LockPolicy, ResumePolicy, asked
 from neograph_ext._thread import ThreadCall, thread_call
 
-__all__ = ["aplan", "arun", "astream", "plan", "run", "stream"]
+__all__ = ["aplan", "arun", "astream", "astreamed", "plan", "run", "stream", "streamed"]
 
 logger = logging.getLogger("neograph_ext")
-
-_END = object()
-"""What ``anext`` returns for an exhausted stream."""
-
-_IDLE = ""
-"""The run mark of replaying a thread with nothing to do: never stored, nothing is written."""
 
 
 def plan(
@@ -73,7 +67,7 @@ def plan(
     """
     call = thread_call(graph, config, _planning("plan", resume, deprecated), input)
     with Driver(call) as driver:
-        return costed(driver.run(thread_plan(call)), call.graph, call.saver)
+        return driver.run(costed(call, driver.run(thread_plan(call))))
 
 
 async def aplan(
@@ -87,7 +81,7 @@ async def aplan(
     """Async twin of ``plan``."""
     call = thread_call(graph, config, _planning("aplan", resume, deprecated), input)
     async with AsyncDriver(call) as driver:
-        return await acosted(await driver.run(thread_plan(call)), call.graph, call.saver)
+        return await driver.run(costed(call, await driver.run(thread_plan(call))))
 
 
 def _planning(function: str, resume: ResumePolicy | None, deprecated: Mapping[str, Any]) -> Asked:
@@ -189,15 +183,7 @@ def stream(
     ``"values"``, else nothing. No node runs and nothing is written.
     """
     given, kwargs = asked("stream", resume, lock, kwargs)
-    call = thread_call(graph, config, given, input)
-    try:
-        with Driver(call) as driver:
-            yield from driver.stream(resumed(call, input, kwargs))
-            return
-    except CallsUnmatched as unmatched:
-        call = _unmatched(call, unmatched)
-    with Driver(call) as driver:
-        yield from driver.stream(resumed(call, input, kwargs))
+    yield from streamed(thread_call(graph, config, given, input), input, kwargs)
 
 
 async def astream(
@@ -211,10 +197,32 @@ async def astream(
 ) -> AsyncIterator[Any]:
     """Async twin of ``stream``."""
     given, kwargs = asked("astream", resume, lock, kwargs)
-    call = thread_call(graph, config, given, input)
+    async for chunk in astreamed(thread_call(graph, config, given, input), input, kwargs):
+        yield chunk
+
+
+def streamed(
+    call: ThreadCall, input: Any, kwargs: Mapping[str, Any], seen: Seen | None = None
+) -> Iterator[Any]:
+    """``stream`` of a call checked already; ``seen``: what it read and decided already
+    (``_flow.served_plan``), which is not planned again unless the thread moved."""
+    try:
+        with Driver(call) as driver:
+            yield from driver.stream(resumed(call, input, kwargs, seen))
+            return
+    except CallsUnmatched as unmatched:
+        call = _unmatched(call, unmatched)
+    with Driver(call) as driver:
+        yield from driver.stream(resumed(call, input, kwargs))
+
+
+async def astreamed(
+    call: ThreadCall, input: Any, kwargs: Mapping[str, Any], seen: Seen | None = None
+) -> AsyncIterator[Any]:
+    """Async twin of ``streamed``."""
     try:
         async with AsyncDriver(call) as driver:
-            async for chunk in driver.stream(resumed(call, input, kwargs)):
+            async for chunk in driver.stream(resumed(call, input, kwargs, seen)):
                 yield chunk
             return
     except CallsUnmatched as unmatched:

@@ -174,7 +174,8 @@ def test_a_declined_head_is_planned(
     planned = _unplanned(monkeypatch)
     graph = ne.compile(linear(runs, {"c": V2}), checkpointer=saver)
     assert ne.run(graph, None, config) == {"log": list("abcd")}
-    assert runs == Counter("cd") and planned == ["ReadLineage"]
+    # Read once: light where a reader knows the saver, else (in memory) listed.
+    assert runs == Counter("cd") and planned == ["ReadLineage", "ListThread"]
 
 
 def test_a_declined_resume_plans_from_the_head_it_read(

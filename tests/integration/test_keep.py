@@ -20,7 +20,9 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Send
 
 import neograph_ext as ne
+from neograph_ext._drivers import Driver
 from neograph_ext._keep import forked, keep
+from neograph_ext._thread import thread_call
 from tests.drive import Drive
 from tests.graphs.pipelines import Crash, State, diamond, model, node, wire
 
@@ -273,7 +275,8 @@ def test_langgraph_hands_saved_writes_back_only_when_resuming_the_newest_checkpo
     drive.invoke(graph, {"log": []}, config)
     target = drive.plan(ne.compile(fan(runs, True), checkpointer=saver), config).checkpoint_id
     at_target = at(config, target)
-    keep(graph, saver, at_target, frozenset("b"), graph.neograph_ext_stamp, "")
+    with Driver(thread_call(graph, config)) as driver:
+        driver.run(keep(graph, saver, at_target, frozenset("b"), graph.neograph_ext_stamp, ""))
     fork = saver.get_tuple(config)
     assert fork is not None
     runs.clear()

@@ -16,14 +16,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import PregelTask
 
-from neograph_ext._fork import (
-    Fork,
-    address,
-    aput_fork,
-    forked_checkpoint,
-    put_fork,
-    task_ids,
-)
+from neograph_ext._drivers import AsyncDriver, Driver
+from neograph_ext._fork import Fork, address, forked_checkpoint, put_fork, task_ids
+from neograph_ext._thread import ThreadCall
 from tests.graphs.pipelines import diamond
 
 NULL_TASK = "00000000-0000-0000-0000-000000000000"
@@ -39,6 +34,25 @@ def saver(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BaseCheckp
         return
     with SqliteSaver.from_conn_string(str(tmp_path / "fork.sqlite")) as sqlite_saver:
         yield sqlite_saver
+
+
+def forked(graph: Any, saver: BaseCheckpointSaver[Any], fork: Fork, old: Any) -> RunnableConfig:
+    """The fork written: ``put_fork``'s flow, driven by the sync driver."""
+    with Driver(_call(graph, saver, fork)) as driver:
+        return driver.run(put_fork(graph, saver, fork, old))
+
+
+async def _awritten(
+    graph: Any, saver: BaseCheckpointSaver[Any], fork: Fork, old: Any
+) -> RunnableConfig:
+    async with AsyncDriver(_call(graph, saver, fork)) as driver:
+        return await driver.run(put_fork(graph, saver, fork, old))
+
+
+def _call(graph: Any, saver: BaseCheckpointSaver[Any], fork: Fork) -> ThreadCall:
+    """What a driver works on: a graph LangGraph compiled alone needs no stamp to fork."""
+    thread_id = fork.parent["configurable"]["thread_id"]
+    return ThreadCall(graph, fork.parent, None, saver, thread_id)  # type: ignore[arg-type]
 
 
 def _thread() -> RunnableConfig:
@@ -162,7 +176,7 @@ def test_put_fork_writes_one_child_of_the_base_and_changes_nothing_stored(
     graph, config, base, old = _diamond_after_a(saver)
     before = _stored(saver, config)
 
-    written = put_fork(graph, saver, _fork_of_b(base, old), old)
+    written = forked(graph, saver, _fork_of_b(base, old), old)
 
     after = _stored(saver, config)
     fork_id = written["configurable"]["checkpoint_id"]
@@ -188,7 +202,7 @@ def test_the_forks_writes_are_filed_under_its_own_task_ids(
     fork = _fork_of_b(base, old)
     fork = Fork(fork.parent, fork.checkpoint, fork.metadata, {}, (*fork.writes, null_write))
 
-    written = put_fork(graph, saver, fork, old)
+    written = forked(graph, saver, fork, old)
 
     (new_b,) = [t for t in graph.get_state(written).tasks if t.name == "b"]
     (old_b,) = [t for t in old if t.name == "b"]
@@ -228,7 +242,7 @@ def test_the_writes_are_saved_before_the_fork_that_holds_them() -> None:
     fork = _fork_of_b(base, old)
     saver.calls.clear()
 
-    put_fork(graph, saver, fork, old)
+    forked(graph, saver, fork, old)
 
     # A kill between the two leaves writes no checkpoint names: the thread as it was.
     assert saver.calls == [("put_writes", fork.checkpoint["id"]), ("put", fork.checkpoint["id"])]
@@ -244,7 +258,7 @@ async def test_the_async_twin_writes_the_same_fork() -> None:
     old = list((await graph.aget_state(base.config)).tasks)
     before = _stored(saver, config)
 
-    written = await aput_fork(graph, saver, _fork_of_b(base, old), old)
+    written = await _awritten(graph, saver, _fork_of_b(base, old), old)
 
     after = _stored(saver, config)
     assert {key: after[key] for key in before} == before, "a stored checkpoint changed"

@@ -9,10 +9,10 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 
-from neograph_ext._fork import Fork, address, forked_checkpoint, put_fork, snapshotted
+from neograph_ext._fork import Fork, address, forked_checkpoint, snapshotted
 from neograph_ext._langgraph import COUNTERS_KEY, delta_channels
 from tests.graphs.delta import Far, fan
-from tests.unit.test_fork import METADATA, _at_step, _ran, _thread, saver
+from tests.unit.test_fork import METADATA, _at_step, _ran, _thread, forked, saver
 
 __all__ = ["saver"]  # the fixture, shared with test_fork
 
@@ -30,7 +30,7 @@ def test_a_delta_channel_gets_a_snapshot_of_its_value_at_the_base(
     metadata = {**METADATA, "step": 2, COUNTERS_KEY: {"log": 3, "other": 1}}
     fork = Fork(address(base), forked_checkpoint(base), metadata, {}, ())  # type: ignore[arg-type]
 
-    written = put_fork(graph, saver, fork, graph.get_state(base.config).tasks)
+    written = forked(graph, saver, fork, graph.get_state(base.config).tasks)
 
     stored = saver.get_tuple(written)
     assert stored is not None
