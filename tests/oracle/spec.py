@@ -186,7 +186,7 @@ def build(spec: Spec, counted: Counted) -> StateGraph[Any, Any, Any, Any]:
     for i, layer in enumerate(layers):
         after = layers[i + 1] if i + 1 < len(layers) else None
         if isinstance(layer, Fan):
-            builder.add_node(layer.name, _worker(layer, counted))
+            builder.add_node(layer.name, _worker(layer, counted, made[layer.name]))
             continue
         reads = _names(layers[i - 1]) if i else []
         siblings = [n.name for n in layer]
@@ -282,7 +282,7 @@ def _after_siblings(name: str, siblings: list[str], counted: Counted) -> None:
         time.sleep(0.1)
 
 
-def _worker(fan: Fan, counted: Counted) -> Callable[[Any], Any]:
+def _worker(fan: Fan, counted: Counted, carries: type[BaseModel]) -> Callable[[Any], Any]:
     def fn(item: Any) -> dict[str, Any]:
         counted.runs[fan.name] += 1
         if counted.crash == fan.name and item.seed < _ITEM:  # the first item
@@ -294,4 +294,6 @@ def _worker(fan: Fan, counted: Counted) -> Callable[[Any], Any]:
         return {"results": [f"{item.seed % _ITEM}/{fan.name}:{type(item).__name__}:{item.x!r}"]}
 
     fn.__name__ = fan.name
+    # What a ``Send`` carries, as LangGraph reads a node's input schema.
+    fn.__annotations__ = {"item": carries, "return": dict[str, Any]}
     return fn

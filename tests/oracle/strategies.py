@@ -138,6 +138,4 @@ def known_failure(case: Case) -> str | None:
         asking = [n for n in step if isinstance(n, Node) and n.asks]
         if len(step) > 1 and any(n in changed for n in step for a in asking if n != a):
             return "test_a_question_beside_a_changed_sibling_is_not_asked_again"
-    if any(isinstance(n, Fan) for n in changed):
-        return "test_a_changed_send_argument_reruns_its_sender"
     return None

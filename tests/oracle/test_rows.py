@@ -38,11 +38,6 @@ SEND_ROWS = {
 }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a Send argument's model is not fingerprinted: plan continue, work receives "
-    "old Items under the new code, results built from them are kept",
-)
 @pytest.mark.parametrize("row", SEND_ROWS)
 @pytest.mark.parametrize("kind", SAVERS)
 def test_a_changed_send_argument_reruns_its_sender(kind: str, row: str, tmp_path: Path) -> None:
