@@ -57,6 +57,43 @@ def test_two_writers_of_a_union_only_the_changed_one_reruns(kind: str, tmp_path:
     assert oracle(kind, tmp_path, Case(UNION, UNION.with_node("c", x="str"))) == "rewind"
 
 
+CHAIN = Spec(((Node("a"),), (Node("summarize"),), (Node("z"),)))
+RENAMED = CHAIN.renamed("summarize", "summarise")
+RENAME_ROWS = {
+    "retyped": Case(CHAIN, RENAMED.with_node("summarise", x="str"), crash="z"),
+    "version": Case(CHAIN, RENAMED.with_node("summarise", version="v2"), crash="z"),
+}
+
+
+@pytest.mark.parametrize("row", RENAME_ROWS)
+@pytest.mark.parametrize("kind", SAVERS)
+def test_a_renamed_node_that_changed_reruns_under_its_new_name(
+    kind: str, row: str, tmp_path: Path
+) -> None:
+    assert oracle(kind, tmp_path, RENAME_ROWS[row]) == "rewind"
+
+
+JOIN = Spec(((Node("a"),), (Node("x"), Node("summarize")), (Node("fin"),)))
+JOIN_RENAMED = JOIN.renamed("summarize", "summarise")
+JOIN_ROWS = {
+    "a sibling changed": (Case(JOIN, JOIN_RENAMED.with_node("x", x="str")), "rewind"),
+    "a sibling changed, crashed after": (
+        Case(JOIN, JOIN_RENAMED.with_node("x", x="str"), crash="fin"),
+        "rewind",
+    ),
+    "a pure rename, crashed after": (Case(JOIN, JOIN_RENAMED, crash="fin"), "continue"),
+}
+
+
+@pytest.mark.parametrize("row", JOIN_ROWS)
+@pytest.mark.parametrize("kind", SAVERS)
+def test_a_renamed_node_feeding_a_join_lets_the_join_run(
+    kind: str, row: str, tmp_path: Path
+) -> None:
+    case, kind_planned = JOIN_ROWS[row]
+    assert oracle(kind, tmp_path, case) == kind_planned
+
+
 PARALLEL = Spec(((Node("a"),), (Node("x"), Node("y"), Node("z")), (Node("d"),)))
 
 
