@@ -121,6 +121,8 @@ def step_changes(
 
 
 def _node_changes(node: str, old: Stamp, new: Stamp, renames: dict[str, str]) -> list[NodeChange]:
+    if node not in old.nodes:  # a task the head waits on is named as the graph names it
+        node = next((was for was, now in renames.items() if now == node), node)
     before, after = old.nodes.get(node), new.nodes.get(renames.get(node, node))
     if after is None:
         fp = before.fp if before else None

@@ -31,7 +31,7 @@ from pydantic import BaseModel
 
 from tests.graphs.pipelines import Crash, model
 
-__all__ = ["Fan", "Node", "Spec", "build", "changed_nodes", "members", "models"]
+__all__ = ["Fan", "Node", "Spec", "as_named", "build", "changed_nodes", "members", "models"]
 
 TYPES: Mapping[str, Callable[[int], Any]] = {
     "int": int,
@@ -154,13 +154,18 @@ def changed_nodes(old: Spec, new: Spec) -> set[str]:
             if name not in kept:
                 continue
             before = old.named(name)
-            if isinstance(now, Node) and isinstance(before, Node):
-                now = replace(now, name=name, key=before.key)
-            if before != now:
+            if before != as_named(now, before):
                 stale.add(name)
                 if isinstance(now, Fan):
                     stale |= {was.get(m.name, m.name) for m in members(new.layers[i - 1])}
     return stale
+
+
+def as_named(now: Node | Fan, before: Node | Fan) -> Node | Fan:
+    """``now`` as ``before`` named it (and its channel): equal when only renamed."""
+    if isinstance(now, Node) and isinstance(before, Node):
+        return replace(now, name=before.name, key=before.key)
+    return now
 
 
 def members(layer: Layer) -> tuple[Node | Fan, ...]:
@@ -279,7 +284,7 @@ def _node(
     def fn(state: Any) -> Any:
         counted.runs[n.name] += 1
         try:
-            answers = [str(interrupt(f"{n.name}?{k}")) for k in range(n.asks)]
+            answers = [str(interrupt(f"{n.channel}?{k}")) for k in range(n.asks)]
             if counted.crash == n.name:
                 _after_siblings(n.name, siblings, counted)
                 raise Crash(n.name)
