@@ -4,7 +4,7 @@ an old stamp and the current one, each change with readable field-level lines.
 Rules:
 - Pure: two stamps and a step's names in, frozen ``NodeChange``s out.
 - A node is compared by its fingerprint first; only a changed one is broken down into
-  its parts (output type, version, successors, subgraph, tool schemas).
+  its parts (output type, version, successors, subgraph, tool schemas, what it sends).
 - A channel whose type changed is blamed on the tasks that wrote it, where known, not
   on their siblings.
 - A stamp whose description is missing changes every node it covers (``UNKNOWN``).
@@ -45,6 +45,8 @@ class ChangeReason(StrEnum):
     """The argument schemas of the tools its tool calls go to."""
     TOOL_OUTPUTS = "tool output types"
     """The return types of the tools a ``ToolNode`` ran (its ``ToolMessage``s hold them)."""
+    SENDS = "send argument types"
+    """The input types of the nodes it may ``Send`` to: what its stored sends carry."""
     REMOVED = "removed"
     UNKNOWN = "unknown"
     """The types it ran under are not known: their stored description is missing."""
@@ -119,6 +121,8 @@ def step_changes(
 
 
 def _node_changes(node: str, old: Stamp, new: Stamp, renames: dict[str, str]) -> list[NodeChange]:
+    if node not in old.nodes:  # a task the head waits on is named as the graph names it
+        node = next((was for was, now in renames.items() if now == node), node)
     before, after = old.nodes.get(node), new.nodes.get(renames.get(node, node))
     if after is None:
         fp = before.fp if before else None
@@ -130,7 +134,8 @@ def _node_changes(node: str, old: Stamp, new: Stamp, renames: dict[str, str]) ->
     if renames:
         # Successors are fingerprinted by name: compare them as renamed.
         succ = tuple(sorted(renames.get(name, name) for name in before.succ))
-        before = before.model_copy(update={"succ": succ})
+        sends = {renames.get(k, k): fp for k, fp in (before.sends or {}).items()} or None
+        before = before.model_copy(update={"succ": succ, "sends": sends})
     return _parts_changed(node, before, after, old, new)
 
 
@@ -158,6 +163,9 @@ def _parts_changed(
             before.outputs or {}, after.outputs or {}, old, new, "tool `{}` output"
         )
         found.append(NodeChange(node, ChangeReason.TOOL_OUTPUTS, None, None, lines))
+    if before.sends != after.sends:
+        lines = _keyed_lines(before.sends or {}, after.sends or {}, old, new, "send to `{}`")
+        found.append(NodeChange(node, ChangeReason.SENDS, None, None, lines))
     return found
 
 

@@ -30,12 +30,13 @@ from typing import Any, ClassVar, cast
 
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import var_child_runnable_config
-from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.base import BaseCheckpointSaver, Checkpoint
 from langgraph.pregel import Pregel
 from langgraph.types import Command
 
 from neograph_ext._budget import Budget
 from neograph_ext._entrypoint import EntrypointShape
+from neograph_ext._langgraph_renames import renamed
 from neograph_ext._policy import LockPolicy, ResumePolicy
 from neograph_ext._revive import Revival
 from neograph_ext._spend import counting
@@ -97,6 +98,13 @@ class StampedGraph(Pregel[Any, Any, Any, Any], Stamped):
     """``Telemetry`` attached: what planned calls tell traces and metrics; None: nothing."""
     neograph_ext_entrypoint: ClassVar[EntrypointShape | None] = None
     """For an ``@entrypoint``: its name and the tasks its stamp covers; None for a graph."""
+
+    def _migrate_checkpoint(self, checkpoint: Checkpoint) -> None:
+        """LangGraph's own move of a loaded checkpoint to the graph's channel layout, and
+        the new names of the nodes ``renames`` renamed (``_langgraph_renames``)."""
+        super()._migrate_checkpoint(checkpoint)
+        if self.neograph_ext_stamp.renames:
+            renamed(checkpoint, self.neograph_ext_stamp.renames)
 
     def stream(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any

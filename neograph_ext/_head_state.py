@@ -12,15 +12,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from langgraph.channels.base import BaseChannel
-from langgraph.checkpoint.base import CheckpointTuple
+from langgraph.checkpoint.base import CheckpointTuple, copy_checkpoint
 from langgraph.errors import EmptyChannelError
 from langgraph.pregel import Pregel
 
 from neograph_ext._claim import CLAIM, CONTROL, unclaimed
 from neograph_ext._decision import HeadStep
 from neograph_ext._langgraph import NULL_TASK, delta_channels, head_tasks
+from neograph_ext._langgraph_renames import renamed
 from neograph_ext._owed import pulled, waiting
-from neograph_ext._stamp import read_marks
+from neograph_ext._stamp import Stamp, read_marks
 
 __all__ = [
     "has_interrupt",
@@ -36,7 +37,13 @@ __all__ = [
 def waiting_nodes(graph: Pregel[Any, Any, Any, Any], head: CheckpointTuple) -> frozenset[str]:
     # ``__start__`` counts: a head that is the input checkpoint (a process killed
     # before the first step was saved) still waits to run the whole graph.
-    return waiting(head.checkpoint, _triggers(graph), graph.channels)
+    checkpoint = head.checkpoint
+    stamp = getattr(graph, "neograph_ext_stamp", None)
+    renames = stamp.renames if isinstance(stamp, Stamp) else None
+    if renames:  # as LangGraph will run it: with the renamed nodes' new names
+        checkpoint = copy_checkpoint(checkpoint)
+        renamed(checkpoint, renames)
+    return waiting(checkpoint, _triggers(graph), graph.channels)
 
 
 def head_step(graph: Pregel[Any, Any, Any, Any], head: CheckpointTuple) -> HeadStep | None:

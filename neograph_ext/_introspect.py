@@ -93,6 +93,7 @@ def build_stamp(
         # An agent builder's model call made the tool calls that its middleware nodes
         # route on: the tools' schemas are its own, and no router's.
         {name for name, spec in builder.nodes.items() if makes_tool_calls(spec.runnable)},
+        _send_digests(builder, sigs.remember),
         sigs,
     )
     nodes = {name: _node_stamp(known, name, spec.runnable) for name, spec in builder.nodes.items()}
@@ -137,6 +138,7 @@ class _Known(NamedTuple):
     tools: dict[str, dict[str, str]]
     tool_outputs: dict[str, dict[str, str]]
     callers: set[str]
+    sends: dict[str, dict[str, str]]
     sigs: _Sigs
 
 
@@ -184,6 +186,8 @@ def _node_stamp(known: _Known, name: str, runnable: object) -> NodeStamp:
         fields["tools"] = routed
     if known.tool_outputs.get(name):  # as ``tools``: a ToolNode of str tools keeps its fp
         fields["outputs"] = known.tool_outputs[name]
+    if name in known.sends:  # as ``tools``: a node that sends nothing keeps its fingerprint
+        fields["sends"] = known.sends[name]
     return NodeStamp(fp=canonical_digest(fields), inner=inner, **fields)
 
 
@@ -307,12 +311,18 @@ def _routed_tools(
 
 def _successors(builder: StateGraph[Any, Any, Any, Any]) -> dict[str, set[str]]:
     """Static destinations of each node; ``*`` stands for 'any node'."""
-    out: dict[str, set[str]] = {}
+    out = _routes(builder)
     for start, end in builder.edges:
         out.setdefault(start, set()).add(end)
     for starts, end in builder.waiting_edges:
         for start in starts:
             out.setdefault(start, set()).add(end)
+    return out
+
+
+def _routes(builder: StateGraph[Any, Any, Any, Any]) -> dict[str, set[str]]:
+    """Where each node routes by a branch or a ``Command``: the only ways it can ``Send``."""
+    out: dict[str, set[str]] = {}
     for start, branches in builder.branches.items():
         for branch in branches.values():
             ends = branch.ends.values() if branch.ends is not None else ("*",)
@@ -321,6 +331,29 @@ def _successors(builder: StateGraph[Any, Any, Any, Any]) -> dict[str, set[str]]:
         if isinstance(spec.ends, dict) or spec.ends:
             out.setdefault(name, set()).update(spec.ends)
     return out
+
+
+def _send_digests(
+    builder: StateGraph[Any, Any, Any, Any], remember: Callable[[object], str]
+) -> dict[str, dict[str, str]]:
+    """Per node that routes by a branch or a ``Command``, the digest of the input type of
+    each node it may route to that takes an input of its own (its first parameter's
+    type, as LangGraph reads a node's input schema): the model of the ``Send`` argument
+    it makes, which a stored ``Send`` holds in that node's old shape."""
+    graph_schemas = {builder.state_schema, builder.input_schema, builder.output_schema}
+    inputs: dict[str, str] = {}
+    for name, spec in builder.nodes.items():
+        if spec.input_schema not in graph_schemas:
+            try:
+                inputs[name] = remember(spec.input_schema)
+            except UnresolvedTypeError as exc:
+                logger.debug("node %r: input type not fingerprinted: %s", name, exc)
+    found: dict[str, dict[str, str]] = {}
+    for name, ends in _routes(builder).items():
+        targets = inputs.keys() if "*" in ends else ends & inputs.keys()
+        if targets:
+            found[name] = {target: inputs[target] for target in sorted(targets)}
+    return found
 
 
 def _callable_of(runnable: object) -> Callable[..., Any] | None:

@@ -46,6 +46,7 @@ from langgraph.types import PregelTask
 from neograph_ext._errors import GraphError
 from neograph_ext._fork import Fork, Writes, address, forked_checkpoint, put_fork
 from neograph_ext._langgraph import NULL_TASK
+from neograph_ext._langgraph_renames import renamed_writes, stored_tasks
 from neograph_ext._operations import Flow, ReadTasks, ReadTuple
 from neograph_ext._stamp import RUN_KEY, STAMP_KEY, Stamp, stamp_ref
 
@@ -169,8 +170,22 @@ def keep(
         GraphError: The target checkpoint does not exist.
     """
     target = found_target((yield ReadTuple(target_config)), target_config)
-    old = yield ReadTasks(target.config)
+    old = _stored(graph, target, (yield ReadTasks(target.config)), stamp)
     return (yield from put_fork(graph, saver, _fork(target, old, nodes, stamp, mark), old))
+
+
+def _stored(
+    graph: Pregel[Any, Any, Any, Any],
+    target: CheckpointTuple,
+    tasks: Sequence[PregelTask],
+    stamp: Stamp,
+) -> Sequence[PregelTask]:
+    """The target's tasks under the ids their writes are stored by: a node renamed since
+    they ran (``renames``) wrote them under its old name's."""
+    if not stamp.renames:
+        return tasks
+    triggers = {name: tuple(node.triggers) for name, node in graph.nodes.items()}
+    return stored_tasks(tasks, target, triggers, stamp.renames)
 
 
 def _fork(
@@ -182,6 +197,8 @@ def _fork(
 ) -> Fork:
     """The fork of ``target`` holding the kept tasks' writes, under the target's task ids."""
     carried = kept_writes(old, target.pending_writes or (), nodes)
+    if stamp.renames:
+        carried = {k: renamed_writes(found, stamp.renames) for k, found in carried.items()}
     checkpoint, metadata = forked(target, stamp, mark, len(carried.keys() - {None}))
     return Fork(address(target), checkpoint, metadata, {}, _by_old_id(old, carried))
 

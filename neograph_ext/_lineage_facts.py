@@ -22,7 +22,6 @@ __all__ = [
     "converted_items",
     "foreign",
     "is_carrying_fork",
-    "kept_renames",
     "last_writers",
     "live_in",
     "node_order",
@@ -230,7 +229,9 @@ class StepChanges:
 
     def __init__(self, records: Sequence[Record], current: Stamp) -> None:
         self.current = current
-        self.renames = kept_renames(records, current)
+        # A renamed node keeps its work, finished or waited on: LangGraph runs it by its
+        # new name (``_langgraph_renames``).
+        self.renames = dict(current.renames or {})
         self.clears = frozenset(current.clears or ())
         self.compared: dict[_Step, tuple[NodeChange, ...]] = {}
 
@@ -250,16 +251,6 @@ class StepChanges:
 
 _Step = tuple[str, frozenset[str], frozenset[str], frozenset[tuple[str, str]] | None]
 """A step as compared: the stamp it ran under, what ran, what it wrote, who wrote what."""
-
-
-def kept_renames(records: Sequence[Record], current: Stamp) -> dict[str, str]:
-    """The renames that keep work: of nodes that finished in the lineage. A node that
-    never finished under its old name is still waited on under that name, which the
-    current graph cannot run: its predecessor then counts as changed (a rewind)."""
-    if not current.renames:
-        return {}
-    ran = ran_in(records)
-    return {old: new for old, new in current.renames.items() if old in ran}
 
 
 def unique(changes: Sequence[NodeChange]) -> tuple[NodeChange, ...]:
@@ -284,7 +275,9 @@ def pending_changes(
         change
         for claim in head.claims
         if claim.tasks and claim.stamp.id != current.id
-        for change in step_changes(waiting, claim.wrote, claim.stamp, current)
+        for change in step_changes(
+            waiting, claim.wrote, claim.stamp, current, renames=current.renames
+        )
     )
     return _unclaimed_changes(head, current, writers) + claimed
 
@@ -303,7 +296,14 @@ def _unclaimed_changes(
     if channels is None:
         old = head.stamp.channels if isinstance(head.stamp, Stamp) else {}
         channels = frozenset(old) | frozenset(current.channels)
-    return step_changes(user_nodes(head.next_nodes), channels, head.stamp, current, writers=writers)
+    return step_changes(
+        user_nodes(head.next_nodes),
+        channels,
+        head.stamp,
+        current,
+        writers=writers,
+        renames=current.renames,
+    )
 
 
 def waiting_subgraphs(head: Record, current: Stamp) -> tuple[NodeChange, ...]:

@@ -154,6 +154,7 @@ def decide(
         found = carry(plan.candidates)
         if found != Carry():
             plan = _decide_steps(records, current, thread_id, found, replay_turns, misread, head)
+    plan = _renamed(plan, current.renames)
     if head is None:
         return plan
     plan = owned(plan, records, current, head.stamp_order, take_over=take_over)
@@ -175,6 +176,24 @@ def asks_again(plan: ResumePlan, head: HeadFacts) -> bool:
     if plan.checkpoint_id != head.checkpoint_id or head.step is None:
         return True
     return bool((head.step.unfinished | head.step.asked) & plan.invalidated_nodes)
+
+
+def _renamed(plan: ResumePlan, renames: Mapping[str, str] | None) -> ResumePlan:
+    """``plan`` naming what runs and what is kept as the current graph names it: the
+    lineage names a renamed node's work by its old name (so do the changes)."""
+    if not renames:
+        return plan
+
+    def now(names: frozenset[str]) -> frozenset[str]:
+        return frozenset(renames.get(name, name) for name in names)
+
+    return replace(
+        plan,
+        rerun=now(plan.rerun),
+        kept=now(plan.kept),
+        kept_tasks=now(plan.kept_tasks),
+        steps=tuple(replace(t, node=renames.get(t.node, t.node)) for t in plan.steps),
+    )
 
 
 def with_owed(plan: ResumePlan, head: HeadFacts) -> ResumePlan:

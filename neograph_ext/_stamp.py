@@ -133,6 +133,10 @@ class NodeStamp(BaseModel):
     """For a prebuilt ``ToolNode``: the digest of each bound tool's declared return type,
     by tool name (its ``ToolMessage``'s content and artifact are made of it); a tool that
     declares ``str`` or nothing is left out, and so is the field when none declares more."""
+    sends: dict[_Name, _Hex] | None = None
+    """For a node that routes by a branch or a ``Command``: the digest of the input type
+    of each node it may route to that takes an input of its own (what a ``Send`` it makes
+    carries), by node name; left out when it routes to none."""
     inner: dict[_Name, _Hex] | None = None
     """For a subgraph node, to explain a change (not part of ``fp``, which ``sub``
     covers): the digests inside it at any depth, keyed by path (``draft/out``,

@@ -88,12 +88,11 @@ async def test_ahistory_compares_each_step_with_the_graph(
     assert runs == Counter() and await _astored(async_saver) == stored
 
 
-def test_history_compares_a_rename_as_plan_does(
+def test_a_node_renamed_before_it_finished_runs_by_its_new_name(
     saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
-    """A node renamed before it ever finished keeps no work under its new name: its
-    predecessor's successor is gone, so ``plan`` rewinds the predecessor, and ``history``
-    shows that change on the predecessor's step."""
+    """A node renamed (``renames=``) before it ever finished is waited on by its new
+    name: nothing changed, the thread continues there, and ``history`` agrees."""
     runs: Counter[str] = Counter()
     with pytest.raises(Crash):
         ne.run(ne.compile(linear(runs, crash="c"), checkpointer=saver), {"log": []}, config)
@@ -102,10 +101,12 @@ def test_history_compares_a_rename_as_plan_does(
 
     plan = ne.plan(graph, config)
     found = ne.history(graph, config)
+    runs.clear()
+    ne.run(graph, None, config)
 
-    assert plan.kind is ne.PlanKind.REWIND
-    assert [(c.node, c.reason) for c in plan.changes] == [("b", ne.types.ChangeReason.SUCCESSORS)]
-    assert [(e.step, e.changes) for e in found if e.changes] == [(2, plan.changes)]
+    assert plan.kind is ne.PlanKind.CONTINUE and plan.next_nodes == {"c2"}
+    assert not plan.changes and not [e for e in found if e.changes]
+    assert runs == Counter({"c2": 1, "d": 1})
 
 
 def test_history_of_a_checkpointer_alone_compares_nothing(

@@ -137,6 +137,7 @@ def _release(spec: Spec, saver: BaseCheckpointSaver[Any], case: Case, thread: st
         build(spec, counted),
         checkpointer=saver,
         versions=spec.versions() or None,
+        renames=dict(spec.renames) or None,
         **({"resume": case.resume} if case.resume else {}),
     )
     return Story(graph, {"configurable": {"thread_id": thread}}, counted, by_id=case.by_id)
@@ -204,6 +205,8 @@ def _compare(
     more = {n: c for n, c in new.counted.runs.items() if c > fresh.counted.runs[n]}
     assert not more, f"ran more often than a fresh run: {more} > {fresh.counted.runs}\n{plan}"
     step = {node: s for s, node in old.executions.tasks}
+    was = {now: before for before, now in case.new.renames}  # compared in release 1's names
+    first_step = {was.get(n, n) for n in first_step}
     unfinished = {case.crash} if case.crash in step else set()
     unfinished |= {q.split("?")[0] for q in waiting}
     stale = changed_nodes(case.old, case.new) & (step.keys() - unfinished)
@@ -227,7 +230,8 @@ def _compare(
     )
     if kind == "rewind":
         before = {n for n, s in step.items() if s < at}
-        assert expected <= plan.rerun and before <= plan.kept, f"plan misnames\n{plan}"
+        rerun, kept = ({was.get(n, n) for n in names} for names in (plan.rerun, plan.kept))
+        assert expected <= rerun and before <= kept, f"plan misnames\n{plan}"
     # ``reanswer``: the answer given to the question waiting is applied, never asked for.
     reanswer = case.resume is not None and case.resume.reanswer
     rerun = changed_nodes(case.old, case.new) | {n for n, s in step.items() if s > at}

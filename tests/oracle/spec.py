@@ -31,7 +31,7 @@ from pydantic import BaseModel
 
 from tests.graphs.pipelines import Crash, model
 
-__all__ = ["Fan", "Node", "Spec", "build", "changed_nodes", "members", "models"]
+__all__ = ["Fan", "Node", "Spec", "as_named", "build", "changed_nodes", "members", "models"]
 
 TYPES: Mapping[str, Callable[[int], Any]] = {
     "int": int,
@@ -63,6 +63,13 @@ class Node:
     (``Command(goto=...)``); only a layer of one node routes other than by edges."""
     shared: bool = False
     """It writes the ``out`` channel, typed as the union of all its writers' models."""
+    key: str | None = None
+    """The channel it writes (and its model's and log entries' name), when not its
+    name: a node renamed keeps what it writes."""
+
+    @property
+    def channel(self) -> str:
+        return self.key or self.name
 
 
 @dataclass(frozen=True)
@@ -85,6 +92,8 @@ class Spec:
     layers: tuple[Layer, ...]
     messages: bool = False
     """Every node also appends an ``AIMessage`` (with a fixed id) to ``add_messages``."""
+    renames: tuple[tuple[str, str], ...] = ()
+    """``compile(renames=...)``: old node name -> new, for nodes this release renamed."""
 
     def nodes(self) -> list[Node | Fan]:
         return [n for layer in self.layers for n in members(layer)]
@@ -96,15 +105,23 @@ class Spec:
     def versions(self) -> dict[str, str]:
         return {n.name: n.version for n in self.nodes() if isinstance(n, Node) and n.version}
 
-    def with_node(self, name: str, **changes: Any) -> Spec:
-        """This spec with node ``name`` changed."""
+    def with_node(self, which: str, **changes: Any) -> Spec:
+        """This spec with node ``which`` changed."""
 
         def edit(layer: Layer) -> Layer:
             if isinstance(layer, Fan):
-                return replace(layer, **changes) if layer.name == name else layer
-            return tuple(replace(n, **changes) if n.name == name else n for n in layer)
+                return replace(layer, **changes) if layer.name == which else layer
+            return tuple(replace(n, **changes) if n.name == which else n for n in layer)
 
         return replace(self, layers=tuple(edit(layer) for layer in self.layers))
+
+    def renamed(self, old: str, new: str, *, declared: bool = True) -> Spec:
+        """This spec with node ``old`` renamed ``new``, writing what it wrote; the rename
+        given to ``compile`` (``renames=``) when ``declared``."""
+        node = self.named(old)
+        assert isinstance(node, Node), "a fan is not renamed"
+        spec = self.with_node(old, name=new, key=node.channel)
+        return replace(spec, renames=(*self.renames, (old, new))) if declared else spec
 
 
 def models(spec: Spec) -> dict[str, type[BaseModel]]:
@@ -114,27 +131,41 @@ def models(spec: Spec) -> dict[str, type[BaseModel]]:
         fields: dict[str, Any] = {"seed": (int, ...), "x": (_ANNOTATIONS[n.x], ...)}
         if isinstance(n, Node) and n.extra:
             fields["y"] = (int, ...) if n.extra == "required" else (int | None, None)
-        made[n.name] = model(f"Oracle_{n.name}", **fields)
+        made[n.name] = model(f"Oracle_{n.channel if isinstance(n, Node) else n.name}", **fields)
     return made
 
 
 def changed_nodes(old: Spec, new: Spec) -> set[str]:
     """The nodes of ``old`` whose stored work ``new`` makes stale: what they wrote
     changed (its model, or a ``versions`` entry), or where they route (a node inserted or
-    removed after them); a fan's sender too, when the ``Item`` it sends changed."""
-    kept = {n.name for n in old.nodes()} & {n.name for n in new.nodes()}
+    removed after them); a fan's sender too, when the ``Item`` it sends changed. Named
+    as in ``old``: a node renamed with ``renames=`` is the same node, one renamed
+    without it a node removed and another inserted."""
+    was = {now: before for before, now in new.renames}
+    kept = {n.name for n in old.nodes()} & {was.get(n.name, n.name) for n in new.nodes()}
     stale: set[str] = set()
     for spec in (old, new):
         for i, layer in enumerate(spec.layers):
-            if i and any(n.name not in kept for n in members(layer)):
-                stale |= {m.name for m in members(spec.layers[i - 1])} & kept
+            if i and any(was.get(n.name, n.name) not in kept for n in members(layer)):
+                stale |= {was.get(m.name, m.name) for m in members(spec.layers[i - 1])} & kept
     for i, layer in enumerate(new.layers):
         for now in members(layer):
-            if now.name in kept and old.named(now.name) != now:
-                stale.add(now.name)
+            name = was.get(now.name, now.name)
+            if name not in kept:
+                continue
+            before = old.named(name)
+            if before != as_named(now, before):
+                stale.add(name)
                 if isinstance(now, Fan):
-                    stale |= {m.name for m in members(new.layers[i - 1])}
+                    stale |= {was.get(m.name, m.name) for m in members(new.layers[i - 1])}
     return stale
+
+
+def as_named(now: Node | Fan, before: Node | Fan) -> Node | Fan:
+    """``now`` as ``before`` named it (and its channel): equal when only renamed."""
+    if isinstance(now, Node) and isinstance(before, Node):
+        return replace(now, name=before.name, key=before.key)
+    return now
 
 
 def members(layer: Layer) -> tuple[Node | Fan, ...]:
@@ -174,7 +205,7 @@ def _state(spec: Spec, made: Mapping[str, type[BaseModel]]) -> type:
         fields["out"] = union
     for n in spec.nodes():
         if isinstance(n, Node) and not n.shared:
-            fields[n.name] = made[n.name]
+            fields[n.channel] = made[n.name]
     return TypedDict("OracleState", fields, total=False)  # type: ignore[operator]
 
 
@@ -186,9 +217,9 @@ def build(spec: Spec, counted: Counted) -> StateGraph[Any, Any, Any, Any]:
     for i, layer in enumerate(layers):
         after = layers[i + 1] if i + 1 < len(layers) else None
         if isinstance(layer, Fan):
-            builder.add_node(layer.name, _worker(layer, counted))
+            builder.add_node(layer.name, _worker(layer, counted, made[layer.name]))
             continue
-        reads = _names(layers[i - 1]) if i else []
+        reads = _channels(layers[i - 1]) if i else []
         siblings = [n.name for n in layer]
         for n in layer:
             goto = _goto(after, made) if n.route == "command" else None
@@ -214,6 +245,10 @@ def build(spec: Spec, counted: Counted) -> StateGraph[Any, Any, Any, Any]:
 
 def _names(layer: Layer | None) -> list[str]:
     return [m.name for m in members(layer)] if layer is not None else [END]
+
+
+def _channels(layer: Layer) -> list[str]:
+    return [m.channel if isinstance(m, Node) else m.name for m in members(layer)]
 
 
 def _goto(after: Layer | None, made: Mapping[str, type[BaseModel]]) -> Any:
@@ -249,7 +284,7 @@ def _node(
     def fn(state: Any) -> Any:
         counted.runs[n.name] += 1
         try:
-            answers = [str(interrupt(f"{n.name}?{k}")) for k in range(n.asks)]
+            answers = [str(interrupt(f"{n.channel}?{k}")) for k in range(n.asks)]
             if counted.crash == n.name:
                 _after_siblings(n.name, siblings, counted)
                 raise Crash(n.name)
@@ -260,11 +295,11 @@ def _node(
         if n.extra == "required":
             fields["y"] = seed
         update: dict[str, Any] = {
-            "out" if n.shared else n.name: made(**fields),
-            "log": [f"{state.get('doc')}/{n.name}:{seed}:{','.join(answers)}"],
+            "out" if n.shared else n.channel: made(**fields),
+            "log": [f"{state.get('doc')}/{n.channel}:{seed}:{','.join(answers)}"],
         }
         if spec.messages:
-            update["msgs"] = [AIMessage(content=n.name, id=f"{n.name}-{state.get('doc')}")]
+            update["msgs"] = [AIMessage(content=n.channel, id=f"{n.channel}-{state.get('doc')}")]
         if goto is not None:
             return Command(update=update, goto=goto(state))
         return update
@@ -282,7 +317,7 @@ def _after_siblings(name: str, siblings: list[str], counted: Counted) -> None:
         time.sleep(0.1)
 
 
-def _worker(fan: Fan, counted: Counted) -> Callable[[Any], Any]:
+def _worker(fan: Fan, counted: Counted, carries: type[BaseModel]) -> Callable[[Any], Any]:
     def fn(item: Any) -> dict[str, Any]:
         counted.runs[fan.name] += 1
         if counted.crash == fan.name and item.seed < _ITEM:  # the first item
@@ -294,4 +329,6 @@ def _worker(fan: Fan, counted: Counted) -> Callable[[Any], Any]:
         return {"results": [f"{item.seed % _ITEM}/{fan.name}:{type(item).__name__}:{item.x!r}"]}
 
     fn.__name__ = fan.name
+    # What a ``Send`` carries, as LangGraph reads a node's input schema.
+    fn.__annotations__ = {"item": carries, "return": dict[str, Any]}
     return fn

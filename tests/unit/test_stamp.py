@@ -8,9 +8,11 @@ from collections import Counter
 from typing import Annotated, Any, Literal, TypedDict
 
 from langgraph.graph import START, StateGraph
-from langgraph.types import Command
+from langgraph.types import Command, Send
+from pydantic import BaseModel
 
 from neograph_ext import fingerprint_type
+from neograph_ext._changes import ChangeReason, step_changes
 from neograph_ext._introspect import build_stamp
 from neograph_ext._stamp import (
     ASK_AGAIN,
@@ -100,6 +102,36 @@ def test_node_fingerprint_covers_version_and_successors() -> None:
     assert base.nodes["d"].fp != longer.nodes["d"].fp
     assert base.nodes["c"].fp == longer.nodes["c"].fp
     assert len({base.id, bumped.id, longer.id}) == 3
+
+
+def _fan_out(item: type[BaseModel], *, routed: bool = True) -> StateGraph[Any, Any, Any, Any]:
+    """``a`` sends ``item``s to ``work`` (or, not ``routed``, reaches it by an edge)."""
+
+    def work(it: Any) -> dict[str, Any]:
+        return {}
+
+    work.__annotations__["it"] = item  # resolved, as a module-level model would be
+    builder = StateGraph(State)
+    builder.add_node("a", lambda s: {})
+    builder.add_node("work", work)
+    builder.add_edge(START, "a")
+    if routed:
+        builder.add_conditional_edges("a", lambda s: [Send("work", item())], ["work"])
+    else:
+        builder.add_edge("a", "work")
+    return builder
+
+
+def test_a_sender_is_fingerprinted_by_what_its_sends_carry() -> None:
+    old, new = (model("Item", x=(tp, 0)) for tp in (int, str))
+    before, after = build_stamp(_fan_out(old)), build_stamp(_fan_out(new))
+    assert before.nodes["a"].sends == {"work": fingerprint_type(old)}
+    assert before.nodes["a"].fp != after.nodes["a"].fp
+    (change,) = step_changes(frozenset({"a"}), frozenset(), before, after)
+    assert change.reason is ChangeReason.SENDS
+    assert change.diff[0] == "send to `work` changed" and "x" in change.diff[1]
+    # A static edge passes the state, never a Send: nothing is added to the fingerprint.
+    assert build_stamp(_fan_out(old, routed=False)).nodes["a"].sends is None
 
 
 def test_stamp_round_trips_through_its_json() -> None:
