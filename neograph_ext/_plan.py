@@ -72,6 +72,7 @@ from neograph_ext._stamp import Stamp, Unreadable
 
 __all__ = [
     "ASKED_AGAIN",
+    "REANSWERED",
     "SETTLEMENTS",
     "Carriable",
     "Carry",
@@ -114,6 +115,7 @@ def decide(
     misread: Mapping[str, str] | None = None,
     head: HeadFacts | None = None,
     take_over: bool = False,
+    reanswer: bool = False,
 ) -> ResumePlan:
     """Plan the resume of a thread: the whole decision, in one place.
 
@@ -138,6 +140,8 @@ def decide(
             stamps that tells whether newer code owns the thread.
         take_over: Take a thread newer code owns over (``ResumePolicy.take_over``)
             rather than leave it ``superseded``.
+        reanswer: A question asked again is given its answers again
+            (``ResumePolicy.reanswer``): the plan says so.
 
     Returns:
         The plan; ``blocker`` is set when it must not be carried out silently.
@@ -161,7 +165,7 @@ def decide(
         if lost:
             plan = replace(plan, blocker=lost_on_pause(thread_id, lost))
         else:
-            plan = replace(plan, notes=(*plan.notes, ASKED_AGAIN))
+            plan = replace(plan, notes=(*plan.notes, REANSWERED if reanswer else ASKED_AGAIN))
     return with_owed(plan, head)
 
 
@@ -343,4 +347,10 @@ ASKED_AGAIN = (
     "of it changed: the question is asked again after the rewind, and run() returns it; an "
     "answer given now is set aside (ResumePolicy(reanswer=True) applies it to the new "
     "question)"
+)
+REANSWERED = (
+    "the thread waits on a question (an interrupt or a breakpoint) and something upstream "
+    "of it changed: the rewind asks it again, and ResumePolicy(reanswer=True) applies the "
+    "answer given now to it, and to each question its node asked before it the answer "
+    "given then, in order"
 )
