@@ -159,11 +159,6 @@ def test_reanswer_keeps_the_answer_while_an_upstream_question_is_asked_first(
 EDITED = Spec(((Node("a"),), (Node("w"),), (Node("d"),)))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the rewind re-runs w: a human's update_state(as_node='w') is discarded, "
-    "with no word in the plan or the log",
-)
 @pytest.mark.parametrize("kind", SAVERS)
 def test_a_human_edit_is_kept_or_refused_by_name(kind: str, tmp_path: Path) -> None:
     new_spec = EDITED.with_node("w", x="str")
