@@ -74,7 +74,7 @@ from neograph_ext._operations import (
 from neograph_ext._owed import owed_turns
 from neograph_ext._ownership import owner
 from neograph_ext._plan import decide, needs_lineage
-from neograph_ext._reanswer import Reanswer
+from neograph_ext._reanswer import Reanswer, reanswering
 from neograph_ext._stamp import encode_run, input_digest, read_marks
 from neograph_ext._steps import Due, ReplayInput, Work, is_due, work_for
 from neograph_ext._subgraph_misread import inner_changes, inner_misread
@@ -220,16 +220,17 @@ def resumed(call: ThreadCall, input: Any, kwargs: Mapping[str, Any]) -> Flow[Any
     yield StoreDescription()
     result = None
     for step in work.invocations:
-        now = None if step.when is Due.ALWAYS else (yield ReadTuple(step.config))
-        if step.when is not Due.ALWAYS and not is_due(step.when, call.graph, now):
+        if step.when is not Due.ALWAYS and not is_due(
+            step.when, call.graph, (yield ReadTuple(step.config))
+        ):
             continue
         value, mark = step.input, step.mark
         if isinstance(value, ReplayInput):
             value, mark = _replayed(call, value, (yield ReadTuple(value.config)))
-        if isinstance(value, Reanswer) and now is not None:
-            value = value.command(call.graph.nodes, now)
-            if value is None:
-                continue  # asked a question no answer was given to: ``run`` returns it
+        if isinstance(value, Reanswer):
+            sent = yield from reanswering(value, call.graph.nodes, step.config, mark, work.kwargs)
+            result = sent[0] if sent else result
+            continue
         if step.keep is not None:
             yield KeepTasks(*step.keep, mark, step.upto)
         if step.claim is not None:

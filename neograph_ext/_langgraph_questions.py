@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 
 from xxhash import xxh3_128_hexdigest
 
-__all__ = ["RESUME", "Question", "by_interrupt_id", "open_questions"]
+__all__ = ["RESUME", "Question", "answered", "by_interrupt_id", "open_questions"]
 
 RESUME = "__resume__"
 _INTERRUPT = "__interrupt__"
@@ -68,6 +68,30 @@ def open_questions(
             return None
         found.append(Question(interrupts[0].id, known[0], answers))
     return tuple(found)
+
+
+def answered(
+    nodes: Iterable[str], writes: Sequence[tuple[str, str, Any]]
+) -> dict[str, tuple[Any, ...]]:
+    """Per node, the answers its task among ``writes`` was given, in order, whether the
+    task finished, failed or waits on its next question; a node with several such tasks
+    is left out (which answers belong to which is unknown)."""
+    given: dict[str, tuple[Any, ...]] = {}
+    asked: dict[str, Any] = {}
+    for task, channel, value in writes:
+        if channel == RESUME:
+            given[task] = tuple(value) if isinstance(value, list) else (value,)
+        elif channel == _INTERRUPT and isinstance(value, list | tuple) and value:
+            asked[task] = value[-1]
+    names = sorted(nodes)
+    found: dict[str, list[tuple[Any, ...]]] = {}
+    for task, answers in given.items():
+        last = str(getattr(asked.get(task), "id", ""))
+        for name in names:
+            ns = f"{name}:{task}"
+            if last in (_interrupt_id(ns, len(answers) - 1), _interrupt_id(ns, len(answers))):
+                found.setdefault(name, []).append(answers)
+    return {name: each[0] for name, each in found.items() if len(each) == 1}
 
 
 def _interrupt_id(namespace: str, answered: int) -> str:

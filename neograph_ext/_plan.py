@@ -351,6 +351,6 @@ ASKED_AGAIN = (
 REANSWERED = (
     "the thread waits on a question (an interrupt or a breakpoint) and something upstream "
     "of it changed: the rewind asks it again, and ResumePolicy(reanswer=True) applies the "
-    "answer given now to it, and to each question its node asked before it the answer "
-    "given then, in order"
+    "answer given now to it, and to each question a node it re-runs asked before the "
+    "answer given then, in order"
 )

@@ -17,19 +17,28 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.types import Command
 
-from neograph_ext._langgraph_questions import by_interrupt_id, open_questions
+from neograph_ext._head_state import has_interrupt
+from neograph_ext._langgraph_questions import answered, by_interrupt_id, open_questions
+from neograph_ext._operations import Flow, Invoke, ReadTuple
 
-__all__ = ["Reanswer", "reanswers"]
+__all__ = ["Reanswer", "reanswering", "reanswers"]
 
 
 class Reanswer(NamedTuple):
-    """An answer to send once the rewind asked again: one per node and question."""
+    """The answers to send once the rewind asked again: one per node and question."""
 
     answers: Mapping[str, tuple[Any, ...]]
-    """Per node, the answers to its questions, in the order it asks them."""
+    """Per node whose question the thread waits on, the answers to its questions, in
+    the order it asks them."""
+    branch: RunnableConfig | None = None
+    """The head the rewind forks away from: its checkpoints back to ``until`` hold the
+    answers the nodes the rewind re-runs were given (``earlier``)."""
+    until: str | None = None
+    """The checkpoint the rewind forks from."""
 
     def command(self, nodes: Iterable[str], head: CheckpointTuple) -> Command[Any] | None:
         """The answers due to the questions ``head`` waits on, keyed by their new ids;
@@ -44,12 +53,12 @@ class Reanswer(NamedTuple):
 
 
 def reanswers(
-    nodes: Iterable[str], head: CheckpointTuple, input: Any
+    nodes: Iterable[str], head: CheckpointTuple, input: Any, until: str | None
 ) -> tuple[tuple[Any, ...], str | None]:
-    """What to send once a rewind of ``head`` asked again, given ``input`` (None, or the
-    ``Command`` sent): a ``Reanswer``; ``input`` itself when the head waits on a
-    breakpoint alone or ``input`` does more than answer; nothing when the answer is set
-    aside. And why it is, if it is."""
+    """What to send once a rewind of ``head`` to ``until`` asked again, given ``input``
+    (None, or the ``Command`` sent): a ``Reanswer``; ``input`` itself when the head waits
+    on a breakpoint alone or ``input`` does more than answer; nothing when the answer is
+    set aside. And why it is, if it is."""
     questions = open_questions(nodes, head.pending_writes or ())
     resume: Any = input.resume if isinstance(input, Command) else None
     keyed = by_interrupt_id(resume)
@@ -59,8 +68,8 @@ def reanswers(
         if keyed:
             return (), _set_aside(sorted(resume), "the question it answered cannot be told")
         return (input,), None
-    if not questions:
-        return (input,), None
+    if not questions and not has_interrupt(head):
+        return (input,), None  # a breakpoint alone: ``None`` goes past it
     given: dict[str, Any] = {}
     said = None
     if keyed:
@@ -72,11 +81,55 @@ def reanswers(
     elif resume is not None:
         if len(questions) > 1:
             return (input,), None  # LangGraph's own error: several questions wait
-        given = {questions[0].node: resume}
+        # None open: a task that failed after its answers, which are stored, still lists
+        # its last question; the answer given to it again is LangGraph's to ignore.
+        given = {questions[0].node: resume} if questions else {}
     answers = {
         q.node: (*q.answers, *([given[q.node]] if q.node in given else [])) for q in questions
     }
-    return (Reanswer({node: found for node, found in answers.items() if found}),), said
+    kept = {node: found for node, found in answers.items() if found}
+    return (Reanswer(kept, head.config, until),), said
+
+
+def reanswering(
+    sent: Reanswer,
+    nodes: Iterable[str],
+    config: RunnableConfig,
+    mark: str,
+    kwargs: Mapping[str, Any],
+) -> Flow[tuple[Any, ...]]:
+    """Send ``sent``'s answers as the rewind asks again, one invocation per question
+    answered, with the answers the branch forked away from gave the nodes it re-runs;
+    sends back the last invocation's result, if one ran."""
+    nodes = tuple(nodes)
+    answers = {**(yield from _earlier(sent, nodes)), **sent.answers}
+    due = sent._replace(answers=answers)
+    result: tuple[Any, ...] = ()
+    now = yield ReadTuple(config)
+    while now is not None and (command := due.command(nodes, now)) is not None:
+        result = ((yield Invoke(command, config, mark, kwargs)),)
+        now = yield ReadTuple(config)
+    return result
+
+
+def _earlier(sent: Reanswer, nodes: tuple[str, ...]) -> Flow[dict[str, tuple[Any, ...]]]:
+    """The answers each node was given along the branch, from its head back to the
+    checkpoint the rewind forks from; a node asked at two of them is left out."""
+    found: dict[str, tuple[Any, ...]] = {}
+    twice: set[str] = set()
+    config = sent.branch
+    while config is not None:
+        tup = yield ReadTuple(config)
+        if tup is None:
+            break
+        for node, given in answered(nodes, tup.pending_writes or ()).items():
+            if node in found:
+                twice.add(node)
+            found.setdefault(node, given)
+        if tup.checkpoint["id"] == sent.until:
+            break
+        config = tup.parent_config
+    return {node: given for node, given in found.items() if node not in twice}
 
 
 def _set_aside(ids: list[str], why: str) -> str:

@@ -41,7 +41,7 @@ from neograph_ext._head_state import (
 from neograph_ext._langgraph import unsaved_subgraph
 from neograph_ext._misread import turn_misread
 from neograph_ext._ownership import superseded_message
-from neograph_ext._reanswer import Reanswer, reanswers
+from neograph_ext._reanswer import reanswers
 from neograph_ext._stamp import (
     ASK_AGAIN,
     Stamp,
@@ -211,7 +211,7 @@ def work_for(
                 "its turn is replayed"
             )
         elif reanswer and (answer or paused):
-            steps += _reanswering(call, head, input, here, said)
+            steps += _reanswering(call, head, input, here, decision.checkpoint_id, said)
         elif paused and answer:
             # That the question is asked again is the plan's note (``_plan.ASKED_AGAIN``).
             said.append(
@@ -246,26 +246,20 @@ def work_for(
 
 
 def _reanswering(
-    call: ThreadCall, head: CheckpointTuple, input: Any, mark: str, said: list[str]
+    call: ThreadCall,
+    head: CheckpointTuple,
+    input: Any,
+    mark: str,
+    until: str | None,
+    said: list[str],
 ) -> tuple[Invocation, ...]:
-    """What is sent once the rewind asked again (``_reanswer``): one invocation per
-    question a node asks, each due while the thread waits on one."""
-    sent, why = reanswers(call.graph.nodes, head, input)
+    """What is sent once the rewind to ``until`` asked again (``_reanswer``), due while
+    the thread waits on a question."""
+    sent, why = reanswers(call.graph.nodes, head, input, until)
     if why is not None:
         said.append(why)
     after = at_checkpoint(call.config, None)
-    return tuple(
-        Invocation(value, after, mark, Due.INTERRUPTED)
-        for value in sent
-        for _ in range(_asks(value))
-    )
-
-
-def _asks(sent: Any) -> int:
-    """How many invocations send ``sent``: one per question a node asks again."""
-    if isinstance(sent, Reanswer):
-        return max(map(len, sent.answers.values()), default=0)
-    return 1
+    return tuple(Invocation(value, after, mark, Due.INTERRUPTED) for value in sent)
 
 
 def _forking(call: ThreadCall, head: CheckpointTuple | None, mark: str) -> Invocation | None:

@@ -125,11 +125,6 @@ def known_failure(case: Case) -> str | None:
         n.name != case.crash for n in members(crashed) if n in changed
     ):
         return "test_a_crashed_step_keeps_its_unchanged_finished_sibling"
-    asking_layers = [
-        x for x in case.old.layers if any(isinstance(n, Node) and n.asks for n in members(x))
-    ]
-    if case.resume and case.resume.reanswer and len(asking_layers) > 1:
-        return "test_reanswer_keeps_the_answer_while_an_upstream_question_is_asked_first"
     for before, after in zip(case.old.layers, case.old.layers[1:], strict=False):
         joined = len(members(before)) > 1 and len(members(after)) > 1
         if joined and any(n in changed for n in members(after)):

@@ -9,7 +9,12 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, StateGraph
 from langgraph.types import Command, interrupt
 
-from neograph_ext._langgraph_questions import Question, by_interrupt_id, open_questions
+from neograph_ext._langgraph_questions import (
+    Question,
+    answered,
+    by_interrupt_id,
+    open_questions,
+)
 
 
 class State(TypedDict, total=False):
@@ -51,6 +56,8 @@ def test_each_open_question_is_told_by_its_node_and_the_answers_before_it() -> N
     writes = saver.get_tuple(config).pending_writes  # type: ignore[union-attr]
     # ``once`` finished: its answered question is no longer open.
     assert open_questions(graph.nodes, writes) == (Question(second.id, "twice", ("a",)),)
+    # Every task's answers, finished or waiting.
+    assert answered(graph.nodes, writes) == {"twice": ("a",), "once": ("b",)}
     assert by_interrupt_id({second.id: "c"}) and not by_interrupt_id({"x": "c"})
 
 
@@ -66,3 +73,4 @@ def test_a_question_asked_inside_a_subgraph_is_unknown() -> None:
     assert graph.get_state(config).interrupts
     writes = saver.get_tuple(config).pending_writes  # type: ignore[union-attr]
     assert open_questions(graph.nodes, writes) is None
+    assert answered(graph.nodes, writes) == {}
