@@ -1,12 +1,15 @@
-"""What a rewind answers again (``ResumePolicy(reanswer=True)``): each node whose question
-the thread waits on gets every answer it was given, in the order it asked, and the answer
-given now, each applied to its question of the same position once the rewind asks it
-again. A question asked again has a new id (it hashes the new task's), so an answer keyed
-by the old id is matched by node and position, never by the id.
+"""What a rewind answers again (``ResumePolicy(reanswer=True)``): each node the rewind
+re-runs gets every answer it was given, in the order it asked, and the node whose
+question the thread waits on the answer given now too, each applied to its question of
+the same position once the rewind asks it again. A question asked again has a new id (it
+hashes the new task's), so an answer keyed by the old id is matched by node and
+position, never by the id.
 
 Rules:
-- Pure: ``reanswers`` reads the head before the rewind, ``command`` the newest
-  checkpoint once the rewind asked again; both tell questions by ``open_questions``.
+- I/O-free: ``reanswers`` reads the head before the rewind; ``reanswering`` is a flow
+  (``_flow``) that reads the branch the rewind forks away from for the answers given
+  along it, then answers each question as the rewind asks it (``command``), telling
+  questions by ``open_questions``, at most once per answer.
 - An answer that cannot be matched safely (a subgraph's question, two waiting tasks of
   one node) is never sent to a question it was not given to: an answer keyed by id is
   then set aside, and ``reanswers`` says so by name.
@@ -36,7 +39,7 @@ class Reanswer(NamedTuple):
     the order it asks them."""
     branch: RunnableConfig | None = None
     """The head the rewind forks away from: its checkpoints back to ``until`` hold the
-    answers the nodes the rewind re-runs were given (``earlier``)."""
+    answers the nodes the rewind re-runs were given (``_earlier``)."""
     until: str | None = None
     """The checkpoint the rewind forks from."""
 
@@ -106,7 +109,10 @@ def reanswering(
     due = sent._replace(answers=answers)
     result: tuple[Any, ...] = ()
     now = yield ReadTuple(config)
-    while now is not None and (command := due.command(nodes, now)) is not None:
+    for _ in range(sum(map(len, answers.values()))):
+        command = due.command(nodes, now) if now is not None else None
+        if command is None:
+            break
         result = ((yield Invoke(command, config, mark, kwargs)),)
         now = yield ReadTuple(config)
     return result
