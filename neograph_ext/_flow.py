@@ -82,6 +82,7 @@ from neograph_ext._operations import (
 from neograph_ext._owed import owed_turns
 from neograph_ext._ownership import owner
 from neograph_ext._plan import decide, needs_lineage
+from neograph_ext._reanswer import Reanswer, reanswering
 from neograph_ext._stamp import Stamp, encode_run, input_digest, read_marks
 from neograph_ext._steps import Due, ReplayInput, Work, is_due, work_for
 from neograph_ext._subgraph_misread import inner_changes, inner_misread
@@ -180,6 +181,7 @@ def planned(
             replay_turns=call.resume.replay_turns,
             head=facts,
             take_over=call.resume.take_over,
+            reanswer=call.resume.reanswer,
         )
 
     plan = decided(facts)
@@ -269,6 +271,10 @@ def resumed(
         value, mark = step.input, step.mark
         if isinstance(value, ReplayInput):
             value, mark = _replayed(call, value, (yield ReadTuple(value.config)))
+        if isinstance(value, Reanswer):
+            sent = yield from reanswering(value, call.graph.nodes, step.config, mark, work.kwargs)
+            result = sent[0] if sent else result
+            continue
         if step.keep is not None:
             yield from kept(call, *step.keep, step.upto, mark)
         if step.claim is not None:

@@ -73,6 +73,7 @@ from neograph_ext._stamp import Stamp, StampRef, Unreadable
 
 __all__ = [
     "ASKED_AGAIN",
+    "REANSWERED",
     "SETTLEMENTS",
     "Carriable",
     "Carry",
@@ -116,6 +117,7 @@ def decide(
     misread: Mapping[str, str] | None = None,
     head: HeadFacts | None = None,
     take_over: bool = False,
+    reanswer: bool = False,
 ) -> ResumePlan:
     """Plan the resume of a thread: the whole decision, in one place.
 
@@ -140,6 +142,8 @@ def decide(
             stamps that tells whether newer code owns the thread.
         take_over: Take a thread newer code owns over (``ResumePolicy.take_over``)
             rather than leave it ``superseded``.
+        reanswer: A question asked again is given its answers again
+            (``ResumePolicy.reanswer``): the plan says so.
 
     Returns:
         The plan; ``blocker`` is set when it must not be carried out silently.
@@ -164,7 +168,7 @@ def decide(
         if lost:
             plan = replace(plan, blocker=lost_on_pause(thread_id, lost))
         elif asks_again(plan, head):
-            plan = replace(plan, notes=(*plan.notes, ASKED_AGAIN))
+            plan = replace(plan, notes=(*plan.notes, REANSWERED if reanswer else ASKED_AGAIN))
     return with_owed(plan, head)
 
 
@@ -444,4 +448,10 @@ ASKED_AGAIN = (
     "of it changed: the question is asked again after the rewind, and run() returns it; an "
     "answer given now is set aside (ResumePolicy(reanswer=True) applies it to the new "
     "question)"
+)
+REANSWERED = (
+    "the thread waits on a question (an interrupt or a breakpoint) and something upstream "
+    "of it changed: the rewind asks it again, and ResumePolicy(reanswer=True) applies the "
+    "answer given now to it, and to each question a node it re-runs asked before the "
+    "answer given then, in order"
 )

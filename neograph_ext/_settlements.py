@@ -214,7 +214,33 @@ def _rewound(s: Settling, step: _Step) -> ResumePlan | None:
     """A change within the latest turn: fork from the checkpoint before it."""
     if s.history or (step.index <= s.turn and s.turn > 0):
         return None
-    return _carrying_since(s, _rewind(s, step), step.index - 1)
+    return _edited_since(s, _carrying_since(s, _rewind(s, step), step.index - 1), step.index)
+
+
+def _edited_since(s: Settling, plan: ResumePlan, start: int) -> ResumePlan:
+    """``plan``, blocked when its fork goes back before a human edit (``update_state``)
+    among ``records[start:]``: the fork re-runs from before it and would drop it, and an
+    edit is human input no node can make again."""
+    edits = [r for r in s.records[start:] if r.source == "update" and r.wrote]
+    if plan.blocker or not edits:
+        return plan
+    named = "; ".join(
+        f"checkpoint {r.checkpoint_id} set {', '.join(f'`{ch}`' for ch in sorted(r.wrote))}"
+        for r in edits
+    )
+    return replace(
+        plan,
+        blocker=(
+            f"thread {s.base.thread_id!r}: the rewind to checkpoint {plan.checkpoint_id} "
+            f"goes back before {len(edits)} edit(s) made by hand with update_state "
+            f"({named}); the fork re-runs from before them and would drop them. Ways "
+            "out: neograph_ext.accept(graph, config) records that you handled the thread "
+            "by hand and keeps the edit; or run from checkpoint "
+            f"{plan.checkpoint_id} (configurable.checkpoint_id), which forks there without "
+            "the edit, and make the edit again with update_state when it stops; or start "
+            "a new thread_id"
+        ),
+    )
 
 
 def _replayed(s: Settling, step: _Step) -> ResumePlan | None:
@@ -222,7 +248,7 @@ def _replayed(s: Settling, step: _Step) -> ResumePlan | None:
     the later turns their stored inputs again."""
     if not s.replay_turns:
         return None
-    plan = _carrying_since(s, _rewind(s, step), step.index - 1)
+    plan = _edited_since(s, _carrying_since(s, _rewind(s, step), step.index - 1), step.index)
     inputs = tuple(r.checkpoint_id for r in s.records[step.index :] if r.source == "input")
     return replace(plan, replayed=inputs)
 

@@ -42,6 +42,7 @@ from neograph_ext._langgraph import unsaved_subgraph
 from neograph_ext._misread import turn_misread
 from neograph_ext._ownership import superseded_message
 from neograph_ext._plan import ASKED_AGAIN
+from neograph_ext._reanswer import reanswers
 from neograph_ext._stamp import (
     ASK_AGAIN,
     Stamp,
@@ -237,9 +238,11 @@ def _rewinding(
             "earlier turns first, and the question it answered is asked again once "
             "its turn is replayed"
         )
-    elif applies and (answer or paused):
-        given = _unkeyed(input, head) if kept_question else input
+    elif kept_question:
+        given = _unkeyed(input, head)
         steps += (Invocation(given, at_checkpoint(call.config, None), here, Due.INTERRUPTED),)
+    elif applies and (answer or paused):
+        steps += _reanswering(call, head, input, here, decision.checkpoint_id, said)
     elif paused and answer:
         # That the question is asked again is the plan's note (``_plan.ASKED_AGAIN``).
         said.append(
@@ -279,6 +282,23 @@ def _unkeyed(answer: Command[Any], head: CheckpointTuple) -> Command[Any]:
     if isinstance(resume, Mapping) and len(resume) == 1 == len(asked) and answer.update is None:
         return Command(resume=next(iter(resume.values())), goto=answer.goto)
     return answer
+
+
+def _reanswering(
+    call: ThreadCall,
+    head: CheckpointTuple,
+    input: Any,
+    mark: str,
+    until: str | None,
+    said: list[str],
+) -> tuple[Invocation, ...]:
+    """What is sent once the rewind to ``until`` asked again (``_reanswer``), due while
+    the thread waits on a question."""
+    sent, why = reanswers(call.graph.nodes, head, input, until)
+    if why is not None:
+        said.append(why)
+    after = at_checkpoint(call.config, None)
+    return tuple(Invocation(value, after, mark, Due.INTERRUPTED) for value in sent)
 
 
 def _forking(call: ThreadCall, head: CheckpointTuple | None, mark: str) -> Invocation | None:

@@ -131,13 +131,6 @@ def known_failure(case: Case) -> str | None:
     shared = [n for n in case.old.nodes() if isinstance(n, Node) and n.shared]
     if len(shared) > 1 and any(n in shared for n in changed):
         return "test_two_writers_of_a_union_only_the_changed_one_reruns"
-    if case.resume and any(isinstance(n, Node) and n.asks > 1 for n in case.old.nodes()):
-        return "test_reanswer_applies_each_answer_of_a_node_asking_twice_to_its_own_question"
-    if case.resume and case.by_id:
-        return "test_reanswer_applies_an_answer_keyed_by_interrupt_id"
-    asking = [n.name for n in case.old.nodes() if isinstance(n, Node) and n.asks]
-    if case.resume and len(asking) > 1 and changed:
-        return "test_reanswer_applies_the_answer_to_the_question_it_answered_not_an_earlier_one"
     # The writes of a step waiting on a question name its renamed nodes, and the edges
     # to its successors name theirs.
     for layer, after in zip(case.old.layers, (*case.old.layers[1:], ()), strict=True):

@@ -168,11 +168,6 @@ TWICE = Spec(((Node("a"),), (Node("ask", asks=2),), (Node("d"),)))
 REANSWER = ne.ResumePolicy(reanswer=True)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the answer to the second question is stored as the answer to the first; "
-    "the first answer is lost",
-)
 @pytest.mark.parametrize("kind", SAVERS)
 def test_reanswer_applies_each_answer_of_a_node_asking_twice_to_its_own_question(
     kind: str, tmp_path: Path
@@ -181,44 +176,42 @@ def test_reanswer_applies_each_answer_of_a_node_asking_twice_to_its_own_question
     assert oracle(kind, tmp_path, case) == "rewind"
 
 
-@pytest.mark.xfail(
-    strict=True, reason="an answer keyed by interrupt id ignores reanswer: asked again"
-)
+KEYED = {
+    "one question": Spec(((Node("a"),), (Node("ask", asks=1),), (Node("d"),))),
+    "two nodes asking twice at once": Spec(
+        ((Node("a"),), (Node("ask", asks=2), Node("c", asks=2)), (Node("d"),))
+    ),
+}
+
+
+@pytest.mark.parametrize("answered", [0, 1])
+@pytest.mark.parametrize("shape", KEYED)
 @pytest.mark.parametrize("kind", SAVERS)
-def test_reanswer_applies_an_answer_keyed_by_interrupt_id(kind: str, tmp_path: Path) -> None:
-    once = Spec(((Node("a"),), (Node("ask", asks=1),), (Node("d"),)))
-    case = Case(once, once.with_node("a", x="str"), answered=0, resume=REANSWER, by_id=True)
+def test_reanswer_applies_an_answer_keyed_by_interrupt_id(
+    kind: str, shape: str, answered: int, tmp_path: Path
+) -> None:
+    spec = KEYED[shape]
+    case = Case(spec, spec.with_node("a", x="str"), answered=answered, resume=REANSWER, by_id=True)
     assert oracle(kind, tmp_path, case) == "rewind"
 
 
-ASKED_TWICE = Spec(((Node("a", asks=1),), (Node("c", asks=1),)))
-"""Found by the oracle as ``(a, Fan b, c, Fan d)`` (both nodes asking): the fans play no
-part, and it shrinks to two nodes that ask."""
+UPSTREAM = Spec(((Node("a", asks=1),), (Node("b", asks=1),), (Node("d"),)))
+"""Found by the oracle (first as ``(a, Fan b, c, Fan d)``, both asking): the rewind
+asks the changed ``a`` first; ``a`` must get its answer again, and ``b`` the answer given
+now, before ``run`` returns."""
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="found by the oracle: with reanswer, the answer given to the question c waits "
-    "on is applied to the question the rewind asks first, a's (asked again as a changed): "
-    "a keeps c's answer, and c asks again",
-)
 @pytest.mark.parametrize("kind", SAVERS)
-def test_reanswer_applies_the_answer_to_the_question_it_answered_not_an_earlier_one(
+def test_reanswer_keeps_the_answer_while_an_upstream_question_is_asked_first(
     kind: str, tmp_path: Path
 ) -> None:
-    new = ASKED_TWICE.with_node("a", extra="required")
-    case = Case(ASKED_TWICE, new, answered=1, resume=REANSWER)
-    assert oracle(kind, tmp_path, case) == "rewind"
+    new = UPSTREAM.with_node("a", extra="required")
+    assert oracle(kind, tmp_path, Case(UPSTREAM, new, answered=1, resume=REANSWER)) == "rewind"
 
 
 EDITED = Spec(((Node("a"),), (Node("w"),), (Node("d"),)))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the rewind re-runs w: a human's update_state(as_node='w') is discarded, "
-    "with no word in the plan or the log",
-)
 @pytest.mark.parametrize("kind", SAVERS)
 def test_a_human_edit_is_kept_or_refused_by_name(kind: str, tmp_path: Path) -> None:
     new_spec = EDITED.with_node("w", x="str")
