@@ -253,7 +253,9 @@ def _settled(
         plan = yield from planned(locked, head)
         work = _logged_work(locked, plan, head, input, kwargs)
     if work.carry is not None:
-        written = yield CarryValues(work.carry, locked.config, call.carrying)
+        # What a new turn keeps by default is validated as a kept value is.
+        kept = replace(call.carrying, keep=call.carrying.keep | work.carry.migrated)
+        written = yield CarryValues(work.carry, locked.config, kept)
         logger.info(
             "thread %r: wrote checkpoint %s carrying the values on",
             call.thread_id,
@@ -455,8 +457,7 @@ def _carriable(call: ThreadCall, head: CheckpointTuple, facts: HeadFacts) -> Flo
     a DeltaChannel, whose kept values are not carried by default yet."""
     options = call.carrying
     if facts.new_turn and call.graph.neograph_ext_entrypoint is None:
-        kept = options.types.keys() - delta_channels(call.graph).keys()
-        options = replace(options, keep=options.keep | kept)
+        options = replace(options, keep=options.keep | options.types.keys())
     if not (options.keep or options.migrations):
         return None
     channels = rebuilt_channels(options, delta_channels(call.graph))

@@ -285,6 +285,10 @@ def _decide_steps(
     if plan is not None:
         return plan
     if carried:
+        if history and not carry.migrated & {c.channel for c in carried}:
+            # Kept for still validating, no migration run: history, nothing to migrate.
+            kept = (*base.notes, *map(_kept_valid, unique(carried)))
+            return with_carried(replace(base, notes=kept), carried)
         return with_carried(replace(base, kind=PlanKind.MIGRATE), carried)
     if notes:
         return replace(base, kind=PlanKind.UNVERIFIED, notes=tuple(notes))
@@ -292,11 +296,14 @@ def _decide_steps(
 
 
 def _kept_valid(change: NodeChange) -> str:
-    """Why a new turn keeps what a changed node of a finished turn appended."""
-    return (
-        f"{change.describe().splitlines()[0]} in a finished turn; the items it appended "
-        "to the state are of their channel's type: kept: still valid"
+    """Why a new turn keeps what a changed node of a finished turn wrote: the items it
+    appended are of their channel's unchanged type, or its stored value validates."""
+    what = (
+        f"its stored value of `{change.channel}` validates as the current type"
+        if change.channel
+        else "the items it appended to the state are of their channel's type"
     )
+    return f"{change.describe().splitlines()[0]} in a finished turn; {what}: kept: still valid"
 
 
 def _storage_kinds_noted(base: ResumePlan, records: Sequence[Record], current: Stamp) -> ResumePlan:

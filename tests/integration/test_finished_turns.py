@@ -137,8 +137,10 @@ def test_a_finished_turns_value_that_still_validates_is_kept_without_an_option(
     runs: Counter[str] = Counter()
     graph = ne.compile(chat(runs, ProfileV2), checkpointer=saver)
     planned = drive.plan(graph, config, input=say("next"))
-    assert planned.kind is ne.PlanKind.MIGRATE and planned.migrated == {"profile"}
-    assert drive.plan(graph, config).kind is not ne.PlanKind.MIGRATE  # no new turn: as before
+    assert planned.kind is ne.PlanKind.UP_TO_DATE and planned.migrated == {"profile"}
+    assert any("`profile`" in n and "kept: still valid" in n for n in planned.notes)
+    assert "values kept: still valid: profile" in str(planned)
+    assert drive.plan(graph, config).kind is ne.PlanKind.REWIND  # no new turn: as before
     result = drive.run(graph, say("next"), config)
     assert runs == Counter({"reply": 1})
     assert as_data(result["profile"]) == {"who": "Ada", "tone": "plain"}
