@@ -452,11 +452,10 @@ def _result_misread(returns: Mapping[str, object], call: FinishedCall) -> str | 
 def _carriable(call: ThreadCall, head: CheckpointTuple, facts: HeadFacts) -> Flow[Carriable | None]:
     """Which changed channels the call's policy may carry, given the head's values
     (``_carrying.carry_for``); None when the options carry nothing, and then the graph's
-    nodes are not read while planning. A new turn of a graph keeps what still validates
-    whatever the policy: its earlier turns are history (``HeadFacts.new_turn``); but for
-    a DeltaChannel, whose kept values are not carried by default yet."""
+    nodes are not read while planning. A new turn keeps what still validates whatever
+    the policy: its earlier turns are history (``HeadFacts.new_turn``)."""
     options = call.carrying
-    if facts.new_turn and call.graph.neograph_ext_entrypoint is None:
+    if facts.new_turn:
         options = replace(options, keep=options.keep | options.types.keys())
     if not (options.keep or options.migrations):
         return None

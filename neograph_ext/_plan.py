@@ -80,6 +80,7 @@ __all__ = [
     "ResumePlan",
     "TaskStep",
     "decide",
+    "kept_valid",
     "lost_on_pause",
     "needs_lineage",
     "verified",
@@ -220,7 +221,7 @@ def _decide_steps(
     accumulates = frozenset(current.accumulates or ())
     # A new turn on a finished thread: every turn is history, judged as an earlier one.
     history = facts is not None and facts.new_turn
-    kept_valid: list[NodeChange] = []
+    unread: list[NodeChange] = []
     for index, record in enumerate(records[start:], start):
         stamp = record.stamp if index > verified_until else judged
         if index <= verified_until and is_carrying_fork(record):
@@ -245,7 +246,7 @@ def _decide_steps(
         if index < turn or history:
             still = alive(changes, live, last)
             if history and live - last:  # items it appended are still part of a value
-                kept_valid += [c for c in changes if c.channel is None and c not in still]
+                unread += [c for c in changes if c.channel is None and c not in still]
             changes = still
         found_in.append((index, changes, live))
     if misread:
@@ -266,8 +267,8 @@ def _decide_steps(
         )
         | frozenset(converted)
     )
-    if kept_valid:
-        base = replace(base, notes=(*base.notes, *map(_kept_valid, unique(kept_valid))))
+    if unread:
+        base = replace(base, notes=(*base.notes, *map(kept_valid, unique(unread))))
     settling = Settling(
         records,
         base,
@@ -287,7 +288,7 @@ def _decide_steps(
     if carried:
         if history and not carry.migrated & {c.channel for c in carried}:
             # Kept for still validating, no migration run: history, nothing to migrate.
-            kept = (*base.notes, *map(_kept_valid, unique(carried)))
+            kept = (*base.notes, *map(kept_valid, unique(carried)))
             return with_carried(replace(base, notes=kept), carried)
         return with_carried(replace(base, kind=PlanKind.MIGRATE), carried)
     if notes:
@@ -295,7 +296,7 @@ def _decide_steps(
     return _storage_kinds_noted(base, records[start:], current)
 
 
-def _kept_valid(change: NodeChange) -> str:
+def kept_valid(change: NodeChange) -> str:
     """Why a new turn keeps what a changed node of a finished turn wrote: the items it
     appended are of their channel's unchanged type, or its stored value validates."""
     what = (
