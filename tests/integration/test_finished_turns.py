@@ -18,10 +18,12 @@ import pytest
 from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode, tools_condition
 
 import neograph_ext as ne
 from tests.drive import Drive
-from tests.graphs.agents import agent, artifact_tool
+from tests.graphs.agents import ScriptedChat, agent, artifact_tool
 from tests.graphs.chat import ProfileV2, ProfileV3, chat, say
 from tests.graphs.functional import chain, saving
 from tests.graphs.pipelines import as_data, deployed, linear, model
@@ -34,38 +36,69 @@ V2 = model(score=(float, ...))
 NEXT = {"messages": [HumanMessage("next")]}
 
 
+def _plain(runs: Counter[str], tools: list[Any], script: list[str]) -> Any:
+    """The same chat as a plain ``StateGraph`` over ``add_messages`` (``MessagesState``):
+    a model node, LangGraph's ``ToolNode`` and ``tools_condition``."""
+    model = ScriptedChat(runs=runs, script=tuple(script)).bind_tools(tools)
+
+    def call_model(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [model.invoke(state["messages"])]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("model", call_model)
+    builder.add_node("tools", ToolNode(tools))
+    builder.add_edge(START, "model")
+    builder.add_conditional_edges("model", tools_condition)
+    builder.add_edge("tools", "model")
+    return builder
+
+
+CHATS = {"create_agent": agent, "StateGraph": _plain}
+
+
 def _chat(
-    runs: Counter[str], rainy: Any, saver: BaseCheckpointSaver[Any], *, looks_up: bool
+    runs: Counter[str],
+    rainy: Any,
+    saver: BaseCheckpointSaver[Any],
+    *,
+    looks_up: bool,
+    kind: str = "create_agent",
 ) -> Any:
-    """A chat agent with the ``lookup`` tool; its model calls it when ``looks_up``."""
+    """A chat with the ``lookup`` tool; its model calls it when ``looks_up``."""
     deployed(rainy)
-    built = agent(runs, [artifact_tool(runs, CITY, rainy)], ["lookup"] if looks_up else [])
+    tools = [artifact_tool(runs, CITY, rainy)]
+    built = CHATS[kind](runs, tools, ["lookup"] if looks_up else [])
     return ne.compile(built, checkpointer=saver)
 
 
 def _talked(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, turns: int
+    drive: Drive,
+    saver: BaseCheckpointSaver[Any],
+    config: RunnableConfig,
+    turns: int,
+    kind: str = "create_agent",
 ) -> RunnableConfig:
     """A chat of ``turns`` finished turns on a thread of its own; only the first calls
     the tool."""
     chat: RunnableConfig = {
-        "configurable": {"thread_id": f"{config['configurable']['thread_id']}-{turns}"}
+        "configurable": {"thread_id": f"{config['configurable']['thread_id']}-{kind}-{turns}"}
     }
     for turn in range(turns):
-        old = _chat(Counter(), RAINY, saver, looks_up=turn == 0)
+        old = _chat(Counter(), RAINY, saver, looks_up=turn == 0, kind=kind)
         drive.run(old, {"messages": [HumanMessage(f"turn {turn}")]}, chat)
     return chat
 
 
+@pytest.mark.parametrize("kind", list(CHATS))
 @pytest.mark.parametrize("call", ["run", "invoke"])
 def test_one_and_three_turn_chats_plan_the_same_and_rerun_no_finished_turn(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, call: str
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, call: str, kind: str
 ) -> None:
     found: dict[int, tuple[ne.PlanKind, tuple[str, ...], Counter[str]]] = {}
     for turns in (1, 3):
-        chat = _talked(drive, saver, config, turns)
+        chat = _talked(drive, saver, config, turns, kind)
         runs: Counter[str] = Counter()
-        new = _chat(runs, RAINY_NOTED, saver, looks_up=False)
+        new = _chat(runs, RAINY_NOTED, saver, looks_up=False, kind=kind)
         if call == "invoke":
             new = ne.compile(new, checkpointer=saver, auto_resume=True)
         planned = drive.plan(new, chat, input=NEXT)
@@ -85,8 +118,12 @@ def test_without_the_new_input_plan_answers_for_the_stored_result(
 ) -> None:
     chat = _talked(drive, saver, config, 1)
     new = _chat(Counter(), RAINY_NOTED, saver, looks_up=False)
-    assert drive.plan(new, chat).kind is ne.PlanKind.REWIND  # as run(new, None, chat)
-    assert drive.plan(new, chat, input=NEXT).kind is ne.PlanKind.UP_TO_DATE
+    bare = drive.plan(new, chat)
+    assert bare.kind is ne.PlanKind.REWIND  # as run(new, None, chat)
+    assert any("plan(graph, config, input=...)" in n for n in bare.notes), bare.notes
+    planned = drive.plan(new, chat, input=NEXT)
+    assert planned.kind is ne.PlanKind.UP_TO_DATE
+    assert not any("plan(graph, config, input=...)" in n for n in planned.notes)
 
 
 def test_the_same_input_again_on_a_finished_pipeline_still_rewinds(
