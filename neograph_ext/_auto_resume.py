@@ -166,7 +166,8 @@ def _as_given(decision: ResumePlan | None, resume: ResumePolicy) -> bool:
         return resume.on_unverified == "resume"
     # Turns a replay still owes (it was cut short, or stopped at a question) are
     # replayed after the head's turn: LangGraph alone would leave them out.
-    return decision.kind in _PLAIN_KINDS and not decision.replayed
+    # A new turn that keeps a finished turn's values converts them first (``migrated``).
+    return decision.kind in _PLAIN_KINDS and not (decision.replayed or decision.migrated)
 
 
 def _logged(call: ThreadCall, decision: ResumePlan | None) -> None:

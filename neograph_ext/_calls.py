@@ -41,7 +41,7 @@ from neograph_ext._decision import Carriable, HeadFacts, PlanKind, ResumePlan, T
 from neograph_ext._history import Record
 from neograph_ext._langgraph_calls import PREVIOUS_CHANNEL
 from neograph_ext._ownership import owned
-from neograph_ext._plan import ASKED_AGAIN, lost_on_pause, with_owed
+from neograph_ext._plan import ASKED_AGAIN, kept_valid, lost_on_pause, with_owed
 from neograph_ext._stamp import Stamp, StampRef, Unreadable
 from neograph_ext._turn import EntrypointTurn, TurnCall
 
@@ -134,6 +134,8 @@ def _decided(
         notes.append(f"the checkpoint the turn ended with: {why}")
     if notes:
         return _paused(replace(plan, kind=PlanKind.UNVERIFIED, notes=tuple(notes)), head)
+    if head.new_turn and turn.complete:
+        return _history(plan, turn, current, head, replay_turns, carry)
     carried = _carried(plan, turn, current, carry)
     if carried is not None:
         return carried
@@ -226,6 +228,65 @@ def _carried(
         changes=changes,
         migrated=frozenset({PREVIOUS_CHANNEL}),
         candidates=frozenset({PREVIOUS_CHANNEL}),
+    )
+
+
+_RERUN = (ChangeReason.VERSION, ChangeReason.REMOVED, ChangeReason.UNKNOWN)
+"""Changes of the entrypoint that ask for its turn to run again: no value tells them."""
+
+
+def _history(
+    plan: ResumePlan,
+    turn: EntrypointTurn,
+    current: Stamp,
+    head: HeadFacts,
+    replay: bool,
+    carry: Carriable | None,
+) -> ResumePlan:
+    """A new turn on a finished one (``HeadFacts.new_turn``): the turns before it are
+    history. A new turn's calls get ids of their own, so none reads a cached result: a
+    changed task is noted, kept. Only the ``previous`` the finished turn saved is read:
+    under a changed save type it is kept if it still validates, else converted
+    (``migrations``), replayed or blocked; a changed version of the entrypoint asks for
+    its turns to run again (replayed or blocked)."""
+    tasks = {
+        c.node: c
+        for x in turn.calls
+        for c in _task_changes(x, _ran_under(x, turn, current), current)
+    }
+    entry = _entry_changes(turn.entrypoint, turn.ended, current)
+    noted = replace(plan, notes=tuple(map(_kept_unread, tasks.values())))
+    if any(c.reason in _RERUN for c in entry):
+        why = f"`{turn.entrypoint}` changed ({', '.join(sorted({c.reason for c in entry}))})"
+        return _stale_previous(
+            noted, replace(turn, previous=turn.ended), current, head, replay, why
+        )
+    if not _save_changed(turn.ended, current):
+        return noted
+    found = carry(frozenset({PREVIOUS_CHANNEL})) if carry is not None else None
+    if found is None or PREVIOUS_CHANNEL not in found.migrated | found.compatible:
+        why = "no longer validates as the current save type"
+        return _stale_previous(
+            noted, replace(turn, previous=turn.ended), current, head, replay, why
+        )
+    saved = tuple(c for c in entry if c.channel == PREVIOUS_CHANNEL)
+    kept = PREVIOUS_CHANNEL not in found.migrated
+    return replace(
+        noted,
+        kind=PlanKind.UP_TO_DATE if kept else PlanKind.MIGRATE,
+        invalidated_nodes=frozenset({turn.entrypoint}),
+        changes=saved,
+        migrated=frozenset({PREVIOUS_CHANNEL}),
+        candidates=frozenset({PREVIOUS_CHANNEL}),
+        notes=(*noted.notes, *(kept_valid(c) for c in saved if kept)),
+    )
+
+
+def _kept_unread(change: NodeChange) -> str:
+    """Why a new turn keeps a changed task's cached result of a finished turn."""
+    return (
+        f"{change.describe().splitlines()[0]} in a finished turn; a new turn reads none "
+        "of its cached results: kept: still valid"
     )
 
 
@@ -350,9 +411,15 @@ def _save_changed(previous: _Seen, current: Stamp) -> bool:
 
 
 def _stale_previous(
-    plan: ResumePlan, turn: EntrypointTurn, current: Stamp, head: HeadFacts, replay: bool
+    plan: ResumePlan,
+    turn: EntrypointTurn,
+    current: Stamp,
+    head: HeadFacts,
+    replay: bool,
+    why: str = "",
 ) -> ResumePlan:
-    """The plan when the turn started from a ``previous`` saved under another save type."""
+    """The plan when the turn started from a ``previous`` saved under another save type;
+    ``why``: for a new turn, why the finished turn's ``previous`` cannot be read as it is."""
     entry = turn.entrypoint
     old = turn.previous if isinstance(turn.previous, Stamp | StampRef) else current
     changes = step_changes(frozenset({entry}), frozenset({PREVIOUS_CHANNEL}), old, current)
@@ -386,8 +453,11 @@ def _stale_previous(
         changed,
         kind=PlanKind.REWIND,
         blocker=(
-            f"the `previous` this turn of `{entry}` starts from was saved by an earlier "
-            "turn under another save type, and it is live: rewinding the turn would hand "
-            f"the stale value to the new code. {ways}"
+            f"the `previous` a new turn of `{entry}` starts from was saved by a finished "
+            f"turn, and {why}: only running the turns again makes it. {ways}"
+            if why
+            else f"the `previous` this turn of `{entry}` starts from was saved by an "
+            "earlier turn under another save type, and it is live: rewinding the turn "
+            f"would hand the stale value to the new code. {ways}"
         ),
     )

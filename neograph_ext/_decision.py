@@ -31,6 +31,7 @@ __all__ = [
     "PlanKind",
     "ResumePlan",
     "TaskStep",
+    "carried_as",
 ]
 
 
@@ -191,7 +192,7 @@ class ResumePlan:
         if self.estimated_cost is not None:
             lines.append(f"estimated cost of the re-run: {self.estimated_cost}")
         if self.migrated:
-            lines.append(f"values kept or migrated: {', '.join(sorted(self.migrated))}")
+            lines.append(f"values {carried_as(self)}: {', '.join(sorted(self.migrated))}")
         if self.replayed:
             lines.append(f"then replays the inputs of {len(self.replayed)} later turn(s)")
         if self.blocker:
@@ -260,6 +261,13 @@ class Carry:
     compatible: frozenset[str] = frozenset()
     """Channels ``ResumePolicy.keep_compatible`` covers whose live stored value
     validates under the current type."""
+
+
+def carried_as(plan: ResumePlan) -> str:
+    """How ``plan`` carries its ``migrated`` channels: an up-to-date plan is a new turn
+    keeping values of finished turns that still validate; else they are kept or
+    migrated."""
+    return "kept: still valid" if plan.kind is PlanKind.UP_TO_DATE else "kept or migrated"
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from neograph_ext._decision import PlanKind, ResumePlan
+from neograph_ext._decision import PlanKind, ResumePlan, carried_as
 
 __all__ = ["WARNED", "logged"]
 
@@ -82,7 +82,7 @@ def _log_decision(thread_id: str, decision: ResumePlan, level: int) -> None:
         f" from checkpoint {decision.checkpoint_id} (step {decision.step})"
         if decision.kind is PlanKind.REWIND
         else "",
-        f", values kept or migrated: {', '.join(sorted(decision.migrated))}"
+        f", values {carried_as(decision)}: {', '.join(sorted(decision.migrated))}"
         if decision.migrated
         else "",
         f", invalidated: {', '.join(sorted(decision.invalidated_nodes))}"

@@ -210,7 +210,17 @@ def thread_plan(call: ThreadCall) -> Flow[ResumePlan]:
     """What ``run`` would do with the call's thread, from its whole lineage (``plan``)."""
     head = yield from read_head(call)
     plan = yield from planned(call, head, full=True)
+    finished = head is not None and not plan.next_nodes and not has_interrupt(head)
+    if call.given is None and finished and plan.kind in (PlanKind.REWIND, PlanKind.MIGRATE):
+        plan = replace(plan, notes=(*plan.notes, FOR_THE_STORED_RESULT))
     return logged(call.saver, call.thread_id, plan, level=logging.DEBUG)
+
+
+FOR_THE_STORED_RESULT = (
+    "planned without an input, as run(graph, None, config): for the finished turn's "
+    "stored result; a new input starts a new turn, for which the finished turns are "
+    "history: plan(graph, config, input=...) plans that"
+)
 
 
 class Seen(NamedTuple):
@@ -313,7 +323,9 @@ def _settled(
         plan = yield from planned(locked, head)
         work = _logged_work(locked, plan, head, input, kwargs)
     if work.carry is not None:
-        written = yield from carry(locked, locked.config, work.carry, call.carrying)
+        # What a new turn keeps by default is validated as a kept value is.
+        kept = replace(call.carrying, keep=call.carrying.keep | work.carry.migrated)
+        written = yield from carry(locked, locked.config, work.carry, kept)
         logger.info(
             "thread %r: wrote checkpoint %s carrying the values on",
             call.thread_id,
@@ -505,13 +517,11 @@ def _result_misread(returns: Mapping[str, object], call: FinishedCall) -> str | 
 def _carriable(call: ThreadCall, head: CheckpointTuple, facts: HeadFacts) -> Flow[Carriable | None]:
     """Which changed channels the call's policy may carry, given the head's values
     (``_carrying.carry_for``); None when the options carry nothing, and then the graph's
-    nodes are not read while planning. A new turn of a graph keeps what still validates
-    whatever the policy: its earlier turns are history (``HeadFacts.new_turn``); but for
-    a DeltaChannel, whose kept values are not carried by default yet."""
+    nodes are not read while planning. A new turn keeps what still validates whatever
+    the policy: its earlier turns are history (``HeadFacts.new_turn``)."""
     options = call.carrying
-    if facts.new_turn and call.graph.neograph_ext_entrypoint is None:
-        kept = options.types.keys() - delta_channels(call.graph).keys()
-        options = replace(options, keep=options.keep | kept)
+    if facts.new_turn:
+        options = replace(options, keep=options.keep | options.types.keys())
     if not (options.keep or options.migrations):
         return None
     channels = rebuilt_channels(options, delta_channels(call.graph))

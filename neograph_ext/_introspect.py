@@ -20,7 +20,7 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any, NamedTuple, get_args, get_origin
 
-from langgraph.channels import BinaryOperatorAggregate
+from langgraph.channels import BinaryOperatorAggregate, Topic
 from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.pregel import Pregel
@@ -227,9 +227,13 @@ def _inside(runnable: object, sigs: _Sigs) -> tuple[dict[str, str] | None, dict[
 
 def _accumulating(builder: StateGraph[Any, Any, Any, Any]) -> tuple[str, ...] | None:
     """The channels whose reducer folds each write into the value (a
-    ``BinaryOperatorAggregate`` or a ``DeltaChannel``): an earlier write stays in it
-    after a later one."""
-    found = sorted(k for k, ch in builder.channels.items() if isinstance(ch, _FOLDING))
+    ``BinaryOperatorAggregate``, a ``DeltaChannel``, a ``Topic`` that accumulates): an
+    earlier write stays in it after a later one."""
+    found = sorted(
+        k
+        for k, ch in builder.channels.items()
+        if isinstance(ch, _FOLDING) or (isinstance(ch, Topic) and ch.accumulate)
+    )
     return tuple(found) or None
 
 

@@ -184,13 +184,19 @@ def alive(
     A value written in an earlier turn and written again since is dead: nothing reads
     it any more. A step of an earlier turn none of whose values is live changed nothing.
     A write to an accumulating channel (``live`` but not in ``last``, the channels the
-    step wrote last) is still part of the value: its channel's type change matters, but
-    the node's own change does not, the step's other values having been replaced.
+    step wrote last) is still part of the value: its channel's type change matters, and
+    a changed ``versions`` string (it asks for a re-run wherever the node's values are
+    still read), but not the node's other changes, the step's other values having been
+    replaced, and its items being of their channel's unchanged type.
     """
     if not live:
         return ()
     own = live if last is None else last
-    return tuple(c for c in changes if (own if c.channel is None else c.channel in live))
+    return tuple(
+        c
+        for c in changes
+        if (c.channel in live if c.channel else own or c.reason is ChangeReason.VERSION)
+    )
 
 
 def live_in(

@@ -55,6 +55,7 @@ def fork(
     *,
     keep_writes: bool,
     took_from: str | None = None,
+    turn_input: str | None = None,
 ) -> Fork:
     """The checkpoint that carries ``values`` on from ``base``; writes nothing.
 
@@ -66,6 +67,8 @@ def fork(
         decision: The run mark's decision (``migrate`` or ``accept``).
         keep_writes: Copy the base's pending writes (its finished tasks, interrupts).
         took_from: The stamp id of the code the fork takes the thread over from, if any.
+        turn_input: The digest of the input the base's turn started with, where no run
+            mark of the base records it (a turn plain LangGraph started).
     """
     checkpoint = forked_checkpoint(base)
     metadata: dict[str, Any] = dict(base.metadata or {})
@@ -78,7 +81,7 @@ def fork(
         checkpoint["channel_values"][channel] = value
         checkpoint["channel_versions"][channel] = version
         versions[channel] = version
-    stored = read_marks(metadata)[1].input
+    stored = read_marks(metadata)[1].input or turn_input
     metadata.update(
         {
             "source": "fork",
@@ -152,6 +155,7 @@ def carry(
         decision,
         keep_writes=plan.kind is not PlanKind.REWIND,
         took_from=plan.taken_from,
+        turn_input=plan.turn_input,
     )
     new = _with_calls(graph, base, new)
     # Read before anything is written: if the state cannot be read, nothing is.

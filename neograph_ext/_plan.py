@@ -83,6 +83,7 @@ __all__ = [
     "TaskStep",
     "asks_again",
     "decide",
+    "kept_valid",
     "lost_on_pause",
     "needs_lineage",
     "verified",
@@ -240,7 +241,7 @@ def _decide_steps(
     # A new turn on a finished thread: every turn is history, judged as an earlier one.
     history = facts is not None and facts.new_turn
     walked = _Walk(records, current, turn, history, writers, (verified_until, judged))
-    found_in, notes, kept_valid = _changed_steps(walked)
+    found_in, notes, unread = _changed_steps(walked)
     found_in = _misread_steps(found_in, records, writers, misread, facts)
     # An accumulating channel a carrying fork converted is carried again by a rewind to
     # before that fork (``_settlements``): the policy is asked about it too.
@@ -253,8 +254,8 @@ def _decide_steps(
         )
         | frozenset(converted)
     )
-    if kept_valid:
-        base = replace(base, notes=(*base.notes, *map(_kept_valid, unique(kept_valid))))
+    if unread:
+        base = replace(base, notes=(*base.notes, *map(kept_valid, unique(unread))))
     settling = Settling(
         records,
         base,
@@ -308,6 +309,10 @@ def _concluded(
     if plan is not None:
         return plan
     if carried:
+        if settling.history and not settling.carry.migrated & {c.channel for c in carried}:
+            # Kept for still validating, no migration run: history, nothing to migrate.
+            kept = (*base.notes, *map(kept_valid, unique(carried)))
+            return with_carried(replace(base, notes=kept), carried)
         return with_carried(replace(base, kind=PlanKind.MIGRATE), carried)
     if notes:
         return replace(base, kind=PlanKind.UNVERIFIED, notes=tuple(notes))
@@ -346,7 +351,7 @@ def _changed_steps(walk: _Walk) -> tuple[_Found, list[str], list[NodeChange]]:
     notes: list[str] = []
     current_id, start = current.id, settled_at(records, current)
     accumulates = frozenset(current.accumulates or ())
-    kept_valid: list[NodeChange] = []
+    unread: list[NodeChange] = []
     for index, record in enumerate(records[start:], start):
         stamp = record.stamp if index > verified_until else judged
         if index <= verified_until and is_carrying_fork(record):
@@ -371,10 +376,10 @@ def _changed_steps(walk: _Walk) -> tuple[_Found, list[str], list[NodeChange]]:
         if index < turn or history:
             still = alive(changes, live, last)
             if history and live - last:  # items it appended are still part of a value
-                kept_valid += [c for c in changes if c.channel is None and c not in still]
+                unread += [c for c in changes if c.channel is None and c not in still]
             changes = still
         found_in.append((index, changes, live))
-    return found_in, notes, kept_valid
+    return found_in, notes, unread
 
 
 def _misread_steps(
@@ -396,12 +401,15 @@ def _misread_steps(
     return found_in
 
 
-def _kept_valid(change: NodeChange) -> str:
-    """Why a new turn keeps what a changed node of a finished turn appended."""
-    return (
-        f"{change.describe().splitlines()[0]} in a finished turn; the items it appended "
-        "to the state are of their channel's type: kept: still valid"
+def kept_valid(change: NodeChange) -> str:
+    """Why a new turn keeps what a changed node of a finished turn wrote: the items it
+    appended are of their channel's unchanged type, or its stored value validates."""
+    what = (
+        f"its stored value of `{change.channel}` validates as the current type"
+        if change.channel
+        else "the items it appended to the state are of their channel's type"
     )
+    return f"{change.describe().splitlines()[0]} in a finished turn; {what}: kept: still valid"
 
 
 def _storage_kinds_noted(base: ResumePlan, records: Sequence[Record], current: Stamp) -> ResumePlan:

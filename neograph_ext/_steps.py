@@ -45,6 +45,7 @@ from neograph_ext._plan import ASKED_AGAIN
 from neograph_ext._reanswer import reanswers
 from neograph_ext._stamp import (
     ASK_AGAIN,
+    PLAIN_CALL,
     Stamp,
     StampRef,
     encode_run,
@@ -157,9 +158,15 @@ def work_for(
     # cut short, the one its checkpoints name (``HeadFacts.owed``).
     source = _source(decision, head)
     took = decision.taken_from
-    here = encode_run(
-        call.stamp, ASK_AGAIN if asking else decision.kind, stored_input, source, took
+    # Adopting a thread plain LangGraph wrote is a verification, done once: only a head
+    # whose values read back as declared becomes this code's (``RunMark.verified``).
+    unread = (
+        turn_misread(call.graph.neograph_ext_revival, head)
+        if decision.kind is PlanKind.UNVERIFIED
+        else {}
     )
+    verdict = PLAIN_CALL if unread else decision.kind
+    here = encode_run(call.stamp, ASK_AGAIN if asking else verdict, stored_input, source, took)
     complete = head is not None and not decision.next_nodes and not has_interrupt(head)
     # A complete thread given another input starts a new turn; the same input (or an
     # input whose digest is unknown) asks for the stored result. A turn no run mark
@@ -167,8 +174,16 @@ def work_for(
     # without one (durability="exit"), any input starts a new turn, as graph.invoke would.
     new_turn = complete and given is not None and stored_input != given
     said: list[str] = []
-    if new_turn:
+    if unread:
+        said.append(
+            "not adopted: stored values do not read back as their declared types "
+            f"({'; '.join(unread[ch] for ch in sorted(unread))}); the thread stays unverified"
+        )
+    elif new_turn:
         _misread_turn(call, decision, head, strict, said)
+    elif complete and decision.kind is PlanKind.UNVERIFIED:
+        # Asked for the stored result: a fork of the head records the adoption.
+        return Work((), {}, carry=decision, warnings=tuple(said))
     if head is None:
         if answer and input.resume is not None:
             raise GraphError(
@@ -194,7 +209,7 @@ def work_for(
         if new_turn:
             steps += (_turn(call, decision, input, given, Due.COMPLETE),)
     elif new_turn:
-        steps = (_turn(call, decision, input, given),)
+        steps = (_turn(call, decision, input, given, kind=verdict),)
     elif complete:
         steps = ()
     else:
@@ -438,10 +453,16 @@ def _unshared(value: Any) -> Any:
 
 
 def _turn(
-    call: ThreadCall, decision: ResumePlan, input: Any, given: str | None, when: Due = Due.ALWAYS
+    call: ThreadCall,
+    decision: ResumePlan,
+    input: Any,
+    given: str | None,
+    when: Due = Due.ALWAYS,
+    kind: str | None = None,
 ) -> Invocation:
-    """A new turn on the thread's newest checkpoint, marked with the input's digest."""
-    mark = encode_run(call.stamp, decision.kind, given, took_from=decision.taken_from)
+    """A new turn on the thread's newest checkpoint, marked with the input's digest (and
+    ``kind``, else the decision's)."""
+    mark = encode_run(call.stamp, kind or decision.kind, given, took_from=decision.taken_from)
     return Invocation(input, at_checkpoint(call.config, None), mark, when)
 
 

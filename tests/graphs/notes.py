@@ -33,7 +33,9 @@ def notes(
     def take(state: Any) -> dict[str, Any]:
         runs["take"] += 1
         n = len(state.get("items", []))
-        return {"items": [item(n=n)], "latest": latest(n=n)}
+        # An item type whose `n` was renamed (to `m`) is given it under its new name.
+        field = "n" if "n" in item.model_fields else "m"
+        return {"items": [item(**{field: n})], "latest": latest(n=n)}
 
     builder = StateGraph(state)
     builder.add_node("take", take)

@@ -35,7 +35,8 @@ def test_an_earlier_append_under_old_types_blocks_a_later_plain_turn(
     assert runs == Counter({"take": 1})  # the plain turn's alone
     # A new turn: turn 1's item still validates as the new type, and is kept.
     planned = drive.plan(graph, config, input=note("three"))
-    assert planned.kind is ne.PlanKind.MIGRATE and "items" in planned.migrated
+    assert planned.kind is ne.PlanKind.UP_TO_DATE and "items" in planned.migrated
+    assert any("kept: still valid" in n for n in planned.notes)
     drive.run(graph, note("three"), config)
     assert runs == Counter({"take": 2})
 

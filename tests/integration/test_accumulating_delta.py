@@ -36,8 +36,15 @@ def test_an_earlier_delta_append_under_old_types_blocks_a_later_plain_turn(
     plan = drive.plan(graph, config)
     assert plan.blocker and "items" in plan.blocker and "replay_turns" in plan.blocker
     with pytest.raises(ne.CheckpointSchemaError):
-        drive.run(graph, note("three"), config)
+        drive.run(graph, None, config)
     assert runs == Counter({"take": 1})
+    # A new turn: turn 1's item still validates as the new type, and is kept.
+    planned = drive.plan(graph, config, input=note("three"))
+    assert planned.kind is ne.PlanKind.UP_TO_DATE and "items" in planned.migrated
+    drive.run(graph, note("three"), config)
+    assert runs == Counter({"take": 2})
+    items = drive.get_state(graph, config).values["items"]
+    assert [(type(i), i.n) for i in items] == [(ItemV2, n) for n in (0, 1, 2)]
 
 
 @pytest.mark.parametrize("kind", list(KINDS))

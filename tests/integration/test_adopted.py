@@ -9,9 +9,11 @@ checkpoint. The "cannot be verified" warning is logged once per thread and proce
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import sys
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -22,7 +24,11 @@ from langgraph.types import Command
 import neograph_ext as ne
 from neograph_ext import PlanKind
 from tests.drive import Drive
-from tests.graphs.pipelines import Crash, asking, linear
+from tests.graphs.chat import ProfileV1, chat, say
+from tests.graphs.pipelines import MODULE, Crash, asking, linear, model
+
+V2 = model(score=(float, ...))
+RENAMED = model("ProfileB", who=(str, ...))
 
 X = {"log": ["x"]}
 Y = {"log": ["y"]}
@@ -65,6 +71,18 @@ TURN = {
     "interrupted": Counter(["a", "ask"]),
     "complete": Counter("abcd"),
 }
+
+
+@contextlib.contextmanager
+def without_class(made: type) -> Iterator[None]:
+    """The module of ``made`` without it, as after a deploy that renamed the class: a
+    stored value of it revives as a dict."""
+    module = sys.modules[MODULE]
+    delattr(module, made.__name__)
+    try:
+        yield
+    finally:
+        setattr(module, made.__name__, made)
 
 
 def _warnings(caplog: pytest.LogCaptureFixture) -> int:
@@ -116,3 +134,41 @@ def test_a_plain_thread_with_two_turns_is_judged_by_its_latest_input(
     assert runs == Counter()
     drive.run(graph, X, config)  # the first turn's input, given again: a new turn
     assert runs == Counter("abcd")
+
+
+def test_adopting_a_finished_thread_records_it_verified_so_a_later_change_is_seen(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    """The same input again on a finished plain thread runs nothing and writes one fork
+    of its head recording the adoption: the thread then plans as any stamped one, up to
+    date, and a later deploy's change is rewound, not resumed unverified."""
+    runs: Counter[str] = Counter()
+    drive.invoke(linear(runs).compile(checkpointer=saver), X, config)
+    graph = ne.compile(linear(runs), checkpointer=saver)
+    assert drive.plan(graph, config).kind is PlanKind.UNVERIFIED
+    runs.clear()
+    drive.run(graph, X, config)
+    assert runs == Counter()
+    assert drive.plan(graph, config).kind is PlanKind.UP_TO_DATE
+    changed = ne.compile(linear(runs, {"c": V2}), checkpointer=saver)
+    assert drive.plan(changed, config).kind is PlanKind.REWIND
+    drive.run(changed, X, config)
+    assert runs == Counter("cd")
+
+
+def test_values_that_do_not_read_back_are_not_adopted(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    """``profile`` was saved as a class the new code no longer has (it comes back as a
+    dict): a new turn resumes as LangGraph would, but the thread is not adopted, and
+    stays unverified, for ``on_unverified`` to settle."""
+    drive.invoke(chat(Counter()).compile(checkpointer=saver), say("hi"), config)
+    runs: Counter[str] = Counter()
+    with without_class(ProfileV1):
+        graph = ne.compile(chat(runs, RENAMED), checkpointer=saver)
+        drive.run(graph, say("next"), config)
+        assert runs == Counter(reply=1)
+        assert drive.plan(graph, config).kind is PlanKind.UNVERIFIED
+        refuse = ne.ResumePolicy(on_unverified="raise")
+        with pytest.raises(ne.CheckpointSchemaError, match="cannot be verified"):
+            drive.run(graph, say("again"), config, resume=refuse)
