@@ -1,9 +1,9 @@
-"""``inventory``: checked threads grouped by the stamp that last wrote them (pure)."""
+"""``Inventory.of``: checked threads grouped by the stamp that last wrote them (pure)."""
 
 from __future__ import annotations
 
-from neograph_ext import PlanKind, ResumePlan, inventory
-from neograph_ext.types import ThreadCheck
+from neograph_ext import PlanKind, ResumePlan
+from neograph_ext.types import Inventory, ThreadCheck
 
 
 def _check(
@@ -14,7 +14,7 @@ def _check(
 
 
 def test_threads_are_counted_per_stamp_the_current_one_first() -> None:
-    found = inventory(
+    found = Inventory.of(
         iter(
             [
                 _check("old", PlanKind.REWIND, waits="c", paused=True),
@@ -41,7 +41,7 @@ def test_threads_are_counted_per_stamp_the_current_one_first() -> None:
 
 
 def test_code_that_owns_threads_over_the_current_code_is_not_retired() -> None:
-    found = inventory(
+    found = Inventory.of(
         [
             _check("newer", PlanKind.SUPERSEDED, owner="newer"),
             _check("newer", PlanKind.SUPERSEDED, owner="newer", waits="c", paused=True),
@@ -55,4 +55,4 @@ def test_code_that_owns_threads_over_the_current_code_is_not_retired() -> None:
 
 
 def test_an_empty_fleet() -> None:
-    assert inventory([]).stamps == () and inventory([]).threads == 0
+    assert Inventory.of([]).stamps == () and Inventory.of([]).threads == 0
