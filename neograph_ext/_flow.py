@@ -212,11 +212,11 @@ def thread_plan(call: ThreadCall) -> Flow[ResumePlan]:
     plan = yield from planned(call, head, full=True)
     finished = head is not None and not plan.next_nodes and not has_interrupt(head)
     if call.given is None and finished and plan.kind in (PlanKind.REWIND, PlanKind.MIGRATE):
-        plan = replace(plan, notes=(*plan.notes, FOR_THE_STORED_RESULT))
+        plan = replace(plan, notes=(*plan.notes, _FOR_THE_STORED_RESULT))
     return logged(call.saver, call.thread_id, plan, level=logging.DEBUG)
 
 
-FOR_THE_STORED_RESULT = (
+_FOR_THE_STORED_RESULT = (
     "planned without an input, as run(graph, None, config): for the finished turn's "
     "stored result; a new input starts a new turn, for which the finished turns are "
     "history: plan(graph, config, input=...) plans that"
