@@ -41,7 +41,7 @@ from neograph_ext._head_state import (
 from neograph_ext._langgraph import unsaved_subgraph
 from neograph_ext._misread import turn_misread
 from neograph_ext._ownership import superseded_message
-from neograph_ext._plan import ASKED_AGAIN
+from neograph_ext._plan import ASKED_AGAIN, REANSWERED
 from neograph_ext._reanswer import reanswers
 from neograph_ext._stamp import (
     ASK_AGAIN,
@@ -238,7 +238,8 @@ def _rewinding(
     here, again = marks
     answer = isinstance(input, Command)
     paused = is_paused(call.graph, head)
-    kept_question = paused and answer and ASKED_AGAIN not in decision.notes
+    # Neither note: only finished siblings of the asking task changed (``asks_again``).
+    kept_question = paused and answer and not {ASKED_AGAIN, REANSWERED} & set(decision.notes)
     applies = call.resume.reanswer or kept_question
     # Until the question asked again is stored, the checkpoints say so: an answer a
     # retry sends meanwhile was given to the old question (``_asking``).
