@@ -124,10 +124,8 @@ class _Driving:
     def __init__(self, call: ThreadCall, rows: Mapping[type, Row] | None = None) -> None:
         self.call = call
         self.rows = ROWS if rows is None else rows
-        self.telling: ResumePlan | None = None
-        """A decision told (``Tell``) whose event the next invocation carries."""
-        self.notice: object = None
-        """What a ``custom`` stream is told first of that decision (``notice``)."""
+        self.telling: ResumePlan | None = None  # told (``Tell``), for the next invocation
+        self.notice: object = None  # what a ``custom`` stream is told first of it
 
     def how(self, op: Op) -> How:
         """How to perform ``op`` (its row).

@@ -41,7 +41,7 @@ from neograph_ext._stamp import (
 )
 from neograph_ext._stamp_order import aregister, register
 from neograph_ext._stamp_store import asave, save
-from neograph_ext._thread import ThreadCall
+from neograph_ext._thread import ThreadCall, at_checkpoint
 
 __all__ = ["Rebuilt", "carry", "fork"]
 
@@ -110,7 +110,9 @@ def fork(
 
 def _base_config(plan: ResumePlan, config: RunnableConfig) -> RunnableConfig:
     """The checkpoint to carry from: a rewind's target, or else the head."""
-    return _at(config, plan.checkpoint_id if plan.kind is PlanKind.REWIND else plan.head_id)
+    return at_checkpoint(
+        config, plan.checkpoint_id if plan.kind is PlanKind.REWIND else plan.head_id
+    )
 
 
 def carry(
@@ -141,11 +143,11 @@ def carry(
     base = _found((yield ReadTuple(_base_config(plan, config))), plan)
     sources: dict[str, CheckpointTuple | None] = {}
     for cp in _sources(plan):
-        sources[cp] = yield ReadTuple(_at(config, cp))
+        sources[cp] = yield ReadTuple(at_checkpoint(config, cp))
     channels = rebuilt_channels(options, delta_channels(graph))
     rebuilt: dict[str, Mapping[str, Any]] = {}
     for cp in [base.checkpoint["id"], *sources] if channels else ():
-        rebuilt[cp] = yield ReadValues(_at(config, cp))
+        rebuilt[cp] = yield ReadValues(at_checkpoint(config, cp))
     values = _values(options, plan, base, sources, Rebuilt(channels, rebuilt))
     new = fork(
         saver,
@@ -175,12 +177,6 @@ def _with_calls(graph: Pregel[Any, Any, Any, Any], base: CheckpointTuple, new: F
 def _sources(plan: ResumePlan) -> list[str]:
     """The checkpoints holding values an earlier deploy carried on past a rewind's target."""
     return sorted({checkpoint_id for _, checkpoint_id in plan.carried_from})
-
-
-def _at(config: RunnableConfig, checkpoint_id: str | None) -> RunnableConfig:
-    configurable = dict(config.get("configurable") or {})
-    configurable["checkpoint_id"] = checkpoint_id
-    return {"configurable": configurable}
 
 
 class Rebuilt(NamedTuple):
