@@ -45,12 +45,12 @@ LAYERS: dict[str, frozenset[str]] = {
         _drawing _entrypoint _errors _fingerprint _fork_misread _gate _head_state _history
         _introspect _langgraph _langgraph_agents _langgraph_calls _langgraph_questions
         _langgraph_renames _lineage_facts _misread _operations _owed _ownership _plan _policy
-        _query _reanswer _records _revive _settlements _signature _stamp _steps _subgraph_misread _turn _typediff _typeforms _unreadable"""),
-    "flows": _names("_decision_log _flow"),
-    "I/O": _names("""_advisory _advisory_sql _file_lock _fixtures _fork _keep _keep_calls
-        _ledger_store _lock _migrate _otel _prune _prune_sql _prune_store _spend _stamp_order
-        _stamp_store
-        _storage _storage_postgres _storage_rows _storage_sqlite _telemetry"""),
+        _query _reanswer _records _revive _settlements _signature _stamp _steps _subgraph_misread
+        _turn _typediff _typeforms _unreadable"""),
+    "flows": _names("_decision_log _flow _fork _keep _keep_calls _migrate"),
+    "I/O": _names("""_advisory _advisory_sql _file_lock _fixtures _ledger_store _lock _otel
+        _prune _prune_sql _prune_store _spend _stamp_order _stamp_store _storage
+        _storage_postgres _storage_rows _storage_sqlite _telemetry"""),
     "drivers": _names("_call_match _drivers _graph _thread _verify_writes _written_types"),
     "public API": _names("""__init__ _accept _attach _auto_resume _budget_read _checks _compile
         _export _fleet _inventory _lineage _offline _pruning _run budget testing types"""),
@@ -59,9 +59,13 @@ LAYERS: dict[str, frozenset[str]] = {
 """Every module's place, lowest layer first."""
 
 UPWARD = {
-    ("_flow", "_keep"): "what a resume keeps is read by I/O code until keeping is a flow",
     ("_flow", "_thread"): "ThreadCall, the call's record, names its graph's class",
     ("_fork_misread", "_thread"): "ThreadCall, as for _flow",
+    ("_keep_calls", "_thread"): "ThreadCall, as for _flow",
+    ("_migrate", "_thread"): "ThreadCall, as for _flow",
+    ("_migrate", "_stamp_order"): "a carrying fork names its stamp: the Store operation that "
+    "registers it names the storage function it runs",
+    ("_migrate", "_stamp_store"): "as for _stamp_order: the Store that saves the description",
     ("_steps", "_thread"): "ThreadCall, as for _flow",
 }
 """The imports that still point up a layer, each with why: the list is exact, so one that
