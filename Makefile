@@ -67,6 +67,8 @@ $(OLDEST_STAMP): pyproject.toml .ci/oldest.txt
 # langchain-core 1.8), and DeltaChannel, which arrived in langgraph 1.2 (the conformance
 # matrix has DeltaChannel columns).
 # The reach test compares with langgraph 1.2's own code reader, which 1.1 does not have.
+# The questions test pins how langgraph 1.2 files a keyed answer to two questions at once;
+# 1.1 asks again there (the reanswer tests of tests/integration run on both).
 test-oldest: $(OLDEST_STAMP)
 	$(OLDEST)/bin/python -m pytest -n 2 tests/unit tests/integration -m "not postgres" \
 		--ignore=tests/integration/test_saver_check.py \
@@ -88,7 +90,9 @@ test-oldest: $(OLDEST_STAMP)
 		--ignore=tests/integration/test_fleet_readers.py \
 		--ignore=tests/integration/test_event_loop.py \
 		--ignore=tests/integration/test_finished_turns.py \
+		--ignore=tests/integration/test_finished_turn_items.py \
 		--deselect=tests/unit/test_langgraph_knowledge.py::test_a_functions_reach_is_read_from_its_code_as_langgraph_reads_it \
+		--deselect=tests/unit/test_langgraph_questions.py::test_each_open_question_is_told_by_its_node_and_the_answers_before_it \
 		-p no:cacheprovider -q
 
 # All three checks run, so one report shows every problem; any failure fails.
