@@ -39,6 +39,7 @@ from neograph_ext._head_state import (
     waiting_nodes,
 )
 from neograph_ext._langgraph import unsaved_subgraph
+from neograph_ext._langgraph_questions import by_interrupt_id
 from neograph_ext._misread import turn_misread
 from neograph_ext._ownership import superseded_message
 from neograph_ext._plan import ASKED_AGAIN, REANSWERED
@@ -295,7 +296,9 @@ def _unkeyed(answer: Command[Any], head: CheckpointTuple) -> Command[Any]:
     not answer (with several questions, a bare value would answer none: left keyed)."""
     resume = answer.resume
     asked = [w for w in head.pending_writes or () if w[1] == "__interrupt__"]
-    if isinstance(resume, Mapping) and len(resume) == 1 == len(asked) and answer.update is None:
+    if not (isinstance(resume, Mapping) and by_interrupt_id(resume)):
+        return answer
+    if len(resume) == 1 == len(asked) and answer.update is None:
         return Command(resume=next(iter(resume.values())), goto=answer.goto)
     return answer
 

@@ -155,21 +155,28 @@ def test_a_rewind_of_a_paused_thread_asks_again_and_applies_the_answer_only_if_a
     assert applied.input == answer and applied.when is Due.INTERRUPTED
 
 
+OLD_ID = "0f" * 16
+"""An interrupt id, as LangGraph makes them (32 hex digits)."""
+
+
 def test_a_rewind_of_the_step_a_question_waits_in_applies_the_answer_when_not_asked_again() -> None:
     """Only a finished sibling of the asking task changed (no ``ASKED_AGAIN`` note): the
     fork asks the same question under a new id, and the answer given is its answer."""
     call = _call()
     plan = _plan(PlanKind.REWIND, checkpoint_id="1f0-head")
     head = _head(call, interrupted=True)
-    for given, applied in [("yes", "yes"), ({"old-id": "yes"}, "yes"), ({"1": 1, "2": 2}, None)]:
+    keyed = {OLD_ID: "yes"}
+    # A dict that is not keyed by interrupt ids is the answer itself, as LangGraph reads it.
+    cases = [("yes", "yes"), (keyed, "yes"), ({"1": 1, "2": 2}, None), ({"ok": True}, None)]
+    for given, applied in cases:
         fork, answer = work_for(call, plan, head, Command(resume=given), {}).invocations
         assert fork.keep is not None and ".ask_again." not in fork.mark
         assert answer.when is Due.INTERRUPTED
         assert answer.input.resume == (applied or given)
     # Two questions waiting: a bare value would answer neither; it stays keyed.
     two = head._replace(pending_writes=[*(head.pending_writes or ()), ("t2", "__interrupt__", [])])
-    _, answer = work_for(call, plan, two, Command(resume={"old-id": "yes"}), {}).invocations
-    assert answer.input.resume == {"old-id": "yes"}
+    _, answer = work_for(call, plan, two, Command(resume=keyed), {}).invocations
+    assert answer.input.resume == keyed
 
 
 def test_a_rewind_into_an_earlier_turn_replays_each_later_turn_once_complete() -> None:
