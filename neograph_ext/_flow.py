@@ -152,24 +152,7 @@ def planned(
         listed = yield ListThread(call.config)
         facts = replace(facts, owed=owed_turns(listed, facts.checkpoint_id, facts.replaying))
     if call.graph.neograph_ext_entrypoint is not None:
-        turn = yield from _entrypoint_turn(call, head, facts, records)
-        shape = call.graph.neograph_ext_entrypoint
-        misread_tasks = frozenset(c.task for c in turn.calls if c.task and c.misread)
-        lost = unrevivable_tasks(call.graph.neograph_ext_revival, shape.returns)
-        facts = replace(facts, unrevivable=facts.unrevivable | (lost & misread_tasks))
-        carriable = yield from _carriable(call, head, facts)
-        calls = decide_calls(
-            turn,
-            call.stamp,
-            call.thread_id,
-            facts,
-            replay_turns=call.resume.replay_turns,
-            carry=carriable,
-            records=records,
-            take_over=call.resume.take_over,
-            unmatched_at=call.unmatched,
-        )
-        return calls
+        return (yield from _entrypoint_planned(call, head, facts, records))
     carriable = yield from _carriable(call, head, facts)
 
     def decided(facts: HeadFacts) -> ResumePlan:
@@ -189,6 +172,30 @@ def planned(
     held = head.checkpoint.get("channel_values") or {}
     deltas = partial(delta_channels, call.graph)
     return (yield from judged_fork(call.config, revival, held, facts, plan, decided, deltas))
+
+
+def _entrypoint_planned(
+    call: ThreadCall, head: CheckpointTuple, facts: HeadFacts, records: tuple[Record, ...]
+) -> Flow[ResumePlan]:
+    """The decision for an ``@entrypoint`` thread: by its turn's recorded calls."""
+    turn = yield from _entrypoint_turn(call, head, facts, records)
+    shape = call.graph.neograph_ext_entrypoint
+    assert shape is not None  # only asked for an entrypoint
+    misread_tasks = frozenset(c.task for c in turn.calls if c.task and c.misread)
+    lost = unrevivable_tasks(call.graph.neograph_ext_revival, shape.returns)
+    facts = replace(facts, unrevivable=facts.unrevivable | (lost & misread_tasks))
+    carriable = yield from _carriable(call, head, facts)
+    return decide_calls(
+        turn,
+        call.stamp,
+        call.thread_id,
+        facts,
+        replay_turns=call.resume.replay_turns,
+        carry=carriable,
+        records=records,
+        take_over=call.resume.take_over,
+        unmatched_at=call.unmatched,
+    )
 
 
 def _lineage(

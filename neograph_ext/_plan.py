@@ -164,13 +164,22 @@ def decide(
         return plan
     plan = owned(plan, records, current, head.stamp_order, take_over=take_over)
     if plan.kind is PlanKind.REWIND and head.paused and not plan.blocker:
-        judged = head.misread.keys() | {change.node for change in head.inner}
-        lost = sorted(head.unrevivable & judged)
-        if lost:
-            plan = replace(plan, blocker=lost_on_pause(thread_id, lost))
-        elif asks_again(plan, head):
-            plan = replace(plan, notes=(*plan.notes, REANSWERED if reanswer else ASKED_AGAIN))
+        plan = _rewound_at_pause(plan, head, thread_id, reanswer)
     return with_owed(plan, head)
+
+
+def _rewound_at_pause(
+    plan: ResumePlan, head: HeadFacts, thread_id: str, reanswer: bool
+) -> ResumePlan:
+    """A rewind of a head that waits on a question: blocked when a value it judges cannot
+    be revived, else noted when it asks the question again."""
+    judged = head.misread.keys() | {change.node for change in head.inner}
+    lost = sorted(head.unrevivable & judged)
+    if lost:
+        return replace(plan, blocker=lost_on_pause(thread_id, lost))
+    if asks_again(plan, head):
+        return replace(plan, notes=(*plan.notes, REANSWERED if reanswer else ASKED_AGAIN))
+    return plan
 
 
 def asks_again(plan: ResumePlan, head: HeadFacts) -> bool:

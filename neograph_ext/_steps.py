@@ -129,6 +129,89 @@ def work_for(
 ) -> Work:
     """What to invoke for a decision, under the call's resume policy; raises before
     anything runs when it must."""
+    _refuse_before_running(call, decision)
+    if decision.migrated or decision.carried_from:
+        return Work((), {}, carry=decision)
+    stored_input = started_input(head) or decision.turn_input
+    given = None if input is None or isinstance(input, Command) else input_digest(input)
+    input = _unshared(input)
+    asking = _asking(call, head)
+    # A replay names the head whose turns it replays: the plan's head, or for a replay
+    # cut short, the one its checkpoints name (``HeadFacts.owed``).
+    source = _source(decision, head)
+    took = decision.taken_from
+    unread = _not_adopted(call, decision, head)
+    verdict = PLAIN_CALL if unread else decision.kind
+    here = encode_run(call.stamp, ASK_AGAIN if asking else verdict, stored_input, source, took)
+    complete = head is not None and not decision.next_nodes and not has_interrupt(head)
+    # A complete thread given another input starts a new turn; the same input (or an
+    # input whose digest is unknown) asks for the stored result. A turn no run mark
+    # recorded (plain LangGraph started it) is known by its input checkpoint's value;
+    # without one (durability="exit"), any input starts a new turn, as graph.invoke would.
+    new_turn = complete and given is not None and stored_input != given
+    said: list[str] = [unread] if unread else []
+    if new_turn and not unread:
+        _misread_turn(call, decision, head, said)
+    elif complete and not unread and decision.kind is PlanKind.UNVERIFIED:
+        # Asked for the stored result: a fork of the head records the adoption.
+        return Work((), {}, carry=decision, warnings=tuple(said))
+    if head is None:
+        steps: tuple[Invocation, ...] = (_first_turn(call, decision, input, given),)
+    elif decision.kind is PlanKind.REWIND:
+        again = encode_run(call.stamp, ASK_AGAIN, stored_input, source, took)
+        turn = _turn(call, decision, input, given, Due.COMPLETE) if new_turn else None
+        steps = _rewinding(call, decision, head, input, (here, again), source, turn, said)
+    elif decision.replayed:
+        steps = _replay_finished(call, decision, input, asking, complete, here, source, said)
+        if new_turn:
+            steps += (_turn(call, decision, input, given, Due.COMPLETE),)
+    elif new_turn:
+        steps = (_turn(call, decision, input, given, kind=verdict),)
+    elif complete:
+        steps = ()
+    else:
+        if given is not None and given != stored_input:
+            said.append("the thread is incomplete: resuming it; the input given is ignored")
+        resume = _resuming(call, decision, input, asking, here, said)
+        steps = (_forking(call, head, here) or _claimed(call, head, resume, took),)
+    stored = stored_result(call.graph, head) if complete and not steps else None
+    return Work(steps, durable(kwargs, call.graph), stored, warnings=tuple(said))
+
+
+def _not_adopted(call: ThreadCall, decision: ResumePlan, head: CheckpointTuple | None) -> str:
+    """Why an unverified head is not adopted, or "" when it is (or is not unverified).
+
+    Adopting a thread plain LangGraph wrote is a verification, done once: only a head
+    whose values read back as declared becomes this code's (``RunMark.verified``)."""
+    if decision.kind is not PlanKind.UNVERIFIED:
+        return ""
+    unread = turn_misread(call.graph.neograph_ext_revival, head)
+    if not unread:
+        return ""
+    return (
+        "not adopted: stored values do not read back as their declared types "
+        f"({'; '.join(unread[ch] for ch in sorted(unread))}); the thread stays unverified"
+    )
+
+
+def _first_turn(
+    call: ThreadCall, decision: ResumePlan, input: Any, given: str | None
+) -> Invocation:
+    """The first turn of a thread with no checkpoint; an answer has no question to answer."""
+    if isinstance(input, Command) and input.resume is not None:
+        raise GraphError(
+            f"thread {decision.thread_id!r} has no checkpoint: a Command(resume=...) "
+            "answers a question the thread waits on (plain LangGraph would run the "
+            "whole graph on an empty input); check the thread_id, or start the thread "
+            "with its input"
+        )
+    return _turn(call, decision, input, given)
+
+
+def _refuse_before_running(call: ThreadCall, decision: ResumePlan) -> None:
+    """Raise what the decision refuses under the call's resume policy, before anything
+    runs: a thread newer code owns, a blocker, an unverified thread or a change in
+    strict mode."""
     strict = call.resume.on_change == "raise"
     if decision.kind is PlanKind.SUPERSEDED:
         raise ThreadSupersededError(superseded_message(decision), decision)
@@ -148,78 +231,6 @@ def work_for(
             "to convert them, or start a new thread_id"
         )
         raise CheckpointSchemaError(_message(decision, ways + _carrying(decision)), decision)
-    if decision.migrated or decision.carried_from:
-        return Work((), {}, carry=decision)
-    stored_input = started_input(head) or decision.turn_input
-    answer = isinstance(input, Command)
-    given = None if input is None or answer else input_digest(input)
-    input = _unshared(input)
-    asking = _asking(call, head)
-    # A replay names the head whose turns it replays: the plan's head, or for a replay
-    # cut short, the one its checkpoints name (``HeadFacts.owed``).
-    source = _source(decision, head)
-    took = decision.taken_from
-    # Adopting a thread plain LangGraph wrote is a verification, done once: only a head
-    # whose values read back as declared becomes this code's (``RunMark.verified``).
-    unread = (
-        turn_misread(call.graph.neograph_ext_revival, head)
-        if decision.kind is PlanKind.UNVERIFIED
-        else {}
-    )
-    verdict = PLAIN_CALL if unread else decision.kind
-    here = encode_run(call.stamp, ASK_AGAIN if asking else verdict, stored_input, source, took)
-    complete = head is not None and not decision.next_nodes and not has_interrupt(head)
-    # A complete thread given another input starts a new turn; the same input (or an
-    # input whose digest is unknown) asks for the stored result. A turn no run mark
-    # recorded (plain LangGraph started it) is known by its input checkpoint's value;
-    # without one (durability="exit"), any input starts a new turn, as graph.invoke would.
-    new_turn = complete and given is not None and stored_input != given
-    said: list[str] = []
-    if unread:
-        said.append(
-            "not adopted: stored values do not read back as their declared types "
-            f"({'; '.join(unread[ch] for ch in sorted(unread))}); the thread stays unverified"
-        )
-    elif new_turn:
-        _misread_turn(call, decision, head, strict, said)
-    elif complete and decision.kind is PlanKind.UNVERIFIED:
-        # Asked for the stored result: a fork of the head records the adoption.
-        return Work((), {}, carry=decision, warnings=tuple(said))
-    if head is None:
-        if answer and input.resume is not None:
-            raise GraphError(
-                f"thread {decision.thread_id!r} has no checkpoint: a Command(resume=...) "
-                "answers a question the thread waits on (plain LangGraph would run the "
-                "whole graph on an empty input); check the thread_id, or start the thread "
-                "with its input"
-            )
-        steps: tuple[Invocation, ...] = (_turn(call, decision, input, given),)
-    elif decision.kind is PlanKind.REWIND:
-        again = encode_run(call.stamp, ASK_AGAIN, stored_input, source, took)
-        turn = _turn(call, decision, input, given, Due.COMPLETE) if new_turn else None
-        steps = _rewinding(call, decision, head, input, (here, again), source, turn, said)
-    elif decision.replayed:
-        # A replay cut short by a kill, or stopped at a question: finish the head's turn
-        # (with the answer given), then the turns owed.
-        said.append(
-            f"a replay of the turns of checkpoint {source} was cut short; "
-            f"{len(decision.replayed)} turn(s) still owed are replayed"
-        )
-        steps = () if complete else (_resuming(call, decision, input, asking, here, said),)
-        steps += _replays(call, decision, source)
-        if new_turn:
-            steps += (_turn(call, decision, input, given, Due.COMPLETE),)
-    elif new_turn:
-        steps = (_turn(call, decision, input, given, kind=verdict),)
-    elif complete:
-        steps = ()
-    else:
-        if given is not None and given != stored_input:
-            said.append("the thread is incomplete: resuming it; the input given is ignored")
-        resume = _resuming(call, decision, input, asking, here, said)
-        steps = (_forking(call, head, here) or _claimed(call, head, resume, took),)
-    stored = stored_result(call.graph, head) if complete and not steps else None
-    return Work(steps, durable(kwargs, call.graph), stored, warnings=tuple(said))
 
 
 def _rewinding(
@@ -402,7 +413,6 @@ def _misread_turn(
     call: ThreadCall,
     decision: ResumePlan,
     head: CheckpointTuple | None,
-    strict: bool,
     said: list[str],
 ) -> None:
     """Say so (in ``said``) when a new turn starts from stored values that do not read
@@ -418,7 +428,7 @@ def _misread_turn(
         "at the top level of an importable module (or allow it on the saver's msgpack "
         "allowlist); neograph_ext.unrevivable_types(graph) names it"
     )
-    if strict:
+    if call.resume.on_change == "raise":
         raise CheckpointSchemaError(f"thread {decision.thread_id!r}: {why}", decision)
     said.append(why)
 
@@ -430,6 +440,26 @@ def _source(decision: ResumePlan, head: CheckpointTuple | None) -> str | None:
     if decision.kind is PlanKind.REWIND or head is None:
         return decision.head_id
     return read_marks(head.metadata)[1].replaying
+
+
+def _replay_finished(
+    call: ThreadCall,
+    decision: ResumePlan,
+    input: Any,
+    asking: bool,
+    complete: bool,
+    here: str,
+    source: str | None,
+    said: list[str],
+) -> tuple[Invocation, ...]:
+    """A replay cut short by a kill, or stopped at a question: finish the head's turn
+    (with the answer given, unless the head is complete), then the turns still owed."""
+    said.append(
+        f"a replay of the turns of checkpoint {source} was cut short; "
+        f"{len(decision.replayed)} turn(s) still owed are replayed"
+    )
+    steps = () if complete else (_resuming(call, decision, input, asking, here, said),)
+    return steps + _replays(call, decision, source)
 
 
 def _replays(call: ThreadCall, decision: ResumePlan, source: str | None) -> tuple[Invocation, ...]:
