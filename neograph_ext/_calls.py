@@ -108,14 +108,7 @@ def _decided(
     unmatched_at: int | None = None,
 ) -> ResumePlan:
     """``decide_calls`` before the thread's owner is considered."""
-    settled = current.id in turn.verified  # ``accept``: handled by hand
-    turn = replace(
-        turn,
-        base_stamp=current if settled else _own(turn.base_stamp, current),
-        ended=current if settled and turn.complete else _own(turn.ended, current),
-        previous=current if settled else _own(turn.previous, current),
-    )
-    entry = turn.entrypoint
+    turn = _settled(turn, current)
     names = tuple(dict.fromkeys(c.task for c in turn.calls if c.task is not None))
     plan = ResumePlan(
         PlanKind.CONTINUE if head.next_nodes else PlanKind.UP_TO_DATE,
@@ -123,17 +116,11 @@ def _decided(
         head_id=head.checkpoint_id,
         next_nodes=head.next_nodes,
         kept=frozenset(names),
-        order=(*names, entry),
+        order=(*names, turn.entrypoint),
     )
-    notes = []
-    why = _unverified(turn.base_stamp)
-    if why is not None:
-        notes.append(f"checkpoint {turn.base_id}: {why}")
-    why = _unverified(turn.ended) if turn.complete else None
-    if why is not None:
-        notes.append(f"the checkpoint the turn ended with: {why}")
+    notes = _unverified_notes(turn)
     if notes:
-        return _paused(replace(plan, kind=PlanKind.UNVERIFIED, notes=tuple(notes)), head)
+        return _paused(replace(plan, kind=PlanKind.UNVERIFIED, notes=notes), head)
     if head.new_turn and turn.complete:
         return _history(plan, turn, current, head, replay_turns, carry)
     carried = _carried(plan, turn, current, carry)
@@ -141,6 +128,43 @@ def _decided(
         return carried
     if turn.earlier and _save_changed(turn.previous, current):
         return _stale_previous(plan, turn, current, head, replay_turns)
+    cut, changes = _call_changes(turn, current, unmatched_at)
+    served = not turn.complete or bool(changes)
+    later, made = _matched_when_made(turn.calls[:cut] if served else ())
+    if not changes:
+        return replace(plan, kept=plan.kept - later, matched_when_made=made) if later else plan
+    rewound = _rewound(plan, turn, current, cut, tuple(changes), later)
+    return _paused(replace(rewound, matched_when_made=made), head)
+
+
+def _settled(turn: EntrypointTurn, current: Stamp) -> EntrypointTurn:
+    """The turn with its stamps as the current code owns them; a turn whose stamp was
+    accepted (``accept``: handled by hand) counts as written by the current code."""
+    settled = current.id in turn.verified
+    return replace(
+        turn,
+        base_stamp=current if settled else _own(turn.base_stamp, current),
+        ended=current if settled and turn.complete else _own(turn.ended, current),
+        previous=current if settled else _own(turn.previous, current),
+    )
+
+
+def _unverified_notes(turn: EntrypointTurn) -> tuple[str, ...]:
+    """Why the turn's base, or the checkpoint a finished turn ended with, is unverified."""
+    notes = []
+    why = _unverified(turn.base_stamp)
+    if why is not None:
+        notes.append(f"checkpoint {turn.base_id}: {why}")
+    why = _unverified(turn.ended) if turn.complete else None
+    if why is not None:
+        notes.append(f"the checkpoint the turn ended with: {why}")
+    return tuple(notes)
+
+
+def _call_changes(
+    turn: EntrypointTurn, current: Stamp, unmatched_at: int | None
+) -> tuple[int, list[NodeChange]]:
+    """The cut (the position of the first call to run again) and the changes behind it."""
     changes: list[NodeChange] = []
     cut = len(turn.calls)
     for position, call in enumerate(turn.calls):
@@ -149,28 +173,36 @@ def _decided(
             cut = position
         changes += [c for c in found if c.node not in {x.node for x in changes}]
     if turn.complete:
-        changes += _entry_changes(entry, turn.ended, current)
+        changes += _entry_changes(turn.entrypoint, turn.ended, current)
     if not turn.complete or changes:
         # Only a resumed turn, or a rewind keeping them, is served its cached results.
         cut, misread = _misread_results(turn.calls, cut)
         changes += misread
-    served = not turn.complete or bool(changes)
-    if served:
+    if not turn.complete or changes:
         # Only calls about to be served are compared with the calls the code makes.
         cut, moved = _unmatched_calls(turn.calls, cut, unmatched_at)
         changes += moved
-    later, made = _matched_when_made(turn.calls[:cut] if served else ())
-    if not changes:
-        return replace(plan, kept=plan.kept - later, matched_when_made=made) if later else plan
+    return cut, changes
+
+
+def _rewound(
+    plan: ResumePlan,
+    turn: EntrypointTurn,
+    current: Stamp,
+    cut: int,
+    changes: tuple[NodeChange, ...],
+    later: frozenset[str],
+) -> ResumePlan:
+    """The ``rewind`` plan: the turn's base forked, the calls before ``cut`` kept."""
     kept = turn.calls[:cut]
     dropped = turn.calls[cut:]
     # As for a graph's rewind after a crash: a call that never finished runs too.
-    rerun = frozenset(c.task for c in dropped if c.task is not None) | {entry} | turn.failed
+    rerun = frozenset(c.task for c in dropped if c.task is not None) | {turn.entrypoint}
+    rerun |= turn.failed
     # A task the code calls at or after the cut is not kept, though it may not rerun yet.
     later |= frozenset(turn.made[dropped[0].index :] if dropped else ())
     rerun |= _called(rerun, current)
     kept_names = frozenset(c.task for c in kept if c.task is not None)
-    steps = tuple(TaskStep(c.task or "?", c.index, i < cut) for i, c in enumerate(turn.calls))
     unmatched = sum(1 for c in dropped if c.task is None)
     extra = (
         (
@@ -180,21 +212,19 @@ def _decided(
         if unmatched
         else ()
     )
-    rewound = replace(
+    return replace(
         plan,
         kind=PlanKind.REWIND,
         checkpoint_id=turn.base_id,
         step=turn.base_step,
         invalidated_nodes=frozenset(c.node for c in changes),
-        changes=tuple(changes),
+        changes=changes,
         rerun=rerun,
         kept=kept_names - rerun - later,
         kept_tasks=kept_names,
-        steps=steps,
+        steps=tuple(TaskStep(c.task or "?", c.index, i < cut) for i, c in enumerate(turn.calls)),
         notes=extra,
-        matched_when_made=made,
     )
-    return _paused(rewound, head)
 
 
 def _carried(
