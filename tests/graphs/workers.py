@@ -101,6 +101,22 @@ def supervisor(
     return builder
 
 
+def built_per_call(runs: Counter[str]) -> StateGraph[Any, Any, Any, Any]:
+    """``research``, then a ``worker`` node that compiles the worker in its body and calls
+    it: no object holds the graph before the node runs, so only the saver shows it."""
+
+    def research(state: Work) -> dict[str, Any]:
+        runs["research"] += 1
+        return {"notes": "n"}
+
+    def hand_off(state: Work) -> dict[str, Any]:
+        runs["worker"] += 1
+        return worker(runs, DRAFT_V1, ask=True).invoke(state)  # type: ignore[no-any-return]
+
+    builder = StateGraph(Work).add_node("research", research).add_node("worker", hand_off)
+    return builder.add_edge(START, "research").add_edge("research", "worker")
+
+
 def by_tool(runs: Counter[str], draft_model: type[BaseModel]) -> Any:
     """``create_agent`` whose model calls the ``write_draft`` tool once, which invokes the
     worker subgraph (its ``review`` answering by itself)."""

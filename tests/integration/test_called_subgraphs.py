@@ -18,7 +18,7 @@ from langgraph.types import Command
 import neograph_ext as ne
 from tests.drive import Drive
 from tests.graphs.pipelines import as_data
-from tests.graphs.workers import DRAFT_V1, DRAFT_V2, Call, by_tool, supervisor
+from tests.graphs.workers import DRAFT_V1, DRAFT_V2, Call, built_per_call, by_tool, supervisor
 
 CALLS = pytest.mark.parametrize("call", ["invoke", "stream"])
 ASYNC_NODE = pytest.mark.parametrize("drive", ["async"], indirect=True)
@@ -114,3 +114,25 @@ def test_a_change_inside_a_worker_a_tool_invokes_reruns_the_tools_node(
     result = drive.run(graph, None, config)
     assert "words=1" in result["messages"][-2].content
     assert runs == Counter(["write_draft", "outline", "draft", "review", "model"])
+
+
+def test_a_graph_built_inside_the_node_is_reported_not_trusted(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> None:
+    runs: Counter[str] = Counter()
+    graph = ne.compile(built_per_call(runs), checkpointer=saver)
+    assert graph.neograph_ext_stamp.nodes["worker"].sub is None  # unseen at compile time
+    assert "__interrupt__" in drive.run(graph, {"topic": "t"}, config)
+    runs.clear()
+    plan = drive.plan(graph, config)
+    assert plan.kind is ne.PlanKind.UNVERIFIED
+    (note,) = plan.notes
+    assert note.startswith("called graph not fingerprinted: node `worker` called a graph")
+    strict = ne.ResumePolicy(on_unverified="raise")
+    with pytest.raises(ne.CheckpointSchemaError, match="called graph not fingerprinted"):
+        drive.run(graph, Command(resume="ok"), config, resume=strict)
+    assert runs == Counter()
+    # Resumed as LangGraph would: the worker's own checkpoint resumes its question.
+    assert drive.run(graph, Command(resume="ok"), config)["review"] == "ok"
+    assert runs == Counter(["worker", "review"])
+    assert drive.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE

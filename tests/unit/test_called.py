@@ -15,6 +15,7 @@ from pydantic import BaseModel
 import neograph_ext as ne
 from neograph_ext._called import MAX_DEPTH, called_graphs
 from neograph_ext._introspect import build_stamp
+from neograph_ext._plan import HeadFacts, PlanKind, ResumePlan, not_fingerprinted
 
 
 class S(TypedDict, total=False):
@@ -203,3 +204,16 @@ def test_a_graph_calling_its_caller_back_terminates() -> None:
 
 
 HOLDER: list[Any] = []
+
+
+def test_a_waiting_node_whose_called_graph_no_stamp_describes_is_not_trusted() -> None:
+    head = HeadFacts("c1", frozenset({"worker"}), uncovered={"worker": "worker:t1"})
+    waits = ResumePlan(PlanKind.CONTINUE, "t", next_nodes=frozenset({"worker"}))
+    plan = not_fingerprinted(waits, head)
+    assert plan.kind is PlanKind.UNVERIFIED
+    (note,) = plan.notes
+    assert "node `worker` called a graph that wrote checkpoints under `worker:t1`" in note
+    # A rewind re-running the node gives its called graph a fresh start: nothing to say.
+    rewind = ResumePlan(PlanKind.REWIND, "t", rerun=frozenset({"worker"}))
+    assert not_fingerprinted(rewind, head) == rewind
+    assert not_fingerprinted(waits, HeadFacts("c1", frozenset({"worker"}))) == waits
