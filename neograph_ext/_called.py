@@ -138,8 +138,16 @@ def _function_references(fn: types.FunctionType) -> Iterator[tuple[str | None, o
     yield from zip(positional[len(positional) - len(defaults) :], defaults, strict=False)
     yield from (fn.__kwdefaults__ or {}).items()
     module_globals = fn.__globals__
-    for global_name in _names(code):
-        if global_name in module_globals:
+    named = {
+        name
+        for name in _names(code)
+        if name in module_globals and not isinstance(module_globals[name], _SKIPPED)
+    }
+    # Disassembling is the walk's dearest part: only code naming a global worth
+    # following is told whether it loads it as a global or as an attribute.
+    for global_name in _loaded_globals(code) if named else ():
+        if global_name in named:
+            named.discard(global_name)
             yield global_name, module_globals[global_name]
     wrapped = getattr(fn, "__wrapped__", None)
     if wrapped is not None:
@@ -149,19 +157,30 @@ def _function_references(fn: types.FunctionType) -> Iterator[tuple[str | None, o
 _LOADS_GLOBAL = frozenset({"LOAD_GLOBAL", "LOAD_NAME"})
 
 
-def _names(code: types.CodeType) -> Iterator[str]:
-    """The global names ``code`` and the code nested in it load (an attribute of the
-    same name, ``self.sub``, is no global)."""
+def _codes(code: types.CodeType) -> Iterator[types.CodeType]:
+    """``code`` and the code objects nested in it (inner functions, comprehensions)."""
     stack, seen = [code], set()
     while stack:
         current = stack.pop()
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
+        if id(current) not in seen:
+            seen.add(id(current))
+            yield current
+            stack.extend(c for c in current.co_consts if isinstance(c, types.CodeType))
+
+
+def _names(code: types.CodeType) -> Iterator[str]:
+    """The global and attribute names ``code`` and the code nested in it use."""
+    for current in _codes(code):
+        yield from current.co_names
+
+
+def _loaded_globals(code: types.CodeType) -> Iterator[str]:
+    """The names ``code`` and the code nested in it load as globals, in order (an
+    attribute of the same name, ``self.sub``, is no global)."""
+    for current in _codes(code):
         for ins in dis.get_instructions(current):
             if ins.opname in _LOADS_GLOBAL and isinstance(ins.argval, str):
                 yield ins.argval
-        stack.extend(c for c in current.co_consts if isinstance(c, types.CodeType))
 
 
 def _attributes(obj: object) -> Iterator[tuple[str | None, object]]:

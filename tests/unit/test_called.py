@@ -16,6 +16,8 @@ import neograph_ext as ne
 from neograph_ext._called import MAX_DEPTH, called_graphs
 from neograph_ext._introspect import build_stamp
 from neograph_ext._plan import HeadFacts, PlanKind, ResumePlan, not_fingerprinted
+from tests.graphs.agents import counted_tool, deep_agent
+from tests.graphs.pipelines import model
 
 
 class S(TypedDict, total=False):
@@ -217,3 +219,23 @@ def test_a_waiting_node_whose_called_graph_no_stamp_describes_is_not_trusted() -
     rewind = ResumePlan(PlanKind.REWIND, "t", rerun=frozenset({"worker"}))
     assert not_fingerprinted(rewind, head) == rewind
     assert not_fingerprinted(waits, HeadFacts("c1", frozenset({"worker"}))) == waits
+
+
+def test_a_deep_agent_called_from_code_folds_in_its_sub_agents() -> None:
+    def stamp_with(args: type[BaseModel]) -> Any:
+        deep = deep_agent(Counter(), [counted_tool(Counter(), args)])
+
+        def ask(state: S) -> dict[str, Any]:
+            return deep.invoke(state)  # type: ignore[no-any-return]
+
+        return build_stamp(StateGraph(S).add_node("ask", ask).add_edge(START, "ask"))
+
+    old, new = stamp_with(CITY), stamp_with(WITH_UNITS)
+    assert "deep/tools" in (old.nodes["ask"].sub or {})
+    assert any(k.startswith("deep/tools/researcher/") for k in old.nodes["ask"].inner or {})
+    assert old.nodes["ask"].fp != new.nodes["ask"].fp
+    assert stamp_with(CITY).nodes["ask"] == old.nodes["ask"]
+
+
+CITY = model("SearchArgs", city=(str, ...))
+WITH_UNITS = model("SearchArgs", city=(str, ...), units=(str, ...))
