@@ -337,6 +337,10 @@ class HeadFacts:
     step: HeadStep | None = None
     """Its own superstep's tasks, when some finished and their ids are LangGraph's; None
     otherwise (then each task the head waits on counts as a writer of what they wrote)."""
+    uncovered: Mapping[str, str] = field(default_factory=dict)
+    """Per node the head waits on that stopped part-way, the namespace of its task under
+    which a graph its code called wrote checkpoints, though no stamp describes a graph
+    inside the node (``_head_state.called_namespaces``): not trusted."""
 
 
 Carriable = Callable[[frozenset[str]], Carry]

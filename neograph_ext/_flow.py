@@ -35,6 +35,7 @@ from neograph_ext._decision_log import logged
 from neograph_ext._errors import GraphError, NeographExtError
 from neograph_ext._fork_misread import judged_fork
 from neograph_ext._head_state import (
+    called_namespaces,
     has_interrupt,
     head_step,
     is_paused,
@@ -432,7 +433,21 @@ def _facts(call: ThreadCall, head: CheckpointTuple | None) -> Flow[HeadFacts | N
         unrevivable=lost,
         inner=inner,
         step=head_step(call.graph, head) if waits else None,
+        uncovered=(yield from _uncovered(call, head)),
     )
+
+
+def _uncovered(call: ThreadCall, head: CheckpointTuple) -> Flow[dict[str, str]]:
+    """Of the namespaces a graph called from a stopped node's code would have written
+    (``called_namespaces``), those that hold a checkpoint: a graph no stamp describes."""
+    found: dict[str, str] = {}
+    for node, namespace in called_namespaces(call.graph, head).items():
+        config: RunnableConfig = {
+            "configurable": {"thread_id": call.thread_id, "checkpoint_ns": namespace}
+        }
+        if (yield ReadTuple(config)) is not None:
+            found[node] = namespace
+    return found
 
 
 def _new_turn(

@@ -24,6 +24,7 @@ from neograph_ext._owed import pulled, waiting
 from neograph_ext._stamp import Stamp, read_marks
 
 __all__ = [
+    "called_namespaces",
     "has_interrupt",
     "head_step",
     "is_paused",
@@ -135,3 +136,29 @@ def output_of(graph: Pregel[Any, Any, Any, Any], values: Mapping[str, Any]) -> A
     if isinstance(channels, str):
         return values.get(channels)
     return {key: values[key] for key in channels if key in values}
+
+
+_STOPPED = frozenset({"__interrupt__", "__error__"})
+"""The writes of a task that stopped part-way: it asked a question, or raised."""
+
+
+def called_namespaces(graph: Pregel[Any, Any, Any, Any], head: CheckpointTuple) -> dict[str, str]:
+    """Per node the head waits on that stopped part-way and whose stamp describes no
+    graph inside it, the namespace (``<node>:<task id>``) under which a graph its code
+    called, unseen at compile time, kept its checkpoints (as LangGraph keeps a called
+    graph's with a checkpointer): whether one did, only the saver can tell."""
+    stamp = getattr(graph, "neograph_ext_stamp", None)
+    writes = head.pending_writes or ()
+    stopped = sorted({task for task, channel, _ in writes if channel in _STOPPED})
+    if not isinstance(stamp, Stamp) or not stopped:
+        return {}
+    step = head.metadata.get("step", -1)
+    triggers = _triggers(graph)
+    due = {name: triggers[name] for name in pulled(head.checkpoint, triggers, graph.channels)}
+    tasks = head_tasks(head.checkpoint, step if isinstance(step, int) else -1, due) or {}
+    found: dict[str, str] = {}
+    for task in stopped:
+        node = stamp.nodes.get(tasks.get(task, ""))
+        if node is not None and not node.sub:
+            found[tasks[task]] = f"{tasks[task]}:{task}"
+    return found

@@ -6,6 +6,8 @@ Rules:
   node's calls must fit, subgraphs and state channel types.
 - A compiled subgraph used as a node is fingerprinted inside its node: by the stamp
   it carries (``_stamp.Stamped``), or, compiled by plain LangGraph, from its builder.
+  So is a compiled graph that a node's code or its tools call (``_called``), keyed by
+  the name the code holds it by; a graph that calls itself back is left out there.
 - What agent builders build (``ToolNode``, ``create_agent``, deep agents) is known
   through ``_langgraph_agents`` alone.
 - A type that cannot be fingerprinted (an unresolved forward reference) is left out
@@ -34,6 +36,7 @@ try:
 except ImportError:  # langgraph < 1.2
     _FOLDING = (BinaryOperatorAggregate,)
 
+from neograph_ext._called import called_graphs
 from neograph_ext._fingerprint import Signature, UnresolvedTypeError, digest, signature
 from neograph_ext._langgraph_agents import (
     RESPONSE_CHANNEL,
@@ -64,6 +67,8 @@ def build_stamp(
     output_types: Mapping[str, object] | None = None,
     versions: Mapping[str, str] | None = None,
     renames: Mapping[str, str] | None = None,
+    *,
+    enclosing: frozenset[int] = frozenset(),
 ) -> Stamp:
     """Fingerprint a StateGraph builder's nodes and channels.
 
@@ -72,6 +77,8 @@ def build_stamp(
         output_types: Per node, a type that overrides the callable's return annotation.
         versions: Per node, an opaque string to bump after a prompt or logic change.
         renames: Old node name -> current name, for nodes that were only renamed.
+        enclosing: The ids of the builders whose stamps this one is part of (a graph
+            called from a node's code may call its caller back): not stamped again.
 
     Returns:
         The stamp to write into every checkpoint of the compiled graph.
@@ -95,6 +102,7 @@ def build_stamp(
         {name for name, spec in builder.nodes.items() if makes_tool_calls(spec.runnable)},
         _send_digests(builder, sigs.remember),
         sigs,
+        enclosing | {id(builder)},
     )
     nodes = {name: _node_stamp(known, name, spec.runnable) for name, spec in builder.nodes.items()}
     channels: dict[str, str] = {}
@@ -140,6 +148,7 @@ class _Known(NamedTuple):
     callers: set[str]
     sends: dict[str, dict[str, str]]
     sigs: _Sigs
+    enclosing: frozenset[int]
 
 
 def _check_names(
@@ -171,7 +180,7 @@ def _node_stamp(known: _Known, name: str, runnable: object) -> NodeStamp:
     """One node's fingerprint: its output type, version, successors, what runs inside
     it, and the tools it routes to."""
     succ = tuple(sorted(known.successors.get(name, ())))
-    sub, inner = _inside(runnable, known.sigs)
+    sub, inner = _inside(runnable, known)
     fields: dict[str, Any] = {
         "out": _output_digest(known, name, runnable),
         "ver": known.versions.get(name),
@@ -208,21 +217,25 @@ def _output_digest(known: _Known, name: str, runnable: object) -> str | None:
         return None
 
 
-def _inside(runnable: object, sigs: _Sigs) -> tuple[dict[str, str] | None, dict[str, str] | None]:
-    """The digests of what runs inside a node (a subgraph's, an agent's), and their inner
-    fingerprints; their signatures join ``sigs``."""
-    inside = _subgraph_stamp(runnable)
-    agents = _agent_stamps(runnable) if inside is None else {}
-    for found in (inside, *agents.values()):
-        if found is not None:
-            sigs.update(found.sigs)
+def _inside(runnable: object, known: _Known) -> tuple[dict[str, str] | None, dict[str, str] | None]:
+    """The digests of what runs inside a node (a subgraph's, an agent's, a graph its code
+    calls), and their inner fingerprints; their signatures join ``known.sigs``."""
+    inside = _subgraph_stamp(runnable, known.enclosing)
     if inside is not None:
+        known.sigs.update(inside.sigs)
         return _sub_digests(inside), _inner_digests(inside)
-    if agents:
-        sub = {f"{a}/{k}": fp for a, st in agents.items() for k, fp in _sub_digests(st).items()}
-        inner = {f"{a}/{k}": fp for a, st in agents.items() for k, fp in _inner_digests(st).items()}
-        return sub, inner
-    return _plain_sub(runnable), None
+    if isinstance(runnable, Pregel):
+        return _plain_sub(runnable), None
+    sub: dict[str, str] = {}
+    inner: dict[str, str] = {}
+    for name, found in _reached(runnable, known.enclosing).items():
+        if isinstance(found, Stamp):
+            known.sigs.update(found.sigs)
+            sub.update({f"{name}/{k}": fp for k, fp in _sub_digests(found).items()})
+            inner.update({f"{name}/{k}": fp for k, fp in _inner_digests(found).items()})
+        else:
+            sub.update({f"{name}/{k}": fp for k, fp in found.items()})
+    return sub or None, inner or None
 
 
 def _accumulating(builder: StateGraph[Any, Any, Any, Any]) -> tuple[str, ...] | None:
@@ -237,14 +250,23 @@ def _accumulating(builder: StateGraph[Any, Any, Any, Any]) -> tuple[str, ...] | 
     return tuple(found) or None
 
 
-def _agent_stamps(runnable: object) -> dict[str, Stamp]:
-    """For a ToolNode whose tools run sub-agents (deep agents' ``task``): their stamps."""
-    found: dict[str, Stamp] = {}
+def _reached(runnable: object, enclosing: frozenset[int]) -> dict[str, Stamp | dict[str, str]]:
+    """The graphs a node runs without being one, by name: the sub-agents of a ToolNode's
+    tools (deep agents' ``task``), then the graphs its code or its tools call
+    (``_called``); each as its stamp, or its structure when it has no builder."""
+    graphs: dict[str, object] = {}
     for tool in (tool_objects(runnable) or {}).values():
-        for agent, graph in (sub_agents(tool) or {}).items():
-            stamp = _subgraph_stamp(graph)
-            if stamp is not None:
-                found[agent] = stamp
+        graphs.update(sub_agents(tool) or {})
+    for name, called in called_graphs(runnable).items():
+        graphs.setdefault(name, called)
+    found: dict[str, Stamp | dict[str, str]] = {}
+    for name, graph in graphs.items():
+        if id(getattr(graph, "builder", None)) in enclosing:
+            continue  # a graph calling its caller back: stamped as the caller already
+        stamp = _subgraph_stamp(graph, enclosing)
+        plain = _plain_sub(graph) if stamp is None else None
+        if stamp is not None or plain:
+            found[name] = stamp if stamp is not None else plain or {}
     return found
 
 
@@ -399,14 +421,14 @@ def _declared_return(fn: object) -> object | None:
     return tp
 
 
-def _subgraph_stamp(runnable: object) -> Stamp | None:
-    """The stamp of a compiled subgraph used as a node, however it was compiled."""
+def _subgraph_stamp(runnable: object, enclosing: frozenset[int]) -> Stamp | None:
+    """The stamp of a compiled subgraph used as a node or called, however it was compiled."""
     if isinstance(runnable, Stamped):
         return runnable.neograph_ext_stamp
     builder = getattr(runnable, "builder", None)
     if isinstance(runnable, CompiledStateGraph) and isinstance(builder, StateGraph):
         # Compiled by plain LangGraph: its builder is fingerprinted as compile() would.
-        return build_stamp(builder)
+        return build_stamp(builder, enclosing=enclosing)
     return None
 
 

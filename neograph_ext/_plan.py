@@ -73,6 +73,7 @@ from neograph_ext._stamp import Stamp, StampRef, Unreadable
 
 __all__ = [
     "ASKED_AGAIN",
+    "CALLED_NOT_FINGERPRINTED",
     "REANSWERED",
     "SETTLEMENTS",
     "Carriable",
@@ -86,6 +87,7 @@ __all__ = [
     "kept_valid",
     "lost_on_pause",
     "needs_lineage",
+    "not_fingerprinted",
     "verified",
     "verified_head",
     "with_owed",
@@ -150,7 +152,7 @@ def decide(
         The plan; ``blocker`` is set when it must not be carried out silently.
     """
     if head is not None and not records:
-        return _at_verified_head(head, thread_id)
+        return not_fingerprinted(_at_verified_head(head, thread_id), head)
     misread = head.misread if head is not None else misread
     plan = _decide_steps(records, current, thread_id, Carry(), replay_turns, misread, head)
     if isinstance(carry, Carry):
@@ -165,7 +167,7 @@ def decide(
     plan = owned(plan, records, current, head.stamp_order, take_over=take_over)
     if plan.kind is PlanKind.REWIND and head.paused and not plan.blocker:
         plan = _rewound_at_pause(plan, head, thread_id, reanswer)
-    return with_owed(plan, head)
+    return not_fingerprinted(with_owed(plan, head), head)
 
 
 def _rewound_at_pause(
@@ -472,3 +474,26 @@ REANSWERED = (
     "answer given now to it, and to each question a node it re-runs asked before the "
     "answer given then, in order"
 )
+
+
+CALLED_NOT_FINGERPRINTED = "called graph not fingerprinted"
+"""How a plan's note on a graph a node called, unseen at compile time, begins."""
+
+
+def not_fingerprinted(plan: ResumePlan, head: HeadFacts) -> ResumePlan:
+    """``plan``, not trusting what a graph a node the head waits on called left in its
+    task's namespace (``HeadFacts.uncovered``) when the node resumes rather than re-runs:
+    a ``continue`` is ``unverified`` (resumed as LangGraph would, or refused by
+    ``on_unverified="raise"``), and the plan says why."""
+    kept = {node: ns for node, ns in head.uncovered.items() if node not in plan.rerun}
+    if not kept:
+        return plan
+    notes = tuple(
+        f"{CALLED_NOT_FINGERPRINTED}: node `{node}` called a graph that wrote checkpoints "
+        f"under `{ns}`, and no stamp describes it, so a change of its types is not "
+        "detected; hold the graph where the node's code names it (a global, a closure, a "
+        f"default, an attribute of the node's object), or bump versions[{node!r}]"
+        for node, ns in sorted(kept.items())
+    )
+    kind = PlanKind.UNVERIFIED if plan.kind is PlanKind.CONTINUE else plan.kind
+    return replace(plan, kind=kind, notes=(*plan.notes, *notes))

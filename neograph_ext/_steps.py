@@ -538,7 +538,8 @@ def _unverified(decision: ResumePlan) -> str:
     return (
         f"thread {decision.thread_id!r}: {len(decision.notes)} checkpoint(s) of it cannot "
         "be verified (written without a stamp: by plain LangGraph, or through a saver that "
-        f"drops it), so nothing can be compared with the current graph:\n{notes}\n"
+        "drops it; or by a graph a node called that no stamp describes), so nothing can be "
+        f"compared with the current graph:\n{notes}\n"
         "To proceed: run with ResumePolicy(on_unverified='resume') (before 0.3: without "
         "strict_unverified=True) to resume it as LangGraph would, "
         "neograph_ext.accept(graph, config) to record that you checked it by hand, or "
