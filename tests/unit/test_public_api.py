@@ -53,13 +53,13 @@ EXPECTED = [
 SUBMODULES = {"budget", "testing", "types"}
 """Public submodules: each with its own sorted ``__all__``, every name documented."""
 
+NEW_IN_TYPES = {"CostLine", "DeployCost"}
+"""Records 0.4 added to ``types``: never top-level names, so never moved."""
+
 MOVED = {
     **dict.fromkeys(["Budget", "Ledger", "Spend", "aledger", "ledger"], "budget"),
     **dict.fromkeys(["ThreadFixture", "plan_fixture", "read_fixtures"], "testing"),
-    **dict.fromkeys(
-        neograph_ext.types.__all__,
-        "types",
-    ),
+    **dict.fromkeys(sorted(set(neograph_ext.types.__all__) - NEW_IN_TYPES), "types"),
 }
 """0.3's top-level names that 0.4 moved, and where."""
 
