@@ -12,6 +12,7 @@ from neograph_ext._fleet import ThreadCheck
 from neograph_ext._inventory import Inventory, StampThreads
 from neograph_ext._lineage import History, HistoryEntry, StampStatus
 from neograph_ext._prune import DescriptionPruned, PruneReport, PruneSkip, ThreadPruned
+from neograph_ext._upgrade import ThreadUpgrade, UpgradeAction
 
 __all__ = [
     "ChangeReason",
@@ -29,4 +30,6 @@ __all__ = [
     "TaskStep",
     "ThreadCheck",
     "ThreadPruned",
+    "ThreadUpgrade",
+    "UpgradeAction",
 ]

@@ -1,5 +1,5 @@
-"""The commands: ``plan``, ``history``, ``check``, ``accept``, ``export`` (``_export``) and
-``prune`` (``_prune``).
+"""The commands: ``plan``, ``history``, ``check``, ``accept``, ``export`` (``_export``),
+``prune`` (``_prune``) and ``upgrade`` (``_upgrade``).
 
 Each command loads GRAPH, opens ``--db`` and calls the public API; what it prints is
 ``_show``'s, and every error becomes one line through ``_boundary``.
@@ -51,6 +51,7 @@ from neograph_ext.cli._show import (
     text,
     to_json,
 )
+from neograph_ext.cli._upgrade import upgrade_command
 from neograph_ext.types import DeployCost, Inventory, ThreadCheck
 
 __all__ = ["DB_ENV", "app", "main"]
@@ -350,6 +351,7 @@ def accept_command(
 
 app.command("export", cls=Command)(export_command)
 app.command("prune", cls=Command, epilog=ASKS)(prune_command)
+app.command("upgrade", cls=Command, epilog=ASKS)(upgrade_command)
 
 
 def main() -> None:

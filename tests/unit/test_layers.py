@@ -53,7 +53,7 @@ LAYERS: dict[str, frozenset[str]] = {
         _storage_postgres _storage_rows _storage_sqlite _telemetry"""),
     "drivers": _names("_call_match _drivers _graph _thread _verify_writes _written_types"),
     "public API": _names("""__init__ _accept _attach _auto_resume _budget_read _checks _compile
-        _export _fleet _inventory _lineage _offline _pruning _run budget testing types"""),
+        _export _fleet _inventory _lineage _offline _pruning _run _upgrade budget testing types"""),
     "CLI": frozenset(name for name in MODULES if name.startswith("cli")),
 }
 """Every module's place, lowest layer first."""

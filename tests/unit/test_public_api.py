@@ -35,6 +35,7 @@ EXPECTED = [
     "aprune",
     "arun",
     "astream",
+    "aupgrade_threads",
     "check_threads",
     "compile",
     "declared_classes",
@@ -49,11 +50,12 @@ EXPECTED = [
     "stale_values",
     "stream",
     "unrevivable_types",
+    "upgrade_threads",
 ]
 SUBMODULES = {"budget", "testing", "types"}
 """Public submodules: each with its own sorted ``__all__``, every name documented."""
 
-NEW_IN_TYPES = {"CostLine", "DeployCost"}
+NEW_IN_TYPES = {"CostLine", "DeployCost", "ThreadUpgrade", "UpgradeAction"}
 """Records 0.4 added to ``types``: never top-level names, so never moved."""
 
 MOVED = {
