@@ -36,13 +36,11 @@ from neograph_ext._deploy_cost import DeployCost
 from neograph_ext._drivers import AsyncDriver, Driver
 from neograph_ext._errors import NeographExtError, ThreadBusyError
 from neograph_ext._fleet import BATCH, ThreadCheck, acheck_threads, check_threads
-from neograph_ext._flow import _settled, planned, read_head
+from neograph_ext._flow import carried_forward
 from neograph_ext._ledger_store import aread_ledger, read_ledger
-from neograph_ext._operations import Flow, TakeLock
 from neograph_ext._policy import Asked, LockPolicy
 from neograph_ext._run import aplan, arun, plan, run
-from neograph_ext._steps import work_for
-from neograph_ext._thread import ThreadCall, at_checkpoint, checkpointer_of, stamped, thread_call
+from neograph_ext._thread import checkpointer_of, stamped, thread_call
 
 __all__ = ["ThreadUpgrade", "UpgradeAction", "aupgrade_threads", "in_canary", "upgrade_threads"]
 
@@ -234,7 +232,7 @@ def _carried(graph: Pregel[Any, Any, Any, Any], found: ThreadUpgrade) -> ThreadU
     call = thread_call(graph, _config(found.thread_id), Asked("run", lock=_AT_ONCE))
     try:
         with Driver(call) as driver:
-            return _left(found, *driver.run(_carrying(call)))
+            return _left(found, *driver.run(carried_forward(call)))
     except ThreadBusyError as exc:
         return _skipped(found, exc)
     except NeographExtError as exc:
@@ -245,26 +243,11 @@ async def _acarried(graph: Pregel[Any, Any, Any, Any], found: ThreadUpgrade) -> 
     call = thread_call(graph, _config(found.thread_id), Asked("run", lock=_AT_ONCE))
     try:
         async with AsyncDriver(call) as driver:
-            return _left(found, *(await driver.run(_carrying(call))))
+            return _left(found, *(await driver.run(carried_forward(call))))
     except ThreadBusyError as exc:
         return _skipped(found, exc)
     except NeographExtError as exc:
         return _refused(found, exc)
-
-
-def _carrying(call: ThreadCall) -> Flow[tuple[bool, ResumePlan]]:
-    """Under the thread's lock, what a resume does before it invokes anything: plan,
-    and write the carry its work starts with (``_settled``); then the plan the next
-    resume will make. False: the thread had nothing to carry (any more)."""
-    yield TakeLock()
-    head = yield from read_head(call)
-    decision = yield from planned(call, head)
-    work = work_for(call, decision, head, None, {})
-    if work.carry is None:
-        return False, decision
-    locked, _, _ = yield from _settled(call, None, head, work, decision, None, {})
-    latest = locked._replace(config=at_checkpoint(locked.config, None))
-    return True, (yield from planned(latest, (yield from read_head(latest))))
 
 
 def _rewound(graph: Pregel[Any, Any, Any, Any], found: ThreadUpgrade) -> ThreadUpgrade:
