@@ -6,9 +6,10 @@ thread to just before the earliest node whose types changed, keeping the work
 upstream of it. ``plan`` explains what a resume would do without doing it;
 ``history`` reads a thread's lineage, each step compared with the graph, and
 ``check_threads`` surveys a database's threads; ``prune`` removes what rewinds left
-behind. ``export_threads`` writes threads as fixtures that ``neograph_ext.testing``
-plans new code against, offline. Budgets live in ``neograph_ext.budget``, the records
-the functions return in ``neograph_ext.types``.
+behind; ``upgrade_threads`` brings a fleet forward after a deploy. ``export_threads``
+writes threads as fixtures that ``neograph_ext.testing`` plans new code against,
+offline. Budgets live in ``neograph_ext.budget``, the records the functions return in
+``neograph_ext.types``.
 """
 
 import importlib
@@ -46,6 +47,7 @@ from neograph_ext._pruning import aprune, prune
 from neograph_ext._run import aplan, arun, astream, plan, run, stream
 from neograph_ext._stamp_store import is_store_thread as is_reserved_thread
 from neograph_ext._telemetry import Telemetry
+from neograph_ext._upgrade import aupgrade_threads, upgrade_threads
 
 # The public submodules, as attributes of the package (``neograph_ext.budget.Budget``).
 from neograph_ext import budget, testing, types  # noqa: F401  # isort: skip
@@ -79,6 +81,7 @@ __all__ = [
     "aprune",
     "arun",
     "astream",
+    "aupgrade_threads",
     "check_threads",
     "compile",
     "declared_classes",
@@ -93,6 +96,7 @@ __all__ = [
     "stale_values",
     "stream",
     "unrevivable_types",
+    "upgrade_threads",
 ]
 
 _MOVED = {

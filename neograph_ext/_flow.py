@@ -93,6 +93,7 @@ from neograph_ext._unreadable import reading, resumable
 
 __all__ = [
     "Seen",
+    "carried_forward",
     "planned",
     "read_head",
     "resumed",
@@ -576,3 +577,19 @@ def _replayed(
     # message ids), and the same input sent again must still be the same turn.
     given = read_marks(stored.metadata)[1].input or input_digest(value)
     return value, encode_run(call.stamp, PlanKind.REWIND, given, replay.source)
+
+
+def carried_forward(call: ThreadCall) -> Flow[tuple[bool, ResumePlan]]:
+    """A fleet upgrade's step (``upgrade_threads``): under the thread's lock, what a
+    resume does before it invokes anything (plan, and write the carry its work starts
+    with, ``_settled``), and nothing after; sends back whether it carried and the plan
+    the next resume will make. False: the thread had nothing to carry (any more)."""
+    yield TakeLock()
+    head = yield from read_head(call)
+    decision = yield from planned(call, head)
+    work = work_for(call, decision, head, None, {})
+    if work.carry is None:
+        return False, decision
+    locked, _, _ = yield from _settled(call, None, head, work, decision, None, {})
+    latest = locked._replace(config=at_checkpoint(locked.config, None))
+    return True, (yield from planned(latest, (yield from read_head(latest))))

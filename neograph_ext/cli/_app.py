@@ -1,5 +1,5 @@
-"""The commands: ``plan``, ``history``, ``check``, ``accept``, ``export`` (``_export``) and
-``prune`` (``_prune``).
+"""The commands: ``plan``, ``history``, ``check``, ``accept``, ``export`` (``_export``),
+``prune`` (``_prune``) and ``upgrade`` (``_upgrade``).
 
 Each command loads GRAPH, opens ``--db`` and calls the public API; what it prints is
 ``_show``'s, and every error becomes one line through ``_boundary``.
@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Iterator
-from typing import Annotated
+from functools import partial
+from typing import Annotated, Any
 
 import typer
 from langchain_core.runnables import RunnableConfig
@@ -25,11 +26,12 @@ from neograph_ext import (
     plan,
     unrevivable_types,
 )
-from neograph_ext.budget import ledger
+from neograph_ext.budget import Ledger, ledger
 from neograph_ext.cli._accept import preview, report, would
 from neograph_ext.cli._boundary import CliError, boundary, reading
 from neograph_ext.cli._check import Tally, counted, declined_note
 from neograph_ext.cli._confirm import ASKS, YesOpt, confirm
+from neograph_ext.cli._cost import Limits, cost_json, cost_table, costed, passed
 from neograph_ext.cli._database import open_database
 from neograph_ext.cli._export import export_command, fixture_check
 from neograph_ext.cli._graphs import Graph, attach, load
@@ -49,7 +51,8 @@ from neograph_ext.cli._show import (
     text,
     to_json,
 )
-from neograph_ext.types import Inventory, ThreadCheck
+from neograph_ext.cli._upgrade import upgrade_command
+from neograph_ext.types import DeployCost, Inventory, ThreadCheck
 
 __all__ = ["DB_ENV", "app", "main"]
 
@@ -204,9 +207,30 @@ def check_command(
     debug: DebugOpt = False,
     fixtures: _FixturesOpt = None,
     allow: _AllowOpt = None,
+    cost: Annotated[
+        bool,
+        typer.Option(
+            "--cost", help="Also what the rewinds would spend again, from the budget ledgers."
+        ),
+    ] = False,
+    max_reruns: Annotated[
+        int | None,
+        typer.Option(
+            metavar="N", min=0, help="Fail (exit 1) past N node runs repeated; implies --cost."
+        ),
+    ] = None,
+    max_cost: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="MEASURE=N",
+            help="Fail (exit 1) when the estimate passes N model_calls, tokens or "
+            "supersteps (repeatable); implies --cost.",
+        ),
+    ] = None,
 ) -> None:
     """Plan every thread (or those named), or with --fixtures the exported threads, offline;
-    exit 1 if any would rewind or is blocked."""
+    exit 1 if any would rewind or is blocked (with --max-reruns or --max-cost: if the
+    rewinds pass those, or any is blocked)."""
     if fixtures is not None:
         given = {
             "--db": db is not None,
@@ -217,8 +241,10 @@ def check_command(
             graph, fixtures, [k for k, v in given.items() if v], allow or [], as_json, debug
         )
         return
-    tally = Tally(strict_unverified, as_json)
     with boundary(debug):
+        limits = Limits.parse(max_reruns, max_cost or ())
+        tally = Tally(strict_unverified, as_json, rewinds_fail=not limits)
+        spent = [DeployCost()] if cost or limits else None
         if db is None:
             raise CliError("check needs --db URL, or --fixtures DIR to plan exported threads")
         if allow:
@@ -231,27 +257,49 @@ def check_command(
                 typer.echo('{"plans": [', nl=False)
             with reading("the checkpoints in this database"):
                 checks = counted(check_threads(compiled, names), tally, bar, _count(names))
+                if spent is not None:
+                    checks = costed(checks, partial(_ledger, saver), spent)
                 found = Inventory.of(_known(checks))
         # As in strict mode: a declared type whose values cannot read back fails the check.
         unreadable = unrevivable_types(compiled)
-    _checked(tally, found, unreadable, by_stamp=by_stamp)
-    if tally.failing or unreadable:
+    over = passed(spent[0], limits) if spent is not None else []
+    _checked(
+        tally, found, unreadable, by_stamp=by_stamp, cost=spent[0] if spent else None, over=over
+    )
+    if tally.failing or unreadable or over:
         raise typer.Exit(1)
 
 
+def _ledger(saver: Any, thread: str) -> Ledger | None:
+    return ledger(saver, _config(thread, None))
+
+
 def _checked(
-    tally: Tally, found: Inventory, unreadable: tuple[str, ...], *, by_stamp: bool
+    tally: Tally,
+    found: Inventory,
+    unreadable: tuple[str, ...],
+    *,
+    by_stamp: bool,
+    cost: DeployCost | None,
+    over: list[str],
 ) -> None:
     """What ``check`` found, printed: the rest of the JSON document, or the tables."""
     if tally.as_json:
-        ok = not tally.failing and not unreadable
-        report = {"ok": ok, "failing": tally.failing, "types": list(unreadable)}
+        ok = not tally.failing and not unreadable and not over
+        report: dict[str, Any] = {"ok": ok, "failing": tally.failing, "types": list(unreadable)}
         report["declined"] = [{"class": c, "threads": t} for c, t in tally.declined.items()]
         rows = [{**dataclasses.asdict(row), "unfinished": row.unfinished} for row in found.stamps]
-        typer.echo("], " + to_json({**report, "inventory": rows})[1:])
+        report["inventory"] = rows
+        if cost is not None:
+            report["cost"] = cost_json(cost, over)
+        typer.echo("], " + to_json(report)[1:])
         return
     if by_stamp:
         console().print(inventory_table(found))
+    if cost is not None:
+        console().print(cost_table(cost))
+    for line in over:
+        console().print(text(f"failed: {line}"), style="red", soft_wrap=True)
     print_check(tally.kinds, tally.shown, len(tally.failing), tally.strict_unverified)
     for line in unreadable:
         console().print(text(f"failed: {line}"), style="red", soft_wrap=True)
@@ -303,6 +351,7 @@ def accept_command(
 
 app.command("export", cls=Command)(export_command)
 app.command("prune", cls=Command, epilog=ASKS)(prune_command)
+app.command("upgrade", cls=Command, epilog=ASKS)(upgrade_command)
 
 
 def main() -> None:

@@ -36,6 +36,8 @@ class Tally:
 
     strict_unverified: bool
     as_json: bool
+    rewinds_fail: bool = True
+    """False when thresholds judge the rewinds instead (``check --max-reruns``)."""
     kinds: Counter[str] = field(default_factory=Counter)
     failing: list[str] = field(default_factory=list)
     shown: list[ResumePlan] = field(default_factory=list)
@@ -55,7 +57,8 @@ class Tally:
         unverified = PlanKind.UNVERIFIED if self.strict_unverified else None
         # A thread newer code owns fails as a rewind does: every call of this code on
         # it raises ThreadSupersededError until it is taken over (the offline gate too).
-        if plan.blocker or plan.kind in (PlanKind.REWIND, PlanKind.SUPERSEDED, unverified):
+        rewind = PlanKind.REWIND if self.rewinds_fail else None
+        if plan.blocker or plan.kind in (rewind, PlanKind.SUPERSEDED, unverified):
             self.failing.append(plan.thread_id)
             if len(self.shown) < SHOWN:
                 self.shown.append(plan)

@@ -26,7 +26,8 @@ def _lines(output: str) -> list[str]:
 
 def test_every_command_is_covered() -> None:
     assert set(COMMANDS) == {
-        "accept", "check", "diff", "export", "history", "plan", "prune", "show", "threads"
+        "accept", "check", "diff", "export", "history", "plan", "prune", "show", "threads",
+        "upgrade",
     }  # fmt: skip
 
 

@@ -42,8 +42,8 @@ def _names(text: str) -> frozenset[str]:
 
 LAYERS: dict[str, frozenset[str]] = {
     "pure": _names("""_budget _call_digest _called _call_order _calls _carrying _changes _claim
-        _decision _drawing _entrypoint _errors _fingerprint _fork_misread _gate _head_state _history
-        _introspect _langgraph _langgraph_agents _langgraph_calls _langgraph_questions
+        _decision _deploy_cost _drawing _entrypoint _errors _fingerprint _fork_misread _gate
+        _head_state _history _introspect _langgraph _langgraph_agents _langgraph_calls _langgraph_questions
         _langgraph_renames _lineage_facts _misread _operations _owed _ownership _plan _policy
         _query _reanswer _records _revive _settlements _signature _stamp _steps _subgraph_misread
         _turn _typediff _typeforms _unreadable"""),
@@ -53,7 +53,7 @@ LAYERS: dict[str, frozenset[str]] = {
         _storage_postgres _storage_rows _storage_sqlite _telemetry"""),
     "drivers": _names("_call_match _drivers _graph _thread _verify_writes _written_types"),
     "public API": _names("""__init__ _accept _attach _auto_resume _budget_read _checks _compile
-        _export _fleet _inventory _lineage _offline _pruning _run budget testing types"""),
+        _export _fleet _inventory _lineage _offline _pruning _run _upgrade budget testing types"""),
     "CLI": frozenset(name for name in MODULES if name.startswith("cli")),
 }
 """Every module's place, lowest layer first."""

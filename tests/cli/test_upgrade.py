@@ -1,0 +1,182 @@
+"""``upgrade``: a fleet of three releases brought forward as the next resumes would bring
+it, counted with a fake model: after ``--apply`` resuming each thread runs exactly what
+``check`` said, the carried threads nothing; a kill at any write and a re-run end the
+same; a canary then the rest; a thread another process holds is skipped."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections import Counter
+from typing import Any
+
+import pytest
+
+import neograph_ext as ne
+from neograph_ext._lock import thread_lock
+from neograph_ext._upgrade import in_canary
+from tests.cli.support import Database, cli, program
+from tests.graphs.releases import CALLS, PER_RUN, compiled, fleet
+
+GRAPH = "tests.graphs.releases:current"
+
+
+def _resumed(db: Database, threads: list[str]) -> dict[str, Counter[str]]:
+    """Per thread, the node runs resuming it under release 3 made."""
+    graph = compiled(3, db.saver)
+    spent = {}
+    for thread in threads:
+        CALLS.clear()
+        with contextlib.suppress(ne.ThreadSupersededError):  # the newer release's thread
+            ne.run(graph, None, {"configurable": {"thread_id": thread}})
+        spent[thread] = Counter({n: calls // PER_RUN[n] for n, calls in CALLS.items()})
+    return spent
+
+
+def _upgrade(db: Database, *args: str) -> dict[str, Any]:
+    result = cli("upgrade", GRAPH, "--db", db.url, "--json", *args)
+    assert result.exit_code == 0, result.output
+    report: dict[str, Any] = json.loads(result.stdout)
+    return report
+
+
+def _check(db: Database) -> dict[str, list[str]]:
+    """Per thread, the nodes ``check`` says resuming it re-runs."""
+    plans = json.loads(cli("check", GRAPH, "--db", db.url, "--json").stdout)["plans"]
+    return {p["thread_id"]: sorted(p["rerun"]) for p in plans}
+
+
+def test_a_dry_run_lists_and_writes_nothing(db: Database) -> None:
+    made = fleet(db.saver, each=2)
+    before = db.rows()
+
+    report = _upgrade(db)
+    shown = cli("upgrade", GRAPH, "--db", db.url)
+
+    assert db.rows() == before
+    actions = {t["thread_id"]: t["action"] for t in report["threads"]}
+    assert {actions[t] for t in made["carry"]} == {"carry"}
+    assert {actions[t] for t in made["rewind"] + made["unrecorded"]} == {"rewind"}
+    assert {actions[t] for t in made["current"]} == {"nothing"}
+    assert actions["newer-0"] == "superseded"
+    assert report["totals"] == {"carry": 2, "nothing": 2, "rewind": 4, "superseded": 1}
+    assert "would upgrade (dry run): 9 threads" in shown.stdout
+    assert "run again with --apply to write" in shown.stdout
+
+
+def test_after_apply_resuming_runs_exactly_what_check_said(db: Database) -> None:
+    made = fleet(db.saver, each=3)
+    said = _check(db)
+
+    report = _upgrade(db, "--apply", "--yes")
+
+    after = {t["thread_id"]: t for t in report["threads"]}
+    assert {after[t]["action"] for t in made["carry"]} == {"carried"}
+    assert {after[t]["after"] for t in made["carry"]} == {"up_to_date"}
+    assert _check(db) == {**said, **{t: [] for t in made["carry"]}}
+    ran = _resumed(db, list(said))
+    for thread, nodes in said.items():
+        assert sorted(ran[thread]) == nodes, thread
+        assert all(count == 1 for count in ran[thread].values())
+    assert all(not ran[t] for t in made["carry"] + made["current"] + made["newer"])
+    assert said[made["rewind"][0]] == ["publish", "review"]
+
+
+def test_rewind_runs_the_rewinds_within_the_max_cost(db: Database) -> None:
+    made = fleet(db.saver, each=2)
+    CALLS.clear()
+
+    result = cli(
+        "upgrade", GRAPH, "--db", db.url, "--apply", "--yes", "--rewind",
+        "--max-cost", "model_calls=4", "--json",
+    )  # fmt: skip
+
+    assert result.exit_code == 1  # rewinds left: one over the cost, two with no record
+    totals = json.loads(result.stdout)["totals"]
+    assert totals == {
+        "carried": 2,
+        "nothing": 2,
+        "rewind not run": 3,
+        "rewound": 1,
+        "superseded": 1,
+    }
+    assert sum(CALLS.values()) == 3  # the one rewind run: review twice, publish once
+    ran = _resumed(db, made["rewind"] + made["carry"])
+    assert sum(1 for t in made["rewind"] if not ran[t]) == 1
+    assert all(not ran[t] for t in made["carry"])
+
+
+def test_a_canary_then_the_rest(db: Database) -> None:
+    made = fleet(db.saver, each=6)
+    picked = [t for t in made["carry"] if in_canary(t, 50)]
+    assert 0 < len(picked) < len(made["carry"])  # the ids make a real canary
+
+    first = _upgrade(db, "--apply", "--yes", "--canary", "50")
+    second = _upgrade(db, "--apply", "--yes")
+    third = _upgrade(db, "--apply", "--yes")
+
+    carried = [t["thread_id"] for t in first["threads"] if t["action"] == "carried"]
+    assert carried == picked
+    later = [t["thread_id"] for t in first["threads"] if t["action"] == "later"]
+    assert later == [t["thread_id"] for t in first["threads"] if not in_canary(t["thread_id"], 50)]
+    rest = [t["thread_id"] for t in second["threads"] if t["action"] == "carried"]
+    assert sorted(rest + picked) == sorted(made["carry"])
+    assert "carried" not in third["totals"]
+
+
+def test_a_thread_another_process_holds_is_skipped(db: Database) -> None:
+    made = fleet(db.saver, each=2)
+    held = made["carry"][0]
+
+    with thread_lock(compiled(3, db.saver).checkpointer, held, on_busy="raise"):
+        result = cli("upgrade", GRAPH, "--db", db.url, "--apply", "--yes", "--json")
+
+    assert result.exit_code == 1
+    actions = {t["thread_id"]: t["action"] for t in json.loads(result.stdout)["threads"]}
+    assert actions[held] == "busy" and actions[made["carry"][1]] == "carried"
+    again = _upgrade(db, "--apply", "--yes")
+    assert [t["thread_id"] for t in again["threads"] if t["action"] == "carried"] == [held]
+
+
+def test_apply_off_a_terminal_needs_yes(db: Database) -> None:
+    fleet(db.saver, each=1)
+    before = db.rows()
+
+    result = cli("upgrade", GRAPH, "--db", db.url, "--apply")
+
+    assert result.exit_code == 2 and "pass --yes" in result.stderr
+    assert db.rows() == before
+
+
+_KILL = """
+import os
+from langgraph.checkpoint.sqlite import SqliteSaver
+writes = [0]
+def counted(method):
+    def wrapper(self, *args, **kwargs):
+        writes[0] += 1
+        if writes[0] == {at}:
+            os._exit(17)
+        return method(self, *args, **kwargs)
+    return wrapper
+SqliteSaver.put = counted(SqliteSaver.put)
+SqliteSaver.put_writes = counted(SqliteSaver.put_writes)
+"""
+
+
+@pytest.mark.parametrize("at", [1, 2, 5])
+def test_killed_at_a_write_and_run_again_ends_the_same(lite: Database, at: int) -> None:
+    made = fleet(lite.saver, each=3)
+    said = _check(lite)
+
+    killed = program(
+        "upgrade", GRAPH, "--db", lite.url, "--apply", "--yes", prelude=_KILL.format(at=at)
+    )
+    report = _upgrade(lite, "--apply", "--yes")
+
+    assert killed.returncode == 17, killed.stderr
+    assert _check(lite) == {**said, **{t: [] for t in made["carry"]}}
+    ran = _resumed(lite, list(said))
+    assert all(sorted(ran[t]) == nodes for t, nodes in said.items())
+    assert all(not ran[t] for t in made["carry"])
+    assert report["totals"]["carried"] >= 1
