@@ -47,11 +47,6 @@ def test_a_changed_send_argument_reruns_its_sender(kind: str, row: str, tmp_path
 UNION = Spec(((Node("a", shared=True),), (Node("b"),), (Node("c", shared=True),)))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a channel `out: A | B` whose type changed is blamed on every writer: "
-    "the writer of the unchanged B re-runs",
-)
 @pytest.mark.parametrize("kind", SAVERS)
 def test_two_writers_of_a_union_only_the_changed_one_reruns(kind: str, tmp_path: Path) -> None:
     assert oracle(kind, tmp_path, Case(UNION, UNION.with_node("c", x="str"))) == "rewind"
