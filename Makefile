@@ -112,8 +112,10 @@ bench: venv
 	$(BIN)/python bench/run.py
 
 oracle: venv
+	@# --timeout=0: each saver's test runs its thousands of examples for hours, far past
+	@# the 300 s a test of the suite gets (pytest-timeout would stop it mid-shrink).
 	PYTHON=$(BIN)/python bash scripts/pg.sh $(BIN)/python -m pytest -n 2 tests/oracle \
-		-m oracle -p no:randomly -q $(PYTEST_ARGS)
+		-m oracle -p no:randomly -q --timeout=0 $(PYTEST_ARGS)
 
 # The compat extra holds what the compat suites (compat/suites.py) need beyond our own tests.
 COMPAT_STAMP := $(VENV)/.installed-compat

@@ -6,7 +6,9 @@ Rules:
 - A node is compared by its fingerprint first; only a changed one is broken down into
   its parts (output type, version, successors, subgraph, tool schemas, what it sends).
 - A channel whose type changed is blamed on the tasks that wrote it, where known, not
-  on their siblings.
+  on their siblings; not at all where the value the step left in it is of a member of
+  the channel's union that is the same in both types (``held``): the writer of an
+  unchanged ``B`` of ``out: A | B`` wrote nothing the change touched.
 - A stamp whose description is missing changes every node it covers (``UNKNOWN``).
 - Diff lines come from the stamps' signatures (``_fingerprint.diff``); where those
   are missing or cannot be compared, a line names the two fingerprints instead.
@@ -17,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from neograph_ext._fingerprint import diff, without_storage_kind
+from neograph_ext._fingerprint import Signature, diff, without_storage_kind
 from neograph_ext._stamp import NodeStamp, Stamp, StampRef
 
 __all__ = [
@@ -97,7 +99,14 @@ def step_changes(
     *,
     writers: frozenset[tuple[str, str]] | None = None,
     renames: dict[str, str] | None = None,
+    held: frozenset[tuple[str, str]] = frozenset(),
 ) -> tuple[NodeChange, ...]:
+    """The changes of one step that ran ``ran`` and wrote ``wrote`` under ``old``.
+
+    ``writers``: ``(channel, node)`` per write, where known; ``held``: ``(channel, class
+    path)`` of the values the step left in ``wrote`` that are instances of a named class
+    (``Record.held``); where unknown, a changed channel counts against its writers.
+    """
     if isinstance(old, StampRef):
         line = f"stamp {old.id[:12]}: its description is not stored"
         return tuple(
@@ -109,6 +118,8 @@ def step_changes(
     for channel in sorted(wrote):
         before, after = old.channels.get(channel), new.channels.get(channel)
         if before == after or _storage_kind_only(old, before, new, after):
+            continue
+        if any(_member_kept(old, before, new, after, path) for ch, path in held if ch == channel):
             continue
         lines = _sig_diff(old, before, new, after)
         # The change belongs to the tasks that wrote the channel, not to their siblings.
@@ -225,6 +236,49 @@ def storage_kind_changes(old: Stamp, new: Stamp) -> tuple[str, ...]:
         if old.channels[channel] != new.channels[channel]
         and _storage_kind_only(old, old.channels[channel], new, new.channels[channel])
     )
+
+
+def _member_kept(old: Stamp, before: str | None, new: Stamp, after: str | None, path: str) -> bool:
+    """Whether class ``path`` is a member of the channel's type in both stamps, defined
+    the same in both: a value of it fits the new type as it fitted the old."""
+    old_sig = old.sigs.get(before) if before else None
+    new_sig = new.sigs.get(after) if after else None
+    if old_sig is None or new_sig is None:
+        return False
+    old_sig, new_sig = without_storage_kind(old_sig), without_storage_kind(new_sig)
+    if path not in _members(old_sig) or path not in _members(new_sig):
+        return False
+    return _defined(old_sig, path) == _defined(new_sig, path)
+
+
+def _members(sig: Signature) -> tuple[object, ...]:
+    """The members of a signature's top-level union (the type itself when not one)."""
+    root = sig.get("root")
+    return tuple(root[1:]) if isinstance(root, list) and root[:1] == ["Union"] else (root,)
+
+
+def _defined(sig: Signature, key: str) -> dict[str, object]:
+    """The defs of ``sig`` that ``key`` reaches: what a value of that class is made of."""
+    defs = sig.get("defs", {})
+    found: dict[str, object] = {}
+    todo = [key]
+    while todo:
+        name = todo.pop()
+        if name in found or name not in defs:
+            continue
+        found[name] = defs[name]
+        todo += [text for text in _strings(defs[name]) if text in defs]
+    return found
+
+
+def _strings(data: object) -> list[str]:
+    if isinstance(data, str):
+        return [data]
+    if isinstance(data, dict):
+        return [s for value in data.values() for s in _strings(value)]
+    if isinstance(data, list):
+        return [s for item in data for s in _strings(item)]
+    return []
 
 
 def _storage_kind_only(old: Stamp, before: str | None, new: Stamp, after: str | None) -> bool:

@@ -34,8 +34,10 @@ from neograph_ext._stamp import (
     input_digest,
     read_marks,
 )
+from neograph_ext._typeforms import class_path
 
 __all__ = [
+    "HELD_CLASSES",
     "NotNewestFirst",
     "Record",
     "lineage",
@@ -43,7 +45,11 @@ __all__ = [
     "resolved",
 ]
 
+HELD_CLASSES = "neograph_ext_held"
+"""Key of a light checkpoint (``_storage_rows``) holding, per channel whose value it left
+undecoded, that value's class path: ``Record.held`` without reviving it."""
 _NONE: frozenset[str] = frozenset()
+_HELD: frozenset[tuple[str, str]] = frozenset()
 _EMPTY: Mapping[str, Any] = {}
 
 
@@ -104,6 +110,10 @@ class Record(NamedTuple):
     """For the head waiting on a question: the claims of the code that resumed it where
     it is (``_claim``), oldest first; ``pending_wrote`` then holds only what the tasks
     that finished before the first one wrote."""
+    held: frozenset[tuple[str, str]] = frozenset()
+    """``(channel, class path)`` for each channel of ``wrote`` whose value after the step
+    is an instance of a class outside ``builtins``: which member of a union the step's
+    writer wrote (``_changes.step_changes``); empty for a record spanning several steps."""
 
 
 def lineage(
@@ -232,6 +242,7 @@ def _with_stamp(r: Record, stamp: Stamp) -> Record:
         r.took_from,
         r.carried,
         r.claims,
+        r.held,
     )
 
 
@@ -258,6 +269,8 @@ class _Walk:
         self.names: dict[frozenset[str], frozenset[str]] = {}
         self.ran: dict[tuple[str, ...], frozenset[str]] = {}
         self.wrote: dict[tuple[str, ...], frozenset[str]] = {}
+        self.paths: dict[type, str] = {}
+        self.helds: dict[frozenset[tuple[str, str]], frozenset[tuple[str, str]]] = {}
         self.input_seen = False
 
     def marked(
@@ -380,6 +393,7 @@ class _Walk:
                 took_from,
                 carried,
                 self.claimed(writes) if writes else (),
+                self.held_in(checkpoint, wrote) if step - parent_step == 1 else _HELD,
             ),
         )
 
@@ -404,6 +418,31 @@ class _Walk:
         self.input_seen = True
         value = checkpoint.get("channel_values", _EMPTY).get("__start__")
         return input_digest(value) if value is not None else None
+
+    def held_in(
+        self, checkpoint: Mapping[str, Any], wrote: frozenset[str]
+    ) -> frozenset[tuple[str, str]]:
+        """``Record.held`` of a step that wrote ``wrote`` and produced ``checkpoint``."""
+        light: Mapping[str, str] | None = checkpoint.get(HELD_CLASSES)
+        values: Mapping[str, Any] = checkpoint.get("channel_values", _EMPTY)
+        found: tuple[tuple[str, str], ...] = ()
+        for name in wrote:
+            if light is not None:
+                path = light.get(name)
+            elif (cls := type(values.get(name))).__module__ != "builtins":
+                path = self.paths.get(cls)
+                if path is None:
+                    path = self.paths[cls] = class_path(cls)
+            else:
+                continue
+            # LangGraph's own wrappers of stored values (a ``DeltaChannel``'s snapshot)
+            # are no value of the channel's type, and a light read may not see them.
+            if path is not None and not path.startswith("langgraph."):
+                found += ((name, path),)
+        if not found:
+            return _HELD
+        held = frozenset(found)
+        return self.helds.setdefault(held, held)
 
     def shared(self, names: frozenset[str]) -> frozenset[str]:
         return self.names.setdefault(names, names)

@@ -245,18 +245,25 @@ class StepChanges:
         """The changes of ``record``'s step, taken to have run under ``stamp``."""
         # A None a node wrote to say "nothing here" is no value of the changed type.
         wrote = record.wrote - (record.nulled & self.clears) if record.nulled else record.wrote
-        key = (stamp.id, record.ran, wrote, record.writers)
+        key = (stamp.id, record.ran, wrote, record.writers, record.held)
         found = self.compared.get(key)
         if found is None:
             found = self.compared[key] = step_changes(
                 record.ran, wrote, stamp, self.current, writers=record.writers,
-                renames=self.renames,
+                renames=self.renames, held=record.held,
             )  # fmt: skip
         return found
 
 
-_Step = tuple[str, frozenset[str], frozenset[str], frozenset[tuple[str, str]] | None]
-"""A step as compared: the stamp it ran under, what ran, what it wrote, who wrote what."""
+_Step = tuple[
+    str,
+    frozenset[str],
+    frozenset[str],
+    frozenset[tuple[str, str]] | None,
+    frozenset[tuple[str, str]],
+]
+"""A step as compared: the stamp it ran under, what ran, what it wrote, who wrote what,
+and the classes of the values it left."""
 
 
 def unique(changes: Sequence[NodeChange]) -> tuple[NodeChange, ...]:

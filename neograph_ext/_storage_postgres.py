@@ -34,12 +34,14 @@ from langgraph.checkpoint.base import CheckpointTuple
 from neograph_ext._claim import CLAIM
 from neograph_ext._query import Call, Flow, Sql, Transaction
 from neograph_ext._storage_rows import (
+    EXT_MARKERS,
     KEPT_VALUES,
     Writes,
     collector_paused,
     grouped_writes,
     is_store_thread,
     light_checkpoint,
+    stored_class,
     walked_tuple,
 )
 
@@ -70,10 +72,16 @@ WHERE checkpoint_ns = '' AND thread_id = ANY(%(threads)s)
 ORDER BY thread_id, checkpoint_id DESC
 """
 _KEPT_BLOBS = """
-SELECT thread_id, channel, version, type, blob FROM checkpoint_blobs
-WHERE checkpoint_ns = '' AND thread_id = ANY(%(threads)s) AND channel = ANY(%(kept)s)
-    AND type <> 'empty'
+SELECT thread_id, channel, version, type,
+    CASE WHEN channel = ANY(%(kept)s) THEN blob END AS blob,
+    CASE WHEN type = 'msgpack' AND get_byte(blob, 0) = ANY(%(ext)s)
+        THEN substring(blob FROM 1 FOR 512) END AS head
+FROM checkpoint_blobs
+WHERE checkpoint_ns = '' AND thread_id = ANY(%(threads)s) AND type <> 'empty'
+    AND (channel = ANY(%(kept)s) OR type = 'msgpack')
 """
+"""The walked channels' blobs, and the first bytes of every stored object's (its class:
+``_storage_rows.stored_class``)."""
 _WRITES = """
 SELECT thread_id, checkpoint_id, task_id, channel,
     CASE WHEN task_id = %(claim)s THEN type END AS type,
@@ -168,7 +176,12 @@ def _read(params: Mapping[str, Any]) -> Flow[tuple[_Rows, _Rows, _Rows]]:
 
 
 def _params(thread_ids: Sequence[str]) -> dict[str, Any]:
-    return {"threads": list(thread_ids), "kept": list(KEPT_VALUES), "claim": CLAIM}
+    return {
+        "threads": list(thread_ids),
+        "kept": list(KEPT_VALUES),
+        "claim": CLAIM,
+        "ext": list(EXT_MARKERS),
+    }
 
 
 def _threads(
@@ -238,7 +251,7 @@ def _tuple(
         thread_id,
         row["checkpoint_id"],
         row["parent_checkpoint_id"],
-        light_checkpoint(walked, values),
+        light_checkpoint(walked, values, _held(thread_id, walked, stored)),
         walked["metadata"],
         grouped.get((thread_id, row["checkpoint_id"]), []),
     )
@@ -247,6 +260,21 @@ def _tuple(
 def _stored(blobs: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str, str], Mapping[str, Any]]:
     """The walked channels' blobs, by thread, channel and version."""
     return {(b["thread_id"], b["channel"], b["version"]): b for b in blobs}
+
+
+def _held(
+    thread_id: str,
+    walked: Mapping[str, Any],
+    stored: Mapping[tuple[str, str, str], Mapping[str, Any]],
+) -> dict[str, str]:
+    """Channel -> class path of each stored object a light checkpoint holds."""
+    held: dict[str, str] = {}
+    for name, version in (walked["channel_versions"] or {}).items():
+        blob = stored.get((thread_id, name, str(version)))
+        head = blob["head"] if blob is not None else None
+        if head is not None and (path := stored_class(bytes(head))) is not None:
+            held[name] = path
+    return held
 
 
 def _values(
@@ -261,6 +289,6 @@ def _values(
     versions = walked["channel_versions"] or {}
     for name in KEPT_VALUES:
         blob = stored.get((thread_id, name, str(versions.get(name))))
-        if blob is not None:
+        if blob is not None and blob["blob"] is not None:
             values[name] = serde.loads_typed((blob["type"], bytes(blob["blob"])))
     return values

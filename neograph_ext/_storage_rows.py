@@ -9,7 +9,8 @@ Rules:
   ``id``, ``versions_seen``, ``channel_versions``, and of ``channel_values`` only the
   channels holding None, the queued ``Send``s and a turn's input. SQLite's keeps the
   few small fields beside them (``ts``, ``updated_channels``) rather than copy the map
-  it unpacked.
+  it unpacked. Under ``HELD_CLASSES`` it keeps the class path of each stored object it
+  left undecoded (``stored_class``): which member of a union a step wrote.
 """
 
 from __future__ import annotations
@@ -22,17 +23,22 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple
 
+from neograph_ext._history import HELD_CLASSES
 from neograph_ext._langgraph import TASKS_CHANNEL
+from neograph_ext._typeforms import class_path
 
 __all__ = [
+    "EXT_MARKERS",
     "KEPT_VALUES",
     "THREAD_PREFIX",
     "WALKED",
     "Writes",
     "collector_paused",
     "grouped_writes",
+    "held_classes",
     "is_store_thread",
     "light_checkpoint",
+    "stored_class",
     "thread_config",
     "walked_tuple",
 ]
@@ -63,11 +69,69 @@ Writes = list[tuple[str, str, Any]]
 """Pending writes as a ``CheckpointTuple`` holds them: ``(task id, channel, value)``."""
 
 
-def light_checkpoint(checkpoint: Mapping[str, Any], values: Mapping[str, Any]) -> dict[str, Any]:
-    """``checkpoint``'s walked fields, with ``values`` for its ``channel_values``."""
+def light_checkpoint(
+    checkpoint: Mapping[str, Any], values: Mapping[str, Any], held: Mapping[str, str]
+) -> dict[str, Any]:
+    """``checkpoint``'s walked fields, with ``values`` for its ``channel_values`` and
+    ``held`` (channel -> class path of its undecoded value) under ``HELD_CLASSES``."""
     light = {key: checkpoint[key] for key in WALKED if checkpoint.get(key) is not None}
     light["channel_values"] = values
+    light[HELD_CLASSES] = held
     return light
+
+
+_EXT_HEADERS = {0xD4: 2, 0xD5: 2, 0xD6: 2, 0xD7: 2, 0xD8: 2, 0xC7: 3, 0xC8: 4, 0xC9: 6}
+"""msgpack's extension markers, each with the bytes its header takes (type code included)."""
+_CLASS_CODES = range(6)
+"""The serializer's extension codes of a revived class (``EXT_CONSTRUCTOR_SINGLE_ARG`` to
+``EXT_PYDANTIC_V2``: ``langgraph.checkpoint.serde.jsonplus``)."""
+EXT_MARKERS = tuple(_EXT_HEADERS)
+"""The first bytes of a stored extension value (an object the serializer revives)."""
+_ARRAY_HEADERS = {0xDC: 3, 0xDD: 5}
+_STR_HEADERS = {0xD9: (1, 2), 0xDA: (2, 3), 0xDB: (4, 5)}
+"""str8/16/32: the bytes of the length and of the whole header."""
+
+
+def held_classes(values: Mapping[str, Any]) -> dict[str, str]:
+    """Channel -> class path of each decoded value of ``values`` of a class outside
+    ``builtins`` (as ``_history`` reads it of a saver's own tuple)."""
+    return {
+        name: class_path(type(value))
+        for name, value in values.items()
+        if type(value).__module__ != "builtins"
+    }
+
+
+def stored_class(data: bytes, code: int | None = None) -> str | None:
+    """``module:name`` of the object LangGraph's serializer stored as ``data``, read from
+    its first bytes without reviving it: every class it revives is an extension value
+    holding a tuple that starts with the class's module and name. ``code``: the
+    extension's type code, when ``data`` is what an ``ext_hook`` is given (the tuple);
+    without it, ``data`` is a stored blob, starting with the extension's header. None
+    for anything else (another extension: a ``DeltaChannel``'s snapshot, an array)."""
+    try:
+        at = 0 if code is not None else _EXT_HEADERS[data[0]]
+        if (data[at - 1] if code is None else code) not in _CLASS_CODES:
+            return None
+        head = data[at]
+        at += 1 if 0x90 <= head <= 0x9F else _ARRAY_HEADERS[head]
+        module, at = _string(data, at)
+        name, _ = _string(data, at)
+    except (KeyError, IndexError, UnicodeDecodeError):
+        return None
+    return f"{module}:{name}"
+
+
+def _string(data: bytes, at: int) -> tuple[str, int]:
+    head = data[at]
+    if 0xA0 <= head <= 0xBF:
+        size, start = head & 0x1F, at + 1
+    else:
+        width, header = _STR_HEADERS[head]
+        size, start = int.from_bytes(data[at + 1 : at + 1 + width], "big"), at + header
+    if start + size > len(data):
+        raise IndexError(at)
+    return data[start : start + size].decode(), start + size
 
 
 def thread_config(thread_id: str, checkpoint_id: str) -> RunnableConfig:

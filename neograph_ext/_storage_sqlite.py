@@ -26,14 +26,17 @@ import ormsgpack
 from langgraph.checkpoint.base import CheckpointTuple
 
 from neograph_ext._claim import CLAIM
+from neograph_ext._history import HELD_CLASSES
 from neograph_ext._query import Call, Flow, Sql, Transaction
 from neograph_ext._storage_rows import (
     KEPT_VALUES,
     Writes,
     collector_paused,
     grouped_writes,
+    held_classes,
     is_store_thread,
     light_checkpoint,
+    stored_class,
     walked_tuple,
 )
 
@@ -41,8 +44,16 @@ __all__ = ["SqliteReader", "aexecute", "execute"]
 
 _SENDS, _INPUT = KEPT_VALUES
 
-_UNDECODED = object()
-"""What a light read makes of a stored object: not decoded, and not None."""
+
+class _Undecoded:
+    """What a light read makes of a stored object: not decoded, and not None; its
+    bytes, for its class's path (``stored_class``)."""
+
+    __slots__ = ("code", "data")
+
+    def __init__(self, code: int, data: bytes) -> None:
+        self.code = code
+        self.data = data
 
 
 class SqliteReader:
@@ -255,9 +266,16 @@ def _light(serde: Any, kind: str, blob: bytes) -> dict[str, Any]:
         values = raw.get("channel_values") or {}
         if values.get(_SENDS) is None and values.get(_INPUT) is None:
             raw["channel_values"] = {name: None for name, value in values.items() if value is None}
+            raw[HELD_CLASSES] = {
+                name: path
+                for name, value in values.items()
+                if type(value) is _Undecoded
+                and (path := stored_class(value.data, value.code)) is not None
+            }
             return raw
     whole = serde.loads_typed((kind, blob))
-    return light_checkpoint(whole, _walked_values(whole.get("channel_values") or {}))
+    values = whole.get("channel_values") or {}
+    return light_checkpoint(whole, _walked_values(values), held_classes(values))
 
 
 def _walked_values(values: dict[str, Any]) -> dict[str, Any]:
@@ -266,4 +284,4 @@ def _walked_values(values: dict[str, Any]) -> dict[str, Any]:
 
 
 def _undecoded(code: int, data: bytes) -> object:
-    return _UNDECODED
+    return _Undecoded(code, data)
