@@ -35,7 +35,6 @@ import sys
 import tempfile
 import time
 import timeit
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -52,46 +51,62 @@ from langgraph.checkpoint.sqlite import SqliteSaver  # noqa: E402
 import neograph_ext  # noqa: E402
 
 NODES = 8
-SOURCE = "source"
+SOURCE, CURRENT = "source", "current"
+MIXED_SHARE = 2
+"""Of every five threads of the mixed fleet, those the current code wrote."""
 OLD = neograph_ext.compile(chain_builder(NODES))
-NEW = neograph_ext.compile(chain_builder(NODES), versions={f"node_{NODES - 1:02d}": "v2"})
+BUMP = {f"node_{NODES - 1:02d}": "v2"}
+NEW = neograph_ext.compile(chain_builder(NODES), versions=BUMP)
 """The code that wrote the threads, and the code checked against them (last node changed)."""
 TARGET_SECONDS, TARGET_MB, TARGET_RATIO = 30.0, 500.0, 2.0
 SIZES = (1_000, 10_000, 100_000)
 
 
-def _write_source(saver: Any) -> None:
+def _write_source(saver: Any, mixed: bool = False) -> None:
+    """The thread copied (written by ``OLD``), and for a mixed fleet the one its current
+    share is copied from (written by ``NEW``)."""
     graph = neograph_ext.compile(chain_builder(NODES), checkpointer=saver)
     neograph_ext.run(graph, {"n": 0}, {"configurable": {"thread_id": SOURCE}})
+    if mixed:
+        current = neograph_ext.compile(chain_builder(NODES), checkpointer=saver, versions=BUMP)
+        neograph_ext.run(current, {"n": 0}, {"configurable": {"thread_id": CURRENT}})
 
 
-def build_sqlite(path: Path, threads: int) -> float:
-    """A database of ``threads`` copies of one thread; the seconds it took."""
+def _share(mixed: bool) -> int:
+    """Of every five copies, how many are of ``CURRENT``."""
+    return MIXED_SHARE if mixed else 0
+
+
+def build_sqlite(path: Path, threads: int, mixed: bool = False) -> float:
+    """A database of ``threads`` copies of one thread (``mixed``: 2 in 5 of them copies
+    of a thread the current code wrote); the seconds it took."""
     started = time.perf_counter()
     conn = sqlite3.connect(path, check_same_thread=False)
     saver = SqliteSaver(conn)
     saver.setup()
-    _write_source(saver)
+    _write_source(saver, mixed)
     series = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?) "
+    which = "(thread_id = ? AND i % 5 >= ?) OR (thread_id = ? AND i % 5 < ?)"
+    picked = (SOURCE, _share(mixed), CURRENT, _share(mixed))
     with conn:
         conn.execute(
             series + "INSERT INTO checkpoints SELECT 't' || printf('%07d', i), checkpoint_ns, "
             "checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata "
-            "FROM checkpoints, n WHERE thread_id = ?",
-            (threads - 1, SOURCE),
+            f"FROM checkpoints, n WHERE {which}",
+            (threads - 1, *picked),
         )
         conn.execute(
             series + "INSERT INTO writes SELECT 't' || printf('%07d', i), checkpoint_ns, "
             "checkpoint_id, task_id, task_path, idx, channel, type, value "
-            "FROM writes, n WHERE thread_id = ?",
-            (threads - 1, SOURCE),
+            f"FROM writes, n WHERE {which}",
+            (threads - 1, *picked),
         )
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     conn.close()
     return time.perf_counter() - started
 
 
-def build_pg(dsn: str, threads: int) -> float:
+def build_pg(dsn: str, threads: int, mixed: bool = False) -> float:
     """``build_sqlite`` on PostgreSQL (its tables emptied first)."""
     from langgraph.checkpoint.postgres import PostgresSaver
 
@@ -100,21 +115,22 @@ def build_pg(dsn: str, threads: int) -> float:
         saver.setup()
         with saver._cursor() as cur:
             cur.execute("TRUNCATE checkpoints, checkpoint_blobs, checkpoint_writes")
-        _write_source(saver)
+        _write_source(saver, mixed)
+        which = "(thread_id = %(s)s AND i %% 5 >= %(k)s) OR (thread_id = %(c)s AND i %% 5 < %(k)s)"
         copies = (
             "INSERT INTO checkpoints SELECT 't' || lpad(i::text, 7, '0'), checkpoint_ns, "
             "checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata "
-            "FROM checkpoints, generate_series(1, %(n)s) i WHERE thread_id = %(s)s",
+            f"FROM checkpoints, generate_series(1, %(n)s) i WHERE {which}",
             "INSERT INTO checkpoint_blobs SELECT 't' || lpad(i::text, 7, '0'), checkpoint_ns, "
             "channel, version, type, blob "
-            "FROM checkpoint_blobs, generate_series(1, %(n)s) i WHERE thread_id = %(s)s",
+            f"FROM checkpoint_blobs, generate_series(1, %(n)s) i WHERE {which}",
             "INSERT INTO checkpoint_writes SELECT 't' || lpad(i::text, 7, '0'), checkpoint_ns, "
             "checkpoint_id, task_id, idx, channel, type, blob, task_path "
-            "FROM checkpoint_writes, generate_series(1, %(n)s) i WHERE thread_id = %(s)s",
+            f"FROM checkpoint_writes, generate_series(1, %(n)s) i WHERE {which}",
         )
         with saver._cursor() as cur:
             for sql in copies:
-                cur.execute(sql, {"n": threads - 1, "s": SOURCE})
+                cur.execute(sql, {"n": threads - 1, "s": SOURCE, "c": CURRENT, "k": _share(mixed)})
             cur.execute("ANALYZE")
     return time.perf_counter() - started
 
@@ -186,40 +202,53 @@ def pure_costs() -> tuple[float, float]:
     return walk / 500, decided / 500
 
 
-def measured(args: list[str]) -> tuple[float, float, float]:
-    """Seconds, peak memory (MB) and CPU seconds of ``args`` run in a fresh process."""
+def measured(args: list[str]) -> tuple[float, float, float, int]:
+    """Seconds, peak memory (MB), CPU seconds of ``args`` run in a fresh process, and
+    (a check's) how many threads' lineages it read."""
     started = time.perf_counter()
     child = subprocess.run(args, capture_output=True, text=True, cwd=ROOT, check=False)
     seconds = time.perf_counter() - started
     if child.returncode not in (0, 1):
         raise RuntimeError(f"{args}: {child.stderr.strip()}")
     # The child reports its own peak: RUSAGE_CHILDREN would give the largest child so far.
-    report = child.stderr.rsplit("maxrss_kb=", 1)[-1].split()
-    return seconds, float(report[0]) / 1024, float(report[1].removeprefix("cpu_s="))
+    report = child.stderr.rsplit("walked=", 1)[-1].split()
+    memory, cpu = float(report[1].removeprefix("maxrss_kb=")), report[2].removeprefix("cpu_s=")
+    return seconds, memory / 1024, float(cpu), int(report[0])
 
 
 def _child(mode: str, db: str) -> None:
     """Run in the measured subprocess: the check or the floor, then its peak memory."""
+    walked = 0
     if mode == "check":
+        from neograph_ext._storage_postgres import PostgresReader
+        from neograph_ext._storage_sqlite import SqliteReader
         from neograph_ext.cli import app
 
+        def counted(read: Any) -> Any:
+            def lineages(self: Any, thread_ids: Any) -> Any:
+                nonlocal walked
+                walked += len(thread_ids)
+                return read(self, thread_ids)
+
+            return lineages
+
+        # Counted for the figures: the threads whose heads did not settle them alone.
+        for reader in (SqliteReader, PostgresReader):
+            reader.lineages = counted(reader.lineages)  # type: ignore[method-assign]
         with contextlib.suppress(SystemExit):
             app(["check", "bench_fleet:NEW", "--db", db], prog_name="neograph-ext")
     else:
         floor(db, walked=mode == "walked")
     usage = resource.getrusage(resource.RUSAGE_SELF)
     cpu = usage.ru_utime + usage.ru_stime
-    print(f"maxrss_kb={usage.ru_maxrss} cpu_s={cpu:.2f}", file=sys.stderr)
+    print(f"walked={walked} maxrss_kb={usage.ru_maxrss} cpu_s={cpu:.2f}", file=sys.stderr)
 
 
 def measure(kind: str, db: str, threads: int, built: float) -> list[Result]:
     """Figure 10's rows for one database."""
-    run: Callable[[str], tuple[float, float, float]] = lambda mode: measured(  # noqa: E731
-        [sys.executable, str(HERE / "bench_fleet.py"), "--child", mode, "--db", db]
-    )
-    floor_s, floor_mb, floor_cpu = run("floor")
-    walked_s, _, walked_cpu = run("walked")
-    check_s, check_mb, check_cpu = run("check")
+    floor_s, floor_mb, floor_cpu, _ = _run("floor", db)
+    walked_s, _, walked_cpu, _ = _run("walked", db)
+    check_s, check_mb, check_cpu, _ = _run("check", db)
     ratio = check_s / floor_s
     what = f"10. `check` of {threads:,} threads / {threads * 10:,} checkpoints, {kind}"
     result = (
@@ -255,6 +284,28 @@ def measure(kind: str, db: str, threads: int, built: float) -> list[Result]:
     ]
 
 
+def _run(mode: str, db: str) -> tuple[float, float, float, int]:
+    return measured([sys.executable, str(HERE / "bench_fleet.py"), "--child", mode, "--db", db])
+
+
+def measure_mixed(kind: str, db: str, threads: int) -> Result:
+    """Figure 10d: a mixed fleet's check (2 in 5 threads written by the current code),
+    and how many threads their heads settled (no lineage read)."""
+    floor_s, _, floor_cpu, _ = _run("floor", db)
+    check_s, check_mb, check_cpu, walked = _run("check", db)
+    settled = threads + 1 - walked  # the copies, the source and the current thread
+    what = (
+        f"10d. `check` of a mixed fleet, {threads:,} threads ({MIXED_SHARE} in 5 written by "
+        f"the current code), {kind}: threads settled from their head row alone"
+    )
+    found = (
+        f"{settled:,} of {threads + 1:,} settled from the head ({settled / (threads + 1):.0%}); "
+        f"check {check_s:.1f} s, {check_mb:.0f} MB vs floor {floor_s:.1f} s: "
+        f"**{fmt_ratio(check_s / floor_s)}** (CPU {fmt_ratio(check_cpu / floor_cpu)})"
+    )
+    return Result((what, found, "no target; the head-first read's share"))
+
+
 def rows(sizes: tuple[int, ...] = SIZES, dsn: str | None = None) -> list[Result]:
     """Figure 10 for SQLite, and PostgreSQL when ``dsn`` names a throwaway database."""
     found: list[Result] = []
@@ -262,8 +313,14 @@ def rows(sizes: tuple[int, ...] = SIZES, dsn: str | None = None) -> list[Result]
         with tempfile.TemporaryDirectory(prefix="neograph-ext-fleet-") as tmp:
             path = Path(tmp) / "fleet.sqlite"
             found += measure("SQLite", str(path), threads, build_sqlite(path, threads))
+        with tempfile.TemporaryDirectory(prefix="neograph-ext-fleet-") as tmp:
+            path = Path(tmp) / "fleet.sqlite"
+            build_sqlite(path, threads, mixed=True)
+            found.append(measure_mixed("SQLite", str(path), threads))
         if dsn:
             found += measure("PostgreSQL", dsn, threads, build_pg(dsn, threads))
+            build_pg(dsn, threads, mixed=True)
+            found.append(measure_mixed("PostgreSQL", dsn, threads))
     return found
 
 

@@ -5,10 +5,12 @@ Rules:
   (``_storage.reader_for``), or, for a saver no reader knows, from one scan of its
   checkpoints (``list_threads``); threads are planned in batches of ``batch``, so memory
   holds one batch, whatever the database size.
-- Each thread is read once: its head whole and the rest of its lineage light, in a few
-  queries per batch (``StorageReader.lineages``); the flow of ``run`` plans it
-  (``_flow.planned``), with the verified-head shortcut: a head ``run`` verified against
-  the current stamp decides alone. Anything else the flow asks for (a named
+- The head first: a batch's heads are read whole in a query or two
+  (``StorageReader.heads``) and each thread's flow (``_flow.planned``, as ``run`` plans)
+  is driven until it asks for its lineage. A thread whose head decides alone (verified
+  against the current stamp, or ``needs_lineage`` false) is settled from its head row;
+  the lineages of the others are read light together (``StorageReader.lineages``, a
+  few queries per batch) and their flows driven on. Anything else a flow asks for (a named
   checkpoint, the values a carry converts, the turns a replay owes, stamp descriptions)
   is read through the saver, as ``plan`` reads it.
 - A thread the reader leaves out, and every thread of a saver without a reader, is
@@ -19,9 +21,10 @@ Rules:
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from contextlib import AsyncExitStack, ExitStack
 from dataclasses import dataclass
 from logging import DEBUG
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple
@@ -103,11 +106,21 @@ def check_threads(
     reader = reader_for(saver)
     scanned = list_threads(saver) if reader is None and threads is None else ()
     for names in _batches(threads, batch, reader, scanned):
-        listed = run(saver, reader.lineages(names)) if reader is not None else {}
-        for name in names:
-            call = thread_call(graph, _config(name))
-            with Driver(call, _rows(call, listed.get(name))) as driver:
-                yield driver.run(_checked(call))
+        heads = run(saver, reader.heads(names)) if reader is not None else {}
+        with ExitStack() as held:
+            started: list[tuple[Driver, Flow[ThreadCheck], ReadLineage | ThreadCheck]] = []
+            for name in names:
+                call = thread_call(graph, _config(name))
+                driver = held.enter_context(Driver(call, _rows(heads.get(name))))
+                flow = _checked(call)
+                started.append((driver, flow, _driven(driver, flow, None, until=ReadLineage)))
+            walking = [d.call.thread_id for d, _, at in started if isinstance(at, ReadLineage)]
+            listed = run(saver, reader.lineages(walking)) if reader and walking else {}
+            for driver, flow, at in started:
+                if isinstance(at, ReadLineage):
+                    walked = _walked(driver, at, listed.get(driver.call.thread_id))
+                    at = _driven(driver, flow, walked)
+                yield cast("ThreadCheck", at)
 
 
 async def acheck_threads(
@@ -121,11 +134,68 @@ async def acheck_threads(
     reader = areader_for(saver)
     scanned = await alist_threads(saver) if reader is None and threads is None else ()
     async for names in _abatches(threads, batch, reader, scanned):
-        listed = await arun(saver, reader.lineages(names)) if reader is not None else {}
-        for name in names:
-            call = thread_call(graph, _config(name))
-            async with AsyncDriver(call, _rows(call, listed.get(name))) as driver:
-                yield await driver.run(_checked(call))
+        heads = await arun(saver, reader.heads(names)) if reader is not None else {}
+        async with AsyncExitStack() as held:
+            started: list[tuple[AsyncDriver, Flow[ThreadCheck], ReadLineage | ThreadCheck]] = []
+            for name in names:
+                call = thread_call(graph, _config(name))
+                driver = await held.enter_async_context(AsyncDriver(call, _rows(heads.get(name))))
+                flow = _checked(call)
+                at = await _adriven(driver, flow, None, until=ReadLineage)
+                started.append((driver, flow, at))
+            walking = [d.call.thread_id for d, _, at in started if isinstance(at, ReadLineage)]
+            listed = await arun(saver, reader.lineages(walking)) if reader and walking else {}
+            for driver, flow, at in started:
+                if isinstance(at, ReadLineage):
+                    walked = await _awalked(driver, at, listed.get(driver.call.thread_id))
+                    at = await _adriven(driver, flow, walked)
+                yield cast("ThreadCheck", at)
+
+
+def _driven(driver: Driver, flow: Flow[Any], sent: Any, until: type | None = None) -> Any:
+    """Drive ``flow`` on from ``sent`` (what its last operation answered) to its end, or
+    to its first operation of type ``until``: its result, or that operation."""
+    while True:
+        try:
+            op = flow.send(sent)
+        except StopIteration as done:
+            return done.value
+        if until is not None and isinstance(op, until):
+            return op
+        sent = driver.perform(op)
+
+
+async def _adriven(
+    driver: AsyncDriver, flow: Flow[Any], sent: Any, until: type | None = None
+) -> Any:
+    """Async twin of ``_driven``."""
+    while True:
+        try:
+            op = flow.send(sent)
+        except StopIteration as done:
+            return done.value
+        if until is not None and isinstance(op, until):
+            return op
+        sent = await driver.perform(op)
+
+
+def _walked(driver: Driver, op: ReadLineage, listed: Sequence[CheckpointTuple] | None) -> Any:
+    """The records of ``op``'s lineage, walked from what the batch read listed; else
+    read as the driver reads one (the reader left the thread out)."""
+    if listed is None:
+        return driver.perform(op)
+    with reading(driver.call.thread_id):
+        return lineage(listed, op.head_id, next_nodes=op.next_nodes, described=op.described)
+
+
+async def _awalked(
+    driver: AsyncDriver, op: ReadLineage, listed: Sequence[CheckpointTuple] | None
+) -> Any:
+    """Async twin of ``_walked``."""
+    if listed is None:
+        return await driver.perform(op)
+    with reading(driver.call.thread_id):
+        return lineage(listed, op.head_id, next_nodes=op.next_nodes, described=op.described)
 
 
 def _checked(call: ThreadCall) -> Flow[ThreadCheck]:
@@ -186,21 +256,15 @@ def _config(thread_id: str) -> RunnableConfig:
     return {"configurable": {"thread_id": thread_id}}
 
 
-def _rows(call: ThreadCall, listed: Sequence[CheckpointTuple] | None) -> Mapping[type, Row]:
-    """The drivers' rows, answering the thread's head and lineage from what a reader
-    listed, when it listed the thread."""
-    if listed is None:
+def _rows(head: CheckpointTuple | None) -> Mapping[type, Row]:
+    """The drivers' rows, answering the thread's head from what the batch read, when
+    it read the thread."""
+    if head is None:
         return ROWS
 
-    def head(driver: Any, op: ReadTuple) -> How:
+    def newest(driver: Any, op: ReadTuple) -> How:
         if named_checkpoint(op.config) is not None:
             return ROWS[ReadTuple](driver, op)
-        return answered(listed[0])
+        return answered(head)
 
-    def walked(driver: Any, op: ReadLineage) -> How:
-        with reading(call.thread_id):
-            return answered(
-                lineage(listed, op.head_id, next_nodes=op.next_nodes, described=op.described)
-            )
-
-    return {**ROWS, ReadTuple: head, ReadLineage: walked}
+    return {**ROWS, ReadTuple: newest}

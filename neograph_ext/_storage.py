@@ -19,12 +19,13 @@ Rules:
 - Read-only readers, through the saver's own connection (and its lock).
 - ``thread_ids`` pages by thread id (``after``, ``limit``): one indexed query a page,
   so memory holds one page whatever the database size.
-- ``lineages`` reads a batch of threads in a few queries. Each thread comes back
-  newest first, its head (the newest root checkpoint) whole, as ``get_tuple`` returns
-  it, and every other checkpoint light: its metadata, parent, ``v``, ``id``,
-  ``versions_seen`` and ``channel_versions``, of its values only those the walk reads
-  (which channels hold None, the queued ``Send``s and a turn's input, decoded through
-  the saver's serializer), and its pending writes as ``(task id, channel, None)``.
+- ``heads`` reads a batch of threads' heads (each newest root checkpoint) whole, as
+  ``get_tuple`` returns them, in a query or two; ``lineages`` reads a batch of threads
+  in a few queries, each newest first, every checkpoint light: its metadata, parent,
+  ``v``, ``id``, ``versions_seen`` and ``channel_versions``, of its values only those
+  the walk reads (which channels hold None, the queued ``Send``s and a turn's input,
+  decoded through the saver's serializer), and its pending writes as ``(task id,
+  channel, None)``.
   ``lineage`` reads one thread for a walk, every checkpoint light, each decoded when
   the walk reaches it: a long thread is never held whole, as a saver's listing is not.
 - A thread a reader cannot read that way (checkpoints of a format before LangGraph's
@@ -194,13 +195,16 @@ class StorageReader(Protocol):
         from the last id of a page, whatever it keeps."""
         ...
 
-    def lineages(
-        self, thread_ids: Sequence[str], *, heads: bool = True
-    ) -> Flow[dict[str, list[CheckpointTuple]]]:
-        """Each thread's root checkpoints, newest first: its head whole (``heads``; else
-        light too, for a walk whose caller read the head already), the others light
-        (see the module's rules); a thread with no root checkpoint, or one that must be
-        read through the saver, is absent."""
+    def heads(self, thread_ids: Sequence[str]) -> Flow[dict[str, CheckpointTuple]]:
+        """Each thread's head (its newest root checkpoint) whole, as ``get_tuple``
+        returns it, in one or two queries for the batch; a thread with no root
+        checkpoint is absent."""
+        ...
+
+    def lineages(self, thread_ids: Sequence[str]) -> Flow[dict[str, list[CheckpointTuple]]]:
+        """Each thread's root checkpoints, newest first, all light (see the module's
+        rules), for the walks of threads whose heads were read already; a thread with
+        no root checkpoint, or one that must be read through the saver, is absent."""
         ...
 
     def lineage(self, thread_id: str) -> Flow[Iterable[CheckpointTuple] | None]:

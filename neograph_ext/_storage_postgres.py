@@ -111,21 +111,23 @@ class PostgresReader:
         page = Sql(_FIRST_PAGE, (limit,)) if after is None else Sql(_PAGE, (after, limit))
         return [str(row[0]) for row in (yield page)]
 
-    def lineages(
-        self, thread_ids: Sequence[str], *, heads: bool = True
-    ) -> Flow[dict[str, list[CheckpointTuple]]]:
+    def heads(self, thread_ids: Sequence[str]) -> Flow[dict[str, CheckpointTuple]]:
         if not thread_ids:
             return {}
-        params = _params(thread_ids)
-        whole = None
+        found: dict[str, CheckpointTuple] = {}
         with collector_paused():
-            checkpoints, blobs, writes = yield from _read(params)
-            if heads:
-                rows = yield Sql(self.saver.SELECT_SQL + _HEADS, params, named=True)
-                whole = []
-                for row in rows:  # the saver's own decoding: a head as ``get_tuple`` has it
-                    whole.append((yield Call(_LOAD, (row,), amethod=_LOAD)))
-            return _threads(self.saver.serde, checkpoints, blobs, writes, whole)
+            rows = yield Sql(self.saver.SELECT_SQL + _HEADS, _params(thread_ids), named=True)
+            for row in rows:  # the saver's own decoding: a head as ``get_tuple`` has it
+                if not is_store_thread(row["thread_id"]):
+                    found[row["thread_id"]] = yield Call(_LOAD, (row,), amethod=_LOAD)
+        return found
+
+    def lineages(self, thread_ids: Sequence[str]) -> Flow[dict[str, list[CheckpointTuple]]]:
+        if not thread_ids:
+            return {}
+        with collector_paused():
+            checkpoints, blobs, writes = yield from _read(_params(thread_ids))
+            return _threads(self.saver.serde, checkpoints, blobs, writes)
 
     def lineage(self, thread_id: str) -> Flow[Iterator[CheckpointTuple] | None]:
         checkpoints, blobs, writes = yield from _read(_params([thread_id]))
@@ -189,33 +191,21 @@ def _threads(
     checkpoints: Sequence[Mapping[str, Any]],
     blobs: Sequence[Mapping[str, Any]],
     writes: Sequence[Sequence[Any]],
-    heads: Sequence[CheckpointTuple] | None,
 ) -> dict[str, list[CheckpointTuple]]:
-    """The rows of a batch as each thread's tuples, newest first, the head whole (one
-    of ``heads``) or, without them, light."""
+    """The rows of a batch as each thread's light tuples, newest first."""
     stored = _stored(blobs)
     grouped = grouped_writes(writes, serde)
-    whole = {str(h.config["configurable"]["thread_id"]): h for h in heads or ()}
     threads: dict[str, list[CheckpointTuple]] = {}
     old: set[str] = set()
     for row in checkpoints:
         thread_id = row["thread_id"]
         if is_store_thread(thread_id) or thread_id in old:
             continue
-        walked = row["walked"]
-        if int(walked["v"] or 0) < 4:
+        if int(row["walked"]["v"] or 0) < 4:
             old.add(thread_id)
             threads.pop(thread_id, None)
             continue
-        listed = threads.setdefault(thread_id, [])
-        if not listed and heads is not None:
-            if thread_id not in whole:  # written between the two reads: read it again
-                old.add(thread_id)
-                threads.pop(thread_id)
-                continue
-            listed.append(whole[thread_id])
-            continue
-        listed.append(_tuple(serde, row, stored, grouped))
+        threads.setdefault(thread_id, []).append(_tuple(serde, row, stored, grouped))
     return threads
 
 

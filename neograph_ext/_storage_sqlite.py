@@ -67,17 +67,24 @@ class SqliteReader:
         yield _SETUP
         return [str(row[0]) for row in (yield _page(after, limit))]
 
-    def lineages(
-        self, thread_ids: Sequence[str], *, heads: bool = True
-    ) -> Flow[dict[str, list[CheckpointTuple]]]:
+    def heads(self, thread_ids: Sequence[str]) -> Flow[dict[str, CheckpointTuple]]:
         if not thread_ids:
             return {}
         with collector_paused():
-            paths, checkpoints, writes = yield from _read(thread_ids)
-            valued = _head_writes(checkpoints, paths) if heads else None
-            if valued is not None:
-                writes += yield valued
-            return _threads(self.saver.serde, checkpoints, writes, heads)
+            yield _SETUP
+            paths = _has_task_path((yield Sql(_COLUMNS)))
+            checkpoints = yield _checkpoints(thread_ids, heads=True)
+            valued = _head_writes(checkpoints, paths)
+            writes = (yield valued) if valued is not None else []
+            found = _threads(self.saver.serde, checkpoints, writes, True)
+            return {thread: listed[0] for thread, listed in found.items()}
+
+    def lineages(self, thread_ids: Sequence[str]) -> Flow[dict[str, list[CheckpointTuple]]]:
+        if not thread_ids:
+            return {}
+        with collector_paused():
+            _, checkpoints, writes = yield from _read(thread_ids)
+            return _threads(self.saver.serde, checkpoints, writes, False)
 
     def lineage(self, thread_id: str) -> Flow[Iterator[CheckpointTuple] | None]:
         if is_store_thread(thread_id):
@@ -158,12 +165,17 @@ def _page(after: str | None, limit: int) -> Sql:
     return Sql(sql, (*([after] if after is not None else []), limit))
 
 
-def _checkpoints(thread_ids: Sequence[str]) -> Sql:
+def _checkpoints(thread_ids: Sequence[str], *, heads: bool = False) -> Sql:
+    """The threads' root checkpoint rows, or (``heads``) each thread's newest alone."""
     marks = ",".join("?" * len(thread_ids))
+    newest = (
+        " AND checkpoint_id = (SELECT max(c.checkpoint_id) FROM checkpoints AS c "
+        "WHERE c.checkpoint_ns = '' AND c.thread_id = checkpoints.thread_id)"
+    )
     return Sql(
         "SELECT thread_id, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata "
-        f"FROM checkpoints WHERE checkpoint_ns = '' AND thread_id IN ({marks}) "
-        "ORDER BY thread_id, checkpoint_id DESC",
+        f"FROM checkpoints WHERE checkpoint_ns = '' AND thread_id IN ({marks})"
+        f"{newest if heads else ''} ORDER BY thread_id, checkpoint_id DESC",
         tuple(thread_ids),
     )
 

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 import neograph_ext
+from neograph_ext._storage import reader_for
 from tests.cli import cli_graphs
 from tests.cli.support import V2, Database, cli
 
@@ -48,3 +51,26 @@ def test_a_head_verified_under_the_same_code_decides_alone(db: Database) -> None
     assert checked.plan.kind is full.kind is neograph_ext.PlanKind.UP_TO_DATE
     assert full.kept and not checked.plan.kept
     assert checked.current and not checked.unfinished
+
+
+def test_only_threads_their_heads_do_not_settle_have_their_lineage_read(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db.run(cli_graphs.v1, "t1", "t2")
+    db.run(cli_graphs.v2, "t3")
+    reader = type(reader_for(db.saver))
+    walked: list[str] = []
+    read = reader.lineages
+
+    def lineages(self: object, thread_ids: list[str]) -> object:
+        walked.extend(thread_ids)
+        return read(self, thread_ids)
+
+    monkeypatch.setattr(reader, "lineages", lineages)
+    graph = neograph_ext.compile(cli_graphs.v2, checkpointer=db.saver)
+
+    checks = list(neograph_ext.check_threads(graph))
+
+    # t3's head, verified under the code checked, settles it; t1 and t2 rewind.
+    assert [c.plan.kind.value for c in checks] == ["rewind", "rewind", "up_to_date"]
+    assert walked == ["t1", "t2"]
