@@ -43,7 +43,7 @@ def _names(text: str) -> frozenset[str]:
 LAYERS: dict[str, frozenset[str]] = {
     "pure": _names("""_budget _call_digest _call_order _calls _carrying _changes _claim _decision
         _drawing _entrypoint _errors _fingerprint _fork_misread _gate _head_state _history
-        _introspect _langgraph _langgraph_agents _langgraph_calls _langgraph_questions
+        _inside _introspect _langgraph _langgraph_agents _langgraph_calls _langgraph_questions
         _langgraph_renames _lineage_facts _misread _operations _owed _ownership _plan _policy
         _query _reanswer _records _revive _settlements _signature _stamp _steps _subgraph_misread
         _turn _typediff _typeforms _unreadable"""),
