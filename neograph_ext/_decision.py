@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from neograph_ext._budget import Spend
 from neograph_ext._changes import NodeChange
 from neograph_ext._drawing import draw_mermaid, draw_png, marks
+from neograph_ext._inside import InnerLineage, Inside
 
 if TYPE_CHECKING:
     from langgraph.pregel import Pregel
@@ -162,6 +163,11 @@ class ResumePlan:
     """For a plan that takes the thread over (``ResumePolicy(take_over=True)``): the
     stamp id of the newer code it is taken from; the plan is what it would be if that
     code were older."""
+    inside: tuple[Inside, ...] = ()
+    """For a rewind of changes inside subgraphs the head waits on (pending: a question, a
+    crash): per subgraph, the inner checkpoint forked in its own namespace and the inner
+    nodes kept and re-run; the parent is not forked (``checkpoint_id`` is its head) but
+    resumed through them (``_inside``)."""
 
     def __post_init__(self) -> None:
         for name in ("rerun", "kept", "kept_tasks"):
@@ -169,7 +175,9 @@ class ResumePlan:
 
     def __str__(self) -> str:
         head = f"{self.kind}: thread {self.thread_id!r}"
-        if self.kind is PlanKind.REWIND:
+        if self.kind is PlanKind.REWIND and self.inside:
+            head += f", resume from checkpoint {self.checkpoint_id} (step {self.step})"
+        elif self.kind is PlanKind.REWIND:
             head += f", fork from checkpoint {self.checkpoint_id} (step {self.step})"
         if self.owner:
             head += f", owned by newer code (stamp {self.owner[:16]})"
@@ -177,6 +185,7 @@ class ResumePlan:
             head += f", taken over from newer code (stamp {self.taken_from[:16]})"
         lines = [head]
         lines += [change.describe() for change in self.changes]
+        lines += [inner.describe() for inner in self.inside]
         if self.rerun:
             lines.append(f"re-runs: {', '.join(self.rerun)}")
         if self.kept:
@@ -341,6 +350,9 @@ class HeadFacts:
     """Per node the head waits on that stopped part-way, the namespace of its task under
     which a graph its code called wrote checkpoints, though no stamp describes a graph
     inside the node (``_head_state.called_namespaces``): not trusted."""
+    inside: tuple[InnerLineage, ...] = ()
+    """The lineages of the namespaces of the changed subgraphs it waits on, at any depth
+    (``_inside``): a change inside one is rewound there."""
 
 
 Carriable = Callable[[frozenset[str]], Carry]

@@ -48,6 +48,7 @@ from neograph_ext._call_match import checking
 from neograph_ext._decision import ResumePlan
 from neograph_ext._errors import GraphError
 from neograph_ext._graph import marking
+from neograph_ext._history import inner_heads
 from neograph_ext._langgraph import custom_chunk, writes_path
 from neograph_ext._lock import athread_lock, thread_lock
 from neograph_ext._operations import (
@@ -59,6 +60,7 @@ from neograph_ext._operations import (
     Op,
     Put,
     PutWrites,
+    ReadInnerHeads,
     ReadLineage,
     ReadStampOrder,
     ReadSubgraphValues,
@@ -350,8 +352,8 @@ ROWS: Mapping[type, Row] = {
     ),
     ReadLineage: _read_lineage,
     ListThread: lambda d, op: How(
-        lambda _: d.call.saver.list(whole_thread(op.config)),
-        lambda _: _collected(d.call.saver.alist(whole_thread(op.config))),
+        lambda _: d.call.saver.list(whole_thread(op.config, op.namespace)),
+        lambda _: _collected(d.call.saver.alist(whole_thread(op.config, op.namespace))),
         reading(d.call.thread_id),
         _drained,
     ),
@@ -360,6 +362,7 @@ ROWS: Mapping[type, Row] = {
     ),
     ReadValues: _state(lambda state, _: state.values),
     ReadSubgraphValues: _state(lambda state, op: subgraph_values(state, op.nodes), True),
+    ReadInnerHeads: _state(lambda state, op: inner_heads(state, op.nodes), True),
     ReadTasks: _state(lambda state, _: state.tasks),
     ReadStampOrder: lambda d, op: How(
         lambda _: order(d.call.saver, op.owner), lambda _: aorder(d.call.saver, op.owner)

@@ -44,7 +44,8 @@ from neograph_ext._head_state import (
     waiting_nodes,
 )
 from neograph_ext._history import Record, lineage, references, resolved
-from neograph_ext._keep import incomplete
+from neograph_ext._inside import InnerLineage
+from neograph_ext._keep import fork_inside, incomplete
 from neograph_ext._keep_calls import kept
 from neograph_ext._langgraph import delta_channels
 from neograph_ext._langgraph_calls import (
@@ -71,6 +72,7 @@ from neograph_ext._operations import (
     ListThread,
     LoadDescriptions,
     PutWrites,
+    ReadInnerHeads,
     ReadLineage,
     ReadStampOrder,
     ReadSubgraphValues,
@@ -84,7 +86,7 @@ from neograph_ext._owed import owed_turns
 from neograph_ext._ownership import owner
 from neograph_ext._plan import decide, needs_lineage
 from neograph_ext._reanswer import Reanswer, reanswering
-from neograph_ext._stamp import Stamp, encode_run, input_digest, read_marks
+from neograph_ext._stamp import Stamp, StampRef, encode_run, input_digest, read_marks
 from neograph_ext._steps import Due, ReplayInput, Work, is_due, work_for
 from neograph_ext._subgraph_misread import inner_changes, inner_misread
 from neograph_ext._thread import ThreadCall, at_checkpoint, named_checkpoint
@@ -145,7 +147,8 @@ def planned(
         # Content-addressed and checked against their ids: a found one never goes stale.
         described.update((yield LoadDescriptions(missing)))
     records = resolved(records, {key: described[key] for key in wanted if key in described})
-    facts = replace(facts, new_turn=_new_turn(call, head, facts, records))
+    inside = yield from _inner_lineages(call, head, facts, described)
+    facts = replace(facts, new_turn=_new_turn(call, head, facts, records), inside=inside)
     holder = owner(records)
     if holder is not None and holder != call.stamp.id:
         # Other code wrote the thread last: whether it is newer decides (``_ownership``).
@@ -213,6 +216,31 @@ def _lineage(
     listed = yield ListThread(call.config)
     with reading(call.thread_id):
         return lineage(listed, head_id, next_nodes=next_nodes, described=described)
+
+
+def _inner_lineages(
+    call: ThreadCall, head: CheckpointTuple, facts: HeadFacts, described: dict[str, Stamp]
+) -> Flow[tuple[InnerLineage, ...]]:
+    """The lineage of the namespace of each unfinished subgraph the head waits on, at any
+    depth, when other code wrote the head (``_inside`` judges them)."""
+    subgraphs = {name for name, node in call.stamp.nodes.items() if node.sub is not None}
+    waits = facts.next_nodes & subgraphs
+    stamp, _ = read_marks(head.metadata)
+    if not waits or (isinstance(stamp, Stamp | StampRef) and stamp.id == call.stamp.id):
+        return ()
+    found: list[InnerLineage] = []
+    for inner in (yield ReadInnerHeads(head.config, frozenset(waits))):
+        listed = yield ListThread(call.config, inner.namespace)
+        with reading(call.thread_id):
+            records = lineage(
+                listed, inner.checkpoint_id, next_nodes=inner.next_nodes, described=described
+            )
+        missing = references(records, call.stamp.id) - described.keys()
+        if missing:
+            described.update((yield LoadDescriptions(missing)))
+        records = resolved(records, described)
+        found.append(InnerLineage(inner.path, inner.namespace, records, inner.next_nodes))
+    return tuple(found)
 
 
 def thread_plan(call: ThreadCall) -> Flow[ResumePlan]:
@@ -296,6 +324,8 @@ def resumed(
             continue
         if step.keep is not None:
             yield from kept(call, *step.keep, step.upto, mark)
+        if step.inner:
+            yield from fork_inside(step.inner, call.stamp, mark)
         if step.claim is not None:
             yield PutWrites(*step.claim, CLAIM)
         result = yield Invoke(value, step.config, mark, work.kwargs)

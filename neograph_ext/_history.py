@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from langgraph.checkpoint.base import CheckpointTuple
-from langgraph.types import Send
+from langgraph.types import Send, StateSnapshot
 
 from neograph_ext._claim import CONTROL, Claim, claims_of, unclaimed
 from neograph_ext._langgraph import TASKS_CHANNEL, task_writers
@@ -38,8 +38,10 @@ from neograph_ext._typeforms import class_path
 
 __all__ = [
     "HELD_CLASSES",
+    "InnerHead",
     "NotNewestFirst",
     "Record",
+    "inner_heads",
     "lineage",
     "references",
     "resolved",
@@ -480,3 +482,38 @@ def _step(tup: CheckpointTuple) -> int:
 def _step_in(metadata: Mapping[str, Any]) -> int:
     step = metadata.get("step", -1)
     return step if isinstance(step, int) else -1
+
+
+class InnerHead(NamedTuple):
+    """Where an unfinished subgraph stands: its namespace's newest checkpoint."""
+
+    path: tuple[str, ...]
+    """The subgraph nodes from the root down."""
+    namespace: str
+    """Its ``checkpoint_ns``."""
+    checkpoint_id: str
+    """The newest checkpoint of that namespace."""
+    next_nodes: frozenset[str]
+    """The inner nodes it waits on."""
+
+
+def inner_heads(
+    state: StateSnapshot, nodes: frozenset[str], path: tuple[str, ...] = ()
+) -> tuple[InnerHead, ...]:
+    """The unfinished subgraphs of ``nodes`` that ``state`` (read with ``subgraphs=True``)
+    waits on, and those they wait on in turn, outermost first."""
+    found: list[InnerHead] = []
+    for task in state.tasks:
+        inner = task.state
+        if not isinstance(inner, StateSnapshot) or not (path or task.name in nodes):
+            continue
+        configurable = inner.config.get("configurable") or {}
+        here = (*path, task.name)
+        namespace, checkpoint_id = (
+            configurable.get("checkpoint_ns"),
+            configurable.get("checkpoint_id"),
+        )
+        if isinstance(namespace, str) and isinstance(checkpoint_id, str):
+            found.append(InnerHead(here, namespace, checkpoint_id, frozenset(inner.next)))
+            found += inner_heads(inner, nodes, here)
+    return tuple(found)

@@ -455,6 +455,8 @@ def _inner_digests(stamp: Stamp) -> dict[str, str]:
         found.update({f"{name}/tool:{k}": fp for k, fp in (node.tools or {}).items()})
         found.update({f"{name}/output:{k}": fp for k, fp in (node.outputs or {}).items()})
         found.update({f"{name}/{k}": fp for k, fp in (node.inner or {}).items()})
+        # A nested subgraph's own node digests: what a rewind inside it judges by.
+        found.update({f"{name}/{k}": fp for k, fp in (node.sub or {}).items()})
     return found
 
 

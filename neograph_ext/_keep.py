@@ -47,12 +47,13 @@ from neograph_ext._errors import GraphError
 from neograph_ext._fork import Fork, Writes, address, forked_checkpoint, put_fork
 from neograph_ext._langgraph import NULL_TASK
 from neograph_ext._langgraph_renames import renamed_writes, stored_tasks
-from neograph_ext._operations import Flow, ReadTasks, ReadTuple
+from neograph_ext._operations import Flow, Put, ReadTasks, ReadTuple
 from neograph_ext._stamp import RUN_KEY, STAMP_KEY, Stamp, stamp_ref
 
 __all__ = [
     "KEEP_KEY",
     "TaskKey",
+    "fork_inside",
     "forked",
     "found_target",
     "incomplete",
@@ -139,6 +140,22 @@ def forked(
         KEEP_KEY: kept,
     }
     return forked_checkpoint(target), metadata  # type: ignore[return-value]
+
+
+def fork_inside(configs: Sequence[RunnableConfig], stamp: Stamp, mark: str) -> Flow[None]:
+    """Fork each subgraph checkpoint ``configs`` name, in its own namespace: the fork is
+    its namespace's newest, which LangGraph resumes the subgraph from when the parent
+    resumes its task (``_inside``). One ``put`` each, the parent untouched: a kill after
+    any of them leaves a thread the next run plans again (a fork nothing ran after is
+    forked again).
+
+    Raises:
+        GraphError: A checkpoint to fork is gone.
+    """
+    for config in configs:
+        target = found_target((yield ReadTuple(config)), config)
+        checkpoint, metadata = forked(target, stamp, mark, 0)
+        yield Put(address(target), checkpoint, metadata, {})
 
 
 def incomplete(head: CheckpointTuple | None) -> RunnableConfig | None:

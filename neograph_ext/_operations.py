@@ -26,6 +26,7 @@ __all__ = [
     "Op",
     "Put",
     "PutWrites",
+    "ReadInnerHeads",
     "ReadLineage",
     "ReadStampOrder",
     "ReadSubgraphValues",
@@ -62,6 +63,8 @@ class ListThread(NamedTuple):
     """List every root-namespace checkpoint of the thread: sends back a list."""
 
     config: RunnableConfig
+    namespace: str = ""
+    """A subgraph's namespace to list instead (``_inside``)."""
 
 
 class LoadDescriptions(NamedTuple):
@@ -80,6 +83,15 @@ class ReadSubgraphValues(NamedTuple):
     """The values the unfinished subgraphs of ``nodes`` a checkpoint waits on hold in
     their own checkpoints (``get_state(subgraphs=True)``,
     ``_subgraph_misread.subgraph_values``): sends back a mapping per node."""
+
+    config: RunnableConfig
+    nodes: frozenset[str]
+
+
+class ReadInnerHeads(NamedTuple):
+    """Where the unfinished subgraphs of ``nodes`` a checkpoint waits on stand, at any
+    depth (``get_state(subgraphs=True)``, ``_history.inner_heads``): sends back a tuple
+    of ``InnerHead``."""
 
     config: RunnableConfig
     nodes: frozenset[str]
@@ -170,6 +182,7 @@ Op = (
     | ReadValues
     | ReadStampOrder
     | ReadSubgraphValues
+    | ReadInnerHeads
     | ReadTasks
     | TakeLock
     | Store

@@ -37,7 +37,7 @@ from dataclasses import replace
 from functools import partial
 from typing import NamedTuple
 
-from neograph_ext._changes import NodeChange, storage_kind_changes
+from neograph_ext._changes import ChangeReason, NodeChange, storage_kind_changes
 from neograph_ext._decision import (
     Carriable,
     Carry,
@@ -47,6 +47,7 @@ from neograph_ext._decision import (
     TaskStep,
 )
 from neograph_ext._history import Record
+from neograph_ext._inside import judged
 from neograph_ext._lineage_facts import (
     StepChanges,
     alive,
@@ -165,6 +166,7 @@ def decide(
     if head is None:
         return plan
     plan = owned(plan, records, current, head.stamp_order, take_over=take_over)
+    plan = _rewound_inside(plan, records, current, head)
     if plan.kind is PlanKind.REWIND and head.paused and not plan.blocker:
         plan = _rewound_at_pause(plan, head, thread_id, reanswer)
     return not_fingerprinted(with_owed(plan, head), head)
@@ -305,7 +307,41 @@ def _pending(head: Record, current: Stamp, facts: HeadFacts | None) -> tuple[Nod
     inner = facts.inner if facts is not None else ()
     ran = facts.step if facts is not None else None
     own = pending_changes(head, current, ran.writers if ran is not None else None)
-    return unique(own + waiting_subgraphs(head, current) + inner)
+    waiting = waiting_subgraphs(head, current)
+    if facts is not None and facts.inside:
+        # A change that touches no inner task that finished is resumed where it is.
+        outer = head.stamp if isinstance(head.stamp, Stamp) else None
+        changed = frozenset(c.node for c in waiting)
+        settled = judged(facts.inside, current, changed, outer).settled
+        waiting = tuple(change for change in waiting if change.node not in settled)
+    return unique(own + waiting + inner)
+
+
+def _rewound_inside(
+    plan: ResumePlan, records: Sequence[Record], current: Stamp, head: HeadFacts
+) -> ResumePlan:
+    """``plan``, rewinding inside the subgraphs the head waits on when only they changed
+    (``_inside``): the parent is resumed from its head, not forked; and saying why a
+    changed subgraph node re-runs as a whole otherwise."""
+    if plan.kind is not PlanKind.REWIND or plan.blocker or not records:
+        return plan
+    notes = list(plan.notes)
+    whole = {c.node for c in plan.changes if c.reason is ChangeReason.SUBGRAPH}
+    finished = sorted(whole - plan.next_nodes)
+    if finished:
+        notes.append(
+            f"{', '.join(f'`{n}`' for n in finished)} finished: LangGraph resumes a subgraph "
+            "from its own checkpoints only while its task is pending, so it re-runs as a whole"
+        )
+    if head.inside and plan.checkpoint_id == head.checkpoint_id:
+        outer = records[-1].stamp if isinstance(records[-1].stamp, Stamp) else None
+        waiting = frozenset(c.node for c in waiting_subgraphs(records[-1], current))
+        found = judged(head.inside, current, waiting, outer)
+        notes += [f"`{node}` re-runs as a whole: {why}" for node, why in found.why_not.items()]
+        if found.forks and plan.invalidated_nodes <= found.forks.keys():
+            inside = tuple(found.forks[node] for node in sorted(found.forks))
+            return replace(plan, inside=inside, notes=tuple(notes))
+    return replace(plan, notes=tuple(notes)) if len(notes) != len(plan.notes) else plan
 
 
 def _concluded(

@@ -38,6 +38,7 @@ from neograph_ext._head_state import (
     stored_result,
     waiting_nodes,
 )
+from neograph_ext._inside import Inside
 from neograph_ext._langgraph import unsaved_subgraph
 from neograph_ext._langgraph_questions import by_interrupt_id
 from neograph_ext._misread import turn_misread
@@ -103,6 +104,9 @@ class Invocation(NamedTuple):
     """Before invoking: store this claim on this waiting checkpoint (``_claim``)."""
     upto: int | None = None
     """For an entrypoint's ``keep``: only calls before this position are kept."""
+    inner: tuple[RunnableConfig, ...] = ()
+    """Before invoking: fork these subgraph checkpoints, each in its own namespace
+    (``_inside``); the invocation then resumes the parent from its head."""
 
 
 class Work(NamedTuple):
@@ -292,6 +296,10 @@ def _fork_for(
     are forked so even when nothing is kept: invoked from that checkpoint, langgraph 1.1
     runs on the checkpoint itself, over the writes stored on it (which later resumes are
     handed), instead of forking it."""
+    if decision.inside:
+        inner = tuple(_inner_config(call.config, inside) for inside in decision.inside)
+        resume = Invocation(None, at_checkpoint(call.config, None), mark, inner=inner)
+        return _claimed(call, head, resume, decision.taken_from)
     rewind = at_checkpoint(call.config, decision.checkpoint_id)
     entry = call.graph.neograph_ext_entrypoint is not None
     if not (decision.kept_tasks or decision.checkpoint_id == head.checkpoint["id"] or entry):
@@ -299,6 +307,18 @@ def _fork_for(
     upto = next((s.step for s in decision.steps if not s.kept and entry), None)
     keep = (rewind, decision.kept_tasks)
     return Invocation(None, at_checkpoint(call.config, None), mark, keep=keep, upto=upto)
+
+
+def _inner_config(config: RunnableConfig, inside: Inside) -> RunnableConfig:
+    """The address of the subgraph checkpoint a rewind inside forks."""
+    thread_id = (config.get("configurable") or {})["thread_id"]
+    return {
+        "configurable": {
+            "thread_id": thread_id,
+            "checkpoint_ns": inside.namespace,
+            "checkpoint_id": inside.checkpoint_id,
+        }
+    }
 
 
 def _unkeyed(answer: Command[Any], head: CheckpointTuple) -> Command[Any]:

@@ -90,10 +90,11 @@ def thread_call(
     return ThreadCall(checked, config, stamp, saver, thread_id, resume, lock, carried, given)
 
 
-def whole_thread(config: RunnableConfig) -> RunnableConfig:
-    """The whole root namespace of the thread: every branch, not one checkpoint."""
+def whole_thread(config: RunnableConfig, namespace: str = "") -> RunnableConfig:
+    """The whole root namespace of the thread (or a subgraph's ``namespace``): every
+    branch, not one checkpoint."""
     configurable = config.get("configurable") or {}
-    return {"configurable": {"thread_id": configurable["thread_id"], "checkpoint_ns": ""}}
+    return {"configurable": {"thread_id": configurable["thread_id"], "checkpoint_ns": namespace}}
 
 
 def at_checkpoint(config: RunnableConfig, checkpoint_id: str | None) -> RunnableConfig:

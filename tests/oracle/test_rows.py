@@ -286,11 +286,6 @@ def _with_asking_subgraph(runs: Counter[str], x: type) -> StateGraph[Any, Any, A
     return builder
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the plan re-runs sub, but the subgraph resumes from its own namespace: "
-    "inner does not re-run and its stale value reaches the final state",
-)
 @pytest.mark.parametrize("kind", SAVERS)
 def test_a_persistent_subgraph_waiting_inside_reruns_its_changed_node(
     kind: str, tmp_path: Path

@@ -41,12 +41,14 @@ def _names(text: str) -> frozenset[str]:
 
 
 LAYERS: dict[str, frozenset[str]] = {
-    "pure": _names("""_budget _call_digest _called _call_order _calls _carrying _changes _claim
-        _decision _deploy_cost _drawing _entrypoint _errors _fingerprint _fork_misread _gate
-        _head_state _history _introspect _langgraph _langgraph_agents _langgraph_calls _langgraph_questions
-        _langgraph_renames _lineage_facts _misread _operations _owed _ownership _plan _policy
-        _query _reanswer _records _revive _settlements _signature _stamp _steps _subgraph_misread
-        _turn _typediff _typeforms _unreadable"""),
+    "pure": _names("""_budget _call_digest _call_order _called _calls _carrying _changes
+        _claim _decision _deploy_cost _drawing _entrypoint _errors
+        _fingerprint _fork_misread _gate _head_state _history _inside
+        _introspect _langgraph _langgraph_agents _langgraph_calls
+        _langgraph_questions _langgraph_renames _lineage_facts _misread
+        _operations _owed _ownership _plan _policy _query _reanswer _records
+        _revive _settlements _signature _stamp _steps _subgraph_misread _turn
+        _typediff _typeforms _unreadable"""),
     "flows": _names("_decision_log _flow _fork _keep _keep_calls _migrate"),
     "I/O": _names("""_advisory _advisory_sql _file_lock _fixtures _ledger_store _lock _otel
         _prune _prune_sql _prune_store _spend _stamp_order _stamp_store _storage
