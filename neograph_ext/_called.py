@@ -9,7 +9,9 @@ Rules:
   with a blocking-call detector requires): a function's closure cells, defaults and the
   module globals its code names (nested code objects included); a bound method's
   function and its instance's attributes; a ``functools.partial``'s function and
-  arguments; a tool's ``func`` and ``coroutine``; a ``ToolNode``'s tools; containers.
+  arguments; a tool's ``func`` and ``coroutine``; a ``ToolNode``'s tools; dicts, lists
+  and tuples (only built-in containers: a mapping of another kind may read a file or a
+  database; and not sets, whose order is not the same in every process).
 - The code of LangGraph, LangChain and deep agents is not walked: what their builders
   hold is known through ``_langgraph_agents`` alone, and a graph a user's code hands
   them is reached through that code.
@@ -25,7 +27,8 @@ from __future__ import annotations
 import dis
 import functools
 import types
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
+from itertools import islice
 from typing import Any
 
 from langgraph.pregel import Pregel
@@ -111,19 +114,26 @@ def _references(obj: object) -> Iterator[tuple[str | None, object]]:
         for i, arg in enumerate(obj.args[:_MAX_ITEMS]):
             yield (params[i] if i < len(params) else None), arg
         yield from obj.keywords.items()
-    elif isinstance(obj, Mapping):
+    elif isinstance(obj, dict):
         spec = obj.get("name")
-        for key, value in list(obj.items())[:_MAX_ITEMS]:
+        for key, value in islice(obj.items(), _MAX_ITEMS):
             yield (spec if isinstance(spec, str) else key if isinstance(key, str) else None), value
-    elif isinstance(obj, list | tuple | set | frozenset):
-        yield from ((None, item) for item in list(obj)[:_MAX_ITEMS])
+    elif isinstance(obj, list | tuple):
+        yield from ((None, item) for item in islice(obj, _MAX_ITEMS))
     elif _is_library(type(obj).__module__):
-        for attr in _LIBRARY_ATTRIBUTES:
-            ref = getattr(obj, attr, None)
-            if ref is not None:
-                yield None, ref
+        yield from _library_attributes(obj)
     else:
         yield from _attributes(obj)
+
+
+def _library_attributes(obj: object) -> Iterator[tuple[str | None, object]]:
+    for attr in _LIBRARY_ATTRIBUTES:
+        try:
+            ref = getattr(obj, attr, None)
+        except Exception:  # a property that raises: nothing of the user's there
+            continue
+        if ref is not None:
+            yield None, ref
 
 
 def _function_references(fn: types.FunctionType) -> Iterator[tuple[str | None, object]]:
@@ -186,9 +196,12 @@ def _loaded_globals(code: types.CodeType) -> Iterator[str]:
 def _attributes(obj: object) -> Iterator[tuple[str | None, object]]:
     """An instance's own attributes (what a bound method's ``self`` holds) and the
     methods its user-defined classes declare (a callable object's ``__call__``)."""
-    held = getattr(obj, "__dict__", None)
+    try:
+        held = getattr(obj, "__dict__", None)
+    except Exception:  # a proxy that raises: nothing to follow
+        held = None
     if isinstance(held, dict):  # slots and builtins have none
-        yield from list(held.items())[:_MAX_ITEMS]
+        yield from islice(held.items(), _MAX_ITEMS)
     root = type(obj).__module__.split(".", 1)[0]
     for cls in type(obj).__mro__:
         if cls.__module__.split(".", 1)[0] == root:  # the user's classes, not pydantic's

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
+from collections.abc import Iterator, Mapping
 from typing import Any, TypedDict
 
 from langchain_core.tools import StructuredTool, tool
@@ -239,3 +240,26 @@ def test_a_deep_agent_called_from_code_folds_in_its_sub_agents() -> None:
 
 CITY = model("SearchArgs", city=(str, ...))
 WITH_UNITS = model("SearchArgs", city=(str, ...), units=(str, ...))
+
+
+class _Store(Mapping[str, Any]):
+    """A mapping backed by a database, in real life: reading it is I/O."""
+
+    def __getitem__(self, key: str) -> Any:
+        raise AssertionError("read")
+
+    def __iter__(self) -> Iterator[str]:
+        raise AssertionError("read")
+
+    def __len__(self) -> int:
+        raise AssertionError("read")
+
+
+STORE = _Store()
+
+
+def test_a_mapping_of_another_kind_is_never_read() -> None:
+    def node(state: S) -> dict[str, Any]:
+        return STORE["worker"].invoke(state)  # type: ignore[no-any-return]
+
+    assert called_graphs(node) == {}
