@@ -568,7 +568,10 @@ def _unverified(decision: ResumePlan) -> str:
 
 
 def _message(decision: ResumePlan, ways: str) -> str:
-    changed = "\n".join(change.describe() for change in decision.changes)
+    changed = "\n".join(
+        [change.describe() for change in decision.changes]
+        + [inside.describe() for inside in decision.inside]
+    )
     nodes = ", ".join(sorted(decision.invalidated_nodes)) or "none"
     why = "were written by code that differs from the current graph (types, versions or edges)"
     if all(change.reason is ChangeReason.STORED_VALUE for change in decision.changes):

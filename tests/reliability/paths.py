@@ -25,6 +25,10 @@ A path is what one call of neograph-ext writes when a deploy lands on a thread:
 - ``convert``: a DeltaChannel log whose entries a migration converted, then a changed
   last node: the rewind converts the earlier entries again (a fork carrying them).
 - ``freplay``: an ``@entrypoint``'s replay of turns (``functional_paths``).
+- ``inside``: a change inside a subgraph that crashed part-way: the subgraph's own
+  checkpoint before the changed node is forked, then the parent resumes through it;
+  ``inside_asked``: the same for a subgraph waiting on a question, answered (the answer
+  is set aside, the question asked again) and answered again.
 
 ``setup`` runs in the test process, unkilled; ``call`` runs in a worker, which may be
 killed at any write (``worker --kill-before``) and is then started again, unchanged.
@@ -33,6 +37,7 @@ Every node appends its name to the log first, so the log says what ran.
 
 from __future__ import annotations
 
+import contextlib
 import operator
 import time
 from collections import Counter
@@ -434,6 +439,80 @@ def _convert_call(saver: BaseCheckpointSaver[Any], log: Path, config: RunnableCo
     return final(graph, config)
 
 
+# --- inside, inside_asked: a change inside a subgraph whose task is pending ----------
+
+
+class Inner(TypedDict, total=False):
+    topic: str
+    prep: str
+    draft: str
+    review: str
+    out: str
+
+
+def _inner(saver: BaseCheckpointSaver[Any], log: Path, version: str, mode: str) -> Any:
+    """``research -> worker -> end``; ``worker`` (compiled by ``neograph_ext.compile``)
+    runs ``prep -> draft -> review -> polish``; the releases differ in ``draft``. Under
+    ``v1``, ``review`` crashes (``mode="crash"``) or asks (``"ask"``)."""
+
+    def counted(name: str) -> Callable[[Inner], dict[str, Any]]:
+        def fn(state: Inner) -> dict[str, Any]:
+            worker.record(log, name)
+            if name == "review" and mode == "crash" and version == "v1":
+                raise RuntimeError("the old code crashes in review")
+            if name == "review" and mode == "ask":
+                return {"review": str(interrupt("ok?"))}
+            return {"out": f"{name} ({version})"} if name == "polish" else {name: version}
+
+        fn.__name__ = name
+        return fn
+
+    sub = StateGraph(Inner).add_sequence(
+        [counted(n) for n in ("prep", "draft", "review", "polish")]
+    )
+    sub.add_edge(START, "prep")
+    worker_graph = ne.compile(sub, checkpointer=None, versions={"draft": version})
+    builder = StateGraph(Inner)
+    builder.add_node("research", counted("research"))
+    builder.add_node("worker", worker_graph)
+    builder.add_node("end", counted("end"))
+    builder.add_edge(START, "research")
+    builder.add_edge("research", "worker")
+    builder.add_edge("worker", "end")
+    return ne.compile(builder, checkpointer=saver)
+
+
+def _inside_setup(saver: BaseCheckpointSaver[Any], log: Path, config: RunnableConfig) -> None:
+    with contextlib.suppress(RuntimeError):
+        ne.run(_inner(saver, log, "v1", "crash"), {"topic": "release"}, config)
+
+
+def _inside_call(saver: BaseCheckpointSaver[Any], log: Path, config: RunnableConfig) -> Any:
+    graph = _inner(saver, log, "v2", "crash")
+    ne.run(graph, None, config)
+    return final(graph, config)
+
+
+def _inside_asked_setup(saver: BaseCheckpointSaver[Any], log: Path, config: RunnableConfig) -> None:
+    ne.run(_inner(saver, log, "v1", "ask"), {"topic": "release"}, config)
+
+
+def _inside_asked_call(saver: BaseCheckpointSaver[Any], log: Path, config: RunnableConfig) -> Any:
+    # The answer is set aside while the changed draft runs again and the question is
+    # asked again; the same answer, sent again, answers that.
+    graph = _inner(saver, log, "v2", "ask")
+    ne.run(graph, Command(resume="yes"), config)
+    if graph.get_state(config).interrupts:
+        ne.run(graph, Command(resume="yes"), config)
+    return final(graph, config)
+
+
+async def _ainside_call(saver: BaseCheckpointSaver[Any], log: Path, config: RunnableConfig) -> Any:
+    graph = _inner(saver, log, "v2", "crash")
+    await ne.arun(graph, None, config)
+    return await afinal(graph, config)
+
+
 @dataclass(frozen=True)
 class WritePath:
     """One write path: how a thread is prepared, and the call that writes."""
@@ -467,4 +546,10 @@ PATHS: Mapping[str, WritePath] = {
     "append": WritePath(_append_setup, _append_call, lambda s, log: _notes(s, log, NotesV2)),
     "convert": WritePath(_convert_setup, _convert_call, _converting),
     "freplay": WritePath(fp.freplay_setup, fp.freplay_call, fp.freplay),
+    "inside": WritePath(
+        _inside_setup, _inside_call, lambda s, log: _inner(s, log, "v2", "crash"), _ainside_call
+    ),
+    "inside_asked": WritePath(
+        _inside_asked_setup, _inside_asked_call, lambda s, log: _inner(s, log, "v2", "ask")
+    ),
 }

@@ -123,6 +123,8 @@ def _every_boundary(db: str, name: str, tmp_path: Path, *, asynchronous: bool) -
     if name == "convert":  # the earlier entries converted again, d's written once
         expected = [f"Entry(label='{n}', lang='en')" for n in "abcd"]
         assert ref.outcome.result["values"]["log"] == expected
+    if name.startswith("inside"):  # the subgraph's inner work upstream of the change is kept
+        assert ref.ran["prep"] == ref.ran["research"] == 0 and ref.ran["draft"] == 1, ref.ran
     writes = ref.outcome.writes
     assert writes, "the call made no saver write: nothing would be killed"
     boundaries = [(n, None) for n in range(1, len(writes) + 1)]
