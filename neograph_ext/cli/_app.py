@@ -298,9 +298,7 @@ def _checked(
         console().print(inventory_table(found))
     if cost is not None:
         console().print(cost_table(cost))
-    for line in over:
-        console().print(text(f"failed: {line}"), style="red", soft_wrap=True)
-    print_check(tally.kinds, tally.shown, len(tally.failing), tally.strict_unverified)
+    print_check(tally.kinds, tally.shown, len(tally.failing), tally.strict_unverified, over)
     for line in unreadable:
         console().print(text(f"failed: {line}"), style="red", soft_wrap=True)
     for name, threads in tally.declined.items():

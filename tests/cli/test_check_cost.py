@@ -87,7 +87,9 @@ def test_thresholds_judge_the_rewinds(db: Database) -> None:
     assert over.exit_code == 1
     assert json.loads(over.stdout)["cost"]["over"] == ["8 node runs repeated, over --max-reruns 7"]
     assert calls.exit_code == 1
-    assert "failed: 6 model_calls estimated, over --max-cost model_calls=5" in calls.stdout
+    assert (
+        "failed: 6 model_calls estimated, over --max-cost model_calls=5; 6 threads" in calls.stdout
+    )
     assert bad.exit_code == 2 and "--max-cost 'dollars=5'" in bad.stderr
 
 
