@@ -237,9 +237,9 @@ def check_command(
             "--thread": bool(thread),
             "--strict-unverified": strict_unverified,
         }
-        fixture_check(
-            graph, fixtures, [k for k, v in given.items() if v], allow or [], as_json, debug
-        )
+        options = [k for k, v in given.items() if v]
+        costs = (cost, max_reruns, max_cost or [])
+        fixture_check(graph, fixtures, options, allow or [], as_json, debug, costs)
         return
     with boundary(debug):
         limits = Limits.parse(max_reruns, max_cost or ())
