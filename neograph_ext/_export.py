@@ -29,6 +29,7 @@ from neograph_ext._graph import StampedGraph
 from neograph_ext._head_state import has_interrupt, waiting_nodes
 from neograph_ext._history import lineage, references
 from neograph_ext._langgraph import delta_channels
+from neograph_ext._ledger_store import read_ledger
 from neograph_ext._lineage import list_threads
 from neograph_ext._ownership import owner
 from neograph_ext._stamp import read_marks
@@ -166,6 +167,7 @@ def _fixture(
         with_values=with_values,
         head_values=rebuilt,
         order=_ranked(saver, owner(records), named),
+        ledger=read_ledger(saver, thread_id),
     )
 
 

@@ -33,6 +33,7 @@ from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.types import Send
 
+from neograph_ext._budget import Ledger, decode_ledger, encode_ledger
 from neograph_ext._claim import CLAIM
 from neograph_ext._errors import FixtureError
 from neograph_ext._langgraph import TASKS_CHANNEL
@@ -98,6 +99,9 @@ class ThreadFixture:
     (``_stamp_order``), up to the newest one the checkpoints name: which code owns the
     thread during a rolling deploy. Empty for a file that predates it: the code planned
     with then counts as the newest, as code about to be deployed does."""
+    ledger: Ledger | None = None
+    """The thread's budget ledger when it was exported (``check --fixtures --cost``);
+    None when none was recorded, or for a file that predates it."""
 
     def tuple_at(self, checkpoint_id: str | None) -> CheckpointTuple | None:
         """The checkpoint ``checkpoint_id`` names, or (None) the head; None if absent."""
@@ -120,6 +124,7 @@ def encoded(
     with_values: bool,
     head_values: Mapping[str, Any],
     order: Sequence[str] = (),
+    ledger: Ledger | None = None,
 ) -> str:
     """A thread's fixture file, as JSON text (``docs/fixtures.md``).
 
@@ -131,6 +136,7 @@ def encoded(
         with_values: Export state values; else they are left out (see the rules).
         head_values: With values: the head's rebuilt ``DeltaChannel`` values.
         order: The database's order of stamps, as far as the checkpoints name them.
+        ledger: The thread's budget ledger, if one was recorded.
 
     Raises:
         FixtureError: A metadata or version value is not JSON, or a value cannot be
@@ -147,6 +153,7 @@ def encoded(
         "head_values": {k: _value(v) for k, v in head_values.items()} if with_values else {},
         "stamps": {key: json.loads(stamp.encode()) for key, stamp in sorted(stamps.items())},
         "order": list(order),
+        "ledger": None if ledger is None else encode_ledger(ledger),
     }
     try:
         return json.dumps(document, indent=1, sort_keys=True, allow_nan=False) + "\n"
@@ -292,8 +299,10 @@ def decoded(document: Mapping[str, Any], source: str = "") -> ThreadFixture:
     newest_first = tuple(by_id[key] for key in sorted(by_id, reverse=True))
     # Absent from a file exported before the order was kept: a compatible addition.
     order = tuple(str(stamp_id) for stamp_id in document.get("order") or ())
+    # Absent from a file exported before ledgers were: as a thread without one.
+    ledger = decode_ledger(document.get("ledger"))
     return ThreadFixture(
-        thread_id, head_id, newest_first, stamps, with_values, head_values, source, order
+        thread_id, head_id, newest_first, stamps, with_values, head_values, source, order, ledger
     )
 
 

@@ -16,6 +16,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from enum import StrEnum
 
+from neograph_ext._budget import Ledger
 from neograph_ext._decision import PlanKind, ResumePlan
 from neograph_ext._errors import GraphError, NeographExtError
 
@@ -64,6 +65,10 @@ class ThreadVerdict:
     """What ``run`` or planning would raise, first line."""
     notes: tuple[str, ...] = ()
     """What the gate adds: a judgement the fixture lacked the values for."""
+    written_by: str | None = None
+    """The stamp that last wrote the thread (``ThreadCheck.written_by``)."""
+    ledger: Ledger | None = None
+    """Its budget ledger, as exported (``ThreadFixture.ledger``)."""
 
     def describe(self) -> str:
         """The thread's lines of the report: outcome, then what re-runs and why."""

@@ -16,12 +16,15 @@ opened (``docs/operations.md``, "A CI gate from exported threads").
 from __future__ import annotations
 
 from collections.abc import Collection
+from dataclasses import replace
 from pathlib import Path
 
+from neograph_ext._claim import last_writer
 from neograph_ext._fixtures import ThreadFixture, read_fixtures
 from neograph_ext._gate import GateReport, Outcome, ThreadVerdict, allowed, verdict
 from neograph_ext._offline import judged, offline_graph, plan_fixture
 from neograph_ext._policy import ResumePolicy
+from neograph_ext._stamp import read_marks
 
 __all__ = [
     "GateReport",
@@ -66,16 +69,15 @@ def check_fixtures(
     verdicts = []
     for fixture in found:
         plan, error, carries = judged(planned_with, fixture, resume)
-        verdicts.append(
-            verdict(
-                fixture.thread_id,
-                fixture.source,
-                plan,
-                error,
-                accepted,
-                values_missing=carries and not fixture.with_values,
-            )
+        judgement = verdict(
+            fixture.thread_id,
+            fixture.source,
+            plan,
+            error,
+            accepted,
+            values_missing=carries and not fixture.with_values,
         )
+        verdicts.append(replace(judgement, written_by=_writer(fixture), ledger=fixture.ledger))
     return GateReport(tuple(verdicts), accepted)
 
 
@@ -101,3 +103,11 @@ def assert_resumable(
     if not report.ok:
         raise AssertionError(str(report))
     return report
+
+
+def _writer(fixture: ThreadFixture) -> str | None:
+    """The stamp that last wrote the fixture's thread, as ``check_threads`` reads it."""
+    head = fixture.tuple_at(None)
+    if head is None:
+        return None
+    return last_writer(read_marks(head.metadata or {})[0], head.pending_writes or ())

@@ -237,9 +237,9 @@ def check_command(
             "--thread": bool(thread),
             "--strict-unverified": strict_unverified,
         }
-        fixture_check(
-            graph, fixtures, [k for k, v in given.items() if v], allow or [], as_json, debug
-        )
+        options = [k for k, v in given.items() if v]
+        costs = (cost, max_reruns, max_cost or [])
+        fixture_check(graph, fixtures, options, allow or [], as_json, debug, costs)
         return
     with boundary(debug):
         limits = Limits.parse(max_reruns, max_cost or ())
@@ -298,9 +298,7 @@ def _checked(
         console().print(inventory_table(found))
     if cost is not None:
         console().print(cost_table(cost))
-    for line in over:
-        console().print(text(f"failed: {line}"), style="red", soft_wrap=True)
-    print_check(tally.kinds, tally.shown, len(tally.failing), tally.strict_unverified)
+    print_check(tally.kinds, tally.shown, len(tally.failing), tally.strict_unverified, over)
     for line in unreadable:
         console().print(text(f"failed: {line}"), style="red", soft_wrap=True)
     for name, threads in tally.declined.items():

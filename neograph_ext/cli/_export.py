@@ -18,11 +18,13 @@ import typer
 
 from neograph_ext import export_threads
 from neograph_ext.cli._boundary import CliError, boundary, reading
+from neograph_ext.cli._cost import Limits, cost_json, cost_table, passed
 from neograph_ext.cli._database import open_database
 from neograph_ext.cli._graphs import attach, load
 from neograph_ext.cli._serde import reader
 from neograph_ext.cli._show import console, text, to_json
 from neograph_ext.testing import GateReport, check_fixtures
+from neograph_ext.types import DeployCost
 
 __all__ = ["export_command", "fixture_check"]
 
@@ -91,27 +93,40 @@ def fixture_check(
     allow: list[str],
     as_json: bool,
     debug: bool,
+    cost: tuple[bool, int | None, list[str]] = (False, None, []),
 ) -> None:
     """``check GRAPH --fixtures DIR``: plan GRAPH against the fixtures, offline; exit 1
-    when a thread would rewind (unless ``--allow rewind``), refuse or raise.
-    ``database_options``: the options given that only a check of a database takes."""
+    when a thread would rewind (unless ``--allow rewind`` or a threshold), refuse or
+    raise. ``database_options``: the options given that only a check of a database
+    takes; ``cost``: ``--cost``, ``--max-reruns`` and ``--max-cost``, as given."""
     with boundary(debug):
         if database_options:
             raise CliError(
                 f"--fixtures plans offline, from every file of DIR: drop "
                 f"{', '.join(database_options)}"
             )
-        report = check_fixtures(load(graph), fixtures, allow=allow)
+        limits = Limits.parse(cost[1], cost[2])
+        report = check_fixtures(load(graph), fixtures, allow=[*allow, *(["rewind"] * bool(limits))])
+    spent = None
+    if cost[0] or limits:
+        found = report.verdicts
+        spent = DeployCost.of((v.plan, v.written_by, v.ledger) for v in found if v.plan)
+    over = passed(spent, limits) if spent is not None else []
     if as_json:
-        typer.echo(to_json(_report_json(report)))
+        document = _report_json(report)
+        if spent is not None:
+            document = {**document, "ok": report.ok and not over, "cost": cost_json(spent, over)}
+        typer.echo(to_json(document))
     else:
         out = console()
         for verdict in report.verdicts:
             style = "" if verdict.passed else "red"
             out.print(text(*verdict.describe().splitlines(), style=style), soft_wrap=True)
-        summary = str(report).splitlines()[0]
-        out.print(text(summary, style="green" if report.ok else "red"), soft_wrap=True)
-    if not report.ok:
+        if spent is not None:
+            out.print(cost_table(spent))
+        summary = "; ".join([str(report).splitlines()[0], *over])
+        out.print(text(summary, style="green" if report.ok and not over else "red"), soft_wrap=True)
+    if not report.ok or over:
         raise typer.Exit(1)
 
 

@@ -82,15 +82,22 @@ def plan_panel(decision: ResumePlan) -> Panel:
 
 
 def print_check(
-    counts: Mapping[str, int], shown: Sequence[ResumePlan], failing: int, strict: bool
+    counts: Mapping[str, int],
+    shown: Sequence[ResumePlan],
+    failing: int,
+    strict: bool,
+    over: Sequence[str] = (),
 ) -> None:
     """The summary line, after a table of the failing threads (the first of them
-    ``shown``) if there are any."""
+    ``shown``) if there are any; ``over``: the thresholds passed (``check --cost``)."""
     out = console()
     checked = sum(counts.values())
     summary = f"{checked} thread{'' if checked == 1 else 's'} checked: " + (
         ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items())) or "none"
     )
+    if over and not failing:
+        out.print(Text(f"failed: {'; '.join(over)}; {summary}", style="red"), soft_wrap=True)
+        return
     if not failing:
         hint = counts.get(PlanKind.UNVERIFIED) and not strict
         tail = " (unverified threads pass; --strict-unverified fails them)" if hint else ""
@@ -113,7 +120,7 @@ def print_check(
         nodes = text(", ".join(p.in_order(p.invalidated_nodes)) or "-")
         table.add_row(text(p.thread_id), kind, step, nodes, text(*lines))
     out.print(table)
-    failed = f"failed: {failing} would not resume cleanly; {summary}"
+    failed = "; ".join(["failed: " + f"{failing} would not resume cleanly", *over, summary])
     out.print(Text(failed, style="red"), soft_wrap=True)
 
 

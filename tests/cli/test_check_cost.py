@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections import Counter
+from pathlib import Path
 
 import neograph_ext as ne
 from tests.cli.support import Database, cli
@@ -87,7 +88,9 @@ def test_thresholds_judge_the_rewinds(db: Database) -> None:
     assert over.exit_code == 1
     assert json.loads(over.stdout)["cost"]["over"] == ["8 node runs repeated, over --max-reruns 7"]
     assert calls.exit_code == 1
-    assert "failed: 6 model_calls estimated, over --max-cost model_calls=5" in calls.stdout
+    assert (
+        "failed: 6 model_calls estimated, over --max-cost model_calls=5; 6 threads" in calls.stdout
+    )
     assert bad.exit_code == 2 and "--max-cost 'dollars=5'" in bad.stderr
 
 
@@ -98,3 +101,25 @@ def test_a_superseded_thread_still_fails_within_the_thresholds(db: Database) -> 
 
     assert result.exit_code == 1
     assert "newer-0" in result.stdout
+
+
+def test_offline_the_fixtures_give_the_estimate_the_database_gives(
+    db: Database, tmp_path: Path
+) -> None:
+    made = fleet(db.saver, each=2)
+    named = [arg for t in made["rewind"] + made["unrecorded"] for arg in ("--thread", t)]
+    exported = cli("export", GRAPH, "--db", db.url, "--out", tmp_path / "threads", *named)
+    assert exported.exit_code == 0, exported.output
+
+    online = json.loads(cli("check", GRAPH, "--db", db.url, *named, "--cost", "--json").stdout)
+    offline = cli("check", GRAPH, "--fixtures", tmp_path / "threads", "--cost", "--json")
+    within = cli("check", GRAPH, "--fixtures", tmp_path / "threads", "--max-reruns", "8")
+    over = cli("check", GRAPH, "--fixtures", tmp_path / "threads", "--max-cost", "tokens=1")
+
+    assert offline.exit_code == 1  # rewinds fail without a threshold, as online
+    assert json.loads(offline.stdout)["cost"] == online["cost"]
+    assert online["cost"]["total"]["unrecorded"] == 2
+    assert within.exit_code == 0, within.output
+    assert "what resuming would spend again" in within.stdout
+    assert over.exit_code == 1
+    assert "60 tokens estimated, over --max-cost tokens=1" in over.stdout
