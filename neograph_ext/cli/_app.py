@@ -187,7 +187,7 @@ _JobsOpt = Annotated[
     typer.Option(
         metavar="N",
         help="Check in N processes, each with its own connection (default: the cores "
-        "available, one per 1,000 threads at most).",
+        "available, one per 5,000 threads at most).",
     ),
 ]
 
