@@ -219,7 +219,7 @@ def measured(args: list[str]) -> tuple[float, float, float, int]:
 def _child(mode: str, db: str) -> None:
     """Run in the measured subprocess: the check or the floor, then its peak memory."""
     walked = 0
-    if mode == "check":
+    if mode.startswith("check"):
         from neograph_ext._storage_postgres import PostgresReader
         from neograph_ext._storage_sqlite import SqliteReader
         from neograph_ext.cli import app
@@ -235,12 +235,14 @@ def _child(mode: str, db: str) -> None:
         # Counted for the figures: the threads whose heads did not settle them alone.
         for reader in (SqliteReader, PostgresReader):
             reader.lineages = counted(reader.lineages)  # type: ignore[method-assign]
+        jobs = mode.removeprefix("check") or "1"
         with contextlib.suppress(SystemExit):
-            app(["check", "bench_fleet:NEW", "--db", db], prog_name="neograph-ext")
+            app(["check", "bench_fleet:NEW", "--db", db, "--jobs", jobs], prog_name="neograph-ext")
     else:
         floor(db, walked=mode == "walked")
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    cpu = usage.ru_utime + usage.ru_stime
+    jobs_usage = resource.getrusage(resource.RUSAGE_CHILDREN)  # check --jobs's processes
+    cpu = usage.ru_utime + usage.ru_stime + jobs_usage.ru_utime + jobs_usage.ru_stime
     print(f"walked={walked} maxrss_kb={usage.ru_maxrss} cpu_s={cpu:.2f}", file=sys.stderr)
 
 
@@ -277,8 +279,18 @@ def measure(kind: str, db: str, threads: int, built: float) -> list[Result]:
         f"{allowed * 1e6:.0f} µs left; the walk takes {walk * 1e6:.0f} µs, decide "
         f"{decided * 1e6:.0f} µs: **{fmt_ratio((walk + decided) / allowed)}** of what is left"
     )
+    jobs_s, _, jobs_cpu, _ = _run("check2", db)
+    split = (
+        f"10e. `check --jobs 2` of the same {threads:,} threads, {kind}, against "
+        "`--jobs 1` (CPU: both processes and the parent)"
+    )
+    split_found = (
+        f"{jobs_s:.1f} s vs {check_s:.1f} s: **{fmt_ratio(jobs_s / check_s)}** wall "
+        f"(CPU {fmt_ratio(jobs_cpu / check_cpu)})"
+    )
     return [
         Result((what, result, target), missed=not met),
+        Result((split, split_found, "no target on 2 cores; the CPU it adds")),
         Result((context, walked, "no target; what check cannot read less than")),
         Result((budget, costs, "no target; the budget the 2x target sets")),
     ]

@@ -10,7 +10,9 @@ Rules:
   is driven until it asks for its lineage. A thread whose head decides alone (verified
   against the current stamp, or ``needs_lineage`` false) is settled from its head row;
   the lineages of the others are read light together (``StorageReader.lineages``, a
-  few queries per batch) and their flows driven on. Anything else a flow asks for (a named
+  few queries per batch) and their flows driven on; the batch is read, walked and decided
+  with the garbage collector paused (``collector_paused``: its objects hold no cycle),
+  its checks yielded after. Anything else a flow asks for (a named
   checkpoint, the values a carry converts, the turns a replay owes, stamp descriptions)
   is read through the saver, as ``plan`` reads it.
 - A thread the reader leaves out, and every thread of a saver without a reader, is
@@ -27,7 +29,7 @@ from logging import DEBUG
 from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import CheckpointTuple
+from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.pregel import Pregel
 
 from neograph_ext._claim import last_writer
@@ -41,10 +43,13 @@ from neograph_ext._lineage import alist_threads, list_threads
 from neograph_ext._operations import Flow, ReadLineage, ReadTuple
 from neograph_ext._stamp import read_marks
 from neograph_ext._storage import StorageReader, apages, areader_for, arun, pages, reader_for, run
+from neograph_ext._storage_rows import collector_paused
 from neograph_ext._thread import ThreadCall, checkpointer_of, named_checkpoint, stamped, thread_call
 from neograph_ext._unreadable import reading
 
 __all__ = ["BATCH", "ThreadCheck", "acheck_threads", "check_threads"]
+
+Saver = BaseCheckpointSaver[Any]
 
 BATCH = 200
 """Threads read and planned together: a few queries per batch, and one batch in memory."""
@@ -106,21 +111,9 @@ def check_threads(
     reader = reader_for(saver)
     scanned = list_threads(saver) if reader is None and threads is None else ()
     for names in _batches(threads, batch, reader, scanned):
-        heads = run(saver, reader.heads(names)) if reader is not None else {}
-        with ExitStack() as held:
-            started: list[tuple[Driver, Flow[ThreadCheck], ReadLineage | ThreadCheck]] = []
-            for name in names:
-                call = thread_call(graph, _config(name))
-                driver = held.enter_context(Driver(call, _rows(heads.get(name))))
-                flow = _checked(call)
-                started.append((driver, flow, _driven(driver, flow, None, until=ReadLineage)))
-            walking = [d.call.thread_id for d, _, at in started if isinstance(at, ReadLineage)]
-            listed = run(saver, reader.lineages(walking)) if reader and walking else {}
-            for driver, flow, at in started:
-                if isinstance(at, ReadLineage):
-                    walked = _walked(driver, at, listed.get(driver.call.thread_id))
-                    at = _driven(driver, flow, walked)
-                yield cast("ThreadCheck", at)
+        with collector_paused():
+            checks = _checked_batch(graph, saver, reader, names)
+        yield from checks
 
 
 async def acheck_threads(
@@ -134,22 +127,63 @@ async def acheck_threads(
     reader = areader_for(saver)
     scanned = await alist_threads(saver) if reader is None and threads is None else ()
     async for names in _abatches(threads, batch, reader, scanned):
-        heads = await arun(saver, reader.heads(names)) if reader is not None else {}
-        async with AsyncExitStack() as held:
-            started: list[tuple[AsyncDriver, Flow[ThreadCheck], ReadLineage | ThreadCheck]] = []
-            for name in names:
-                call = thread_call(graph, _config(name))
-                driver = await held.enter_async_context(AsyncDriver(call, _rows(heads.get(name))))
-                flow = _checked(call)
-                at = await _adriven(driver, flow, None, until=ReadLineage)
-                started.append((driver, flow, at))
-            walking = [d.call.thread_id for d, _, at in started if isinstance(at, ReadLineage)]
-            listed = await arun(saver, reader.lineages(walking)) if reader and walking else {}
-            for driver, flow, at in started:
-                if isinstance(at, ReadLineage):
-                    walked = await _awalked(driver, at, listed.get(driver.call.thread_id))
-                    at = await _adriven(driver, flow, walked)
-                yield cast("ThreadCheck", at)
+        with collector_paused():
+            checks = await _achecked_batch(graph, saver, reader, names)
+        for check in checks:
+            yield check
+
+
+def _checked_batch(
+    graph: Pregel[Any, Any, Any, Any],
+    saver: Saver,
+    reader: StorageReader | None,
+    names: Sequence[str],
+) -> list[ThreadCheck]:
+    """One batch's checks: every head read, each flow driven until it asks for its
+    lineage, the lineages asked for read together, and those flows driven on."""
+    heads = run(saver, reader.heads(names)) if reader is not None else {}
+    with ExitStack() as held:
+        started: list[tuple[Driver, Flow[ThreadCheck], ReadLineage | ThreadCheck]] = []
+        for name in names:
+            call = thread_call(graph, _config(name))
+            driver = held.enter_context(Driver(call, _rows(heads.get(name))))
+            flow = _checked(call)
+            started.append((driver, flow, _driven(driver, flow, None, until=ReadLineage)))
+        walking = [d.call.thread_id for d, _, at in started if isinstance(at, ReadLineage)]
+        listed = run(saver, reader.lineages(walking)) if reader and walking else {}
+        checks = []
+        for driver, flow, at in started:
+            if isinstance(at, ReadLineage):
+                walked = _walked(driver, at, listed.get(driver.call.thread_id))
+                at = _driven(driver, flow, walked)
+            checks.append(cast("ThreadCheck", at))
+        return checks
+
+
+async def _achecked_batch(
+    graph: Pregel[Any, Any, Any, Any],
+    saver: Saver,
+    reader: StorageReader | None,
+    names: Sequence[str],
+) -> list[ThreadCheck]:
+    """Async twin of ``_checked_batch``."""
+    heads = await arun(saver, reader.heads(names)) if reader is not None else {}
+    async with AsyncExitStack() as held:
+        started: list[tuple[AsyncDriver, Flow[ThreadCheck], ReadLineage | ThreadCheck]] = []
+        for name in names:
+            call = thread_call(graph, _config(name))
+            driver = await held.enter_async_context(AsyncDriver(call, _rows(heads.get(name))))
+            flow = _checked(call)
+            started.append((driver, flow, await _adriven(driver, flow, None, until=ReadLineage)))
+        walking = [d.call.thread_id for d, _, at in started if isinstance(at, ReadLineage)]
+        listed = await arun(saver, reader.lineages(walking)) if reader and walking else {}
+        checks = []
+        for driver, flow, at in started:
+            if isinstance(at, ReadLineage):
+                walked = await _awalked(driver, at, listed.get(driver.call.thread_id))
+                at = await _adriven(driver, flow, walked)
+            checks.append(cast("ThreadCheck", at))
+        return checks
 
 
 def _driven(driver: Driver, flow: Flow[Any], sent: Any, until: type | None = None) -> Any:

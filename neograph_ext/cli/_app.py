@@ -21,7 +21,6 @@ from neograph_ext import (
     ResumePlan,
     ResumePolicy,
     accept,
-    check_threads,
     history,
     plan,
     unrevivable_types,
@@ -36,6 +35,7 @@ from neograph_ext.cli._database import open_database
 from neograph_ext.cli._export import export_command, fixture_check
 from neograph_ext.cli._graphs import Graph, attach, load
 from neograph_ext.cli._help import Command, Group
+from neograph_ext.cli._jobs import made
 from neograph_ext.cli._ledger import ledger_table
 from neograph_ext.cli._prune import prune_command
 from neograph_ext.cli._serde import reader
@@ -185,6 +185,16 @@ _AllowOpt = Annotated[
 ]
 
 
+_JobsOpt = Annotated[
+    int | None,
+    typer.Option(
+        metavar="N",
+        help="Check in N processes, each with its own connection (default: the cores "
+        "available, one per 5,000 threads at most).",
+    ),
+]
+
+
 @app.command("check", cls=Command)
 def check_command(
     graph: GraphArg,
@@ -227,6 +237,7 @@ def check_command(
             "supersteps (repeatable); implies --cost.",
         ),
     ] = None,
+    jobs: _JobsOpt = None,
 ) -> None:
     """Plan every thread (or those named), or with --fixtures the exported threads, offline;
     exit 1 if any would rewind or is blocked (with --max-reruns or --max-cost: if the
@@ -256,7 +267,8 @@ def check_command(
             if as_json:
                 typer.echo('{"plans": [', nl=False)
             with reading("the checkpoints in this database"):
-                checks = counted(check_threads(compiled, names), tally, bar, _count(names))
+                planned = made(graph, db, compiled, saver, names, jobs)
+                checks = counted(planned, tally, bar, _count(names))
                 if spent is not None:
                     checks = costed(checks, partial(_ledger, saver), spent)
                 found = Inventory.of(_known(checks))

@@ -27,7 +27,7 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -44,11 +44,15 @@ try:  # LangGraph 1.2; absent from 1.1
 except ImportError:  # pragma: no cover - exercised on the oldest versions only
     build_serde_allowlist = None  # type: ignore[assignment]
 try:  # langgraph-checkpoint 4; 3.0 has no allowlist, so no value is ever declined there
-    from langgraph.checkpoint.serde.event_hooks import SerdeEvent, register_serde_event_listener
+    from langgraph.checkpoint.serde.event_hooks import (
+        SerdeEvent,
+        emit_serde_event,
+        register_serde_event_listener,
+    )
 except ImportError:  # pragma: no cover - exercised on the oldest versions only
     register_serde_event_listener = None  # type: ignore[assignment]
 
-__all__ = ["Allowlist", "allowlist", "declined", "reader", "widen"]
+__all__ = ["Allowlist", "allowlist", "declined", "emit_declined", "reader", "widen"]
 
 Allowlist = frozenset[tuple[str, ...]]
 
@@ -122,3 +126,11 @@ def declined() -> Iterator[set[str]]:
         yield found
     finally:
         unregister()
+
+
+def emit_declined(classes: Iterable[str]) -> None:
+    """Tell this process's listeners (``declined``) of classes another process's
+    serializer declined (``module.name`` each), as that serializer told its own."""
+    for path in classes:
+        module, _, name = path.rpartition(".")
+        emit_serde_event({"kind": "msgpack_blocked", "module": module, "name": name})

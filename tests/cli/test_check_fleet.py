@@ -9,6 +9,7 @@ import pytest
 
 import neograph_ext
 from neograph_ext._storage import reader_for
+from neograph_ext.cli._jobs import shard_of
 from tests.cli import cli_graphs
 from tests.cli.support import V2, Database, cli
 
@@ -74,3 +75,27 @@ def test_only_threads_their_heads_do_not_settle_have_their_lineage_read(
     # t3's head, verified under the code checked, settles it; t1 and t2 rewind.
     assert [c.plan.kind.value for c in checks] == ["rewind", "rewind", "up_to_date"]
     assert walked == ["t1", "t2"]
+
+
+def test_jobs_split_the_threads_over_processes_and_merge_their_checks_in_order(
+    db: Database,
+) -> None:
+    names = [f"t{i}" for i in range(6)]
+    db.run(cli_graphs.v1, *names[:4])
+    db.run(cli_graphs.v2, *names[4:])
+    assert {shard_of(name, 2) for name in names} == {0, 1}  # both processes check some
+
+    one = cli("check", V2, "--db", db.url, "--json", "--inventory", "--jobs", "1")
+    two = cli("check", V2, "--db", db.url, "--json", "--inventory", "--jobs", "2")
+
+    assert one.exit_code == two.exit_code == 1, two.output
+    assert two.stdout == one.stdout
+    assert json.loads(two.stdout)["failing"] == names[:4]
+
+
+def test_jobs_below_one_are_refused(db: Database) -> None:
+    db.run(cli_graphs.v1, "t1")
+
+    found = cli("check", V2, "--db", db.url, "--jobs", "0")
+
+    assert found.exit_code == 2 and "--jobs must be at least 1, got 0" in found.output

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import operator
+import shutil
 import sqlite3
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
+from types import ModuleType
 from typing import Annotated, Any, TypedDict
 
 import psycopg
@@ -37,6 +39,7 @@ from neograph_ext._lineage import alist_threads, list_threads
 from neograph_ext._storage import areader_for, reader_for, run
 from neograph_ext.types import ThreadCheck
 from tests.cli.support import pg_url
+from tests.fixtures import v0_1_0, v0_2, v0_3
 from tests.graphs.delta import STATES, fan
 from tests.graphs.pipelines import Crash, asking, deployed, diamond, linear, model
 
@@ -185,12 +188,39 @@ def _same(
         deployed(version)
         assert _checked(fast, builder(Counter())) == _checked(slow, builder(Counter()))
         assert _planned(fast, builder(Counter())) == _planned(slow, builder(Counter()))
-    listed = run(fast, reader_for(fast).lineages(["t1", "t2", "t3", "unstamped"]))  # type: ignore[union-attr]
-    for thread, tuples in listed.items():
-        head = tuples[0].checkpoint["id"]
-        whole = list(slow.list({"configurable": {"thread_id": thread, "checkpoint_ns": ""}}))
-        assert lineage(tuples, head) == lineage(whole, head), thread
+    _read_as_one_by_one(fast, ["t1", "t2", "t3", "unstamped"])
     return _checked(fast, new(Counter()))
+
+
+def _read_as_one_by_one(saver: BaseCheckpointSaver[Any], threads: list[str]) -> None:
+    """A batch's heads are what ``get_tuple`` reads of each thread, and its lineages walk
+    as each thread's ``list`` does."""
+    reader = reader_for(saver)
+    assert reader is not None
+    heads = run(saver, reader.heads(threads))
+    assert heads == {t: saver.get_tuple(_cfg(t)) for t in threads}
+    listed = run(saver, reader.lineages(threads))
+    assert listed.keys() == set(threads)
+    for thread, tuples in listed.items():
+        head = heads[thread].checkpoint["id"]
+        whole = list(saver.list({"configurable": {"thread_id": thread, "checkpoint_ns": ""}}))
+        assert lineage(tuples, head) == lineage(whole, head), thread
+
+
+@pytest.mark.parametrize("release", [v0_1_0, v0_2, v0_3], ids=["0.1.0", "0.2", "0.3"])
+def test_an_old_release_s_database_reads_in_batches_as_thread_by_thread(
+    release: ModuleType, tmp_path: Path
+) -> None:
+    path = tmp_path / "old.sqlite"
+    shutil.copyfile(release.DATABASE, path)
+    conn = sqlite3.connect(path, check_same_thread=False)
+    try:
+        saver = SqliteSaver(conn)
+        threads = list(list_threads(saver))
+        assert len(threads) >= 2
+        _read_as_one_by_one(saver, threads)
+    finally:
+        conn.close()
 
 
 @pytest.mark.parametrize("name", list(SHAPES))
