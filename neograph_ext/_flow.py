@@ -476,7 +476,9 @@ def _uncovered(call: ThreadCall, head: CheckpointTuple) -> Flow[dict[str, str]]:
         config: RunnableConfig = {
             "configurable": {"thread_id": call.thread_id, "checkpoint_ns": namespace}
         }
-        if (yield ReadTuple(config)) is not None:
+        held = yield ReadTuple(config)
+        # A reader that keeps no namespaces (an exported thread) answers with the root's.
+        if held is not None and held.config["configurable"].get("checkpoint_ns") == namespace:
             found[node] = namespace
     return found
 
