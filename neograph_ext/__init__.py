@@ -8,7 +8,8 @@ upstream of it. ``plan`` explains what a resume would do without doing it;
 ``check_threads`` surveys a database's threads; ``prune`` removes what rewinds left
 behind; ``upgrade_threads`` brings a fleet forward after a deploy. ``export_threads``
 writes threads as fixtures that ``neograph_ext.testing`` plans new code against,
-offline. Budgets live in ``neograph_ext.budget``, the records the functions return in
+offline (with ``fingerprint_type`` to pin a type's digest in a test). Budgets and their
+error live in ``neograph_ext.budget``, the records the functions return in
 ``neograph_ext.types``.
 """
 
@@ -27,9 +28,7 @@ from neograph_ext._checks import (
 from neograph_ext._compile import compile
 from neograph_ext._decision import PlanKind, ResumePlan
 from neograph_ext._errors import (
-    BudgetExceededError,
     CheckpointSchemaError,
-    FixtureError,
     GraphError,
     NeographExtError,
     StampLostError,
@@ -39,7 +38,6 @@ from neograph_ext._errors import (
     WriteReadbackError,
 )
 from neograph_ext._export import export_threads
-from neograph_ext._fingerprint import fingerprint_type
 from neograph_ext._fleet import acheck_threads, check_threads
 from neograph_ext._lineage import ahistory, history
 from neograph_ext._policy import LockPolicy, ResumePolicy
@@ -57,9 +55,7 @@ __version__: str = _version("neograph-ext")
 
 __all__ = [
     "AutoResume",
-    "BudgetExceededError",
     "CheckpointSchemaError",
-    "FixtureError",
     "GraphError",
     "LockPolicy",
     "NeographExtError",
@@ -86,7 +82,6 @@ __all__ = [
     "compile",
     "declared_classes",
     "export_threads",
-    "fingerprint_type",
     "history",
     "is_reserved_thread",
     "is_stamped",
@@ -100,15 +95,18 @@ __all__ = [
 ]
 
 _MOVED = {
-    **dict.fromkeys(("Budget", "Ledger", "Spend", "aledger", "ledger"), "budget"),
-    **dict.fromkeys(("ThreadFixture", "plan_fixture", "read_fixtures"), "testing"),
+    **dict.fromkeys(("Budget", "BudgetExceededError", "Ledger", "Spend"), "budget"),
+    **dict.fromkeys(("aledger", "ledger"), "budget"),
+    **dict.fromkeys(("FixtureError", "ThreadFixture", "fingerprint_type"), "testing"),
+    **dict.fromkeys(("plan_fixture", "read_fixtures"), "testing"),
     **dict.fromkeys(
         ("ChangeReason", "DescriptionPruned", "History", "HistoryEntry", "Inventory"), "types"
     ),
     **dict.fromkeys(("NodeChange", "PruneReport", "PruneSkip", "StampStatus"), "types"),
     **dict.fromkeys(("StampThreads", "TaskStep", "ThreadCheck", "ThreadPruned"), "types"),
 }
-"""0.3's names that 0.4 moved to a submodule: each still works, deprecated, for 0.4."""
+"""Names that 0.4 moved to a submodule: each still works, deprecated, for 0.4 (the budget
+error beside the budgets, the fixture error and ``fingerprint_type`` beside the tests)."""
 
 _SURVEYS = {
     "inventory": ("neograph_ext.types.Inventory.of", "_inventory", "Inventory.of"),

@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.types import Send
@@ -38,6 +37,7 @@ from neograph_ext._claim import CLAIM
 from neograph_ext._errors import FixtureError
 from neograph_ext._langgraph import TASKS_CHANNEL
 from neograph_ext._stamp import InputDigest, Stamp, input_digest, read_description
+from neograph_ext._storage_rows import thread_config
 
 __all__ = [
     "FORMAT",
@@ -323,22 +323,12 @@ def _tuple(thread_id: str, entry: Mapping[str, Any], with_values: bool) -> Check
     if not isinstance(metadata, dict):
         raise TypeError("checkpoint metadata is not an object")
     return CheckpointTuple(
-        config=_config(thread_id, checkpoint["id"]),
+        config=thread_config(thread_id, checkpoint["id"]),
         checkpoint=checkpoint,  # type: ignore[arg-type]
         metadata=metadata,  # type: ignore[arg-type]
-        parent_config=_config(thread_id, str(parent)) if parent is not None else None,
+        parent_config=thread_config(thread_id, str(parent)) if parent is not None else None,
         pending_writes=writes,
     )
-
-
-def _config(thread_id: str, checkpoint_id: str) -> RunnableConfig:
-    return {
-        "configurable": {
-            "thread_id": thread_id,
-            "checkpoint_ns": "",
-            "checkpoint_id": checkpoint_id,
-        }
-    }
 
 
 def _unredacted(name: str, value: Any) -> Any:

@@ -2,11 +2,12 @@
 
 Attach a ``Budget`` to a graph (``compile(builder, attach=[Budget(max_model_calls=20)])``);
 the next superstep or model call that would pass a cap raises
-``neograph_ext.BudgetExceededError``. ``ledger`` / ``aledger`` read what a thread spent
+``BudgetExceededError``. ``ledger`` / ``aledger`` read what a thread spent
 (docs/budgets.md).
 """
 
 from neograph_ext._budget import Budget, Ledger, Spend
 from neograph_ext._budget_read import aledger, ledger
+from neograph_ext._errors import BudgetExceededError
 
-__all__ = ["Budget", "Ledger", "Spend", "aledger", "ledger"]
+__all__ = ["Budget", "BudgetExceededError", "Ledger", "Spend", "aledger", "ledger"]

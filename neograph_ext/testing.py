@@ -10,7 +10,9 @@ about to ship would rewind them, refuse them or raise::
         assert_resumable(builder, "tests/fixtures/threads/")
 
 Planning is ``plan``'s own decision over the fixture's checkpoints; no database is
-opened (``docs/operations.md``, "A CI gate from exported threads").
+opened (``docs/operations.md``, "A CI gate from exported threads"). A test can pin a
+type's digest as well (``fingerprint_type``); a file that is not a fixture this version
+reads is a ``FixtureError``.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from neograph_ext._claim import last_writer
+from neograph_ext._errors import FixtureError
+from neograph_ext._fingerprint import fingerprint_type
 from neograph_ext._fixtures import ThreadFixture, read_fixtures
 from neograph_ext._gate import GateReport, Outcome, ThreadVerdict, allowed, verdict
 from neograph_ext._offline import judged, offline_graph, plan_fixture
@@ -27,12 +31,14 @@ from neograph_ext._policy import ResumePolicy
 from neograph_ext._stamp import read_marks
 
 __all__ = [
+    "FixtureError",
     "GateReport",
     "Outcome",
     "ThreadFixture",
     "ThreadVerdict",
     "assert_resumable",
     "check_fixtures",
+    "fingerprint_type",
     "plan_fixture",
     "read_fixtures",
 ]

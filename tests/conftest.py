@@ -26,6 +26,7 @@ from __future__ import annotations
 import inspect
 import os
 import uuid
+from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
@@ -123,6 +124,12 @@ def sqlite_path(tmp_path: Path) -> Path:
 def config() -> RunnableConfig:
     """A config naming a thread no other test uses."""
     return {"configurable": {"thread_id": str(uuid.uuid4())}}
+
+
+@pytest.fixture
+def runs() -> Counter[str]:
+    """A test's counter of node (or task) executions: what ran is what it counts."""
+    return Counter()
 
 
 @contextmanager

@@ -21,20 +21,25 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, AbstractContextManager, contextmanager
 from typing import Any, Literal, TypeVar
 
 import pytest
 from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
 
 import neograph_ext
 
-__all__ = ["MODES", "SYNC_ONLY", "Drive"]
+__all__ = ["MODES", "SYNC_ONLY", "Drive", "Saver"]
 
 T = TypeVar("T")
 
 MODES = ("sync", "async")
+
+Saver = BaseCheckpointSaver[Any]
+"""A checkpoint saver of any kind, sync or async, as the ``saver`` fixtures hand it."""
 
 SYNC_ONLY = pytest.mark.parametrize("drive", ["sync"], indirect=True)
 """For a test that runs one way only, on a sync saver (its subject is no driver, or one
@@ -110,6 +115,29 @@ class Drive:
         if self._loop is None:
             return neograph_ext.run(graph, input, config, **kwargs)
         return self.wait(neograph_ext.arun(graph, input, config, **kwargs))
+
+    def ran_before(
+        self,
+        builder: Any,
+        saver: Any,
+        input: Any,
+        config: RunnableConfig,
+        runs: Counter[str],
+        *,
+        crash: type[BaseException] | None = None,
+    ) -> Any:
+        """The release before the deploy: ``builder`` compiled on ``saver`` and run on
+        ``config`` (to the crash it is built for, when ``crash`` names it), then ``runs``
+        cleared, so that a test counts what the deployed code runs alone. Returns the
+        graph it compiled."""
+        graph = neograph_ext.compile(builder, checkpointer=saver)
+        if crash is None:
+            self.run(graph, input, config)
+        else:
+            with pytest.raises(crash):
+                self.run(graph, input, config)
+        runs.clear()
+        return graph
 
     def plan(self, graph: Any, config: RunnableConfig, **kwargs: Any) -> neograph_ext.ResumePlan:
         """``neograph_ext.plan`` or ``aplan``."""

@@ -50,8 +50,7 @@ def _config(thread: str) -> RunnableConfig:
     return {"configurable": {"thread_id": thread}}
 
 
-def test_no_change_passes(exported: dict[str, Path]) -> None:
-    runs: Counter[str] = Counter()
+def test_no_change_passes(exported: dict[str, Path], runs: Counter[str]) -> None:
     report = assert_resumable(app.pipeline(app.ReviewV1, runs), exported["blind"])
     kinds = {v.thread_id: v.plan.kind for v in report.verdicts if v.plan}
     assert kinds == {DONE: ne.PlanKind.UP_TO_DATE, CRASHED: ne.PlanKind.CONTINUE}

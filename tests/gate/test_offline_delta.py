@@ -15,6 +15,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from pydantic import BaseModel
 
 import neograph_ext as ne
+from tests.drive import Saver
 from tests.graphs.delta import STATES, fan
 from tests.integration.test_conformance import (
     COLUMNS,
@@ -29,12 +30,11 @@ from tests.integration.test_conformance import fan as conformance_fan
 
 @pytest.mark.parametrize("crash", [None, "c"])
 def test_a_changed_node_rewinds_alike(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig, tmp_path: Path, crash: str | None
+    saver: Saver, config: RunnableConfig, tmp_path: Path, crash: str | None, runs: Counter[str]
 ) -> None:
     writer = ne.compile(fan(STATES["delta-far"], Counter(), crash=crash), checkpointer=saver)
     with contextlib.suppress(RuntimeError):
         ne.run(writer, {"log": []}, config)
-    runs: Counter[str] = Counter()
     current = ne.compile(
         fan(STATES["delta-far"], runs, b="b2"), checkpointer=saver, versions={"b": "2"}
     )
@@ -56,10 +56,10 @@ def test_carrying_judges_the_rebuilt_value_alike(
     column: Column,
     new: type[BaseModel],
     options: dict[str, Any],
+    runs: Counter[str],
 ) -> None:
     writer = ne.compile(conformance_fan(column, V1, Counter()), checkpointer=saver)
     ne.run(writer, {}, config)
-    runs: Counter[str] = Counter()
     policy = ne.ResumePolicy(**options)
     current = ne.compile(conformance_fan(column, new, runs), checkpointer=saver, resume=policy)
     offline = _offline(writer, current, config, tmp_path, with_values=True)

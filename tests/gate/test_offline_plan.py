@@ -45,11 +45,10 @@ def _both(
 
 
 def test_a_rewind_plans_alike(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig, tmp_path: Path
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig, tmp_path: Path, runs: Counter[str]
 ) -> None:
     writer = ne.compile(linear(Counter(), {"c": V1}), checkpointer=saver)
     ne.run(writer, {"log": [], "value": 1}, config)
-    runs: Counter[str] = Counter()
     current = ne.compile(linear(runs, {"c": V2}), checkpointer=saver)
     offline, live = _both(saver, writer, current, config, tmp_path)
     assert offline == live
@@ -97,12 +96,11 @@ def test_a_thread_waiting_at_an_interrupt_plans_alike(
 
 
 def test_keep_compatible_needs_the_values_to_plan_alike(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig, tmp_path: Path
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig, tmp_path: Path, runs: Counter[str]
 ) -> None:
     writer = ne.compile(chat(Counter()), checkpointer=saver)
     ne.run(writer, say("hi"), config)
     ne.run(writer, say("again"), config)
-    runs: Counter[str] = Counter()
     keeping = ne.ResumePolicy(keep_compatible=True)
     current = ne.compile(chat(runs, ProfileV2), checkpointer=saver, resume=keeping)
     offline, live = _both(saver, writer, current, config, tmp_path / "values", with_values=True)

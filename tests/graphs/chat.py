@@ -8,11 +8,14 @@ from collections.abc import Callable
 from typing import Annotated, Any, TypedDict
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.types import interrupt
 from pydantic import ConfigDict
 
+import neograph_ext
+from tests.drive import Drive, Saver
 from tests.graphs.pipelines import deployed, model
 
 ProfileV1 = model("Profile", who=(str, ...))
@@ -73,3 +76,10 @@ def extracting_once(
 def say(text: str) -> dict[str, Any]:
     """One user turn's input."""
     return {"messages": [HumanMessage(text)]}
+
+
+def two_turns(drive: Drive, saver: Saver, config: RunnableConfig) -> None:
+    """Two turns of the first release of ``chat`` on the thread, its runs uncounted."""
+    graph = neograph_ext.compile(chat(Counter()), checkpointer=saver)
+    drive.run(graph, say("hi"), config)
+    drive.run(graph, say("again"), config)

@@ -12,13 +12,27 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+from langchain_core.runnables import RunnableConfig
 from langgraph.func import entrypoint, task
 from langgraph.pregel import Pregel
 from langgraph.types import CachePolicy, interrupt
 
+import neograph_ext
+from tests.drive import Drive, Saver
 from tests.graphs.pipelines import Crash
 
-__all__ = ["asking_chain", "asking_task", "cached", "chain", "fan_out", "nesting", "saving"]
+__all__ = [
+    "asking_chain",
+    "asking_task",
+    "cached",
+    "chain",
+    "crashed_in",
+    "fan_out",
+    "nesting",
+    "saving",
+    "task_of",
+]
 
 Workflow = Pregel[Any, Any, Any, Any]
 
@@ -34,6 +48,42 @@ def _counted(name: str, runs: Counter[str], crash: set[str], fn: Callable[[int],
         return body(x)
 
     return body, abody
+
+
+def crashed_in(
+    drive: Drive,
+    saver: Saver,
+    config: RunnableConfig,
+    runs: Counter[str],
+    build: Callable[..., Workflow],
+    at: str,
+) -> tuple[Workflow, Counter[str]]:
+    """The workflow ``build(runs, crash, is_async=...)`` makes, run on 1 until its task
+    ``at`` crashes; then the crash lifted and ``runs`` cleared. Returns the workflow and
+    what the crashed run ran."""
+    crash = {at}
+    workflow = build(runs, crash, is_async=drive.is_async)
+    with pytest.raises(Crash):
+        drive.run(neograph_ext.compile(workflow, checkpointer=saver), 1, config)
+    ran = runs.copy()
+    crash.clear()
+    runs.clear()
+    return workflow, ran
+
+
+def task_of(
+    name: str, body: Callable[..., Any], annotations: dict[str, Any], *, is_async: bool
+) -> Any:
+    """``body`` as the task ``name`` (awaited through a coroutine when ``is_async``),
+    annotated as given: what the stamp reads of it."""
+
+    async def abody(*args: Any, **kwargs: Any) -> Any:
+        return body(*args, **kwargs)
+
+    chosen: Any = abody if is_async else body
+    chosen.__name__ = name
+    chosen.__annotations__ = annotations
+    return task(chosen)
 
 
 def _task(
@@ -243,13 +293,7 @@ def asking_task(runs: Counter[str], *, is_async: bool) -> Workflow:
         runs["ask"] += 1
         return x + int(interrupt(f"add to {x}?"))
 
-    async def aasked(x: int) -> int:
-        return asked(x)
-
-    chosen: Any = aasked if is_async else asked
-    chosen.__name__ = "ask"
-    chosen.__annotations__ = {"x": int, "return": int}
-    ask = task(chosen)
+    ask = task_of("ask", asked, {"x": int, "return": int}, is_async=is_async)
     if is_async:
 
         @entrypoint()

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from itertools import pairwise
 from typing import Annotated, Any, TypedDict
 
+from langgraph.config import get_stream_writer
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
 from pydantic import BaseModel, create_model
@@ -115,6 +116,47 @@ def asking(runs: Counter[str]) -> StateGraph[Any, Any, Any, Any]:
     builder.add_edge("ask", "b")
     builder.add_edge("b", END)
     return builder
+
+
+DraftV1 = model("Draft", text=(str, ...))
+DraftV2 = model("Draft", text=(str, ...), tone=(str, "plain"))
+"""A draft's type before and after a deploy that adds a field with a default."""
+
+
+def approval(
+    runs: Counter[str],
+    draft_type: Any,
+    *,
+    ask: bool = True,
+    progress: bool = False,
+    send: bool = True,
+) -> StateGraph[Any, Any, Any, Any]:
+    """``draft -> review -> send``: ``review`` asks with ``interrupt()`` when ``ask``,
+    writing a custom stream event first when ``progress``; no ``send`` unless ``send``."""
+    deployed(draft_type)
+    # Functional syntax: the draft's type is this call's argument.
+    flow = TypedDict("Flow", {"draft": draft_type, "answer": str}, total=False)  # type: ignore[misc]  # noqa: UP013
+
+    def draft(state: Any) -> dict[str, Any]:
+        runs["draft"] += 1
+        return {"draft": draft_type(text="hello")}
+
+    def review(state: Any) -> dict[str, Any]:
+        runs["review"] += 1
+        if progress:
+            get_stream_writer()({"progress": "review"})
+        return {"answer": interrupt("approve?") if ask else "seen"}
+
+    def sent(state: Any) -> dict[str, Any]:
+        runs["send"] += 1
+        return {}
+
+    builder = StateGraph(flow)
+    builder.add_node("draft", draft)
+    builder.add_node("review", review)
+    if send:
+        builder.add_node("send", sent)
+    return wire(builder, "draft", "review", *(["send"] if send else []))
 
 
 def linear(

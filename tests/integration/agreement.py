@@ -40,7 +40,6 @@ from langgraph.types import Command
 
 import neograph_ext
 from neograph_ext import (
-    BudgetExceededError,
     NeographExtError,
     PlanKind,
     ResumePlan,
@@ -54,6 +53,7 @@ from neograph_ext._head_state import started_input
 from neograph_ext._policy import Asked, asked
 from neograph_ext._stamp import input_digest
 from neograph_ext._thread import thread_call
+from neograph_ext.budget import BudgetExceededError
 
 __all__ = ["install"]
 
@@ -230,16 +230,10 @@ def _before(graph: Any, input: Any, config: RunnableConfig, kwargs: dict[str, An
             plan = _plan(graph, input, config, kwargs)
     except Exception:
         return Call(None, False)
-    given = None if input is None or isinstance(input, Command) else input_digest(input)
-    new_turn = False
-    if given is not None and not plan.next_nodes and plan.kind is not PlanKind.FRESH:
-        try:
-            head = graph.checkpointer.get_tuple(config)
-        except Exception:  # an async saver inside a loop: ask its twin
-            head = None
-        stored = started_input(head) or plan.turn_input
-        new_turn = head is None or stored != given
-    return Call(plan, new_turn)
+    given = _given(plan, input)
+    if given is None:
+        return Call(plan, False)
+    return Call(plan, _new_turn(plan, given, _head(graph, config)))
 
 
 async def _abefore(graph: Any, input: Any, config: RunnableConfig, kwargs: dict[str, Any]) -> Call:
@@ -250,15 +244,37 @@ async def _abefore(graph: Any, input: Any, config: RunnableConfig, kwargs: dict[
                 plan = await driver.run(thread_plan(call))
     except Exception:
         return Call(None, False)
-    given = None if input is None or isinstance(input, Command) else input_digest(input)
-    new_turn = False
-    if given is not None and not plan.next_nodes and plan.kind is not PlanKind.FRESH:
-        try:
-            head = await graph.checkpointer.aget_tuple(config)
-        except Exception:
-            head = None
-        new_turn = head is None or (started_input(head) or plan.turn_input) != given
-    return Call(plan, new_turn)
+    given = _given(plan, input)
+    if given is None:
+        return Call(plan, False)
+    return Call(plan, _new_turn(plan, given, await _ahead(graph, config)))
+
+
+def _head(graph: Any, config: RunnableConfig) -> Any:
+    try:
+        return graph.checkpointer.get_tuple(config)
+    except Exception:  # an async saver inside a loop: ask its twin
+        return None
+
+
+async def _ahead(graph: Any, config: RunnableConfig) -> Any:
+    try:
+        return await graph.checkpointer.aget_tuple(config)
+    except Exception:
+        return None
+
+
+def _given(plan: ResumePlan, input: Any) -> str | None:
+    """The digest of an input that would start a new turn if it differs from the head's:
+    None for no input, an answer, a thread with nodes left or none at all."""
+    if input is None or isinstance(input, Command) or plan.next_nodes:
+        return None
+    return None if plan.kind is PlanKind.FRESH else input_digest(input)
+
+
+def _new_turn(plan: ResumePlan, given: str, head: Any) -> bool:
+    """Whether the input digested as ``given`` starts a new turn on ``head``."""
+    return head is None or (started_input(head) or plan.turn_input) != given
 
 
 def install(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -19,10 +19,9 @@ from tests.graphs.notes import ItemV2, note, notes
 
 
 def test_an_earlier_append_under_old_types_blocks_a_later_plain_turn(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
     drive.run(ne.compile(notes(Counter()), checkpointer=saver), note("one"), config)
-    runs: Counter[str] = Counter()
     graph = ne.compile(notes(runs, ItemV2), checkpointer=saver)
     # A later turn under the new code, not through run(): its append is of the new type,
     # turn 1's is still in the list.
@@ -49,10 +48,9 @@ def _two_turns(drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableCo
 
 
 def test_two_appending_turns_then_a_changed_item_replay_both(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
     _two_turns(drive, saver, config)
-    runs: Counter[str] = Counter()
     policy = ne.ResumePolicy(replay_turns=True)
     graph = ne.compile(notes(runs, ItemV2), checkpointer=saver, resume=policy)
     plan = drive.plan(graph, config)
@@ -65,10 +63,9 @@ def test_two_appending_turns_then_a_changed_item_replay_both(
 
 
 def test_keep_compatible_carries_the_earlier_items(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
     _two_turns(drive, saver, config)
-    runs: Counter[str] = Counter()
     policy = ne.ResumePolicy(keep_compatible=True)
     graph = ne.compile(notes(runs, ItemV2), checkpointer=saver, resume=policy)
     assert drive.plan(graph, config).kind is ne.PlanKind.MIGRATE
@@ -78,7 +75,7 @@ def test_keep_compatible_carries_the_earlier_items(
 
 
 def test_items_plain_langgraph_appended_count_as_the_adopting_code_s(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
     drive.invoke(notes(Counter()).compile(checkpointer=saver), note("one"), config)
     adopting = ne.compile(notes(Counter()), checkpointer=saver)
@@ -86,7 +83,6 @@ def test_items_plain_langgraph_appended_count_as_the_adopting_code_s(
     # Turn 1's unstamped item is still in the list, but the code that resumed the thread
     # adopted it: the thread is that code's, not unverified for ever.
     assert drive.plan(adopting, config).kind is ne.PlanKind.UP_TO_DATE
-    runs: Counter[str] = Counter()
     policy = ne.ResumePolicy(replay_turns=True)
     graph = ne.compile(notes(runs, ItemV2), checkpointer=saver, resume=policy)
     # Judged as the adopting code's own, the adopted item's changed type is seen.
@@ -112,14 +108,13 @@ def _chat(runs: Counter[str], messages: Any) -> Any:
 
 
 def test_a_widened_message_type_blocks_a_chat_and_keep_compatible_carries_it(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
     # As after a langchain-core upgrade that changes a message class: every turn's
     # messages are still in the list, and the users' ones no node can write again.
     old = ne.compile(_chat(Counter(), HumanMessage | AIMessage), checkpointer=saver)
     for text in ("hi", "again"):
         drive.run(old, {"messages": [HumanMessage(text)]}, config)
-    runs: Counter[str] = Counter()
     new = ne.compile(_chat(runs, AnyMessage), checkpointer=saver)
     plan = drive.plan(new, config)
     assert plan.blocker and "keep_compatible" in plan.blocker

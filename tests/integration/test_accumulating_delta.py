@@ -4,15 +4,13 @@ stays part of the value, so a change of its type is never silently up to date.""
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
 import pytest
 from langchain_core.runnables import RunnableConfig
 from langgraph.channels.delta import DeltaChannel
-from langgraph.checkpoint.base import BaseCheckpointSaver
 
 import neograph_ext as ne
-from tests.drive import Drive
+from tests.drive import Drive, Saver
 from tests.graphs.delta import extend
 from tests.graphs.notes import ItemV2, note, notes
 
@@ -24,13 +22,12 @@ KINDS = {
 
 @pytest.mark.parametrize("kind", list(KINDS))
 def test_an_earlier_delta_append_under_old_types_blocks_a_later_plain_turn(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, kind: str
+    drive: Drive, saver: Saver, config: RunnableConfig, kind: str, runs: Counter[str]
 ) -> None:
     reducer = KINDS[kind]
     drive.run(
         ne.compile(notes(Counter(), reducer=reducer), checkpointer=saver), note("one"), config
     )
-    runs: Counter[str] = Counter()
     graph = ne.compile(notes(runs, ItemV2, reducer=reducer), checkpointer=saver)
     drive.invoke(graph, note("two"), config)
     plan = drive.plan(graph, config)
@@ -49,13 +46,12 @@ def test_an_earlier_delta_append_under_old_types_blocks_a_later_plain_turn(
 
 @pytest.mark.parametrize("kind", list(KINDS))
 def test_two_delta_appending_turns_then_a_changed_item_replay_both(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, kind: str
+    drive: Drive, saver: Saver, config: RunnableConfig, kind: str, runs: Counter[str]
 ) -> None:
     reducer = KINDS[kind]
     old = ne.compile(notes(Counter(), reducer=reducer), checkpointer=saver)
     drive.run(old, note("one"), config)
     drive.run(old, note("two"), config)
-    runs: Counter[str] = Counter()
     policy = ne.ResumePolicy(replay_turns=True)
     graph = ne.compile(notes(runs, ItemV2, reducer=reducer), checkpointer=saver, resume=policy)
     assert drive.plan(graph, config).kind is ne.PlanKind.REWIND

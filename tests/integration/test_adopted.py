@@ -96,9 +96,9 @@ def test_an_adopted_thread_resumes_once_then_is_up_to_date(
     config: RunnableConfig,
     shape: str,
     caplog: pytest.LogCaptureFixture,
+    runs: Counter[str],
 ) -> None:
     caplog.set_level(logging.WARNING, logger="neograph_ext")
-    runs: Counter[str] = Counter()
     graph, first, resumed = SHAPES[shape](drive, saver, config, runs)
     runs.clear()
 
@@ -122,9 +122,8 @@ def test_an_adopted_thread_resumes_once_then_is_up_to_date(
 
 
 def test_a_plain_thread_with_two_turns_is_judged_by_its_latest_input(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     plain = linear(runs).compile(checkpointer=saver)
     drive.invoke(plain, X, config)
     drive.invoke(plain, Y, config)
@@ -137,12 +136,11 @@ def test_a_plain_thread_with_two_turns_is_judged_by_its_latest_input(
 
 
 def test_adopting_a_finished_thread_records_it_verified_so_a_later_change_is_seen(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
     """The same input again on a finished plain thread runs nothing and writes one fork
     of its head recording the adoption: the thread then plans as any stamped one, up to
     date, and a later deploy's change is rewound, not resumed unverified."""
-    runs: Counter[str] = Counter()
     drive.invoke(linear(runs).compile(checkpointer=saver), X, config)
     graph = ne.compile(linear(runs), checkpointer=saver)
     assert drive.plan(graph, config).kind is PlanKind.UNVERIFIED
@@ -157,13 +155,12 @@ def test_adopting_a_finished_thread_records_it_verified_so_a_later_change_is_see
 
 
 def test_values_that_do_not_read_back_are_not_adopted(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
     """``profile`` was saved as a class the new code no longer has (it comes back as a
     dict): a new turn resumes as LangGraph would, but the thread is not adopted, and
     stays unverified, for ``on_unverified`` to settle."""
     drive.invoke(chat(Counter()).compile(checkpointer=saver), say("hi"), config)
-    runs: Counter[str] = Counter()
     with without_class(ProfileV1):
         graph = ne.compile(chat(runs, RENAMED), checkpointer=saver)
         drive.run(graph, say("next"), config)

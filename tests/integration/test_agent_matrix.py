@@ -20,7 +20,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import Command
 
 import neograph_ext as ne
-from tests.drive import Drive
+from tests.drive import Drive, Saver
 from tests.graphs.agents import agent, artifact_tool, counted_tool
 from tests.graphs.chat import ProfileV1, ProfileV2, ProfileV3
 from tests.graphs.pipelines import Crash, as_data, deployed, model
@@ -70,9 +70,8 @@ def profiler(runs: Counter[str], state: type[Any]) -> Any:
 
 @pytest.mark.parametrize("keep", ["profile", ProfileV2], ids=["by-channel", "by-type"])
 def test_a_middleware_state_value_of_an_earlier_turn_is_kept_converted(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, keep: Any
+    drive: Drive, saver: Saver, config: RunnableConfig, keep: Any, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     tools = [counted_tool(runs, CITY)]
     deployed(ProfileV1)
     old = ne.compile(
@@ -106,11 +105,10 @@ def _artifacts(result: dict[str, Any]) -> list[Any]:
 
 
 def test_a_tools_changed_artifact_type_reruns_the_tool_not_the_model_call_before_it(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
     """A thread crashed in its second tool call, after ``lookup`` stored its artifact:
     model (1), tools: lookup (2), model (3), tools: search crashes (4)."""
-    runs: Counter[str] = Counter()
     script = ["lookup", "search"]
     crashing = counted_tool(runs, CITY, crash_once=True)
     old = agent(runs, [artifact_tool(runs, CITY, READING), crashing], script)
@@ -132,11 +130,10 @@ def test_a_tools_changed_artifact_type_reruns_the_tool_not_the_model_call_before
 
 
 def test_a_question_after_a_tool_whose_output_type_changed_is_asked_again(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
     """The human is asked to approve ``search``, which the model asked for after reading
     ``lookup``'s output: once that output's type changed, the question is asked again."""
-    runs: Counter[str] = Counter()
 
     def built(reading: type[Any]) -> Any:
         tools = [artifact_tool(runs, CITY, reading), counted_tool(runs, CITY)]
@@ -160,11 +157,10 @@ def test_a_question_after_a_tool_whose_output_type_changed_is_asked_again(
 
 
 def test_the_same_input_object_again_returns_the_stored_answer(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
     """``add_messages`` gives each message it is handed an id, in place: the caller's
     message keeps none, so the same input asks for the stored result, not a new turn."""
-    runs: Counter[str] = Counter()
     graph = ne.compile(agent(runs, [counted_tool(runs, CITY)], ["search"]), checkpointer=saver)
     question = say("a")
     first = drive.run(graph, question, config)
@@ -196,12 +192,11 @@ def _gated(runs: Counter[str], saver: BaseCheckpointSaver[Any], state: type[Any]
 
 
 def test_replayed_turns_each_asked_again_end_as_a_fresh_run_of_the_new_code(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
     """The profile written in turn 1 changed beyond keeping: ``replay_turns`` re-runs turn
     1 and feeds turns 2 and 3 their inputs again; each stops at its approval, and each
     answer goes on with the turns still owed."""
-    runs: Counter[str] = Counter()
     deployed(ProfileV1)
     _approved_chat(drive, _gated(runs, saver, ProfileState), config)
     runs.clear()
@@ -226,12 +221,11 @@ def test_replayed_turns_each_asked_again_end_as_a_fresh_run_of_the_new_code(
 
 
 def test_an_answer_to_the_last_turns_question_is_not_given_to_a_replayed_turns(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
     """Turn 3 waits on its approval when the deploy comes: the rejection sent for it, with
     ``reanswer``, is set aside while turns 1 and 2 are replayed and asked again, and
     turn 3's question is asked again when its turn comes."""
-    runs: Counter[str] = Counter()
     deployed(ProfileV1)
     old = _gated(runs, saver, ProfileState)
     for text in "ab":
@@ -280,10 +274,10 @@ def test_keep_compatible_keeps_no_structured_response_the_new_schema_rejects(
     old: Any,
     new: Any,
     answer: Any,
+    runs: Counter[str],
 ) -> None:
     """The stored response lacks the field the new response schema requires (a JSON schema
     validates nothing here): it is no value to keep, and the final model call re-runs."""
-    runs: Counter[str] = Counter()
     tools = [counted_tool(runs, CITY)]
 
     def weather(schema: Any, **options: Any) -> Any:
@@ -304,11 +298,10 @@ def test_keep_compatible_keeps_no_structured_response_the_new_schema_rejects(
 
 
 def test_rolling_deploy_on_an_approval_old_workers_leave_the_new_question_alone(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
     """The new release adds a tool argument while the human is asked to approve the old
     call: it asks again with the new arguments; an old worker given the answer refuses."""
-    runs: Counter[str] = Counter()
     calls: list[dict[str, Any]] = []
 
     def release(args: type[Any]) -> Any:
@@ -331,11 +324,10 @@ def test_rolling_deploy_on_an_approval_old_workers_leave_the_new_question_alone(
 
 
 def test_a_served_graph_replays_the_turns_owed_after_each_answer(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
     """As ``run`` does, for plain calls of a graph compiled with ``auto_resume`` (LangGraph
     Server): an answer to a replayed turn's question goes on with the turns owed."""
-    runs: Counter[str] = Counter()
     deployed(ProfileV1)
     _approved_chat(drive, _gated(runs, saver, ProfileState), config)
     runs.clear()

@@ -22,7 +22,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.prebuilt import create_react_agent
 
 import neograph_ext as ne
-from tests.drive import Drive
+from tests.drive import Drive, Saver
 from tests.graphs.agents import (
     Audit,
     BudgetState,
@@ -58,9 +58,8 @@ _ARGS = pytest.mark.parametrize("args", [OPTIONAL_UNITS, WITH_UNITS], ids=["opti
 
 
 def test_crash_in_a_tool_then_resume(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     graph = compiled(
         saver,
         agent(runs, [counted_tool(runs, CITY, crash_once=True)], ["search"], middleware=[Audit]),
@@ -81,8 +80,8 @@ def test_response_model_changed(
     saver: BaseCheckpointSaver[Any],
     config: RunnableConfig,
     strategy: Callable[[type], Any],
+    runs: Counter[str],
 ) -> None:
-    runs: Counter[str] = Counter()
     tools = [counted_tool(runs, CITY)]
     # A ToolStrategy answers by calling the tool named after the schema (a bare schema
     # becomes one: the scripted model declares no provider structured output).
@@ -108,9 +107,8 @@ def test_response_model_changed(
 
 @_ARGS
 def test_tool_argument_added(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, args: type[Any]
+    drive: Drive, saver: Saver, config: RunnableConfig, args: type[Any], runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     old = agent(runs, [counted_tool(runs, CITY)], ["search"], middleware=[Audit])
     drive.run(compiled(saver, old), HI, config)
     assert runs == Counter({"model": 2, "after_model": 2, "search": 1})
@@ -130,9 +128,8 @@ def test_tool_argument_added(
 
 
 def test_middleware_state_changed(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     tools = [counted_tool(runs, CITY)]
     hook = partial(budget, state=BudgetState)
     drive.run(compiled(saver, agent(runs, tools, ["search"], middleware=[hook])), HI, config)
@@ -150,9 +147,8 @@ def test_middleware_state_changed(
 
 
 def test_sub_agent_tool_changed(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     drive.run(compiled(saver, deep_agent(runs, [counted_tool(runs, CITY)])), HI, config)
     assert runs == Counter({"model": 2, "sub_model": 2, "search": 1})
     runs.clear()
@@ -170,9 +166,8 @@ def test_sub_agent_tool_changed(
 
 
 def test_react_agent_tool_change_behind_a_post_model_hook_reruns_the_model_call(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
 
     def hook(state: Any) -> dict[str, Any]:
         runs["post_model_hook"] += 1
@@ -196,11 +191,10 @@ def test_react_agent_tool_change_behind_a_post_model_hook_reruns_the_model_call(
 
 
 def test_response_model_changed_after_two_turns_reruns_the_last_final_call(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
     """The earlier turn's response was replaced (cleared with None, then written again)
     by the later one: nothing of it is live, so no earlier turn blocks the rewind."""
-    runs: Counter[str] = Counter()
     tools = [counted_tool(runs, CITY)]
     script = ["search", "Weather"]
     old = ne.compile(

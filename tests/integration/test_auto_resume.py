@@ -19,7 +19,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 import neograph_ext as ne
 import neograph_ext._run as run_module
-from tests.drive import Drive
+from tests.drive import Drive, Saver
 from tests.graphs.pipelines import Crash, linear, model
 
 V3_EVENTS = tuple(int(p) for p in metadata.version("langgraph").split(".")[:2]) >= (1, 2)
@@ -40,10 +40,9 @@ def _crashed(
 
 
 def test_invoke_rewinds_and_then_returns_the_stored_result(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
     _crashed(drive, saver, config)
-    runs: Counter[str] = Counter()
     graph = ne.compile(linear(runs, {"c": V2}), checkpointer=saver, attach=[ne.AutoResume()])
     assert drive.invoke(graph, None, config) == DONE
     assert runs == Counter("cd")
@@ -54,11 +53,10 @@ def test_invoke_rewinds_and_then_returns_the_stored_result(
 
 
 def test_an_input_on_a_complete_thread_is_a_new_turn_as_in_langgraph(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
     """A plain call is LangGraph's when nothing changed: a chat turn that repeats the last
     message is answered again (``run`` returns the stored result instead)."""
-    runs: Counter[str] = Counter()
     graph = ne.compile(linear(runs), checkpointer=saver, attach=[ne.AutoResume()])
     assert drive.invoke(graph, {"log": []}, config) == DONE
     assert drive.invoke(graph, {"log": []}, config) == {"log": list("abcdabcd")}
@@ -70,10 +68,9 @@ def test_an_input_on_a_complete_thread_is_a_new_turn_as_in_langgraph(
 
 @pytest.mark.parametrize("given", [{}, {"auto_resume": False}], ids=["left-out", "False"])
 def test_without_auto_resume_plain_calls_stay_plain(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, given: dict[str, Any]
+    drive: Drive, saver: Saver, config: RunnableConfig, given: dict[str, Any], runs: Counter[str]
 ) -> None:
     _crashed(drive, saver, config)
-    runs: Counter[str] = Counter()
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the documented default says nothing
         graph = ne.compile(linear(runs, {"c": V2}), checkpointer=saver, **given)
@@ -82,11 +79,10 @@ def test_without_auto_resume_plain_calls_stay_plain(
 
 
 def test_a_copy_with_a_checkpointer_keeps_auto_resume(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
     """A server compiles without a saver and injects its own through ``copy``."""
     _crashed(drive, saver, config)
-    runs: Counter[str] = Counter()
     graph = ne.compile(linear(runs, {"c": V2}), attach=[ne.AutoResume()])
     served = graph.copy(update={"checkpointer": saver})
     assert drive.invoke(served, None, config) == DONE
@@ -95,13 +91,12 @@ def test_a_copy_with_a_checkpointer_keeps_auto_resume(
 
 # Async only: a server's path (astream_events has no sync twin), on an async saver.
 async def test_astream_rewinds_and_then_streams_the_stored_values_once(
-    async_saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    async_saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
     saver = async_saver
     crashing = ne.compile(linear(Counter(), {"c": V1}, crash="d"), checkpointer=saver)
     with pytest.raises(Crash):
         await crashing.ainvoke({"log": []}, config)
-    runs: Counter[str] = Counter()
     graph = ne.compile(linear(runs, {"c": V2}), checkpointer=saver, attach=[ne.AutoResume()])
     modes = ["values", "updates"]
     chunks = [c async for c in graph.astream(None, config, stream_mode=modes)]
@@ -129,9 +124,8 @@ async def test_astream_rewinds_and_then_streams_the_stored_values_once(
 
 
 def test_stream_of_a_finished_thread_yields_its_values_once(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     graph = ne.compile(linear(runs), checkpointer=saver, attach=[ne.AutoResume()])
     drive.invoke(graph, {"log": []}, config)
     runs.clear()
@@ -141,11 +135,10 @@ def test_stream_of_a_finished_thread_yields_its_values_once(
 
 
 def test_a_strict_graph_raises_before_any_node_runs(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
     _crashed(drive, saver, config)
     checkpoints = len(list(saver.list(config)))
-    runs: Counter[str] = Counter()
     strict = ne.ResumePolicy(on_change="raise")
     graph = ne.compile(
         linear(runs, {"c": V2}), checkpointer=saver, resume=strict, attach=[ne.AutoResume()]
@@ -164,13 +157,12 @@ def test_a_strict_graph_raises_before_any_node_runs(
 
 @pytest.mark.parametrize("durability", ["exit", "async", "sync"])
 def test_an_explicit_durability_is_honoured(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, durability: str
+    drive: Drive, saver: Saver, config: RunnableConfig, durability: str, runs: Counter[str]
 ) -> None:
     """As many checkpoints as LangGraph writes with the caller's ``durability``, on a new
     thread and on a rewind."""
     thread = config["configurable"]["thread_id"]
     plain: RunnableConfig = {"configurable": {"thread_id": f"{thread}-plain"}}
-    runs: Counter[str] = Counter()
     drive.invoke(
         linear(runs).compile(checkpointer=saver), {"log": []}, plain, durability=durability
     )
@@ -205,9 +197,9 @@ def test_run_on_an_auto_resuming_graph_plans_once(
     saver: BaseCheckpointSaver[Any],
     config: RunnableConfig,
     caplog: pytest.LogCaptureFixture,
+    runs: Counter[str],
 ) -> None:
     _crashed(drive, saver, config)
-    runs: Counter[str] = Counter()
     graph = ne.compile(linear(runs, {"c": V2}), checkpointer=saver, attach=[ne.AutoResume()])
     with caplog.at_level(logging.INFO, logger="neograph_ext"):
         assert drive.run(graph, None, config) == DONE
@@ -217,9 +209,8 @@ def test_run_on_an_auto_resuming_graph_plans_once(
 
 
 def test_a_thread_written_before_stamping_starts_a_new_turn_on_another_input(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     drive.invoke(linear(runs).compile(checkpointer=saver), {"log": []}, config)
     runs.clear()
     graph = ne.compile(linear(runs), checkpointer=saver, attach=[ne.AutoResume()])
@@ -228,7 +219,7 @@ def test_a_thread_written_before_stamping_starts_a_new_turn_on_another_input(
 
 
 def test_a_resume_reads_its_head_twice_before_langgraph_does(
-    drive: Drive, saver: BaseCheckpointSaver[Any], monkeypatch: pytest.MonkeyPatch
+    drive: Drive, saver: Saver, monkeypatch: pytest.MonkeyPatch, runs: Counter[str]
 ) -> None:
     crashing = ne.compile(linear(Counter(), crash="c"), checkpointer=saver)
     ours, theirs = ({"configurable": {"thread_id": str(uuid.uuid4())}} for _ in range(2))
@@ -243,7 +234,6 @@ def test_a_resume_reads_its_head_twice_before_langgraph_does(
         return real(cfg)
 
     monkeypatch.setattr(saver, "aget_tuple" if drive.is_async else "get_tuple", counting)
-    runs: Counter[str] = Counter()
     # The function itself, not the plan == run harness, whose own plan reads too.
     graph = ne.compile(linear(runs), checkpointer=saver)
     if drive.is_async:

@@ -27,7 +27,7 @@ from langgraph.graph import START, StateGraph
 from langgraph.types import Command, interrupt
 
 import neograph_ext as ne
-from tests.drive import Drive
+from tests.drive import Drive, Saver
 from tests.integration.savers import reopened
 
 Builder = StateGraph[Any, Any, Any, Any]
@@ -196,11 +196,7 @@ def _twins(config: RunnableConfig) -> tuple[RunnableConfig, RunnableConfig]:
 
 @pytest.mark.parametrize("scenario", list(SCENARIOS))
 def test_an_auto_resuming_graph_behaves_as_langgraph(
-    drive: Drive,
-    saver: BaseCheckpointSaver[Any],
-    config: RunnableConfig,
-    tmp_path: Path,
-    scenario: str,
+    drive: Drive, saver: Saver, config: RunnableConfig, tmp_path: Path, scenario: str
 ) -> None:
     make, calls = SCENARIOS[scenario]
     plain_config, auto_config = _twins(config)
@@ -221,9 +217,9 @@ def test_run_on_a_graph_with_an_unsaved_subgraph_does_not_crash(
     saver: BaseCheckpointSaver[Any],
     config: RunnableConfig,
     make: Callable[[Counter[str]], Builder],
+    runs: Counter[str],
 ) -> None:
     """``run``'s default ``durability="sync"`` would fail in such a subgraph."""
-    runs: Counter[str] = Counter()
     graph = ne.compile(make(runs), checkpointer=saver)
     assert drive.run(graph, {"log": []}, config) == {"log": ["inner", "after"]}
     assert drive.run(graph, {"log": []}, config) == {"log": ["inner", "after"]}

@@ -35,8 +35,9 @@ def _spent(saver: BaseCheckpointSaver[Any], config: RunnableConfig) -> ne.budget
     return ledger.total
 
 
-def test_a_cap_is_hit_across_two_resumes(drive: Drive, saver: BaseCheckpointSaver[Any]) -> None:
-    runs: Counter[str] = Counter()
+def test_a_cap_is_hit_across_two_resumes(
+    drive: Drive, saver: BaseCheckpointSaver[Any], runs: Counter[str]
+) -> None:
     budget = ne.budget.Budget(max_model_calls=6)
     config = _thread()
     crashing = ne.compile(pipeline(runs, fail={"review"}), checkpointer=saver, attach=[budget])
@@ -50,7 +51,7 @@ def test_a_cap_is_hit_across_two_resumes(drive: Drive, saver: BaseCheckpointSave
     assert _spent(saver, config).model_calls == 6
 
     fixed = ne.compile(pipeline(runs), checkpointer=saver, attach=[budget])
-    with pytest.raises(ne.BudgetExceededError) as raised:
+    with pytest.raises(ne.budget.BudgetExceededError) as raised:
         drive.run(fixed, None, config)  # resume 2: publish's call would be the 7th
     error = raised.value
     assert (error.cap, error.limit, error.spent.model_calls) == ("max_model_calls", 6, 6)
@@ -77,21 +78,20 @@ def test_a_stop_reaches_the_caller_once_as_the_error_alone(
     """LangChain logs a callback's error before re-raising it; the stop is told once."""
     graph = ne.compile(pipeline(Counter()), checkpointer=saver, attach=[budget])
     caplog.set_level(logging.INFO)  # a driver's DEBUG lines echo the stored error
-    with pytest.raises(ne.BudgetExceededError):
+    with pytest.raises(ne.budget.BudgetExceededError):
         drive.run(graph, {"topic": "t"}, _thread())
     assert [r.getMessage() for r in caplog.records if "BudgetExceeded" in r.getMessage()] == []
     assert "BudgetExceededError" not in capfd.readouterr().err
 
 
 def test_raising_the_cap_continues_where_the_run_stopped(
-    drive: Drive, saver: BaseCheckpointSaver[Any]
+    drive: Drive, saver: BaseCheckpointSaver[Any], runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     config = _thread()
     tight = ne.compile(
         pipeline(runs), checkpointer=saver, attach=[ne.budget.Budget(max_model_calls=2)]
     )
-    with pytest.raises(ne.BudgetExceededError):
+    with pytest.raises(ne.budget.BudgetExceededError):
         drive.run(tight, {"topic": "t"}, config)
     assert runs == Counter(draft=1, review=1)  # review's second call was refused
 
@@ -104,8 +104,9 @@ def test_raising_the_cap_continues_where_the_run_stopped(
     assert _spent(saver, config).model_calls == 2 + 3
 
 
-def test_a_rewind_does_not_reset_spend(drive: Drive, saver: BaseCheckpointSaver[Any]) -> None:
-    runs: Counter[str] = Counter()
+def test_a_rewind_does_not_reset_spend(
+    drive: Drive, saver: BaseCheckpointSaver[Any], runs: Counter[str]
+) -> None:
     budget = ne.budget.Budget(max_model_calls=6)
     config = _thread()
     drive.run(
@@ -121,7 +122,7 @@ def test_a_rewind_does_not_reset_spend(drive: Drive, saver: BaseCheckpointSaver[
     assert plan.estimated_cost == ne.budget.Spend(supersteps=2, model_calls=3, tokens=3 * TOKENS)
     assert "estimated cost of the re-run: 2 superstep(s), 3 model call(s)" in str(plan)
 
-    with pytest.raises(ne.BudgetExceededError):
+    with pytest.raises(ne.budget.BudgetExceededError):
         drive.run(deployed, None, config)  # review's 2 calls fit, publish's would be the 7th
     assert runs == Counter(draft=1, review=2, publish=2)
     assert _spent(saver, config).model_calls == 6
@@ -132,9 +133,8 @@ def test_a_rewind_does_not_reset_spend(drive: Drive, saver: BaseCheckpointSaver[
 
 
 def test_per_turn_caps_each_turn_across_its_resumes(
-    drive: Drive, saver: BaseCheckpointSaver[Any]
+    drive: Drive, saver: BaseCheckpointSaver[Any], runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     per_turn = ne.budget.Budget(max_model_calls=CALLS, per="turn")
     config = _thread()
     graph = ne.compile(pipeline(runs), checkpointer=saver, attach=[per_turn])
@@ -143,7 +143,7 @@ def test_per_turn_caps_each_turn_across_its_resumes(
     crashing = ne.compile(pipeline(runs, fail={"review"}), checkpointer=saver, attach=[per_turn])
     with pytest.raises(Crash):
         drive.run(crashing, {"topic": "c"}, config)  # turn 3: 3 calls paid
-    with pytest.raises(ne.BudgetExceededError) as raised:
+    with pytest.raises(ne.budget.BudgetExceededError) as raised:
         drive.run(graph, None, config)  # its resume: review's 2 calls would make 5
     assert raised.value.spent.model_calls == CALLS
     assert "in its current turn" in str(raised.value)
@@ -157,14 +157,13 @@ def test_per_turn_caps_each_turn_across_its_resumes(
     )
     other = _thread()
     drive.run(thread_cap, {"topic": "a"}, other)
-    with pytest.raises(ne.BudgetExceededError):
+    with pytest.raises(ne.budget.BudgetExceededError):
         drive.run(thread_cap, {"topic": "b"}, other)  # per thread, turn 2 has nothing left
 
 
 def test_supersteps_are_counted_for_the_thread_not_from_each_resume(
-    drive: Drive, saver: BaseCheckpointSaver[Any]
+    drive: Drive, saver: BaseCheckpointSaver[Any], runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     budget = ne.budget.Budget(max_supersteps=STEPS + 1)
     config = _thread()
     crashing = ne.compile(pipeline(runs, fail={"publish"}), checkpointer=saver, attach=[budget])
@@ -172,16 +171,15 @@ def test_supersteps_are_counted_for_the_thread_not_from_each_resume(
         drive.run(crashing, {"topic": "t"}, config)
     graph = ne.compile(pipeline(runs), checkpointer=saver, attach=[budget])
     assert drive.run(graph, None, config)["done"] == "ok"  # the 4th superstep
-    with pytest.raises(ne.BudgetExceededError) as raised:
+    with pytest.raises(ne.budget.BudgetExceededError) as raised:
         drive.run(graph, {"topic": "again"}, config)
     assert raised.value.cap == "max_supersteps"
     assert runs == Counter(draft=1, review=1, publish=2)  # draft never started
 
 
 def test_strict_mode_raises_its_own_error_before_any_spend(
-    drive: Drive, saver: BaseCheckpointSaver[Any]
+    drive: Drive, saver: BaseCheckpointSaver[Any], runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     budget = ne.budget.Budget(max_model_calls=CALLS)
     config = _thread()
     drive.run(
@@ -201,9 +199,8 @@ def test_strict_mode_raises_its_own_error_before_any_spend(
 
 
 def test_without_a_budget_nothing_is_counted_or_stored(
-    drive: Drive, saver: BaseCheckpointSaver[Any]
+    drive: Drive, saver: BaseCheckpointSaver[Any], runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     config = _thread()
     graph = ne.compile(pipeline(runs), checkpointer=saver)
     assert drive.run(graph, {"topic": "t"}, config)["done"] == "ok"
@@ -212,14 +209,15 @@ def test_without_a_budget_nothing_is_counted_or_stored(
     assert drive.plan(deployed, config).estimated_cost is None
 
 
-def test_plain_calls_are_counted_too(drive: Drive, saver: BaseCheckpointSaver[Any]) -> None:
-    runs: Counter[str] = Counter()
+def test_plain_calls_are_counted_too(
+    drive: Drive, saver: BaseCheckpointSaver[Any], runs: Counter[str]
+) -> None:
     config = _thread()
     graph = ne.compile(
         pipeline(runs), checkpointer=saver, attach=[ne.budget.Budget(max_model_calls=5)]
     )
     drive.invoke(graph, {"topic": "t"}, config, durability="sync")
-    with pytest.raises(ne.BudgetExceededError):
+    with pytest.raises(ne.budget.BudgetExceededError):
         drive.invoke(graph, {"topic": "u"}, config, durability="sync")
     assert _spent(saver, config).model_calls == 5
 
@@ -254,7 +252,7 @@ def test_calls_of_async_nodes_and_parallel_tasks_are_counted(
     assert ledger is not None
     assert ledger.total == ne.budget.Spend(supersteps=1, model_calls=3, tokens=3 * TOKENS)
     assert ledger.nodes["ask"].model_calls == 2 and ledger.nodes["tell"].model_calls == 1
-    with pytest.raises(ne.BudgetExceededError):
+    with pytest.raises(ne.budget.BudgetExceededError):
         drive.run(graph, {"said": ["again"]}, config)  # of 3 more calls, 1 fits
     assert _spent(saver, config).model_calls == 4
 
@@ -281,7 +279,7 @@ def test_a_thread_of_more_invocations_than_the_ledger_reads_keeps_every_count(
     assert ledger is not None
     assert ledger.total == ne.budget.Spend(RECENT + 3, RECENT + 3, (RECENT + 3) * TOKENS)
     assert len(ledger.turns) == RECENT + 3
-    with pytest.raises(ne.BudgetExceededError):
+    with pytest.raises(ne.budget.BudgetExceededError):
         drive.run(graph, {"said": ["one more"]}, config)
 
 
@@ -321,7 +319,7 @@ def test_a_sync_model_call_inside_an_async_node_is_counted(
     config = _thread()
     drive.run(graph, {"said": []}, config)
     assert _spent(saver, config) == ne.budget.Spend(supersteps=1, model_calls=1, tokens=TOKENS)
-    with pytest.raises(ne.BudgetExceededError):
+    with pytest.raises(ne.budget.BudgetExceededError):
         drive.run(graph, {"said": ["again"]}, config)
 
 

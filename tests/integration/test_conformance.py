@@ -217,10 +217,10 @@ def test_the_thread_ends_as_a_fresh_run_or_the_stored_values(
     way: str,
     tmp_path: Path,
     config: RunnableConfig,
+    runs: Counter[str],
 ) -> None:
     w = WAYS[way]
     saver = savers(drive, kind, tmp_path / "matrix.sqlite")
-    runs: Counter[str] = Counter()
     deployed(V1)  # stored values revive as the class of the code running, as in an app
     with saver() as s:
         drive.run(ne.compile(fan(column, V1, runs), checkpointer=s), {"history": []}, config)
@@ -382,6 +382,7 @@ def test_each_shape_ends_as_a_fresh_run(
     shape: str,
     tmp_path: Path,
     config: RunnableConfig,
+    runs: Counter[str],
 ) -> None:
     sh = SHAPES[shape](column)
     saver = savers(drive, kind, tmp_path / "matrix.sqlite")
@@ -389,7 +390,6 @@ def test_each_shape_ends_as_a_fresh_run(
         graph = ne.compile(sh.build(column, Counter(), False), checkpointer=s)
         for given, options in sh.before:
             drive.run(graph, given, config, **options)
-    runs: Counter[str] = Counter()
     with saver() as s:
         graph = ne.compile(sh.build(column, runs, True), checkpointer=s)
         for given, options in sh.after:
@@ -440,6 +440,7 @@ def test_two_turns_end_as_a_fresh_two_turn_run_or_block(
     replay: bool,
     tmp_path: Path,
     config: RunnableConfig,
+    runs: Counter[str],
 ) -> None:
     # A DeltaChannel keeps every turn's summary (turn 1's, of the old type, is still in
     # the value): only replaying turn 1 ends as a fresh run. A plain channel holds turn
@@ -451,7 +452,6 @@ def test_two_turns_end_as_a_fresh_two_turn_run_or_block(
         old = ne.compile(fan(column, V1, Counter()), checkpointer=s)
         for given in turns:
             drive.run(old, given, config)
-    runs: Counter[str] = Counter()
     deployed(REQUIRED)
     policy = ne.ResumePolicy(replay_turns=replay)
     with saver() as s:

@@ -141,7 +141,7 @@ def _unplanned(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 async def test_every_driver_continues_a_verified_head_without_planning(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, runs: Counter[str]
 ) -> None:
     saver = InMemorySaver()
     planned = _unplanned(monkeypatch)
@@ -149,7 +149,6 @@ async def test_every_driver_continues_a_verified_head_without_planning(
     for config in threads:
         await asyncio.to_thread(_crashed, saver, config)
     planned.clear()
-    runs: Counter[str] = Counter()
     graph = ne.compile(linear(runs, {"c": V1}), checkpointer=saver)
     done = {"log": list("abcd")}
     # The sync drivers in a thread, as an async caller must call them: off the event loop.
@@ -166,10 +165,9 @@ async def test_every_driver_continues_a_verified_head_without_planning(
 
 
 def test_a_declined_head_is_planned(
-    monkeypatch: pytest.MonkeyPatch, config: RunnableConfig
+    monkeypatch: pytest.MonkeyPatch, config: RunnableConfig, runs: Counter[str]
 ) -> None:
     saver = InMemorySaver()
-    runs: Counter[str] = Counter()
     _changed(saver, config)
     planned = _unplanned(monkeypatch)
     graph = ne.compile(linear(runs, {"c": V2}), checkpointer=saver)

@@ -13,14 +13,11 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import Command
 
 import neograph_ext as ne
-from tests.drive import Drive
-from tests.graphs.pipelines import Crash, linear, model
-from tests.integration.test_long_lived import _approval
+from tests.drive import Drive, Saver
+from tests.graphs.pipelines import Crash, DraftV1, DraftV2, approval, linear, model
 
 V1 = model(score=(int, ...))
 V2 = model(score=(float, ...))
-DraftV1 = model("Draft", text=(str, ...))
-DraftV2 = model("Draft", text=(str, ...), tone=(str, "plain"))
 
 
 def _records(caplog: pytest.LogCaptureFixture) -> Counter[tuple[str, str]]:
@@ -40,11 +37,7 @@ def _crashed(drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConf
 
 @pytest.mark.parametrize("call", ["invoke", "run"])
 def test_a_rewind_is_logged_once(
-    drive: Drive,
-    saver: BaseCheckpointSaver[Any],
-    config: RunnableConfig,
-    caplog: pytest.LogCaptureFixture,
-    call: str,
+    drive: Drive, saver: Saver, config: RunnableConfig, caplog: pytest.LogCaptureFixture, call: str
 ) -> None:
     _crashed(drive, saver, config)
     graph = ne.compile(linear(Counter(), {"c": V2}), checkpointer=saver, attach=[ne.AutoResume()])
@@ -58,14 +51,10 @@ def test_a_rewind_is_logged_once(
 
 @pytest.mark.parametrize("call", ["invoke", "run"])
 def test_a_question_asked_again_warns_once_per_warning(
-    drive: Drive,
-    saver: BaseCheckpointSaver[Any],
-    config: RunnableConfig,
-    caplog: pytest.LogCaptureFixture,
-    call: str,
+    drive: Drive, saver: Saver, config: RunnableConfig, caplog: pytest.LogCaptureFixture, call: str
 ) -> None:
-    drive.run(ne.compile(_approval(Counter(), DraftV1), checkpointer=saver), {}, config)
-    graph = ne.compile(_approval(Counter(), DraftV2), checkpointer=saver, attach=[ne.AutoResume()])
+    drive.run(ne.compile(approval(Counter(), DraftV1), checkpointer=saver), {}, config)
+    graph = ne.compile(approval(Counter(), DraftV2), checkpointer=saver, attach=[ne.AutoResume()])
     with caplog.at_level(logging.DEBUG, logger="neograph_ext"):
         getattr(drive, call)(graph, Command(resume="approve"), config)
     logged = _records(caplog)
@@ -77,13 +66,10 @@ def test_a_question_asked_again_warns_once_per_warning(
 
 
 def test_plan_logs_at_debug_only(
-    drive: Drive,
-    saver: BaseCheckpointSaver[Any],
-    config: RunnableConfig,
-    caplog: pytest.LogCaptureFixture,
+    drive: Drive, saver: Saver, config: RunnableConfig, caplog: pytest.LogCaptureFixture
 ) -> None:
-    drive.run(ne.compile(_approval(Counter(), DraftV1), checkpointer=saver), {}, config)
-    graph = ne.compile(_approval(Counter(), DraftV2), checkpointer=saver)
+    drive.run(ne.compile(approval(Counter(), DraftV1), checkpointer=saver), {}, config)
+    graph = ne.compile(approval(Counter(), DraftV2), checkpointer=saver)
     with caplog.at_level(logging.DEBUG, logger="neograph_ext"):
         assert drive.plan(graph, config).kind is ne.PlanKind.REWIND
     assert _records(caplog) == Counter()

@@ -19,7 +19,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 import neograph_ext as ne
-from tests.drive import Drive
+from tests.drive import Drive, Saver
 from tests.graphs.delta import STATES, fan
 from tests.integration.savers import reopened
 
@@ -41,9 +41,8 @@ def _read_back(
 
 
 def test_a_complete_thread_returns_what_langgraph_rebuilds(
-    drive: Drive, state: type, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, state: type, saver: Saver, config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     graph = ne.compile(fan(state, runs), checkpointer=saver)
     assert drive.run(graph, {"log": []}, config) == {"log": LOG}
     runs.clear()
@@ -58,9 +57,9 @@ def test_a_keeping_rewind_holds_a_fresh_runs_values(
     saver: BaseCheckpointSaver[Any],
     config: RunnableConfig,
     tmp_path: Path,
+    runs: Counter[str],
 ) -> None:
     drive.run(ne.compile(fan(state, Counter()), checkpointer=saver), {"log": []}, config)
-    runs: Counter[str] = Counter()
     graph = ne.compile(fan(state, runs, b="b2"), checkpointer=saver, versions={"b": "2"})
     assert drive.plan(graph, config).kept == frozenset({"a", "c"})
     assert drive.run(graph, {"log": []}, config) == {"log": CHANGED}
@@ -77,12 +76,12 @@ def test_an_accepted_crashed_thread_keeps_its_finished_sibling_once(
     saver: BaseCheckpointSaver[Any],
     config: RunnableConfig,
     tmp_path: Path,
+    runs: Counter[str],
 ) -> None:
     """``accept`` forks the head and copies its pending writes (``b``'s) onto the fork."""
     crashing = ne.compile(fan(state, Counter(), crash="c"), checkpointer=saver)
     with pytest.raises(RuntimeError, match="c crashed"):
         drive.run(crashing, {"log": []}, config)
-    runs: Counter[str] = Counter()
     graph = ne.compile(fan(state, runs), checkpointer=saver, versions={"d": "2"})
     drive.accept(graph, config)
     assert drive.run(graph, None, config) == {"log": LOG}
@@ -98,11 +97,11 @@ def test_a_channel_that_only_changed_its_langgraph_channel_class_is_no_change(
     tmp_path: Path,
     before: str,
     after: str,
+    runs: Counter[str],
 ) -> None:
     """LangGraph reads the old storage itself (its own migration suites): nothing re-runs,
     and a new turn continues the stored list."""
     drive.run(ne.compile(fan(STATES[before], Counter()), checkpointer=saver), {"log": []}, config)
-    runs: Counter[str] = Counter()
     graph = ne.compile(fan(STATES[after], runs), checkpointer=saver)
     plan = drive.plan(graph, config)
     assert plan.kind is ne.PlanKind.UP_TO_DATE
@@ -122,11 +121,11 @@ def test_a_rewind_through_langgraphs_time_travel_holds_a_fresh_runs_values(
     tmp_path: Path,
     changed: str,
     reran: str,
+    runs: Counter[str],
 ) -> None:
     """Nothing kept: the rewind is LangGraph's own fork of the target, whose pending
     writes (the old branch's) must not reach the new branch."""
     drive.run(ne.compile(fan(state, Counter()), checkpointer=saver), {"log": []}, config)
-    runs: Counter[str] = Counter()
     graph = ne.compile(fan(state, runs), checkpointer=saver, versions={changed: "2"})
     assert drive.run(graph, {"log": []}, config) == {"log": LOG}
     assert runs == Counter(reran)
@@ -134,10 +133,9 @@ def test_a_rewind_through_langgraphs_time_travel_holds_a_fresh_runs_values(
 
 
 def test_a_named_complete_checkpoint_returns_its_state_and_writes_nothing(
-    drive: Drive, state: type, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, state: type, saver: Saver, config: RunnableConfig, runs: Counter[str]
 ) -> None:
     """Resuming a named checkpoint would be time travel, which writes a fork."""
-    runs: Counter[str] = Counter()
     graph = ne.compile(fan(state, runs), checkpointer=saver)
     drive.run(graph, {"log": []}, config)
     newest = saver.get_tuple(config)

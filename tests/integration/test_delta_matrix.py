@@ -22,7 +22,7 @@ from langgraph.graph import START, StateGraph
 from pydantic import BaseModel
 
 import neograph_ext as ne
-from tests.drive import Drive
+from tests.drive import Drive, Saver
 from tests.graphs.delta import STATES, extend, fan
 from tests.graphs.entries import EntryV1, EntryV2, add_lang, entries
 from tests.graphs.notes import ItemV2, note, notes
@@ -53,6 +53,7 @@ def test_a_rewind_to_before_a_migration_converts_the_earlier_items_again(
     config: RunnableConfig,
     tmp_path: Path,
     reducer: str,
+    runs: Counter[str],
 ) -> None:
     """Migrated, then ``d`` changed: the rewind to before ``d`` must not bring back the
     unconverted entries of ``a``, ``b`` and ``c`` (read back as ``EntryV2`` without
@@ -60,7 +61,6 @@ def test_a_rewind_to_before_a_migration_converts_the_earlier_items_again(
     kind = ACCUMULATING[reducer]
     drive.run(ne.compile(entries(EntryV1, kind, Counter()), checkpointer=saver), {}, config)
     policy = ne.ResumePolicy(migrations={"log": add_lang})
-    runs: Counter[str] = Counter()
     graph = ne.compile(entries(EntryV2, kind, runs), checkpointer=saver, resume=policy)
     assert drive.plan(graph, config).kind is ne.PlanKind.MIGRATE
     drive.run(graph, None, config)
@@ -77,12 +77,11 @@ def test_a_rewind_to_before_a_migration_converts_the_earlier_items_again(
 
 @pytest.mark.parametrize("reducer", list(DELTA))
 def test_without_the_migration_that_rewind_is_refused_naming_the_channel(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, reducer: str
+    drive: Drive, saver: Saver, config: RunnableConfig, reducer: str, runs: Counter[str]
 ) -> None:
     kind = DELTA[reducer]
     drive.run(ne.compile(entries(EntryV1, kind, Counter()), checkpointer=saver), {}, config)
     policy = ne.ResumePolicy(migrations={"log": add_lang})
-    runs: Counter[str] = Counter()
     drive.run(
         ne.compile(entries(EntryV2, kind, runs), checkpointer=saver, resume=policy), None, config
     )
@@ -99,11 +98,11 @@ def test_a_rewind_to_before_an_accept_brings_back_what_was_accepted(
     config: RunnableConfig,
     tmp_path: Path,
     reducer: str,
+    runs: Counter[str],
 ) -> None:
     """``accept`` converts nothing, though its fork snapshots a DeltaChannel: the
     entries stay as they were accepted, and only ``d`` runs again."""
     kind = ACCUMULATING[reducer]
-    runs: Counter[str] = Counter()
     drive.run(ne.compile(entries(EntryV1, kind, runs), checkpointer=saver), {}, config)
     drive.accept(ne.compile(entries(EntryV2, kind, runs), checkpointer=saver), config)
     runs.clear()
@@ -122,11 +121,11 @@ def test_a_rollback_after_a_migration_takes_the_unconverted_items_back(
     config: RunnableConfig,
     tmp_path: Path,
     reducer: str,
+    runs: Counter[str],
 ) -> None:
     """The old code takes the migrated thread over: the entries before the last writer
     are of its own type again, nothing to convert; then the new code takes it back."""
     kind = ACCUMULATING[reducer]
-    runs: Counter[str] = Counter()
     old = ne.compile(entries(EntryV1, kind, runs), checkpointer=saver)
     policy = ne.ResumePolicy(migrations={"log": add_lang})
     new = ne.compile(entries(EntryV2, kind, runs), checkpointer=saver, resume=policy)
@@ -144,7 +143,7 @@ def test_a_rollback_after_a_migration_takes_the_unconverted_items_back(
 
 @pytest.mark.parametrize("reducer", list(DELTA))
 def test_a_replay_into_the_first_turn_after_a_migration_forks_and_ends_as_a_fresh_run(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, reducer: str
+    drive: Drive, saver: Saver, config: RunnableConfig, reducer: str, runs: Counter[str]
 ) -> None:
     """Migrated in the second turn, changed again after a third: the rewind to before
     the first item needs nothing converted (no item is there yet); the three turns are
@@ -164,7 +163,6 @@ def test_a_replay_into_the_first_turn_after_a_migration_forks_and_ends_as_a_fres
     before = {
         s.config["configurable"]["checkpoint_id"] for s in drive.get_state_history(old, config)
     }
-    runs: Counter[str] = Counter()
     replaying = ne.ResumePolicy(replay_turns=True)
     graph = ne.compile(notes(runs, ItemV3, reducer=kind), checkpointer=saver, resume=replaying)
     assert len(drive.plan(graph, config).replayed) == 2
@@ -185,6 +183,7 @@ def test_an_earlier_turns_items_kept_compatible_read_back_as_the_new_type(
     config: RunnableConfig,
     tmp_path: Path,
     reducer: str,
+    runs: Counter[str],
 ) -> None:
     """``Item.n`` went from int to float: both turns' items are kept, validated (their
     ``n`` a float, as a fresh run writes), and a third turn appends after them."""
@@ -192,7 +191,6 @@ def test_an_earlier_turns_items_kept_compatible_read_back_as_the_new_type(
     old = ne.compile(notes(Counter(), reducer=kind), checkpointer=saver)
     for text in ("one", "two"):
         drive.run(old, note(text), config)
-    runs: Counter[str] = Counter()
     policy = ne.ResumePolicy(keep_compatible=True)
     graph = ne.compile(notes(runs, ItemV2, reducer=kind), checkpointer=saver, resume=policy)
     assert drive.plan(graph, config).kind is ne.PlanKind.MIGRATE
@@ -212,19 +210,18 @@ def test_a_step_finished_by_a_resume_after_a_crash_keeps_its_sibling_on_a_rewind
     tmp_path: Path,
     state: str,
     written_by: str,
+    runs: Counter[str],
 ) -> None:
     """``c`` crashed and finished when the thread was resumed (adopted, for a thread
     plain LangGraph wrote): its step holds the failed try's error beside its output.
     A change of ``b`` then keeps ``c``, as planned."""
-    runs: Counter[str] = Counter()
     crashing = fan(STATES[state], runs, crash="c")
     with pytest.raises(RuntimeError, match="c crashed"):
         if written_by == "langgraph":
             drive.invoke(crashing.compile(checkpointer=saver), {"log": []}, config)
         else:
             drive.run(ne.compile(crashing, checkpointer=saver), {"log": []}, config)
-    drive.run(ne.compile(fan(STATES[state], runs), checkpointer=saver), None, config)
-    runs.clear()
+    drive.ran_before(fan(STATES[state], runs), saver, None, config, runs)
     graph = ne.compile(fan(STATES[state], runs, b="b2"), checkpointer=saver, versions={"b": "2"})
     assert drive.plan(graph, config).kept_tasks == {"c"}
     drive.run(graph, None, config)
@@ -275,14 +272,13 @@ def drafting(saver: BaseCheckpointSaver[Any], runs: Counter[str], kind: Any, **h
 @pytest.mark.parametrize("reducer", list(DELTA))
 @pytest.mark.parametrize("kept", [False, True], ids=["a dict", "itself"])
 def test_a_stored_delta_value_is_judged_as_langgraph_rebuilds_it(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, reducer: str, kept: bool
+    drive: Drive, saver: Saver, config: RunnableConfig, reducer: str, kept: bool, runs: Counter[str]
 ) -> None:
     """A resume hands ``publish`` the rebuilt list, not what ``channel_values`` hold (no
     value, or a snapshot): one that reads back as a dict rewinds to ``write``; one that
     reads back as itself is no false alarm."""
     with pytest.raises(Crash):
         drive.run(drafting(saver, Counter(), DELTA[reducer], crash=True, kept=kept), {}, config)
-    runs: Counter[str] = Counter()
     graph = drafting(saver, runs, DELTA[reducer], kept=kept)
     planned = drive.plan(graph, config)
     assert planned.kind is (ne.PlanKind.CONTINUE if kept else ne.PlanKind.REWIND)

@@ -17,9 +17,8 @@ INPUT = {"log": [], "value": 7}
 
 
 def test_a_head_that_is_the_input_checkpoint_resumes_every_node(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     graph = ne.compile(linear(runs), checkpointer=saver)
     # Exactly what a kill right after ``run()`` saved its input leaves behind.
     drive.update_state(graph, config, INPUT, as_node="__input__")
@@ -33,9 +32,8 @@ def test_a_head_that_is_the_input_checkpoint_resumes_every_node(
 
 
 def test_an_input_given_to_it_is_ignored(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     graph = ne.compile(linear(runs), checkpointer=saver)
     drive.update_state(graph, config, INPUT, as_node="__input__")
 

@@ -45,9 +45,8 @@ CITY = model("SearchArgs", city=(str, ...))
     ids=["edit", "reject", "respond"],
 )
 async def test_a_served_agent_asking_per_call_resumes_through_ainvoke(
-    answer: dict[str, Any], status: str, said: str, searched: int
+    answer: dict[str, Any], status: str, said: str, searched: int, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     gate = HumanInTheLoopMiddleware({"search": True}, interrupt_mode="per_call")
     built = agent(runs, [counted_tool(runs, CITY)], ["search"], middleware=[lambda _: gate])
     served = ne.compile(built, checkpointer=InMemorySaver(), attach=[ne.AutoResume()])

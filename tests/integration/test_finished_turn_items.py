@@ -25,7 +25,7 @@ from langgraph.graph.message import add_messages
 from pydantic import ConfigDict
 
 import neograph_ext as ne
-from tests.drive import Drive
+from tests.drive import Drive, Saver
 from tests.graphs.delta import extend
 from tests.graphs.notes import ItemV1, ItemV2, note, notes
 from tests.graphs.pipelines import deployed, model
@@ -149,10 +149,9 @@ def test_items_that_no_longer_validate_are_settled_by_the_policy(
 
 @pytest.mark.parametrize("kind", list(KINDS))
 def test_a_changed_version_of_the_node_that_appended_them_asks_for_a_rerun(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, kind: str
+    drive: Drive, saver: Saver, config: RunnableConfig, kind: str, runs: Counter[str]
 ) -> None:
     thread = _talked(drive, saver, config, kind, 2)
-    runs: Counter[str] = Counter()
     bumped = ne.compile(KINDS[kind](runs, "old"), checkpointer=saver, versions={"take": "2"})
     planned = drive.plan(bumped, thread, input=NEXT)
     assert planned.blocker and "replay_turns" in planned.blocker

@@ -22,7 +22,7 @@ from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
 import neograph_ext as ne
-from tests.drive import Drive
+from tests.drive import Drive, Saver
 from tests.graphs.agents import ScriptedChat, agent, artifact_tool
 from tests.graphs.chat import ProfileV2, ProfileV3, chat, say
 from tests.graphs.functional import chain, saving
@@ -127,10 +127,9 @@ def test_without_the_new_input_plan_answers_for_the_stored_result(
 
 
 def test_the_same_input_again_on_a_finished_pipeline_still_rewinds(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
     drive.run(ne.compile(linear(Counter(), {"c": V1}), checkpointer=saver), {"log": []}, config)
-    runs: Counter[str] = Counter()
     graph = ne.compile(linear(runs, {"c": V2}), checkpointer=saver)
     assert drive.plan(graph, config, input={"log": []}).kind is ne.PlanKind.REWIND
     assert drive.run(graph, {"log": []}, config) == {"log": list("abcd")}
@@ -139,7 +138,7 @@ def test_the_same_input_again_on_a_finished_pipeline_still_rewinds(
 
 @pytest.mark.parametrize("turns", [1, 2])
 def test_a_finished_turns_value_that_no_longer_validates_is_settled_by_the_policy(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, turns: int
+    drive: Drive, saver: Saver, config: RunnableConfig, turns: int, runs: Counter[str]
 ) -> None:
     """``extract`` wrote ``profile`` in turn 1 (live); a deploy renames its field. A new
     turn is blocked with the ways out, on one turn as on two; a migration converts it,
@@ -147,7 +146,6 @@ def test_a_finished_turns_value_that_no_longer_validates_is_settled_by_the_polic
     old = ne.compile(chat(Counter()), checkpointer=saver)
     for turn in range(turns):
         drive.run(old, say(f"turn {turn}"), config)
-    runs: Counter[str] = Counter()
     graph = ne.compile(chat(runs, ProfileV3), checkpointer=saver)
     planned = drive.plan(graph, config, input=say("next"))
     assert planned.blocker is not None and "a finished turn" in planned.blocker
@@ -164,7 +162,7 @@ def test_a_finished_turns_value_that_no_longer_validates_is_settled_by_the_polic
 
 @pytest.mark.parametrize("turns", [1, 2])
 def test_a_finished_turns_value_that_still_validates_is_kept_without_an_option(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, turns: int
+    drive: Drive, saver: Saver, config: RunnableConfig, turns: int, runs: Counter[str]
 ) -> None:
     """``Profile`` gains a field with a default: the stored one still validates, so a new
     turn keeps it (as ``keep_compatible`` would, by default for a finished turn) and only
@@ -172,7 +170,6 @@ def test_a_finished_turns_value_that_still_validates_is_kept_without_an_option(
     old = ne.compile(chat(Counter()), checkpointer=saver)
     for turn in range(turns):
         drive.run(old, say(f"turn {turn}"), config)
-    runs: Counter[str] = Counter()
     graph = ne.compile(chat(runs, ProfileV2), checkpointer=saver)
     planned = drive.plan(graph, config, input=say("next"))
     assert planned.kind is ne.PlanKind.UP_TO_DATE and planned.migrated == {"profile"}
@@ -230,7 +227,7 @@ def test_an_entrypoint_s_new_turn_runs_no_finished_turn_s_task_at_any_turn_count
 
 @pytest.mark.parametrize("turns", [1, 2])
 def test_an_entrypoint_s_saved_value_is_judged_by_whether_it_still_validates(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, turns: int
+    drive: Drive, saver: Saver, config: RunnableConfig, turns: int, runs: Counter[str]
 ) -> None:
     """The save type went from ``str`` to ``int``: the ``"..."`` the finished turn saved
     still validates, so a new turn keeps it, converted, and runs alone; to ``bool`` it
@@ -238,7 +235,6 @@ def test_an_entrypoint_s_saved_value_is_judged_by_whether_it_still_validates(
     old = saving(Counter(), is_async=drive.is_async)
     thread = _entry_turns(drive, saver, config, turns, old)
     total = 101 if turns == 1 else 203
-    runs: Counter[str] = Counter()
     graph = ne.compile(saving(runs, is_async=drive.is_async, save=int), checkpointer=saver)
     planned = drive.plan(graph, thread, input=5)
     assert (planned.kind, planned.migrated) == (ne.PlanKind.UP_TO_DATE, {"__previous__"})
@@ -259,12 +255,11 @@ def test_an_entrypoint_s_saved_value_is_judged_by_whether_it_still_validates(
 
 
 def test_an_entrypoint_s_changed_version_asks_its_finished_turns_to_run_again(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
     """The entrypoint's own version changed: the ``previous`` it saved is read by a new
     turn, so the new turn is blocked, and ``replay_turns`` runs both turns again."""
     thread = _entry_turns(drive, saver, config, 2, saving(Counter(), is_async=drive.is_async))
-    runs: Counter[str] = Counter()
     new = saving(runs, is_async=drive.is_async)
     graph = ne.compile(new, checkpointer=saver, versions={"workflow": "2"})
     planned = drive.plan(graph, thread, input=3)

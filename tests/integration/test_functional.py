@@ -18,28 +18,22 @@ from langgraph.types import Command
 
 import neograph_ext as ne
 from tests.drive import Drive
-from tests.graphs.functional import asking_chain, cached, chain, fan_out, saving
-from tests.graphs.pipelines import Crash
+from tests.graphs.functional import asking_chain, cached, chain, crashed_in, fan_out, saving
 
 
 def _crashed_in_t3(
     drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
-) -> tuple[Counter[str], set[str], Any]:
+) -> tuple[Counter[str], Any]:
     runs: Counter[str] = Counter()
-    crash = {"t3"}
-    workflow = chain(runs, crash, is_async=drive.is_async)
-    with pytest.raises(Crash):
-        drive.run(ne.compile(workflow, checkpointer=saver), 1, config)
-    assert runs == Counter(t1=1, t2=1, t3=1)
-    crash.clear()
-    runs.clear()
-    return runs, crash, workflow
+    workflow, ran = crashed_in(drive, saver, config, runs, chain, "t3")
+    assert ran == Counter(t1=1, t2=1, t3=1)
+    return runs, workflow
 
 
 def test_a_crash_with_nothing_changed_continues_without_repeating_a_task(
     drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
-    runs, _, workflow = _crashed_in_t3(drive, saver, config)
+    runs, workflow = _crashed_in_t3(drive, saver, config)
     graph = ne.compile(workflow, checkpointer=saver)
     plan = drive.plan(graph, config)
     assert plan.kind == "continue"
@@ -52,7 +46,7 @@ def test_a_crash_with_nothing_changed_continues_without_repeating_a_task(
 def test_the_first_task_changed_reruns_every_task(
     drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
-    runs, _, workflow = _crashed_in_t3(drive, saver, config)
+    runs, workflow = _crashed_in_t3(drive, saver, config)
     graph = ne.compile(workflow, checkpointer=saver, output_types={"t1": float})
     plan = drive.plan(graph, config)
     assert plan.kind == "rewind"
@@ -69,7 +63,7 @@ def test_the_first_task_changed_reruns_every_task(
 def test_the_middle_task_changed_keeps_the_first(
     drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
-    runs, _, workflow = _crashed_in_t3(drive, saver, config)
+    runs, workflow = _crashed_in_t3(drive, saver, config)
     graph = ne.compile(workflow, checkpointer=saver, versions={"t2": "prompt-v2"})
     plan = drive.plan(graph, config)
     assert (plan.kind, plan.invalidated_nodes) == ("rewind", {"t2"})
@@ -88,7 +82,7 @@ def test_the_middle_task_changed_keeps_the_first(
 def test_the_last_task_changed_after_it_crashed(
     drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
-    runs, _, workflow = _crashed_in_t3(drive, saver, config)
+    runs, workflow = _crashed_in_t3(drive, saver, config)
     graph = ne.compile(workflow, checkpointer=saver, versions={"t3": "v2"})
     # t3 never finished: nothing cached changed, the turn continues.
     assert drive.plan(graph, config).kind == "continue"
@@ -105,7 +99,7 @@ def test_the_last_task_changed_after_it_crashed(
 def test_strict_mode_raises_naming_the_task_before_anything_runs(
     drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
-    runs, _, workflow = _crashed_in_t3(drive, saver, config)
+    runs, workflow = _crashed_in_t3(drive, saver, config)
     graph = ne.compile(workflow, checkpointer=saver, output_types={"t2": str})
     before = [(t.checkpoint["id"], len(t.pending_writes or ())) for t in saver.list(config)]
     with pytest.raises(ne.CheckpointSchemaError) as raised:
@@ -117,9 +111,8 @@ def test_strict_mode_raises_naming_the_task_before_anything_runs(
 
 
 def test_an_interrupt_after_a_changed_task_is_asked_again(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     workflow = asking_chain(runs, is_async=drive.is_async)
     graph = ne.compile(workflow, checkpointer=saver)
     drive.run(graph, 1, config)
@@ -137,12 +130,10 @@ def test_an_interrupt_after_a_changed_task_is_asked_again(
 
 
 def test_reanswer_applies_the_answer_after_the_changed_task_ran_again(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     workflow = asking_chain(runs, is_async=drive.is_async)
-    drive.run(ne.compile(workflow, checkpointer=saver), 1, config)
-    runs.clear()
+    drive.ran_before(workflow, saver, 1, config, runs)
     changed = ne.compile(workflow, checkpointer=saver, versions={"t2": "v2"})
     out = drive.run(changed, Command(resume="1"), config, resume=ne.ResumePolicy(reanswer=True))
     assert out == 4
@@ -150,9 +141,8 @@ def test_reanswer_applies_the_answer_after_the_changed_task_ran_again(
 
 
 def test_a_two_turn_entrypoint_reruns_a_turn_whose_save_type_changed(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     workflow = saving(runs, is_async=drive.is_async)
     graph = ne.compile(workflow, checkpointer=saver)
     assert drive.run(graph, 1, config) == 101
@@ -169,9 +159,8 @@ def test_a_two_turn_entrypoint_reruns_a_turn_whose_save_type_changed(
 
 
 def test_a_stale_previous_from_an_earlier_turn_blocks_or_replays(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     workflow = saving(runs, is_async=drive.is_async)
     graph = ne.compile(workflow, checkpointer=saver)
     drive.run(graph, 1, config)
@@ -191,16 +180,10 @@ def test_a_stale_previous_from_an_earlier_turn_blocks_or_replays(
 
 
 def test_parallel_futures_keep_the_calls_before_the_changed_one(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
-    crash = {"join"}
-    workflow = fan_out(runs, crash, is_async=drive.is_async)
-    with pytest.raises(Crash):
-        drive.run(ne.compile(workflow, checkpointer=saver), 1, config)
-    assert runs == Counter(p1=1, p2=1, p3=1, join=1)
-    crash.clear()
-    runs.clear()
+    workflow, ran = crashed_in(drive, saver, config, runs, fan_out, "join")
+    assert ran == Counter(p1=1, p2=1, p3=1, join=1)
     graph = ne.compile(workflow, checkpointer=saver, versions={"p2": "v2"})
     plan = drive.plan(graph, config)
     expected = ("rewind", {"p1"}, {"p2", "p3", "join", "workflow"})
@@ -210,11 +193,10 @@ def test_parallel_futures_keep_the_calls_before_the_changed_one(
 
 
 def test_a_cached_task_is_not_served_a_result_of_other_types(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
     from langgraph.cache.memory import InMemoryCache
 
-    runs: Counter[str] = Counter()
     workflow = cached(runs, is_async=drive.is_async)
     cache = InMemoryCache()
     workflow.cache = cache
@@ -233,7 +215,7 @@ def test_a_cached_task_is_not_served_a_result_of_other_types(
 def test_stream_yields_langgraphs_chunks_of_the_rewind(
     drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
-    runs, _, workflow = _crashed_in_t3(drive, saver, config)
+    runs, workflow = _crashed_in_t3(drive, saver, config)
     graph = ne.compile(workflow, checkpointer=saver, versions={"t2": "v2"})
     chunks = list(drive.stream(graph, 1, config, stream_mode="values"))
     assert chunks[-1] == 3
@@ -243,7 +225,7 @@ def test_stream_yields_langgraphs_chunks_of_the_rewind(
 def test_auto_resume_plans_a_plain_call_as_run_does(
     drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
-    runs, _, workflow = _crashed_in_t3(drive, saver, config)
+    runs, workflow = _crashed_in_t3(drive, saver, config)
     graph = ne.compile(
         workflow, checkpointer=saver, versions={"t2": "v2"}, attach=[ne.AutoResume()]
     )
@@ -263,9 +245,8 @@ def test_auto_resume_plans_a_plain_call_as_run_does(
 
 
 def test_a_migration_converts_the_previous_saved_under_another_save_type(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     graph = ne.compile(saving(runs, is_async=drive.is_async), checkpointer=saver)
     drive.run(graph, 1, config)
     drive.run(graph, 2, config)

@@ -41,14 +41,13 @@ def _thread() -> RunnableConfig:
 
 
 def test_an_entrypoint_s_task_calls_are_counted_and_capped(
-    saver: BaseCheckpointSaver[Any],
+    saver: BaseCheckpointSaver[Any], runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     config = _thread()
     capped = ne.compile(
         _workflow(runs), checkpointer=saver, attach=[ne.budget.Budget(max_model_calls=1)]
     )
-    with pytest.raises(ne.BudgetExceededError, match="max_model_calls"):
+    with pytest.raises(ne.budget.BudgetExceededError, match="max_model_calls"):
         ne.run(capped, "t", config)
     assert runs == Counter(draft=1, review=1)  # review started; its model call was refused
     spent = ne.budget.ledger(saver, config)

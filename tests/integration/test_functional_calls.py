@@ -21,7 +21,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 import neograph_ext as ne
 from tests.cli.support import program_report
-from tests.drive import Drive
+from tests.drive import Drive, Saver
 from tests.graphs.calls import SUMMARIES, drafts, summaries
 from tests.graphs.pipelines import Crash
 
@@ -42,10 +42,9 @@ def _crashed(
 
 @pytest.mark.parametrize("literal", [True, False], ids=["literal", "looped"])
 def test_swapped_calls_of_one_task_each_get_their_own_result(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, literal: bool
+    drive: Drive, saver: Saver, config: RunnableConfig, literal: bool, runs: Counter[str]
 ) -> None:
     assert _crashed(drive, saver, config, literal=literal) == Counter(summ=2, join=1)
-    runs: Counter[str] = Counter()
     swapped = summaries(runs, set(), swapped=True, literal=literal, is_async=drive.is_async)
     graph = ne.compile(swapped, checkpointer=saver)
     plan = drive.plan(graph, config)
@@ -64,10 +63,9 @@ def test_swapped_calls_of_one_task_each_get_their_own_result(
 
 @pytest.mark.parametrize("literal", [True, False], ids=["literal", "looped"])
 def test_unchanged_calls_are_served_their_cached_results(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, literal: bool
+    drive: Drive, saver: Saver, config: RunnableConfig, literal: bool, runs: Counter[str]
 ) -> None:
     _crashed(drive, saver, config, literal=literal)
-    runs: Counter[str] = Counter()
     graph = ne.compile(
         summaries(runs, set(), literal=literal, is_async=drive.is_async), checkpointer=saver
     )
@@ -80,11 +78,10 @@ def test_unchanged_calls_are_served_their_cached_results(
 
 @pytest.mark.parametrize("literal", [True, False], ids=["literal", "looped"])
 def test_a_removed_call_hands_no_later_call_of_another_task_its_result(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, literal: bool
+    drive: Drive, saver: Saver, config: RunnableConfig, literal: bool, runs: Counter[str]
 ) -> None:
     crashed = _crashed(drive, saver, config, cleaned=True, literal=literal)
     assert crashed == Counter(clean=1, summ=2, join=1)
-    runs: Counter[str] = Counter()
     graph = ne.compile(
         summaries(runs, set(), literal=literal, is_async=drive.is_async), checkpointer=saver
     )
@@ -104,10 +101,9 @@ def test_a_removed_call_hands_no_later_call_of_another_task_its_result(
 
 @pytest.mark.parametrize("literal", [True, False], ids=["literal", "looped"])
 def test_a_kept_first_call_is_served_when_nothing_moved(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, literal: bool
+    drive: Drive, saver: Saver, config: RunnableConfig, literal: bool, runs: Counter[str]
 ) -> None:
     _crashed(drive, saver, config, cleaned=True, literal=literal)
-    runs: Counter[str] = Counter()
     graph = ne.compile(
         summaries(runs, set(), cleaned=True, literal=literal, is_async=drive.is_async),
         checkpointer=saver,
@@ -128,10 +124,9 @@ def _drafted(drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConf
 
 
 def test_an_inserted_first_call_is_planned_as_it_runs(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
     _drafted(drive, saver, config)
-    runs: Counter[str] = Counter()
     graph = ne.compile(
         drafts(runs, set(), outlined=True, is_async=drive.is_async), checkpointer=saver
     )
@@ -144,10 +139,9 @@ def test_an_inserted_first_call_is_planned_as_it_runs(
 
 
 def test_an_unchanged_draft_keeps_its_research_and_writing(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
     _drafted(drive, saver, config)
-    runs: Counter[str] = Counter()
     graph = ne.compile(
         drafts(runs, set(), outlined=False, is_async=drive.is_async), checkpointer=saver
     )
@@ -182,12 +176,11 @@ def test_a_release_in_another_process_serves_each_call_its_own_result(
 
 
 def test_a_plain_call_of_an_auto_resuming_entrypoint_serves_each_call_its_own_result(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
     # As under LangGraph Server: the plan says ``continue`` (the looped calls are matched
     # when made), so the call is LangGraph's own until a call is made otherwise.
     _crashed(drive, saver, config, literal=False)
-    runs: Counter[str] = Counter()
     swapped = summaries(runs, set(), swapped=True, literal=False, is_async=drive.is_async)
     graph = ne.compile(swapped, checkpointer=saver, attach=[ne.AutoResume()])
     assert drive.invoke(graph, None, config) == BETA_ALPHA
@@ -203,10 +196,9 @@ def test_a_plain_call_of_an_auto_resuming_entrypoint_serves_each_call_its_own_re
 
 
 def test_strict_mode_raises_for_a_call_found_made_otherwise_before_any_task_runs(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
     _crashed(drive, saver, config, literal=False)
-    runs: Counter[str] = Counter()
     swapped = summaries(runs, set(), swapped=True, literal=False, is_async=drive.is_async)
     graph = ne.compile(swapped, checkpointer=saver, resume=ne.ResumePolicy(on_change="raise"))
     with pytest.raises(ne.CheckpointSchemaError) as raised:

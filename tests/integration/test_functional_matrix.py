@@ -18,17 +18,16 @@ from langgraph.types import Command
 
 import neograph_ext as ne
 from tests.cli.support import DATABASE_KINDS, Database, database
-from tests.drive import Drive
-from tests.graphs.functional import asking_chain, asking_task, chain, nesting, saving
+from tests.drive import Drive, Saver
+from tests.graphs.functional import asking_chain, asking_task, chain, crashed_in, nesting, saving
 from tests.graphs.pipelines import Crash
 
 db = pytest.fixture(params=DATABASE_KINDS)(database)
 
 
 def test_older_code_leaves_a_thread_the_newer_code_rewound_alone(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     workflow = asking_chain(runs, is_async=drive.is_async)
     old = ne.compile(workflow, checkpointer=saver)
     new = ne.compile(workflow, checkpointer=saver, versions={"t2": "v2"})
@@ -54,9 +53,8 @@ def test_older_code_leaves_a_thread_the_newer_code_rewound_alone(
 
 
 def test_a_pruned_thread_never_hands_a_stale_previous_to_the_new_code(
-    db: Database, config: RunnableConfig
+    db: Database, config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     graph = ne.compile(saving(runs, is_async=False), checkpointer=db.saver)
     assert [ne.run(graph, x, config) for x in (1, 2, 3)] == [101, 203, 306]
     ne.prune(graph, apply=True, keep_last=1, thread_ids=[config["configurable"]["thread_id"]])
@@ -79,16 +77,10 @@ def test_a_pruned_thread_never_hands_a_stale_previous_to_the_new_code(
 
 
 def test_a_change_of_a_task_called_inside_a_task_reruns_its_caller(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
-    crash = {"last"}
-    workflow = nesting(runs, crash, is_async=drive.is_async)
-    with pytest.raises(Crash):
-        drive.run(ne.compile(workflow, checkpointer=saver), 1, config)
-    assert runs == Counter(outer=1, inner=1, last=1)
-    crash.clear()
-    runs.clear()
+    workflow, ran = crashed_in(drive, saver, config, runs, nesting, "last")
+    assert ran == Counter(outer=1, inner=1, last=1)
     # ``inner``'s call is cached inside ``outer``'s: before, outer's cached result,
     # made from the old inner, was served and inner never ran again.
     graph = ne.compile(workflow, checkpointer=saver, versions={"inner": "v2"})
@@ -102,9 +94,8 @@ def test_a_change_of_a_task_called_inside_a_task_reruns_its_caller(
 
 
 def test_a_replay_of_turns_cut_short_replays_the_turns_still_owed(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     graph = ne.compile(saving(runs, is_async=drive.is_async), checkpointer=saver)
     assert [drive.run(graph, x, config) for x in (1, 2, 3)] == [101, 203, 306]
     crash = {"add"}
@@ -124,13 +115,20 @@ def test_a_replay_of_turns_cut_short_replays_the_turns_still_owed(
     assert drive.plan(changed, config).kind is ne.PlanKind.UP_TO_DATE
 
 
-def test_a_replay_stopped_by_a_question_replays_the_later_turns_once_answered(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
-) -> None:
-    runs: Counter[str] = Counter()
+def _asked_in_turn_two(
+    drive: Drive, saver: Saver, config: RunnableConfig, runs: Counter[str]
+) -> Any:
+    """``saving`` asking in its second turn: turn 1 done, turn 2 waiting on the question."""
     graph = ne.compile(saving(runs, is_async=drive.is_async, ask_at=2), checkpointer=saver)
     drive.run(graph, 1, config)
     assert "__interrupt__" in drive.run(graph, 2, config)
+    return graph
+
+
+def test_a_replay_stopped_by_a_question_replays_the_later_turns_once_answered(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
+) -> None:
+    graph = _asked_in_turn_two(drive, saver, config, runs)
     assert drive.run(graph, Command(resume="1000"), config) == 1203
     assert drive.run(graph, 3, config) == 1306
     runs.clear()
@@ -147,12 +145,9 @@ def test_a_replay_stopped_by_a_question_replays_the_later_turns_once_answered(
 
 
 def test_a_migrated_previous_of_a_turn_waiting_on_a_question_keeps_its_cached_calls(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
-    graph = ne.compile(saving(runs, is_async=drive.is_async, ask_at=2), checkpointer=saver)
-    drive.run(graph, 1, config)
-    assert "__interrupt__" in drive.run(graph, 2, config)  # `add` finished, then it asks
+    _asked_in_turn_two(drive, saver, config, runs)  # `add` finished, then it asks
     runs.clear()
     convert = ne.ResumePolicy(migrations={int: int})
     changed = ne.compile(
@@ -172,15 +167,9 @@ def test_a_migrated_previous_of_a_turn_waiting_on_a_question_keeps_its_cached_ca
 
 
 def test_accept_on_a_crashed_turn_keeps_its_cached_calls(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
-    crash = {"t3"}
-    workflow = chain(runs, crash, is_async=drive.is_async)
-    with pytest.raises(Crash):
-        drive.run(ne.compile(workflow, checkpointer=saver), 1, config)
-    crash.clear()
-    runs.clear()
+    workflow, _ = crashed_in(drive, saver, config, runs, chain, "t3")
     changed = ne.compile(workflow, checkpointer=saver, versions={"t2": "v2"})
     drive.accept(changed, config)  # handled by hand: t2's cached result stands
     assert drive.plan(changed, config).kept == {"t1", "t2"}
@@ -205,8 +194,8 @@ def test_a_question_asked_inside_a_task_after_a_deploy(
     changed: str,
     asked_again: bool,
     ran: Counter[str],
+    runs: Counter[str],
 ) -> None:
-    runs: Counter[str] = Counter()
     workflow = asking_task(runs, is_async=drive.is_async)
     assert "__interrupt__" in drive.run(ne.compile(workflow, checkpointer=saver), 1, config)
     runs.clear()

@@ -132,6 +132,7 @@ def test_a_moved_call_runs_with_every_call_after_it_as_a_fresh_run_would(
     kind: str,
     at: int,
     written: bool,
+    runs: Counter[str],
 ) -> None:
     folder = tmp_path if written else None
     first = _release(BASE, Counter(), {"end"}, drive, folder)
@@ -144,7 +145,6 @@ def test_a_moved_call_runs_with_every_call_after_it_as_a_fresh_run_would(
         "configurable": {"thread_id": f"{config['configurable']['thread_id']}-fresh"}
     }
     expected = drive.run(fresh, "x", other)
-    runs: Counter[str] = Counter()
     resumed = ne.compile(_release(moved, runs, set(), drive, folder), checkpointer=saver)
     plan = drive.plan(resumed, config)
     assert drive.run(resumed, None, config) == expected

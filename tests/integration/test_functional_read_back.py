@@ -88,10 +88,9 @@ def crashed(
 
 
 def test_a_cached_result_of_a_local_class_runs_its_task_again(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
     crashed(drive, saver, config)
-    runs: Counter[str] = Counter()
     graph = ne.compile(make(runs, is_async=drive.is_async), checkpointer=saver)
     plan = drive.plan(graph, config)
     assert plan.kind is ne.PlanKind.REWIND and plan.invalidated_nodes == {"write"}
@@ -103,10 +102,9 @@ def test_a_cached_result_of_a_local_class_runs_its_task_again(
 
 
 def test_strict_mode_raises_naming_the_cached_result(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
     crashed(drive, saver, config)
-    runs: Counter[str] = Counter()
     graph = ne.compile(make(runs, is_async=drive.is_async), checkpointer=saver)
     with pytest.raises(ne.CheckpointSchemaError) as caught:
         drive.run(graph, None, config, resume=ne.ResumePolicy(on_change="raise"))
@@ -116,10 +114,9 @@ def test_strict_mode_raises_naming_the_cached_result(
 
 
 def test_no_false_alarm_for_results_that_read_back(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
     crashed(drive, saver, config, local=False)
-    runs: Counter[str] = Counter()
     graph = ne.compile(make(runs, local=False, is_async=drive.is_async), checkpointer=saver)
     plan = drive.plan(graph, config)
     assert plan.kind is ne.PlanKind.CONTINUE and plan.kept == {"count", "write"}

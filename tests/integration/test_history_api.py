@@ -53,9 +53,8 @@ def _assert_compared_with_v2(found: ne.types.History, config: RunnableConfig) ->
 
 
 def test_history_compares_each_step_with_the_graph(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     ne.run(ne.compile(linear(runs, {"c": V1}), checkpointer=saver), {"log": []}, config)
     runs.clear()
     graph = ne.compile(linear(runs, {"c": V2}), checkpointer=saver)
@@ -71,9 +70,8 @@ def test_history_compares_each_step_with_the_graph(
 
 
 async def test_ahistory_compares_each_step_with_the_graph(
-    async_saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    async_saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     await ne.arun(
         ne.compile(linear(runs, {"c": V1}), checkpointer=async_saver), {"log": []}, config
     )
@@ -89,11 +87,10 @@ async def test_ahistory_compares_each_step_with_the_graph(
 
 
 def test_a_node_renamed_before_it_finished_runs_by_its_new_name(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
     """A node renamed (``renames=``) before it ever finished is waited on by its new
     name: nothing changed, the thread continues there, and ``history`` agrees."""
-    runs: Counter[str] = Counter()
     with pytest.raises(Crash):
         ne.run(ne.compile(linear(runs, crash="c"), checkpointer=saver), {"log": []}, config)
     renamed = linear(runs, names=("a", "b", "c2", "d"))
@@ -129,9 +126,8 @@ _FORKS_ON_TIME_TRAVEL = tuple(int(n) for n in version("langgraph").split(".")[:2
 
 
 def test_a_rewind_shows_as_a_fork_and_a_branch(
-    saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     ne.run(ne.compile(linear(runs, {"c": V1}), checkpointer=saver), {"log": []}, config)
     graph = ne.compile(linear(runs, {"c": V2}), checkpointer=saver)
     target = ne.plan(graph, config).checkpoint_id

@@ -23,7 +23,7 @@ import neograph_ext as ne
 from neograph_ext._drivers import Driver
 from neograph_ext._keep import forked, keep
 from neograph_ext._thread import thread_call
-from tests.drive import Drive
+from tests.drive import Drive, Saver
 from tests.graphs.pipelines import Crash, State, diamond, model, node, wire
 
 V1 = model(score=(int, ...))
@@ -167,11 +167,9 @@ def fresh(drive: Drive, case: Case, saver: BaseCheckpointSaver[Any], config: Run
 
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
 def test_a_rewind_runs_only_the_changed_tasks_of_the_forked_step(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, case: Case
+    drive: Drive, saver: Saver, config: RunnableConfig, case: Case, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
-    drive.run(ne.compile(case.build(runs, False), checkpointer=saver), case.input, config)
-    runs.clear()
+    drive.ran_before(case.build(runs, False), saver, case.input, config, runs)
     graph = ne.compile(case.build(runs, True), checkpointer=saver)
 
     plan = drive.plan(graph, config)
@@ -185,11 +183,9 @@ def test_a_rewind_runs_only_the_changed_tasks_of_the_forked_step(
 
 
 def test_stream_keeps_the_unchanged_branch(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
-    drive.run(ne.compile(fan(runs, False), checkpointer=saver), {"log": []}, config)
-    runs.clear()
+    drive.ran_before(fan(runs, False), saver, {"log": []}, config, runs)
     graph = ne.compile(fan(runs, True), checkpointer=saver)
 
     chunks = list(drive.stream(graph, None, config, stream_mode="updates"))
@@ -200,9 +196,8 @@ def test_stream_keeps_the_unchanged_branch(
 
 
 def test_after_a_crash_in_one_branch_a_fix_that_changes_it_keeps_the_sibling(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     with pytest.raises(Crash):
         drive.run(ne.compile(fan(runs, False, crash=True), checkpointer=saver), {"log": []}, config)
     assert runs == Counter("abc")
@@ -224,9 +219,8 @@ def test_after_a_crash_in_one_branch_a_fix_that_changes_it_keeps_the_sibling(
 
 
 def test_after_a_crash_in_one_branch_an_unchanged_fix_keeps_the_sibling(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     with pytest.raises(Crash):
         drive.run(ne.compile(fan(runs, False, crash=True), checkpointer=saver), {"log": []}, config)
     runs.clear()
@@ -239,11 +233,9 @@ def test_after_a_crash_in_one_branch_an_unchanged_fix_keeps_the_sibling(
 
 
 def test_a_fork_left_without_its_kept_writes_is_forked_again(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
-    drive.run(ne.compile(fan(runs, False), checkpointer=saver), {"log": []}, config)
-    runs.clear()
+    drive.ran_before(fan(runs, False), saver, {"log": []}, config, runs)
     graph = ne.compile(fan(runs, True), checkpointer=saver)
     plan = drive.plan(graph, config)
     # What a run killed between its fork and the kept writes leaves: the bare fork.
@@ -265,12 +257,11 @@ def test_a_fork_left_without_its_kept_writes_is_forked_again(
 
 @pytest.mark.parametrize("addressed", [False, True], ids=["newest", "by-checkpoint-id"])
 def test_langgraph_hands_saved_writes_back_only_when_resuming_the_newest_checkpoint(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, addressed: bool
+    drive: Drive, saver: Saver, config: RunnableConfig, addressed: bool, runs: Counter[str]
 ) -> None:
     # What _keep relies on (langgraph 1.2.24): resuming the thread's newest checkpoint
     # applies the writes saved on it instead of running their tasks; addressing the
     # same checkpoint by id is time travel and runs them all again.
-    runs: Counter[str] = Counter()
     graph = ne.compile(fan(runs, False), checkpointer=saver)
     drive.invoke(graph, {"log": []}, config)
     target = drive.plan(ne.compile(fan(runs, True), checkpointer=saver), config).checkpoint_id

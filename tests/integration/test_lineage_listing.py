@@ -12,13 +12,12 @@ from typing import Any
 
 import pytest
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 import neograph_ext as ne
 from neograph_ext._storage import areader_for, reader_for
-from tests.drive import Drive
+from tests.drive import Drive, Saver
 from tests.graphs.pipelines import linear, model
 from tests.integration.reads import fetching, lightly, listing
 
@@ -31,10 +30,7 @@ def _thread() -> RunnableConfig:
 
 
 def test_plan_reads_the_head_and_the_thread_in_one_listing(
-    drive: Drive,
-    saver: BaseCheckpointSaver[Any],
-    config: RunnableConfig,
-    monkeypatch: pytest.MonkeyPatch,
+    drive: Drive, saver: Saver, config: RunnableConfig, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     drive.run(ne.compile(linear(Counter(), {"c": V1}), checkpointer=saver), {"log": []}, config)
     graph = ne.compile(linear(Counter(), {"c": V2}), checkpointer=saver)

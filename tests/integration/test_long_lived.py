@@ -12,14 +12,8 @@ from langgraph.types import Command
 
 import neograph_ext as ne
 from tests.drive import Drive
-from tests.graphs.chat import ProfileV2, ProfileV3, SummaryV2, chat, say
-from tests.graphs.pipelines import as_data, deployed, model, wire
-
-
-def _two_turns(drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig) -> None:
-    graph = ne.compile(chat(Counter()), checkpointer=saver)
-    drive.run(graph, say("hi"), config)
-    drive.run(graph, say("again"), config)
+from tests.graphs.chat import ProfileV2, ProfileV3, SummaryV2, chat, say, two_turns
+from tests.graphs.pipelines import DraftV1, DraftV2, approval, as_data
 
 
 def _count(saver: BaseCheckpointSaver[Any], config: RunnableConfig) -> int:
@@ -33,10 +27,9 @@ def _name(value: Any) -> str:
 
 
 def test_a_change_to_a_value_overwritten_later_reruns_only_the_latest_turn(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    _two_turns(drive, saver, config)
-    runs: Counter[str] = Counter()
+    two_turns(drive, saver, config)
     graph = ne.compile(chat(runs, summary=SummaryV2), checkpointer=saver)
     plan = drive.plan(graph, config)
     assert plan.kind is ne.PlanKind.REWIND and plan.blocker is None
@@ -47,10 +40,9 @@ def test_a_change_to_a_value_overwritten_later_reruns_only_the_latest_turn(
 
 
 def test_a_live_value_of_an_earlier_turn_blocks_and_names_the_ways_out(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    _two_turns(drive, saver, config)
-    runs: Counter[str] = Counter()
+    two_turns(drive, saver, config)
     # A renamed field: the stored profile no longer validates (one that does is kept).
     graph = ne.compile(chat(runs, ProfileV3), checkpointer=saver)
     before = _count(saver, config)
@@ -63,10 +55,9 @@ def test_a_live_value_of_an_earlier_turn_blocks_and_names_the_ways_out(
 
 
 def test_keep_compatible_carries_the_value_without_running_a_node(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    _two_turns(drive, saver, config)
-    runs: Counter[str] = Counter()
+    two_turns(drive, saver, config)
     graph = ne.compile(
         chat(runs, ProfileV2), checkpointer=saver, resume=ne.ResumePolicy(keep_compatible=True)
     )
@@ -87,10 +78,9 @@ def test_keep_compatible_carries_the_value_without_running_a_node(
 
 
 def test_a_migration_converts_the_stored_value(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    _two_turns(drive, saver, config)
-    runs: Counter[str] = Counter()
+    two_turns(drive, saver, config)
     seen: list[Any] = []
 
     def to_v3(old: Any) -> Any:
@@ -109,10 +99,9 @@ def test_a_migration_converts_the_stored_value(
 
 
 def test_a_failing_migration_writes_nothing(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    _two_turns(drive, saver, config)
-    runs: Counter[str] = Counter()
+    two_turns(drive, saver, config)
     graph = ne.compile(
         chat(runs, ProfileV3),
         checkpointer=saver,
@@ -127,7 +116,7 @@ def test_a_failing_migration_writes_nothing(
 def test_a_raising_migration_writes_nothing(
     drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
-    _two_turns(drive, saver, config)
+    two_turns(drive, saver, config)
 
     def broken(old: Any) -> Any:
         raise KeyError("nickname")
@@ -146,7 +135,7 @@ def test_a_raising_migration_writes_nothing(
 def test_an_incompatible_value_is_not_kept(
     drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
-    _two_turns(drive, saver, config)
+    two_turns(drive, saver, config)
     graph = ne.compile(
         chat(Counter(), ProfileV3), checkpointer=saver, resume=ne.ResumePolicy(keep_compatible=True)
     )
@@ -155,12 +144,9 @@ def test_an_incompatible_value_is_not_kept(
 
 
 def test_a_kept_value_is_migrated_on_a_later_deploy(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    graph = ne.compile(chat(Counter()), checkpointer=saver)
-    drive.run(graph, say("hi"), config)
-    drive.run(graph, say("again"), config)
-    runs: Counter[str] = Counter()
+    two_turns(drive, saver, config)
     graph = ne.compile(
         chat(runs, ProfileV2),
         checkpointer=saver,
@@ -180,10 +166,9 @@ def test_a_kept_value_is_migrated_on_a_later_deploy(
 
 
 def test_a_value_from_a_plain_invoke_under_new_code_is_dead_stale(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    _two_turns(drive, saver, config)
-    runs: Counter[str] = Counter()
+    two_turns(drive, saver, config)
     graph = ne.compile(chat(runs, summary=SummaryV2), checkpointer=saver)
     drive.invoke(graph, say("plain"), config)  # a later turn under the new code, not through run()
     assert drive.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
@@ -192,10 +177,9 @@ def test_a_value_from_a_plain_invoke_under_new_code_is_dead_stale(
 
 
 def test_accept_stamps_the_head_as_current_keeping_next_and_interrupts(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    _two_turns(drive, saver, config)
-    runs: Counter[str] = Counter()
+    two_turns(drive, saver, config)
     graph = ne.compile(chat(runs, ProfileV3), checkpointer=saver)
     assert drive.plan(graph, config).blocker
     before = drive.get_state(graph, config)
@@ -212,11 +196,10 @@ def test_accept_stamps_the_head_as_current_keeping_next_and_interrupts(
 
 
 def test_accept_on_a_rewinding_thread(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
     graph = ne.compile(chat(Counter()), checkpointer=saver)
     drive.run(graph, say("hi"), config)
-    runs: Counter[str] = Counter()
     graph = ne.compile(chat(runs, summary=SummaryV2), checkpointer=saver)
     assert drive.plan(graph, config).kind is ne.PlanKind.REWIND
     drive.accept(graph, config)
@@ -224,48 +207,13 @@ def test_accept_on_a_rewinding_thread(
     assert runs == Counter()
 
 
-DraftV1 = model("Draft", text=(str, ...))
-DraftV2 = model("Draft", text=(str, ...), tone=(str, "plain"))
-
-
-def _approval(runs: Counter[str], draft_type: Any, *, ask: bool = True) -> Any:
-    """``draft -> review -> send``; ``review`` asks with ``interrupt()`` when ``ask``."""
-    deployed(draft_type)
-    from typing import TypedDict
-
-    from langgraph.graph import StateGraph
-    from langgraph.types import interrupt
-
-    # Functional syntax: the draft's type is this call's argument.
-    Flow = TypedDict("Flow", {"draft": draft_type, "answer": str}, total=False)  # type: ignore[misc]  # noqa: UP013
-
-    def draft(state: Any) -> dict[str, Any]:
-        runs["draft"] += 1
-        return {"draft": draft_type(text="hello")}
-
-    def review(state: Any) -> dict[str, Any]:
-        runs["review"] += 1
-        return {"answer": interrupt("approve?") if ask else "seen"}
-
-    def send(state: Any) -> dict[str, Any]:
-        runs["send"] += 1
-        return {}
-
-    builder = StateGraph(Flow)
-    for name, fn in (("draft", draft), ("review", review), ("send", send)):
-        builder.add_node(name, fn)
-    wire(builder, "draft", "review", "send")
-    return builder
-
-
 def test_keeping_a_value_keeps_the_pending_interrupt_for_its_answer(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
 
-    drive.run(ne.compile(_approval(Counter(), DraftV1), checkpointer=saver), {}, config)
-    runs: Counter[str] = Counter()
+    drive.run(ne.compile(approval(Counter(), DraftV1), checkpointer=saver), {}, config)
     graph = ne.compile(
-        _approval(runs, DraftV2), checkpointer=saver, resume=ne.ResumePolicy(keep_compatible=True)
+        approval(runs, DraftV2), checkpointer=saver, resume=ne.ResumePolicy(keep_compatible=True)
     )
     assert drive.plan(graph, config).kind is ne.PlanKind.MIGRATE
     result = drive.run(graph, Command(resume="approve"), config)
@@ -278,11 +226,11 @@ def test_an_approval_is_asked_again_when_the_draft_changed(
     saver: BaseCheckpointSaver[Any],
     config: RunnableConfig,
     caplog: pytest.LogCaptureFixture,
+    runs: Counter[str],
 ) -> None:
 
-    drive.run(ne.compile(_approval(Counter(), DraftV1), checkpointer=saver), {}, config)
-    runs: Counter[str] = Counter()
-    graph = ne.compile(_approval(runs, DraftV2), checkpointer=saver)
+    drive.run(ne.compile(approval(Counter(), DraftV1), checkpointer=saver), {}, config)
+    graph = ne.compile(approval(runs, DraftV2), checkpointer=saver)
     assert any("asked again" in note for note in drive.plan(graph, config).notes)
     with caplog.at_level("WARNING", logger="neograph_ext"):
         again = drive.run(graph, Command(resume="approve"), config)
@@ -295,12 +243,11 @@ def test_an_approval_is_asked_again_when_the_draft_changed(
 
 
 def test_reanswer_sends_at_once(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
 
-    drive.run(ne.compile(_approval(Counter(), DraftV1), checkpointer=saver), {}, config)
-    runs: Counter[str] = Counter()
-    graph = ne.compile(_approval(runs, DraftV2), checkpointer=saver)
+    drive.run(ne.compile(approval(Counter(), DraftV1), checkpointer=saver), {}, config)
+    graph = ne.compile(approval(runs, DraftV2), checkpointer=saver)
     result = drive.run(
         graph, Command(resume="approve"), config, resume=ne.ResumePolicy(reanswer=True)
     )
@@ -314,18 +261,17 @@ def _at_breakpoint(
     """A thread stopped by ``interrupt_before=["send"]`` under DraftV1, and the graph of
     DraftV2 (counting into ``runs``) that resumes it."""
     old = ne.compile(
-        _approval(Counter(), DraftV1, ask=False), checkpointer=saver, interrupt_before=["send"]
+        approval(Counter(), DraftV1, ask=False), checkpointer=saver, interrupt_before=["send"]
     )
     drive.run(old, {}, config)
     return ne.compile(
-        _approval(runs, DraftV2, ask=False), checkpointer=saver, interrupt_before=["send"]
+        approval(runs, DraftV2, ask=False), checkpointer=saver, interrupt_before=["send"]
     )
 
 
 def test_a_static_breakpoint_is_asked_again_too(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     graph = _at_breakpoint(drive, saver, config, runs)
     drive.run(graph, Command(resume="approve"), config)
     assert runs == Counter({"draft": 1, "review": 1})
@@ -335,9 +281,8 @@ def test_a_static_breakpoint_is_asked_again_too(
 
 
 def test_a_static_breakpoint_with_reanswer_sends_at_once(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     graph = _at_breakpoint(drive, saver, config, runs)
     drive.run(graph, None, config, resume=ne.ResumePolicy(reanswer=True))
     assert runs == Counter({"draft": 1, "review": 1, "send": 1})
@@ -346,10 +291,9 @@ def test_a_static_breakpoint_with_reanswer_sends_at_once(
 # Async on PostgreSQL, the input checkpoint often holds the message with the id
 # ``add_messages`` gave it: the replay records the digest the turn recorded instead.
 def test_replay_turns_reruns_the_earlier_turn_then_feeds_later_inputs_again(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    _two_turns(drive, saver, config)
-    runs: Counter[str] = Counter()
+    two_turns(drive, saver, config)
     graph = ne.compile(chat(runs, ProfileV3), checkpointer=saver)
     plan = drive.plan(graph, config, resume=ne.ResumePolicy(replay_turns=True))
     assert plan.kind is ne.PlanKind.REWIND and plan.blocker is None and len(plan.replayed) == 1
@@ -364,14 +308,13 @@ def test_replay_turns_reruns_the_earlier_turn_then_feeds_later_inputs_again(
 
 
 def test_replay_stops_at_the_first_interrupt_of_a_later_turn(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
     graph = ne.compile(chat(Counter()), checkpointer=saver)
     drive.run(graph, say("hi"), config)
     assert "__interrupt__" in drive.run(graph, say("ask"), config)
     drive.run(graph, Command(resume="yes"), config)
     drive.run(graph, say("bye"), config)
-    runs: Counter[str] = Counter()
     graph = ne.compile(chat(runs, ProfileV3), checkpointer=saver)
 
     assert len(drive.plan(graph, config, resume=ne.ResumePolicy(replay_turns=True)).replayed) == 2
@@ -391,10 +334,9 @@ def test_replay_stops_at_the_first_interrupt_of_a_later_turn(
 
 
 def test_kept_values_and_a_latest_turn_rewind_combine(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    _two_turns(drive, saver, config)
-    runs: Counter[str] = Counter()
+    two_turns(drive, saver, config)
     # Only the profile is kept: the summary's change rewinds the latest turn.
     graph = ne.compile(
         chat(runs, ProfileV2, SummaryV2),
@@ -412,12 +354,11 @@ def test_kept_values_and_a_latest_turn_rewind_combine(
 
 
 def test_accept_keeps_a_pending_interrupt(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
 
-    drive.run(ne.compile(_approval(Counter(), DraftV1), checkpointer=saver), {}, config)
-    runs: Counter[str] = Counter()
-    graph = ne.compile(_approval(runs, DraftV2), checkpointer=saver)
+    drive.run(ne.compile(approval(Counter(), DraftV1), checkpointer=saver), {}, config)
+    graph = ne.compile(approval(runs, DraftV2), checkpointer=saver)
     before = drive.get_state(graph, config)
     drive.accept(graph, config)
     after = drive.get_state(graph, config)

@@ -83,9 +83,8 @@ def _deploys() -> list[tuple[str, Any, dict[str, Any], PlanKind]]:
 
 
 def test_five_deploys_in_a_row_plan_and_run_as_each_would_alone(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     previous: tuple[Any, dict[str, Any]] = (S1, {})
     deployed(S1)
     drive.run(ne.compile(pipeline(runs, S1), checkpointer=saver), {"doc": "d"}, config)

@@ -118,12 +118,11 @@ CALLS: dict[str, tuple[Callable[[Any, RunnableConfig], Any], bool]] = {
 
 @pytest.mark.parametrize("way", list(CALLS))
 def test_a_call_whose_head_did_not_move_plans_once(
-    database: Callable[[], SqliteSaver], plans: Counter[int], way: str
+    database: Callable[[], SqliteSaver], plans: Counter[int], way: str, runs: Counter[str]
 ) -> None:
     saver = database()
     config = _deployed(saver)
     call, auto_resume = CALLS[way]
-    runs: Counter[str] = Counter()
     graph = ne.compile(_builder(runs, V2), checkpointer=saver, auto_resume=auto_resume)
     plans.clear()
 
@@ -135,10 +134,13 @@ def test_a_call_whose_head_did_not_move_plans_once(
 
 @pytest.mark.parametrize("auto_resume", [False, True], ids=["arun", "ainvoke, auto_resume"])
 async def test_an_async_call_whose_head_did_not_move_plans_once(
-    database: Callable[[], SqliteSaver], plans: Counter[int], tmp_path: Path, auto_resume: bool
+    database: Callable[[], SqliteSaver],
+    plans: Counter[int],
+    tmp_path: Path,
+    auto_resume: bool,
+    runs: Counter[str],
 ) -> None:
     config = await asyncio.to_thread(lambda: _deployed(database()))
-    runs: Counter[str] = Counter()
     async with AsyncSqliteSaver.from_conn_string(str(tmp_path / DB)) as saver:
         graph = ne.compile(_builder(runs, V2), checkpointer=saver, auto_resume=auto_resume)
         plans.clear()
@@ -149,11 +151,10 @@ async def test_an_async_call_whose_head_did_not_move_plans_once(
 
 
 def test_a_head_another_run_moved_while_the_call_waited_for_the_lock_is_planned_again(
-    database: Callable[[], SqliteSaver], plans: Counter[int]
+    database: Callable[[], SqliteSaver], plans: Counter[int], runs: Counter[str]
 ) -> None:
     config = _deployed(database())
     plans.clear()  # the deploy's own plan, on this thread: only the two calls count
-    runs: Counter[str] = Counter()
     gate = Gate()
     writer = ne.compile(_builder(runs, V2, gate), checkpointer=database())
     waiter = ne.compile(_builder(runs, V2), checkpointer=database())

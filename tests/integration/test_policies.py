@@ -375,12 +375,11 @@ async def test_both_lock_spellings_wait_alike_async(alite: AsyncSqliteSaver, nam
 
 @pytest.mark.parametrize("drive", [SYNC, ASYNC], ids=["sync", "async"])
 async def test_the_graph_policy_governs_run_and_a_call_policy_replaces_it(
-    drive: Drive, lite: SqliteSaver, alite: AsyncSqliteSaver
+    drive: Drive, lite: SqliteSaver, alite: AsyncSqliteSaver, runs: Counter[str]
 ) -> None:
     saver: BaseCheckpointSaver[Any] = alite if drive.aio else lite
     config = _thread()
     await _crashed(drive, saver, config)
-    runs: Counter[str] = Counter()
     strict = ResumePolicy(on_change="raise")
     graph = ne.compile(linear(runs, {"c": V2}), checkpointer=saver, resume=strict)
     with pytest.raises(ne.CheckpointSchemaError, match="Invalidated nodes: c"):
@@ -392,12 +391,11 @@ async def test_the_graph_policy_governs_run_and_a_call_policy_replaces_it(
 
 @pytest.mark.parametrize("drive", [SYNC, ASYNC], ids=["sync", "async"])
 async def test_a_call_policy_replaces_the_graph_policy_whole(
-    drive: Drive, lite: SqliteSaver, alite: AsyncSqliteSaver
+    drive: Drive, lite: SqliteSaver, alite: AsyncSqliteSaver, runs: Counter[str]
 ) -> None:
     saver: BaseCheckpointSaver[Any] = alite if drive.aio else lite
     config = _thread()
     await _turns(drive, saver, config)
-    runs: Counter[str] = Counter()
     keep = ResumePolicy(keep_compatible=True)
     graph = ne.compile(chat(runs, ProfileV2), checkpointer=saver, resume=keep)
     assert (await drive.plan(graph, config)).kind is ne.PlanKind.MIGRATE
@@ -455,11 +453,10 @@ async def test_a_call_policy_naming_an_unknown_channel_fails_before_anything_run
 
 
 async def test_a_0_2_keyword_with_its_record_is_refused_before_anything_runs(
-    saver: BaseCheckpointSaver[Any],
+    saver: BaseCheckpointSaver[Any], runs: Counter[str]
 ) -> None:
     config = _thread()
     await _crashed(SYNC, saver, config)
-    runs: Counter[str] = Counter()
     graph = ne.compile(linear(runs, {"c": V2}), checkpointer=saver)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
@@ -591,13 +588,12 @@ async def test_a_plain_call_replays_keeps_and_migrates_as_the_graph_says(
 
 @pytest.mark.parametrize("drive", [SYNC, ASYNC], ids=["sync", "async"])
 async def test_a_plain_call_raises_as_the_graph_strict_policy_says(
-    drive: Drive, lite: SqliteSaver, alite: AsyncSqliteSaver
+    drive: Drive, lite: SqliteSaver, alite: AsyncSqliteSaver, runs: Counter[str]
 ) -> None:
     saver: BaseCheckpointSaver[Any] = alite if drive.aio else lite
     unverified, changed = _thread(), _thread()
     await _plain(drive, saver, unverified)
     await _crashed(drive, saver, changed)
-    runs: Counter[str] = Counter()
     strict = ResumePolicy(on_change="raise", on_unverified="raise")
     graph = ne.compile(
         linear(runs, {"c": V2}), checkpointer=saver, resume=strict, attach=[ne.AutoResume()]

@@ -90,10 +90,9 @@ def test_all_branches_takes_the_users_fork_too_and_keep_last_keeps_what_is_read(
         assert reads(graph, thread)[:2] == seen[thread], thread
 
 
-def test_a_thread_a_running_run_holds_is_skipped(db: Database) -> None:
+def test_a_thread_a_running_run_holds_is_skipped(db: Database, runs: Counter[str]) -> None:
     graph = written(db.saver)
     entered, release = threading.Event(), threading.Event()
-    runs: Counter[str] = Counter()
 
     def slow(state: State) -> dict[str, Any]:
         entered.set()
@@ -175,7 +174,7 @@ def applied_ids(report: ne.types.PruneReport, thread: str) -> tuple[str, ...]:
 
 @pytest.mark.parametrize("given", ["its graph", "another graph"])
 def test_keep_last_keeps_every_ancestor_a_delta_channel_is_rebuilt_from(
-    db: Database, given: str
+    db: Database, given: str, runs: Counter[str]
 ) -> None:
     """Three turns on two DeltaChannel threads: ``far`` stores no snapshot, ``near`` one
     at every update. Cutting each lineage to its last turn removes nothing: ``far``'s
@@ -183,7 +182,6 @@ def test_keep_last_keeps_every_ancestor_a_delta_channel_is_rebuilt_from(
     every turn that appended stays for planning; both read as before. The same when
     prune is given a graph without the channel: the checkpoints' own metadata names
     their DeltaChannels."""
-    runs: Counter[str] = Counter()
     for state, thread in ((Far, "far"), (Near, "near")):
         graph = ne.compile(fan(state, runs), checkpointer=db.saver)
         for turn in range(3):
@@ -244,8 +242,9 @@ def test_thread_ids_limit_it_to_those_threads(db: Database) -> None:
     assert ne.prune(graph).checkpoints == everything.checkpoints - len(delta.checkpoints)
 
 
-def test_a_budget_s_ledger_survives_pruning_the_branch_its_rewind_left(db: Database) -> None:
-    runs: Counter[str] = Counter()
+def test_a_budget_s_ledger_survives_pruning_the_branch_its_rewind_left(
+    db: Database, runs: Counter[str]
+) -> None:
     budget = ne.budget.Budget(max_model_calls=100)
     config = cfg("budgeted")
     ne.run(ne.compile(budget_pipeline(runs), checkpointer=db.saver, attach=[budget]), {}, config)
@@ -284,7 +283,7 @@ def test_pruning_keeps_the_order_that_makes_old_code_leave_new_threads_alone(
 
 
 def test_keep_last_keeps_every_turn_that_appended_an_item_a_deploy_must_judge(
-    db: Database,
+    db: Database, runs: Counter[str]
 ) -> None:
     """Two turns append an item under the old code, a third under the new one (a plain
     call). The list still holds the old items: pruning to the last turn would leave the
@@ -292,7 +291,6 @@ def test_keep_last_keeps_every_turn_that_appended_an_item_a_deploy_must_judge(
     old = ne.compile(notes(Counter()), checkpointer=db.saver)
     for text in ("one", "two"):
         ne.run(old, note(text), cfg("chat"))
-    runs: Counter[str] = Counter()
     policy = ne.ResumePolicy(replay_turns=True)
     new = ne.compile(notes(runs, ItemV2), checkpointer=db.saver, resume=policy)
     new.invoke(note("three"), cfg("chat"))

@@ -26,7 +26,7 @@ from pydantic import BaseModel, create_model
 
 import neograph_ext as ne
 from neograph_ext._langgraph import MSGPACK_ALLOWLIST
-from tests.drive import SYNC_ONLY, Drive
+from tests.drive import SYNC_ONLY, Drive, Saver
 
 APP = Path(__file__).with_name("readback_app.py")
 ROOT = APP.parents[2]
@@ -87,10 +87,9 @@ def crashed(
 
 
 def test_a_local_class_is_rewound_to_its_writer_on_resume(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
     crashed(drive, saver, config)
-    runs: Counter[str] = Counter()
     graph = make(saver, runs)
     plan = drive.plan(graph, config)
     assert plan.kind is ne.PlanKind.REWIND and plan.invalidated_nodes == {"write"}
@@ -104,10 +103,9 @@ def test_a_local_class_is_rewound_to_its_writer_on_resume(
 
 
 def test_strict_mode_raises_naming_the_value(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
     crashed(drive, saver, config)
-    runs: Counter[str] = Counter()
     with pytest.raises(ne.CheckpointSchemaError) as caught:
         drive.run(make(saver, runs), None, config, resume=ne.ResumePolicy(on_change="raise"))
     assert caught.value.invalidated_nodes == {"write"}
@@ -130,10 +128,7 @@ def test_compile_warns_once_per_type_and_strict_compile_raises(
 
 
 def test_no_false_alarm_for_values_that_read_back(
-    drive: Drive,
-    saver: BaseCheckpointSaver[Any],
-    config: RunnableConfig,
-    caplog: pytest.LogCaptureFixture,
+    drive: Drive, saver: Saver, config: RunnableConfig, caplog: pytest.LogCaptureFixture
 ) -> None:
     other: RunnableConfig = {
         "configurable": {"thread_id": f"{config['configurable']['thread_id']}-p"}
@@ -151,9 +146,8 @@ def test_no_false_alarm_for_values_that_read_back(
 
 
 def test_verify_writes_fails_the_step_before_its_writes_are_saved(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     graph = make(saver, runs, attach=[ne.WriteChecks(readback=True)])
     with pytest.raises(ne.WriteReadbackError) as caught:
         drive.run(graph, {}, config)
@@ -179,8 +173,8 @@ def test_a_value_other_than_the_declared_type_is_logged_once_per_node_and_proces
     saver: BaseCheckpointSaver[Any],
     config: RunnableConfig,
     caplog: pytest.LogCaptureFixture,
+    runs: Counter[str],
 ) -> None:
-    runs: Counter[str] = Counter()
     graph = declaring(saver, runs)  # no verify_writes: every stamped graph checks
     with caplog.at_level("WARNING", logger="neograph_ext"):
         for n in range(2):
@@ -198,8 +192,8 @@ def test_verify_writes_also_judges_the_items_a_value_holds(
     saver: BaseCheckpointSaver[Any],
     config: RunnableConfig,
     caplog: pytest.LogCaptureFixture,
+    runs: Counter[str],
 ) -> None:
-    runs: Counter[str] = Counter()
     graph = declaring(saver, runs, attach=[ne.WriteChecks(readback=True)])
     with caplog.at_level("WARNING", logger="neograph_ext"):
         for n in range(2):
@@ -218,8 +212,8 @@ def test_a_reducers_update_is_judged_by_its_class_and_overwrite_is_unwrapped(
     saver: BaseCheckpointSaver[Any],
     config: RunnableConfig,
     caplog: pytest.LogCaptureFixture,
+    runs: Counter[str],
 ) -> None:
-    runs: Counter[str] = Counter()
 
     def chat(state: Reduced) -> DeclaresReduced:
         runs["chat"] += 1
@@ -246,8 +240,8 @@ def test_no_log_for_a_key_a_pydantic_state_validates(
     saver: BaseCheckpointSaver[Any],
     config: RunnableConfig,
     caplog: pytest.LogCaptureFixture,
+    runs: Counter[str],
 ) -> None:
-    runs: Counter[str] = Counter()
 
     def coerced(state: Validated) -> DeclaresKept:
         runs["coerced"] += 1
@@ -276,8 +270,8 @@ def test_a_nested_class_is_found_at_compile_time_and_rewound_on_resume(
     saver: BaseCheckpointSaver[Any],
     config: RunnableConfig,
     caplog: pytest.LogCaptureFixture,
+    runs: Counter[str],
 ) -> None:
-    runs: Counter[str] = Counter()
 
     def write(state: Parts) -> dict[str, Any]:
         runs["write"] += 1

@@ -17,13 +17,14 @@ from typing import Annotated, Any, TypedDict
 import pytest
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.func import entrypoint, task
+from langgraph.func import entrypoint
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, Send, interrupt
 from pydantic import BaseModel, create_model
 
 import neograph_ext as ne
 from tests.drive import Drive
+from tests.graphs.functional import task_of
 from tests.graphs.pipelines import Crash
 
 
@@ -59,12 +60,11 @@ def reviewed(
 
 
 def test_an_answer_to_a_thread_holding_a_value_no_checkpoint_revives_is_refused(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
     # A rewind would re-run `write` and ask again; the answer resumes `review` from the
     # checkpoint, where `draft` is a dict again: every answer was set aside (each one
     # re-running `write`), and with reanswer=True `review` got the dict.
-    runs: Counter[str] = Counter()
     graph = reviewed(saver, runs)
     assert "__interrupt__" in drive.run(graph, {}, config)
     stored = _ids(saver, config)
@@ -83,6 +83,7 @@ def test_an_answer_after_its_values_class_moved_is_asked_again_then_applied(
     saver: BaseCheckpointSaver[Any],
     config: RunnableConfig,
     monkeypatch: pytest.MonkeyPatch,
+    runs: Counter[str],
 ) -> None:
     # The class moved between deploys: the stored path no longer imports, but the class
     # now declared does, so the rewind's value reads back after the pause.
@@ -91,7 +92,6 @@ def test_an_answer_after_its_values_class_moved_is_asked_again_then_applied(
     monkeypatch.setitem(sys.modules, "moved_models", old)
     assert "__interrupt__" in drive.run(reviewed(saver, Counter(), old.Draft), {}, config)
     monkeypatch.delitem(sys.modules, "moved_models")
-    runs: Counter[str] = Counter()
     graph = reviewed(saver, runs, Kept)
     assert "__interrupt__" in drive.run(graph, Command(resume="yes"), config)  # asked again
     assert runs == Counter({"write": 1})
@@ -129,11 +129,10 @@ def mapped(runs: Counter[str], *, crash: bool = False) -> Any:
 
 
 def test_a_send_to_a_typeddict_input_holding_a_model_runs_its_sender_again(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
     with pytest.raises(Crash):
         drive.run(ne.compile(mapped(Counter(), crash=True), checkpointer=saver), {}, config)
-    runs: Counter[str] = Counter()
     graph = ne.compile(mapped(runs), checkpointer=saver)
     plan = drive.plan(graph, config)
     assert plan.kind is ne.PlanKind.REWIND and plan.invalidated_nodes == {"fan"}
@@ -169,8 +168,8 @@ def test_a_new_turn_from_values_that_do_not_read_back_is_said_and_refused_in_str
     saver: BaseCheckpointSaver[Any],
     config: RunnableConfig,
     caplog: pytest.LogCaptureFixture,
+    runs: Counter[str],
 ) -> None:
-    runs: Counter[str] = Counter()
     graph = chatting(saver, runs)
     assert drive.run(graph, {"q": "one"}, config)["out"] == "Draft:one"
     runs.clear()
@@ -216,8 +215,8 @@ def test_an_entrypoints_previous_that_does_not_read_back_is_said_and_refused_in_
     saver: BaseCheckpointSaver[Any],
     config: RunnableConfig,
     caplog: pytest.LogCaptureFixture,
+    runs: Counter[str],
 ) -> None:
-    runs: Counter[str] = Counter()
     graph = ne.compile(saving(runs, is_async=drive.is_async), checkpointer=saver)
     assert drive.run(graph, "one", config) == "NoneType"
     with pytest.raises(ne.CheckpointSchemaError, match="stored value of `__previous__` does"):
@@ -264,6 +263,7 @@ def test_a_value_in_a_subgraphs_checkpoint_that_does_not_read_back_restarts_it(
     saver: BaseCheckpointSaver[Any],
     config: RunnableConfig,
     caplog: pytest.LogCaptureFixture,
+    runs: Counter[str],
 ) -> None:
     with caplog.at_level("WARNING", logger="neograph_ext"):
         crashing = ne.compile(nesting(Counter(), crash=True), checkpointer=saver)
@@ -272,7 +272,6 @@ def test_a_value_in_a_subgraphs_checkpoint_that_does_not_read_back_restarts_it(
     with pytest.raises(Crash):
         drive.run(crashing, {}, config)
     crashed = _ids(saver, config)
-    runs: Counter[str] = Counter()
     graph = ne.compile(nesting(runs), checkpointer=saver)
     with pytest.raises(ne.CheckpointSchemaError, match="in its subgraph's checkpoint"):
         drive.run(graph, None, config, resume=ne.ResumePolicy(on_change="raise"))
@@ -292,9 +291,8 @@ def _ids(saver: BaseCheckpointSaver[Any], config: RunnableConfig) -> set[str]:
 
 
 def test_a_paused_subgraph_holding_a_value_no_checkpoint_revives_refuses_the_answer(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     graph = ne.compile(nesting(runs, pause=True), checkpointer=saver)
     assert "__interrupt__" in drive.run(graph, {}, config)
     runs.clear()
@@ -305,13 +303,12 @@ def test_a_paused_subgraph_holding_a_value_no_checkpoint_revives_refuses_the_ans
 
 
 def test_a_subgraph_value_that_reads_back_resumes_where_it_stopped(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
     with pytest.raises(Crash):
         drive.run(
             ne.compile(nesting(Counter(), crash=True, local=False), checkpointer=saver), {}, config
         )
-    runs: Counter[str] = Counter()
     graph = ne.compile(nesting(runs, local=False), checkpointer=saver)
     assert drive.plan(graph, config).kind is ne.PlanKind.CONTINUE
     assert drive.run(graph, None, config)["out"] == "Kept"
@@ -353,12 +350,11 @@ def clearing(
 
 
 def test_a_rewind_target_holding_a_value_that_does_not_read_back_forks_before_its_writer(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
     with pytest.raises(Crash):
         drive.run(clearing(saver, Counter(), crash=True), {}, config)
     crashed = _ids(saver, config)
-    runs: Counter[str] = Counter()
     graph = clearing(saver, runs, versions={"read": "v2"})  # `read` changed: rewind to it
     plan = drive.plan(graph, config)
     assert plan.kind is ne.PlanKind.REWIND and plan.invalidated_nodes == {"write", "read"}
@@ -373,13 +369,13 @@ def test_a_rewind_handing_on_a_value_of_an_earlier_turn_that_does_not_read_back_
     saver: BaseCheckpointSaver[Any],
     config: RunnableConfig,
     caplog: pytest.LogCaptureFixture,
+    runs: Counter[str],
 ) -> None:
     # The head holds the value too: it crossed turns through the checkpoint, which no
     # rewind can help. The rewind of the changed `publish` goes on, and says so.
     graph = chatting(saver, Counter())
     for question in ("one", "two"):
         drive.run(graph, {"q": question}, config)
-    runs: Counter[str] = Counter()
     changed = chatting(saver, runs, versions={"publish": "v2"})
     plan = drive.plan(changed, config)
     assert plan.kind is ne.PlanKind.REWIND and plan.invalidated_nodes == {"publish"}
@@ -403,13 +399,7 @@ def approving(runs: Counter[str], *, is_async: bool) -> Any:
         runs["write"] += 1
         return Draft(text=text)
 
-    async def awrite(text: str) -> Any:
-        return write_body(text)
-
-    chosen: Any = awrite if is_async else write_body
-    chosen.__name__ = "write"
-    chosen.__annotations__ = {"text": str, "return": Draft}
-    write = task(chosen)
+    write = task_of("write", write_body, {"text": str, "return": Draft}, is_async=is_async)
 
     def answered(draft: Any) -> str:
         answer = interrupt("publish it?")
@@ -426,10 +416,9 @@ def approving(runs: Counter[str], *, is_async: bool) -> Any:
 
 
 def test_an_answer_to_an_entrypoint_whose_cached_result_no_checkpoint_revives_is_refused(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
     # Each answer re-ran `write` and asked again: its cached result came back as a dict.
-    runs: Counter[str] = Counter()
     graph = ne.compile(approving(runs, is_async=drive.is_async), checkpointer=saver)
     assert "__interrupt__" in drive.run(graph, "hello", config)
     stored = _ids(saver, config)

@@ -79,10 +79,9 @@ def crashed(
 
 
 def test_a_send_whose_job_does_not_read_back_runs_its_sender_again(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
     crashed(drive, saver, config)
-    runs: Counter[str] = Counter()
     graph = ne.compile(make(runs), checkpointer=saver)
     plan = drive.plan(graph, config)
     assert plan.kind is ne.PlanKind.REWIND and plan.invalidated_nodes == {"fan"}
@@ -94,10 +93,9 @@ def test_a_send_whose_job_does_not_read_back_runs_its_sender_again(
 
 
 def test_no_false_alarm_for_a_job_that_reads_back(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
     crashed(drive, saver, config, local=False)
-    runs: Counter[str] = Counter()
     graph = ne.compile(make(runs, local=False), checkpointer=saver)
     assert drive.plan(graph, config).kind is ne.PlanKind.CONTINUE
     assert sorted(drive.run(graph, None, config)["out"]) == ["Shared"] * 3

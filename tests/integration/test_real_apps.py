@@ -24,7 +24,7 @@ from langgraph.store.memory import InMemoryStore
 from langgraph.types import CachePolicy
 
 import neograph_ext as ne
-from tests.drive import Drive
+from tests.drive import Drive, Saver
 from tests.graphs.apps import (
     FakeChat,
     outline,
@@ -39,9 +39,8 @@ from tests.graphs.pipelines import Crash, State, linear, model, wire
 
 
 def test_compile_takes_a_compiled_graph_and_keeps_its_options(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     store, cache = InMemoryStore(), InMemoryCache()
     compiled = linear(runs).compile(
         checkpointer=saver,
@@ -65,9 +64,8 @@ def test_compile_takes_a_compiled_graph_and_keeps_its_options(
 
 
 def test_compile_keyword_overrides_a_compiled_graphs_option(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     graph = ne.compile(linear(runs).compile(interrupt_before=["b"]), checkpointer=saver)
     assert graph.checkpointer is saver
     graph = ne.compile(graph, interrupt_before=[])
@@ -118,10 +116,9 @@ def test_change_inside_a_plainly_compiled_subgraph_reruns_it(
     shape: Any,
     rerun: set[str],
     path: str,
+    runs: Counter[str],
 ) -> None:
-    runs: Counter[str] = Counter()
-    drive.run(ne.compile(shape(runs, str), checkpointer=saver), {"topic": "x"}, config)
-    runs.clear()
+    drive.ran_before(shape(runs, str), saver, {"topic": "x"}, config, runs)
     graph = ne.compile(shape(runs, int), checkpointer=saver)
     plan = drive.plan(graph, config)
     assert plan.kind == "rewind" and plan.invalidated_nodes == {"writer"}
@@ -137,15 +134,16 @@ def test_change_inside_a_plainly_compiled_subgraph_reruns_it(
 
 
 def test_crash_inside_subgraph_then_change_starts_the_subgraph_afresh(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
-    old = ne.compile(
-        with_subgraph(runs, writer(runs, outline(str), crash=True).compile()), checkpointer=saver
+    drive.ran_before(
+        with_subgraph(runs, writer(runs, outline(str), crash=True).compile()),
+        saver,
+        {"topic": "x"},
+        config,
+        runs,
+        crash=Crash,
     )
-    with pytest.raises(Crash):
-        drive.run(old, {"topic": "x"}, config)
-    runs.clear()
     graph = ne.compile(_plain(runs, int), checkpointer=saver)
     plan = drive.plan(graph, config)
     assert plan.kind == "rewind" and plan.invalidated_nodes == {"writer"}
@@ -185,11 +183,9 @@ def _two_writers(runs: Counter[str], y_type: type) -> StateGraph[Any, Any, Any, 
 
 
 def test_nodes_annotated_with_the_state_are_judged_by_what_they_wrote(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
-    drive.run(ne.compile(_two_writers(runs, int), checkpointer=saver), {"log": []}, config)
-    runs.clear()
+    drive.ran_before(_two_writers(runs, int), saver, {"log": []}, config, runs)
     graph = ne.compile(_two_writers(runs, float), checkpointer=saver)
     plan = drive.plan(graph, config)
     assert plan.invalidated_nodes == {"make_y"} and plan.kept == {"make_x"}
@@ -231,11 +227,9 @@ def _fetch_extract_summarize(runs: Counter[str], text: type) -> StateGraph[Any, 
 
 
 def test_a_channel_change_is_blamed_on_the_task_that_wrote_it(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
-    drive.run(ne.compile(_fetch_extract_summarize(runs, str), checkpointer=saver), {}, config)
-    runs.clear()
+    drive.ran_before(_fetch_extract_summarize(runs, str), saver, {}, config, runs)
     graph = ne.compile(_fetch_extract_summarize(runs, int), checkpointer=saver)
     plan = drive.plan(graph, config)
     assert plan.invalidated_nodes == {"summarize"}
@@ -274,9 +268,8 @@ def _cached(
     ids=["default_key", "custom_key"],
 )
 def test_a_cached_result_of_other_types_is_never_served(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, policy: CachePolicy[Any]
+    drive: Drive, saver: Saver, config: RunnableConfig, policy: CachePolicy[Any], runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     cache = InMemoryCache()
     old = ne.compile(
         _cached(runs, model(score=(int, ...)), policy), checkpointer=saver, cache=cache
@@ -300,9 +293,8 @@ def test_a_cached_result_of_other_types_is_never_served(
 
 
 def test_tool_schema_change_reruns_the_node_that_made_the_calls(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     old_args = model("SearchArgs", query=(str, ...))
     old = ne.compile(
         tool_loop(runs, [search_tool(runs, old_args)], {"query": "q"}),
@@ -332,9 +324,8 @@ def test_tool_schema_change_reruns_the_node_that_made_the_calls(
 
 
 def test_a_renamed_node_keeps_its_work(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     with pytest.raises(Crash):
         drive.run(ne.compile(linear(runs, crash="d"), checkpointer=saver), {"log": []}, config)
     runs.clear()
@@ -351,9 +342,8 @@ def test_a_renamed_node_keeps_its_work(
 
 
 def test_react_agent_resumes_after_a_crash_inside_a_tool(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     args = model("SearchArgs", query=(str, ...))
     agent = create_react_agent(
         FakeChat(runs=runs, call={"query": "q"}), [search_tool(runs, args, crash_once=True)]
@@ -369,9 +359,8 @@ def test_react_agent_resumes_after_a_crash_inside_a_tool(
 
 
 def test_react_agent_response_format_change_reruns_only_the_responder(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     args = model("SearchArgs", query=(str, ...))
     tools = [search_tool(runs, args)]
     old_answer = model("Answer", text=(str, ...))

@@ -49,11 +49,11 @@ def test_an_answer_keyed_by_a_subgraphs_question_is_set_aside_by_name(
     saver: BaseCheckpointSaver[Any],
     config: RunnableConfig,
     caplog: pytest.LogCaptureFixture,
+    runs: Counter[str],
 ) -> None:
     old = ne.compile(_asking_inside(Counter(), int), checkpointer=saver)
     drive.run(old, {}, config)
     (asked,) = drive.get_state(old, config).interrupts
-    runs: Counter[str] = Counter()
     new = ne.compile(_asking_inside(runs, str), checkpointer=saver)
     with caplog.at_level(logging.WARNING, logger="neograph_ext"):
         drive.run(

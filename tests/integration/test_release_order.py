@@ -23,7 +23,7 @@ import neograph_ext as ne
 from neograph_ext import GraphError
 from neograph_ext._stamp_order import RELEASE_ENV
 from tests.cli.support import Database, postgres_database, sqlite_database
-from tests.drive import SYNC_ONLY, Drive
+from tests.drive import SYNC_ONLY, Drive, Saver
 from tests.graphs.pipelines import linear
 
 Test = Callable[[Drive, BaseCheckpointSaver[Any], pytest.MonkeyPatch, bool, int], object]
@@ -64,11 +64,7 @@ def appends_a_node(
 
 def stores(names: tuple[str, ...]) -> Test:
     def test(
-        drive: Drive,
-        saver: BaseCheckpointSaver[Any],
-        mp: pytest.MonkeyPatch,
-        declared: bool,
-        run: int,
+        drive: Drive, saver: Saver, mp: pytest.MonkeyPatch, declared: bool, run: int
     ) -> object:
         graph = _compiled(saver, mp, names, Counter(), declared)
         thread = {"configurable": {"thread_id": f"{'-'.join(names)}-{run}"}}

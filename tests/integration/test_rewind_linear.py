@@ -10,7 +10,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 import neograph_ext as ne
-from tests.drive import SYNC_ONLY, Drive
+from tests.drive import SYNC_ONLY, Drive, Saver
 from tests.graphs.pipelines import Crash, linear, model
 
 V1 = model(score=(int, ...), label=(str, ...))
@@ -41,11 +41,10 @@ def completed(
 
 @pytest.mark.parametrize("change", sorted(CHANGES))
 def test_changed_output_type_reruns_the_node_and_downstream_only(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, change: str
+    drive: Drive, saver: Saver, config: RunnableConfig, change: str, runs: Counter[str]
 ) -> None:
     completed(drive, saver, config, {"c": V1})
     new_type, named = CHANGES[change]
-    runs: Counter[str] = Counter()
     graph = ne.compile(linear(runs, {"c": new_type}), checkpointer=saver)
 
     plan = drive.plan(graph, config)
@@ -74,10 +73,10 @@ def test_earliest_change_decides_what_reruns(
     config: RunnableConfig,
     changed: set[str],
     expected: str,
+    runs: Counter[str],
 ) -> None:
     completed(drive, saver, config, dict.fromkeys("abcd", V1))
     new = CHANGES["field retyped"][0]
-    runs: Counter[str] = Counter()
     returns = {n: new if n in changed else V1 for n in "abcd"}
     graph = ne.compile(linear(runs, returns), checkpointer=saver)
     assert drive.plan(graph, config).invalidated_nodes == changed
@@ -86,11 +85,10 @@ def test_earliest_change_decides_what_reruns(
 
 
 def test_strict_mode_raises_before_running_and_writes_nothing(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
     completed(drive, saver, config, {"c": V1})
     before = count_checkpoints(saver, config)
-    runs: Counter[str] = Counter()
     graph = ne.compile(linear(runs, {"c": CHANGES["field retyped"][0]}), checkpointer=saver)
     with pytest.raises(ne.CheckpointSchemaError) as caught:
         drive.run(graph, {"log": []}, config, resume=ne.ResumePolicy(on_change="raise"))
@@ -103,10 +101,9 @@ def test_strict_mode_raises_before_running_and_writes_nothing(
 
 
 def test_strict_mode_passes_when_nothing_changed(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
     completed(drive, saver, config, {"c": V1})
-    runs: Counter[str] = Counter()
     graph = ne.compile(linear(runs, {"c": V1}), checkpointer=saver)
     assert drive.run(graph, {"log": []}, config, resume=ne.ResumePolicy(on_change="raise"))[
         "log"
@@ -134,10 +131,9 @@ def test_plan_explains_at_field_level_and_writes_nothing(
 
 
 def test_hyphenated_node_names(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
     names = ("load-doc", "call-llm", "parse-out", "save-it")
-    runs: Counter[str] = Counter()
     graph = ne.compile(linear(runs, {"parse-out": V1}, names=names), checkpointer=saver)
     drive.run(graph, {"log": []}, config)
     runs.clear()
@@ -149,9 +145,8 @@ def test_hyphenated_node_names(
 
 
 def test_versions_bump_reruns_the_node(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     v1 = ne.compile(linear(runs), checkpointer=saver, versions={"b": "prompt-v1"})
     drive.run(v1, {"log": []}, config)
     drive.run(v1, {"log": []}, config)
@@ -165,10 +160,9 @@ def test_versions_bump_reruns_the_node(
 
 
 def test_output_types_override_the_return_annotation(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
     completed(drive, saver, config, {"c": V1})
-    runs: Counter[str] = Counter()
     # Same annotation, but the declared override differs from what was stamped.
     graph = ne.compile(
         linear(runs, {"c": V1}), checkpointer=saver, output_types={"c": CHANGES["field added"][0]}
@@ -185,9 +179,8 @@ def test_unknown_node_in_options_is_a_clear_error(saver: BaseCheckpointSaver[Any
 
 
 def test_crash_resumes_without_repeating_finished_nodes(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     with pytest.raises(Crash):
         drive.run(ne.compile(linear(runs, crash="c"), checkpointer=saver), {"log": []}, config)
     assert runs == Counter("abc")
@@ -200,13 +193,11 @@ def test_crash_resumes_without_repeating_finished_nodes(
 
 
 def test_crash_then_change_upstream_rewinds_before_it(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
-    graph = ne.compile(linear(runs, {"b": V1}, crash="d"), checkpointer=saver)
-    with pytest.raises(Crash):
-        drive.run(graph, {"log": []}, config)
-    runs.clear()
+    graph = drive.ran_before(
+        linear(runs, {"b": V1}, crash="d"), saver, {"log": []}, config, runs, crash=Crash
+    )
     graph = ne.compile(linear(runs, {"b": CHANGES["field added"][0]}), checkpointer=saver)
     assert drive.run(graph, None, config)["log"] == list("abcd")
     assert runs == Counter("bcd")
@@ -225,13 +216,12 @@ def test_caller_input_and_config_are_not_mutated(
 
 
 def test_checkpoint_id_in_config_is_planned_from(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
     completed(drive, saver, config, {"c": V1})
     history = list(saver.list(config))
     after_b = next(t for t in history if t.metadata and t.metadata.get("step") == 2)
     at = {"configurable": {**config["configurable"], "checkpoint_id": after_b.checkpoint["id"]}}
-    runs: Counter[str] = Counter()
     graph = ne.compile(linear(runs, {"c": V1}), checkpointer=saver)
     plan = drive.plan(graph, at)
     assert plan.kind is ne.PlanKind.CONTINUE and plan.head_id == after_b.checkpoint["id"]
@@ -272,11 +262,10 @@ def test_graph_without_stamp_or_thread_is_a_clear_error(
 
 
 def test_unknown_checkpoint_id_is_a_clear_error_not_a_fresh_thread(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
     completed(drive, saver, config, {"c": V1})
     at = {"configurable": {**config["configurable"], "checkpoint_id": "no-such-checkpoint"}}
-    runs: Counter[str] = Counter()
     graph = ne.compile(linear(runs, {"c": V1}), checkpointer=saver)
     with pytest.raises(ne.GraphError, match="has no checkpoint 'no-such-checkpoint'"):
         drive.plan(graph, at)

@@ -23,11 +23,9 @@ V2 = model(score=(float, ...))
 
 
 def test_parallel_branch_change_reruns_that_branch_and_after(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
-    drive.run(ne.compile(diamond(runs, V1), checkpointer=saver), {"log": []}, config)
-    runs.clear()
+    drive.ran_before(diamond(runs, V1), saver, {"log": []}, config, runs)
     graph = ne.compile(diamond(runs, V2), checkpointer=saver)
     plan = drive.plan(graph, config)
     assert plan.invalidated_nodes == {"c"} and plan.kept == {"a", "b"}
@@ -72,9 +70,8 @@ def fan_out(runs: Counter[str], worker_returns: object) -> StateGraph[Any, Any, 
 
 
 def test_send_fan_out_reruns_all_sends_without_duplicating_results(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     drive.run(ne.compile(fan_out(runs, V1), checkpointer=saver), {}, config)
     assert runs == Counter({"prepare": 1, "worker": 5, "total": 1})
     runs.clear()
@@ -110,9 +107,8 @@ def loop(runs: Counter[str], body_returns: object) -> StateGraph[Any, Any, Any, 
 
 
 def test_loop_body_change_restarts_the_loop_once(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     drive.run(ne.compile(loop(runs, V1), checkpointer=saver), {}, config)
     assert runs == Counter({"start": 1, "body": 3})
     runs.clear()
@@ -143,9 +139,8 @@ def with_subgraph(
 
 
 def test_change_inside_a_subgraph_reruns_its_parent_node_only(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     drive.run(ne.compile(with_subgraph(runs, V1), checkpointer=saver), {"log": []}, config)
     assert runs == Counter(["a", "inner-1", "inner-2", "z"])
     runs.clear()
@@ -159,11 +154,9 @@ def test_change_inside_a_subgraph_reruns_its_parent_node_only(
 
 
 def test_node_appended_to_a_completed_thread_runs(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
-    drive.run(ne.compile(linear(runs, names="abc"), checkpointer=saver), {"log": []}, config)
-    runs.clear()
+    drive.ran_before(linear(runs, names="abc"), saver, {"log": []}, config, runs)
     graph = ne.compile(linear(runs, names="abcd"), checkpointer=saver)
     (change,) = drive.plan(graph, config).changes
     assert change.node == "c" and change.reason is ne.types.ChangeReason.SUCCESSORS
@@ -172,9 +165,8 @@ def test_node_appended_to_a_completed_thread_runs(
 
 
 def test_node_removed_while_the_thread_waits_on_it(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     with pytest.raises(Crash):
         drive.run(ne.compile(linear(runs, crash="c"), checkpointer=saver), {"log": []}, config)
     runs.clear()
@@ -202,9 +194,8 @@ def approval(runs: Counter[str], a_returns: object) -> StateGraph[Any, Any, Any,
 
 
 def test_interrupt_is_asked_again_after_an_upstream_change(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     first = drive.run(ne.compile(approval(runs, V1), checkpointer=saver), {"log": []}, config)
     assert "__interrupt__" in first
     runs.clear()
@@ -219,11 +210,9 @@ def test_interrupt_is_asked_again_after_an_upstream_change(
 
 
 def test_reanswer_applies_the_answer_to_the_new_interrupt(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
-    drive.run(ne.compile(approval(runs, V1), checkpointer=saver), {"log": []}, config)
-    runs.clear()
+    drive.ran_before(approval(runs, V1), saver, {"log": []}, config, runs)
     graph = ne.compile(approval(runs, V2), checkpointer=saver)
     result = drive.run(graph, Command(resume="yes"), config, resume=ne.ResumePolicy(reanswer=True))
     assert result["log"] == ["a", "answer=yes", "z"]
@@ -237,8 +226,8 @@ def test_unstamped_thread_resumes_as_langgraph_would(
     saver: BaseCheckpointSaver[Any],
     config: RunnableConfig,
     caplog: pytest.LogCaptureFixture,
+    runs: Counter[str],
 ) -> None:
-    runs: Counter[str] = Counter()
     with pytest.raises(Crash):
         drive.invoke(
             linear(runs, crash="c").compile(checkpointer=saver),
@@ -326,11 +315,9 @@ def pydantic_graph(state: type[BaseModel], runs: Counter[str]) -> StateGraph[Any
 
 
 def test_pydantic_state_whose_field_became_incompatible(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
-    drive.run(ne.compile(pydantic_graph(Report, runs), checkpointer=saver), {}, config)
-    runs.clear()
+    drive.ran_before(pydantic_graph(Report, runs), saver, {}, config, runs)
     ReportV2.__name__ = ReportV2.__qualname__ = "Report"
     graph = ne.compile(pydantic_graph(ReportV2, runs), checkpointer=saver)
     # The stored score (5) no longer validates as list[int]; planning must not care.
@@ -341,9 +328,8 @@ def test_pydantic_state_whose_field_became_incompatible(
 
 
 def test_multi_turn_change_whose_earlier_values_are_dead_rewinds_the_latest_turn(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     graph = ne.compile(linear(runs, {"b": V1}), checkpointer=saver)
     drive.run(graph, {"log": ["turn1"]}, config)
     drive.run(graph, {"log": ["turn2"]}, config)
@@ -359,9 +345,8 @@ def test_multi_turn_change_whose_earlier_values_are_dead_rewinds_the_latest_turn
 
 
 def test_same_input_on_a_complete_thread_returns_the_stored_result(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     graph = ne.compile(linear(runs), checkpointer=saver)
     first = drive.run(graph, {"log": ["x"]}, config)
     assert drive.run(graph, {"log": ["x"]}, config) == first
@@ -370,9 +355,8 @@ def test_same_input_on_a_complete_thread_returns_the_stored_result(
 
 
 def test_thread_written_with_exit_durability_is_reported_not_guessed(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     drive.run(ne.compile(linear(runs, {"c": V1}), checkpointer=saver), {"log": []}, config,
            durability="exit")  # fmt: skip
     graph = ne.compile(linear(runs, {"c": V2}), checkpointer=saver)

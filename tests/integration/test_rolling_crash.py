@@ -173,9 +173,8 @@ def test_a_crashed_head_the_current_code_wrote_is_resumed_where_it_is(
 
 
 def test_old_code_is_not_served_what_the_new_code_cached_in_a_crashed_turn(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     crash: set[str] = {"t1"}
     workflow = chain(runs, crash, is_async=drive.is_async)
     old = neograph_ext.compile(workflow, checkpointer=saver)
@@ -195,12 +194,11 @@ def test_old_code_is_not_served_what_the_new_code_cached_in_a_crashed_turn(
 
 
 def test_old_code_is_refused_an_entrypoint_turn_the_new_code_answered_in_part(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
     """An entrypoint asking twice: the new code's answer to the first question ran ``t2``
     (its result cached on the old code's checkpoint, which the turn still waits on); the
     old code answering the second is refused rather than served it."""
-    runs: Counter[str] = Counter()
     workflow = asking_twice(runs, is_async=drive.is_async)
     old = neograph_ext.compile(workflow, checkpointer=saver)
     new = neograph_ext.compile(workflow, checkpointer=saver, versions={"t2": "v2"})

@@ -23,7 +23,7 @@ from pydantic import BaseModel
 
 import neograph_ext
 from neograph_ext import PlanKind, ResumePolicy, ThreadSupersededError
-from tests.drive import Drive
+from tests.drive import Drive, Saver
 from tests.graphs.deploys import Release, SummaryV1, SummaryV2, SummaryV3
 from tests.graphs.pipelines import Crash, deployed, wire
 
@@ -99,10 +99,7 @@ def test_a_served_graph_of_the_old_code_leaves_the_new_codes_thread_alone(
 
 
 def test_a_rollback_takes_the_thread_over_and_then_the_new_code_must_take_it_back(
-    drive: Drive,
-    saver: BaseCheckpointSaver[Any],
-    config: RunnableConfig,
-    caplog: pytest.LogCaptureFixture,
+    drive: Drive, saver: Saver, config: RunnableConfig, caplog: pytest.LogCaptureFixture
 ) -> None:
     old = Release(SummaryV1, saver)
     new = Release(SummaryV2, saver)
@@ -132,10 +129,7 @@ def test_a_rollback_takes_the_thread_over_and_then_the_new_code_must_take_it_bac
 
 
 def test_accept_takes_the_thread_over_without_running_anything(
-    drive: Drive,
-    saver: BaseCheckpointSaver[Any],
-    config: RunnableConfig,
-    caplog: pytest.LogCaptureFixture,
+    drive: Drive, saver: Saver, config: RunnableConfig, caplog: pytest.LogCaptureFixture
 ) -> None:
     old = Release(SummaryV1, saver, ask=False)
     new = Release(SummaryV2, saver, ask=False)

@@ -31,9 +31,8 @@ class Flow(TypedDict, total=False):
 
 
 def test_a_graph_run_inside_a_node_does_not_inherit_the_runs_mark(
-    drive: Drive, saver: BaseCheckpointSaver[Any]
+    drive: Drive, saver: BaseCheckpointSaver[Any], runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
 
     def work(state: Flow) -> Flow:
         runs["work"] += 1
@@ -65,9 +64,8 @@ def test_a_graph_run_inside_a_node_does_not_inherit_the_runs_mark(
 
 
 def test_forged_run_metadata_never_skips_the_check(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     with pytest.raises(RuntimeError):
         drive.run(ne.compile(linear(runs, {"c": V1}, crash="d"), checkpointer=saver), {}, config)
     graph = ne.compile(linear(runs, {"c": V2}), checkpointer=saver)

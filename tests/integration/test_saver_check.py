@@ -71,10 +71,8 @@ class CountingSaver(InMemorySaver):
 
 
 def test_a_saver_that_drops_config_metadata_raises_before_any_node_runs(
-    drive: Drive,
-    config: RunnableConfig,
+    drive: Drive, config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     graph = ne.compile(linear(runs), checkpointer=DroppingSaver())
     for strict in (True, False):
         with pytest.raises(ne.StampLostError) as caught:
@@ -90,8 +88,9 @@ def test_a_saver_that_drops_config_metadata_raises_before_any_node_runs(
     assert "config metadata" in message and "WriteChecks(saver=False)" in message
 
 
-def test_a_stream_raises_for_a_dropping_saver_too(drive: Drive, config: RunnableConfig) -> None:
-    runs: Counter[str] = Counter()
+def test_a_stream_raises_for_a_dropping_saver_too(
+    drive: Drive, config: RunnableConfig, runs: Counter[str]
+) -> None:
     graph = ne.compile(linear(runs), checkpointer=DroppingSaver())
     with pytest.raises(ne.StampLostError, match="DroppingSaver"):
         drive.run(graph, {"log": []}, config)
@@ -102,11 +101,9 @@ def test_a_stream_raises_for_a_dropping_saver_too(drive: Drive, config: Runnable
 
 
 def test_the_opt_out_accepts_unverified_threads_and_strict_unverified_refuses_them(
-    drive: Drive,
-    config: RunnableConfig,
+    drive: Drive, config: RunnableConfig, runs: Counter[str]
 ) -> None:
     saver = DroppingSaver()
-    runs: Counter[str] = Counter()
     graph = ne.compile(
         linear(runs, {"c": V1}), checkpointer=saver, attach=[ne.WriteChecks(saver=False)]
     )
@@ -137,8 +134,9 @@ def test_a_saver_class_is_checked_once_per_process(drive: Drive, config: Runnabl
     assert CountingSaver.reads == first, "a saver class already checked was read again"
 
 
-def test_plain_calls_stay_plain_on_a_dropping_saver(drive: Drive, config: RunnableConfig) -> None:
-    runs: Counter[str] = Counter()
+def test_plain_calls_stay_plain_on_a_dropping_saver(
+    drive: Drive, config: RunnableConfig, runs: Counter[str]
+) -> None:
     graph = ne.compile(linear(runs), checkpointer=DroppingSaver())
     assert drive.invoke(graph, {"log": []}, config)["log"] == list("abcd")  # no error, as LangGraph
 
@@ -154,9 +152,8 @@ def lmdb_env(tmp_path: Path) -> Iterator[lmdb.Environment]:
 
 
 def test_langgraph_checkpoint_lmdb_is_found_to_drop_the_stamp(
-    drive: Drive, lmdb_env: lmdb.Environment, config: RunnableConfig
+    drive: Drive, lmdb_env: lmdb.Environment, config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     saver = drive.made(lambda: (AsyncLMDBSaver if drive.is_async else LMDBSaver)(lmdb_env))
     graph = ne.compile(linear(runs), checkpointer=saver)
     named = rf"langgraph_checkpoint_lmdb\.lmdb\.{type(saver).__name__}"
@@ -238,9 +235,11 @@ def redis_saver(drive: Drive, redis_url: str) -> Iterator[Callable[[], BaseCheck
 
 
 def test_plainredis_keeps_the_stamp_and_rewinds_as_langgraph_savers_do(
-    drive: Drive, redis_saver: Callable[[], BaseCheckpointSaver[Any]], config: RunnableConfig
+    drive: Drive,
+    redis_saver: Callable[[], BaseCheckpointSaver[Any]],
+    config: RunnableConfig,
+    runs: Counter[str],
 ) -> None:
-    runs: Counter[str] = Counter()
     graph = ne.compile(linear(runs, {"c": V1}), checkpointer=redis_saver())
     drive.run(graph, {"log": []}, config)
     assert runs == Counter("abcd")

@@ -328,7 +328,7 @@ def test_a_budget_stopped_by_its_ledger_still_leaves_a_newer_codes_thread_alone(
     with pytest.raises(ne.ThreadSupersededError):  # refused before any cap is looked at
         ne.run(capped, None, config)
     assert _counts(db.saver, "budgeted") == before and fleet.runs == ran
-    with pytest.raises(ne.BudgetExceededError):  # taken over, the cap stops the re-run
+    with pytest.raises(ne.budget.BudgetExceededError):  # taken over, the cap stops the re-run
         ne.run(capped, None, config, resume=ROLLBACK)
     # The 8th call would pass the cap of 5: review started, and stopped before its call.
     assert fleet.runs - ran == Counter({"review": 1})
@@ -394,16 +394,15 @@ def test_a_superseded_call_tells_nothing_and_writes_nothing(db: Database) -> Non
 
 
 def test_a_budget_stop_tells_its_decision_once_and_adds_nothing_to_checkpoints(
-    db: Database,
+    db: Database, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     capped = ne.budget.Budget(max_model_calls=2)
     told = ne.compile(budget_pipeline(runs), checkpointer=db.saver, attach=[capped, TOLD])
     plain = ne.compile(budget_pipeline(Counter()), checkpointer=db.saver, attach=[capped])
     recorder = Recorder()
-    with pytest.raises(ne.BudgetExceededError):
+    with pytest.raises(ne.budget.BudgetExceededError):
         ne.run(told, {"topic": "t"}, {**cfg("told"), "callbacks": [recorder]})
-    with pytest.raises(ne.BudgetExceededError):
+    with pytest.raises(ne.budget.BudgetExceededError):
         ne.run(plain, {"topic": "t"}, cfg("untold"))
     assert runs == Counter({"draft": 1, "review": 1})  # stopped before review's own call
     (started,) = recorder.plans()
@@ -418,7 +417,7 @@ def test_a_budget_stop_tells_its_decision_once_and_adds_nothing_to_checkpoints(
         resume=ROLLBACK,
         attach=[ne.budget.Budget(max_model_calls=8), TOLD],
     )
-    with pytest.raises(ne.BudgetExceededError):
+    with pytest.raises(ne.budget.BudgetExceededError):
         ne.run(taking, None, {**cfg("budgeted"), "callbacks": [recorder]})
     (plan,) = recorder.plans()
     assert plan["kind"] == "rewind" and plan["rerun"] == ["review", "publish"]

@@ -20,7 +20,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 import neograph_ext as ne
 from neograph_ext._stamp_order import ORDER_THREAD
 from neograph_ext._stamp_store import THREAD_PREFIX, save
-from tests.drive import Drive
+from tests.drive import Drive, Saver
 from tests.graphs import big
 from tests.graphs.pipelines import linear, model
 from tests.integration.reads import fetching
@@ -34,11 +34,9 @@ def _thread() -> RunnableConfig:
 
 
 def test_a_change_deep_inside_a_large_model_is_found_minimal_with_its_diff(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
-    drive.run(ne.compile(big.wide(runs), checkpointer=saver), {}, config)
-    runs.clear()
+    drive.ran_before(big.wide(runs), saver, {}, config, runs)
     graph = ne.compile(big.wide(runs, changed=17), checkpointer=saver)
 
     plan = drive.plan(graph, config)
@@ -106,9 +104,8 @@ def test_a_plain_call_adds_no_write_before_langgraphs_own(drive: Drive) -> None:
 
 
 def test_a_missing_description_counts_as_changed_never_as_unchanged(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     old = ne.compile(linear(runs, {"c": V1}), checkpointer=saver)
     drive.run(old, {"log": []}, config)
     saver.delete_thread(THREAD_PREFIX + old.neograph_ext_stamp.id)
@@ -141,10 +138,7 @@ def test_a_missing_description_is_looked_up_again_until_found(
 
 
 def test_planning_fetches_each_distinct_description_once(
-    drive: Drive,
-    saver: BaseCheckpointSaver[Any],
-    config: RunnableConfig,
-    monkeypatch: pytest.MonkeyPatch,
+    drive: Drive, saver: Saver, config: RunnableConfig, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     drive.run(ne.compile(linear(Counter(), {"c": V1}), checkpointer=saver), {"log": []}, config)
     bumped = ne.compile(linear(Counter(), {"c": V1}), checkpointer=saver, versions={"d": "2"})
@@ -159,10 +153,7 @@ def test_planning_fetches_each_distinct_description_once(
 
 
 def test_a_found_description_is_read_once_per_graph(
-    drive: Drive,
-    saver: BaseCheckpointSaver[Any],
-    config: RunnableConfig,
-    monkeypatch: pytest.MonkeyPatch,
+    drive: Drive, saver: Saver, config: RunnableConfig, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     drive.run(ne.compile(linear(Counter(), {"c": V1}), checkpointer=saver), {"log": []}, config)
     fetched = fetching(drive, saver, monkeypatch)

@@ -11,40 +11,17 @@ from typing import Any
 import pytest
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.config import get_stream_writer
-from langgraph.graph import StateGraph
-from langgraph.types import Command, interrupt
+from langgraph.types import Command
 
 import neograph_ext as ne
 from neograph_ext._telemetry import plan_data
-from tests.drive import Drive
-from tests.graphs.pipelines import deployed, model, wire
-
-DraftV1 = model("Draft", text=(str, ...))
-DraftV2 = model("Draft", text=(str, ...), tone=(str, "plain"))
+from tests.drive import Drive, Saver
+from tests.graphs.pipelines import DraftV1, DraftV2, approval
 
 
 def _approval(runs: Counter[str], draft_type: Any) -> Any:
-    """``draft -> review -> send``; ``review`` writes a progress event, then asks."""
-    deployed(draft_type)
-    from typing import TypedDict
-
-    Flow = TypedDict("Flow", {"draft": draft_type, "answer": str}, total=False)  # type: ignore[misc]  # noqa: UP013
-
-    def draft(state: Any) -> dict[str, Any]:
-        runs["draft"] += 1
-        return {"draft": draft_type(text="hello")}
-
-    def review(state: Any) -> dict[str, Any]:
-        runs["review"] += 1
-        get_stream_writer()({"progress": "review"})
-        return {"answer": interrupt("approve?")}
-
-    builder = StateGraph(Flow)
-    builder.add_node("draft", draft)
-    builder.add_node("review", review)
-    wire(builder, "draft", "review")
-    return builder
+    """``draft -> review``; ``review`` writes a progress event, then asks."""
+    return approval(runs, draft_type, progress=True, send=False)
 
 
 def _waiting(drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig) -> None:
@@ -59,10 +36,9 @@ def _told(chunk: Any) -> dict[str, Any]:
 
 @pytest.mark.parametrize("served", [False, True], ids=["stream", "auto_resume"])
 def test_a_question_asked_again_is_told_first(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, served: bool
+    drive: Drive, saver: Saver, config: RunnableConfig, served: bool, runs: Counter[str]
 ) -> None:
     _waiting(drive, saver, config)
-    runs: Counter[str] = Counter()
     graph = ne.compile(
         _approval(runs, DraftV2), checkpointer=saver, attach=[ne.AutoResume()] if served else []
     )
@@ -90,11 +66,7 @@ def test_a_question_asked_again_is_told_first(
     ids=["modes", "subgraphs", "modes-subgraphs", "v2"],
 )
 def test_the_notice_has_the_shape_of_the_streams_custom_chunks(
-    drive: Drive,
-    saver: BaseCheckpointSaver[Any],
-    config: RunnableConfig,
-    kwargs: dict[str, Any],
-    shape: Any,
+    drive: Drive, saver: Saver, config: RunnableConfig, kwargs: dict[str, Any], shape: Any
 ) -> None:
     _waiting(drive, saver, config)
     graph = ne.compile(_approval(Counter(), DraftV2), checkpointer=saver)

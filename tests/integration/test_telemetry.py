@@ -20,8 +20,8 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 import neograph_ext as ne
 import neograph_ext._run as run_module
-from tests.drive import Drive
-from tests.graphs.chat import ProfileV2, ProfileV3, chat, say
+from tests.drive import Drive, Saver
+from tests.graphs.chat import ProfileV2, ProfileV3, chat, two_turns
 from tests.graphs.pipelines import Crash, linear, model
 
 V1 = model(score=(int, ...))
@@ -80,10 +80,9 @@ def _crashed(drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConf
 
 
 def test_each_run_tells_its_decision_once_inside_the_graph_run(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
     _crashed(drive, saver, config)
-    runs: Counter[str] = Counter()
     graph = ne.compile(linear(runs, {"c": V2}), checkpointer=saver, attach=[TOLD])
     expected = drive.plan(graph, config)
     recorder = Recorder()
@@ -111,9 +110,8 @@ def test_each_run_tells_its_decision_once_inside_the_graph_run(
 
 
 def test_a_new_thread_and_a_continued_one_are_told_as_such(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     crashing = ne.compile(linear(runs, crash="c"), checkpointer=saver, attach=[TOLD])
     recorder = Recorder()
     with pytest.raises(Crash):
@@ -127,9 +125,8 @@ def test_a_new_thread_and_a_continued_one_are_told_as_such(
 
 
 def test_a_plain_call_of_an_auto_resume_graph_tells_its_decision(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     crashing = ne.compile(linear(runs, crash="c"), checkpointer=saver)
     with pytest.raises(Crash):
         drive.invoke(crashing, {"log": []}, config)
@@ -140,23 +137,19 @@ def test_a_plain_call_of_an_auto_resume_graph_tells_its_decision(
     assert runs == Counter({"a": 1, "b": 1, "c": 2, "d": 1})
 
 
+def _told(saver: Saver, builder: Any, resume: ne.ResumePolicy) -> tuple[Any, Recorder]:
+    """The next release, telling its decisions (``TOLD``), and a recorder to watch it."""
+    return ne.compile(builder, checkpointer=saver, resume=resume, attach=[TOLD]), Recorder()
+
+
 def test_a_migration_is_told_once_as_a_migration(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
     """The call writes the fork that carries the values, then plans again from it (up to
     date): the decision it tells is the one it carried out. Streamed: ``run`` of a thread
     that needs no node invokes nothing, so tells only the run it is called in."""
-    first = ne.compile(chat(Counter()), checkpointer=saver)
-    drive.run(first, say("hi"), config)
-    drive.run(first, say("again"), config)
-    runs: Counter[str] = Counter()
-    graph = ne.compile(
-        chat(runs, ProfileV2),
-        checkpointer=saver,
-        resume=ne.ResumePolicy(keep_compatible=True),
-        attach=[TOLD],
-    )
-    recorder = Recorder()
+    two_turns(drive, saver, config)
+    graph, recorder = _told(saver, chat(runs, ProfileV2), ne.ResumePolicy(keep_compatible=True))
     list(drive.stream(graph, None, _watched(config, recorder)))
     assert runs == Counter()
     (told,) = recorder.plans()
@@ -164,19 +157,10 @@ def test_a_migration_is_told_once_as_a_migration(
 
 
 def test_a_rewind_that_replays_later_turns_is_told_once(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    first = ne.compile(chat(Counter()), checkpointer=saver)
-    drive.run(first, say("hi"), config)
-    drive.run(first, say("again"), config)
-    runs: Counter[str] = Counter()
-    graph = ne.compile(
-        chat(runs, ProfileV3),
-        checkpointer=saver,
-        resume=ne.ResumePolicy(replay_turns=True),
-        attach=[TOLD],
-    )
-    recorder = Recorder()
+    two_turns(drive, saver, config)
+    graph, recorder = _told(saver, chat(runs, ProfileV3), ne.ResumePolicy(replay_turns=True))
     drive.run(graph, None, _watched(config, recorder))
     assert runs == Counter({"extract": 1, "reply": 2})  # two invocations
     (told,) = recorder.plans()
@@ -184,11 +168,10 @@ def test_a_rewind_that_replays_later_turns_is_told_once(
 
 
 def test_an_up_to_date_run_tells_the_run_it_is_called_in(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
     """``run`` of an up-to-date thread invokes nothing: no graph run to be inside of, so
     the event goes to the run ``run`` is called in, when there is one."""
-    runs: Counter[str] = Counter()
     graph = ne.compile(linear(runs), checkpointer=saver, attach=[TOLD])
     drive.run(graph, {"log": []}, config)
     recorder = Recorder()
@@ -258,12 +241,11 @@ def _plan_events(events: list[Any]) -> list[Any]:
 
 
 async def test_astream_events_of_an_auto_resume_graph_hold_one_plan_event_per_call(
-    async_saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    async_saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
     crashing = ne.compile(linear(Counter(), {"c": V1}, crash="d"), checkpointer=async_saver)
     with pytest.raises(Crash):
         await crashing.ainvoke({"log": []}, config)
-    runs: Counter[str] = Counter()
     graph = ne.compile(
         linear(runs, {"c": V2}), checkpointer=async_saver, attach=[ne.AutoResume(), TOLD]
     )

@@ -18,13 +18,11 @@ V2 = model(score=(float, ...))
 
 
 def test_the_twins_rewind_alike(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
-    graph = ne.compile(linear(runs, {"c": V1}, crash="d"), checkpointer=saver)
-    with pytest.raises(Crash):
-        drive.run(graph, {"log": []}, config)
-    runs.clear()
+    graph = drive.ran_before(
+        linear(runs, {"c": V1}, crash="d"), saver, {"log": []}, config, runs, crash=Crash
+    )
     graph = ne.compile(linear(runs, {"c": V2}), checkpointer=saver)
     plan = drive.plan(graph, config)
     assert plan.kind is ne.PlanKind.REWIND and plan.invalidated_nodes == {"c"}
@@ -37,9 +35,8 @@ def test_the_twins_rewind_alike(
 
 
 def test_stream_yields_the_rewound_nodes_updates_only(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     graph = ne.compile(linear(runs, {"c": V1}), checkpointer=saver)
     chunks = list(drive.stream(graph, {"log": []}, config, stream_mode="updates"))
     assert chunks == [{name: {"log": [name]}} for name in "abcd"]
@@ -51,9 +48,8 @@ def test_stream_yields_the_rewound_nodes_updates_only(
 
 
 def test_stream_yields_exactly_langgraphs_chunks(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     plain_config: RunnableConfig = {
         "configurable": {"thread_id": f"{config['configurable']['thread_id']}-plain"}
     }
@@ -107,13 +103,12 @@ def test_run_records_its_decision_in_run_metadata(
 
 
 def test_a_stamp_forwarded_in_caller_metadata_never_replaces_the_graphs(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
     old = ne.compile(linear(Counter(), {"c": V1}), checkpointer=saver)
     drive.run(old, {"log": []}, config)
     stale = saver.get_tuple(config)
     assert stale is not None
-    runs: Counter[str] = Counter()
     graph = ne.compile(linear(runs, {"c": V2}), checkpointer=saver)
     # e.g. metadata copied from an old checkpoint for tracing
     drive.run(graph, None, {**config, "metadata": dict(stale.metadata)})
@@ -122,9 +117,8 @@ def test_a_stamp_forwarded_in_caller_metadata_never_replaces_the_graphs(
 
 
 def test_bad_lock_options_are_clear_errors_before_anything_runs(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     graph = ne.compile(linear(runs), checkpointer=saver)
     with pytest.raises(ValueError, match=r"lock_timeout\) must be a number of seconds >= 0"):
         drive.run(graph, {"log": []}, config, lock=ne.LockPolicy(timeout=-1))

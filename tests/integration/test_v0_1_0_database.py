@@ -32,8 +32,9 @@ def test_the_fixture_was_written_by_0_1_0() -> None:
     assert rows and all(b'"neograph_ext": "{\\"v\\":1' in row[0] for row in rows)
 
 
-def test_unchanged_threads_plan_as_before(drive: Drive, saver: BaseCheckpointSaver[Any]) -> None:
-    runs: Counter[str] = Counter()
+def test_unchanged_threads_plan_as_before(
+    drive: Drive, saver: BaseCheckpointSaver[Any], runs: Counter[str]
+) -> None:
     graph = fx.graph(saver, runs)
     assert drive.plan(graph, fx.config(fx.DONE)).kind is ne.PlanKind.UP_TO_DATE
     assert drive.plan(graph, fx.config(fx.TWO_TURNS)).kind is ne.PlanKind.UP_TO_DATE
@@ -45,9 +46,8 @@ def test_unchanged_threads_plan_as_before(drive: Drive, saver: BaseCheckpointSav
 
 
 def test_a_changed_type_rewinds_minimally_with_its_diff(
-    drive: Drive, saver: BaseCheckpointSaver[Any]
+    drive: Drive, saver: BaseCheckpointSaver[Any], runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     graph = fx.graph(saver, runs, returns=fx.V2)
     plan = drive.plan(graph, fx.config(fx.DONE))
     assert plan.kind is ne.PlanKind.REWIND

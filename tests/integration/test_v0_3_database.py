@@ -36,9 +36,8 @@ def test_the_fixture_records_no_call_digest() -> None:
 
 
 def test_unchanged_calls_without_digests_are_served_as_before(
-    drive: Drive, saver: BaseCheckpointSaver[Any]
+    drive: Drive, saver: BaseCheckpointSaver[Any], runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     graph = ne.compile(summaries(runs, set(), is_async=drive.is_async), checkpointer=saver)
     plan = drive.plan(graph, fx.config(fx.SUMMARIES_CRASHED))
     assert (plan.kind, plan.kept, plan.matched_when_made) == ("continue", {"summ"}, ())
@@ -47,11 +46,10 @@ def test_unchanged_calls_without_digests_are_served_as_before(
 
 
 def test_swapped_calls_without_digests_are_judged_by_position_alone(
-    drive: Drive, saver: BaseCheckpointSaver[Any]
+    drive: Drive, saver: BaseCheckpointSaver[Any], runs: Counter[str]
 ) -> None:
     # What stays out (docs/not-detected.md): 0.3 recorded no arguments, so its cached
     # results answer the calls now at their positions, as they did under 0.3.
-    runs: Counter[str] = Counter()
     swapped = summaries(runs, set(), swapped=True, is_async=drive.is_async)
     graph = ne.compile(swapped, checkpointer=saver)
     assert drive.plan(graph, fx.config(fx.SUMMARIES_CRASHED)).kind is ne.PlanKind.CONTINUE
@@ -60,9 +58,8 @@ def test_swapped_calls_without_digests_are_judged_by_position_alone(
 
 
 def test_an_inserted_call_is_planned_as_it_runs_without_digests(
-    drive: Drive, saver: BaseCheckpointSaver[Any]
+    drive: Drive, saver: BaseCheckpointSaver[Any], runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     outlined = drafts(runs, set(), outlined=True, is_async=drive.is_async)
     graph = ne.compile(outlined, checkpointer=saver)
     plan = drive.plan(graph, fx.config(fx.DRAFTS_CRASHED))

@@ -288,9 +288,8 @@ def _with_asking_subgraph(runs: Counter[str], x: type) -> StateGraph[Any, Any, A
 
 @pytest.mark.parametrize("kind", SAVERS)
 def test_a_persistent_subgraph_waiting_inside_reruns_its_changed_node(
-    kind: str, tmp_path: Path
+    kind: str, tmp_path: Path, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
     config: Any = {"configurable": {"thread_id": "sub"}}
     with opened_saver(kind, tmp_path) as saver:
         old = ne.compile(_with_asking_subgraph(runs, int), checkpointer=saver)

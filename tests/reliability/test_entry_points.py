@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,13 @@ def _graph(saver: Any, log: Path, code: str | None = None, **options: Any) -> An
     builder = worker.build(log, parsed)
     types = {n: worker.TYPES[t] for n, t in parsed.items()}
     return ne.compile(builder, checkpointer=saver, output_types=types, **options)
+
+
+@contextmanager
+def _opened(drive: Drive, db: str, log: Path) -> Iterator[tuple[Any, Any]]:
+    """The database's saver, opened the drive's way, and the reliability graph on it."""
+    with drive.opened(lambda: worker.open_saver(db), lambda: worker.aopen_saver(db)) as saver:
+        yield saver, _graph(saver, log)
 
 
 @pytest.fixture
@@ -101,8 +109,7 @@ def test_a_plain_call_on_a_description_thread_no_longer_hides_it(
     drive: Drive, db: str, log: Path, thread: str
 ) -> None:
     config = {"configurable": {"thread_id": thread}}
-    with drive.opened(lambda: worker.open_saver(db), lambda: worker.aopen_saver(db)) as saver:
-        graph = _graph(saver, log)
+    with _opened(drive, db, log) as (saver, graph):
         drive.run(graph, dict(worker.INPUT), config)
         # Plain LangGraph (no auto_resume) runs on any thread id, this one included.
         hidden = {"configurable": {"thread_id": THREAD_PREFIX + graph.neograph_ext_stamp.id}}
@@ -118,8 +125,7 @@ def test_an_answer_to_a_thread_that_does_not_exist_is_refused(
     drive: Drive, db: str, log: Path, thread: str
 ) -> None:
     config = {"configurable": {"thread_id": thread}}
-    with drive.opened(lambda: worker.open_saver(db), lambda: worker.aopen_saver(db)) as saver:
-        graph = _graph(saver, log)
+    with _opened(drive, db, log) as (saver, graph):
         with pytest.raises(ne.GraphError, match="has no checkpoint: a Command"):
             drive.run(graph, Command(resume="yes"), config)
         # Nothing at all in the test's own SQLite file; nothing of the thread in the

@@ -29,6 +29,7 @@ from neograph_ext._ledger_store import LEDGER_NS
 from neograph_ext._stamp import RUN_KEY, STAMP_KEY
 from tests.cli.cli_graphs import asking
 from tests.cli.support import cli
+from tests.drive import Saver
 from tests.reliability import worker
 
 GRAPH = "tests.cli.cli_graphs:asking"
@@ -177,11 +178,7 @@ def test_a_hostile_ledger_never_wedges_a_thread(
     field=st.sampled_from(["thread_id", "head", "values", "stamps", "checkpoints"]), value=values
 )
 def test_a_hostile_fixture_is_read_or_refused_with_a_fixture_error(
-    db: str,
-    saver: BaseCheckpointSaver[Any],
-    tmp_path_factory: pytest.TempPathFactory,
-    field: str,
-    value: Any,
+    db: str, saver: Saver, tmp_path_factory: pytest.TempPathFactory, field: str, value: Any
 ) -> None:
     graph, config = _waiting(saver)
     directory = tmp_path_factory.mktemp("fixtures")
@@ -193,7 +190,7 @@ def test_a_hostile_fixture_is_read_or_refused_with_a_fixture_error(
     path.write_text(json.dumps(document))
     try:
         fixtures = ne.testing.read_fixtures(directory)
-    except ne.FixtureError:
+    except ne.testing.FixtureError:
         return
     for fixture in fixtures:
         _documented(lambda fixture=fixture: ne.testing.plan_fixture(graph, fixture))

@@ -303,15 +303,22 @@ def test_run_and_stream_refuse_a_busy_thread(sqlite_path: Path, log: Path, threa
         assert ne.run(graph, dict(INPUT), config, lock=ne.LockPolicy(on_busy="raise"))["f"]
 
 
-async def test_arun_and_astream_refuse_a_busy_thread(
-    sqlite_path: Path, log: Path, thread: str
-) -> None:
-    config = {"configurable": {"thread_id": thread}}
+@contextlib.asynccontextmanager
+async def _alocker_and_graph(sqlite_path: Path, log: Path) -> AsyncIterator[tuple[Any, Any]]:
+    """Two async connections to one SQLite file: a saver to take the thread's lock on,
+    and the graph on the other, as two processes would be."""
     async with (
         AsyncSqliteSaver.from_conn_string(str(sqlite_path)) as a,
         AsyncSqliteSaver.from_conn_string(str(sqlite_path)) as b,
     ):
-        graph = _graph(b, log)
+        yield a, _graph(b, log)
+
+
+async def test_arun_and_astream_refuse_a_busy_thread(
+    sqlite_path: Path, log: Path, thread: str
+) -> None:
+    config = {"configurable": {"thread_id": thread}}
+    async with _alocker_and_graph(sqlite_path, log) as (a, graph):
         async with athread_lock(a, thread):
             with pytest.raises(ne.ThreadBusyError):
                 await ne.arun(graph, dict(INPUT), config, lock=ne.LockPolicy(on_busy="raise"))
@@ -348,11 +355,7 @@ async def test_a_call_takes_the_lock_only_for_work_async(
     sqlite_path: Path, log: Path, thread: str
 ) -> None:
     config = {"configurable": {"thread_id": thread}}
-    async with (
-        AsyncSqliteSaver.from_conn_string(str(sqlite_path)) as a,
-        AsyncSqliteSaver.from_conn_string(str(sqlite_path)) as b,
-    ):
-        graph = _graph(b, log)
+    async with _alocker_and_graph(sqlite_path, log) as (a, graph):
         done = await ne.arun(graph, dict(INPUT), config)
         async with athread_lock(a, thread):
             # A complete thread has nothing to do: its stored result, no lock taken.

@@ -11,11 +11,9 @@ loop for the async one are each written out; a lone run is.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import threading
 import time
 from collections import Counter
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -92,24 +90,10 @@ def test_concurrent_runs_from_one_checkpoint_run_the_tail_once(
     assert Counter(worker.executions(log)) == TAIL
 
 
-@contextlib.asynccontextmanager
-async def _async_saver(db: str) -> AsyncIterator[BaseCheckpointSaver[Any]]:
-    if db.startswith(("postgresql://", "postgres://")):
-        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
-
-        async with AsyncPostgresSaver.from_conn_string(db) as pg:
-            yield pg
-    else:
-        from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-
-        async with AsyncSqliteSaver.from_conn_string(db) as lite:
-            yield lite
-
-
 async def test_concurrent_aruns_from_one_checkpoint_run_the_tail_once(
     db: str, thread: str, log: Path
 ) -> None:
-    async with _async_saver(db) as saver:
+    async with worker.aopen_saver(db) as saver:
         graph = _graph(saver, log)
         await ne.arun(graph, dict(INPUT), {"configurable": {"thread_id": thread}})
         named: dict[str, Any] = {}

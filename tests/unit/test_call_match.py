@@ -45,9 +45,8 @@ def test_an_entrypoints_calls_go_through_a_runner_partial_with_schedule_task() -
 
 
 def test_a_finished_call_records_its_digest_with_its_result_and_a_failed_one_nothing(
-    caplog: pytest.LogCaptureFixture,
+    caplog: pytest.LogCaptureFixture, runs: Counter[str]
 ) -> None:
-    runs: Counter[str] = Counter()
 
     @task
     def summ(topic: str) -> str:

@@ -11,7 +11,6 @@ from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.types import Send
 from pydantic import BaseModel
 
-from neograph_ext import FixtureError
 from neograph_ext._fixtures import (
     FORMAT,
     REDACTED,
@@ -21,7 +20,7 @@ from neograph_ext._fixtures import (
     read_fixture,
 )
 from neograph_ext._stamp import InputDigest, input_digest
-from neograph_ext.testing import read_fixtures
+from neograph_ext.testing import FixtureError, read_fixtures
 
 
 class Secret(BaseModel):

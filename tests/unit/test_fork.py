@@ -190,10 +190,9 @@ def test_put_fork_writes_one_child_of_the_base_and_changes_nothing_stored(
 
 
 def test_the_forks_writes_are_filed_under_its_own_task_ids(
-    saver: BaseCheckpointSaver[Any],
+    saver: BaseCheckpointSaver[Any], runs: Counter[str]
 ) -> None:
     config = _thread()
-    runs: Counter[str] = Counter()
     graph = diamond(runs).compile(checkpointer=saver)
     _ran(graph, config)
     base = _at_step(saver, config, 1)

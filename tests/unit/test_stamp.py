@@ -11,7 +11,6 @@ from langgraph.graph import START, StateGraph
 from langgraph.types import Command, Send
 from pydantic import BaseModel
 
-from neograph_ext import fingerprint_type
 from neograph_ext._changes import ChangeReason, step_changes
 from neograph_ext._introspect import build_stamp
 from neograph_ext._stamp import (
@@ -28,6 +27,7 @@ from neograph_ext._stamp import (
     read_stamp,
     stamp_ref,
 )
+from neograph_ext.testing import fingerprint_type
 from tests.graphs.pipelines import State, linear, model
 
 V1 = model(score=(int, ...))
