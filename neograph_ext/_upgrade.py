@@ -23,14 +23,14 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import AsyncIterator, Iterable, Iterator
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.pregel import Pregel
 
-from neograph_ext._budget import Budget, Spend
+from neograph_ext._budget import Budget, Ledger, Spend
 from neograph_ext._decision import PlanKind, ResumePlan
 from neograph_ext._deploy_cost import DeployCost
 from neograph_ext._drivers import AsyncDriver, Driver
@@ -202,10 +202,10 @@ def _found(check: ThreadCheck, canary: float | None) -> ThreadUpgrade:
     return ThreadUpgrade(plan.thread_id, action, plan, check.written_by)
 
 
-def _costed(found: ThreadUpgrade, ledger: Any) -> ThreadUpgrade:
+def _costed(found: ThreadUpgrade, ledger: Ledger | None) -> ThreadUpgrade:
     cost = DeployCost().plus(found.plan, found.written_by, ledger).total
     spend = None if cost.unrecorded else cost.spend
-    return ThreadUpgrade(**{**_fields(found), "cost": spend})
+    return replace(found, cost=spend)
 
 
 def _bounded(
@@ -217,14 +217,14 @@ def _bounded(
         return found, found.cost or Spend()
     if found.cost is None:
         why = "not run: no budget ledger recorded what it costs, and a max cost is set"
-        return ThreadUpgrade(**{**_fields(found), "note": why}), None
+        return replace(found, note=why), None
     after = spent + found.cost
     limits = {"supersteps": cap.max_supersteps, "model_calls": cap.max_model_calls}
     limits["tokens"] = cap.max_tokens
     over = [m for m, most in limits.items() if most is not None and getattr(after, m) > most]
     if over:
         why = f"not run: it would take the rewinds past the max cost ({', '.join(over)})"
-        return ThreadUpgrade(**{**_fields(found), "note": why}), None
+        return replace(found, note=why), None
     return found, found.cost
 
 
@@ -274,21 +274,17 @@ async def _arewound(graph: Pregel[Any, Any, Any, Any], found: ThreadUpgrade) -> 
 
 def _left(found: ThreadUpgrade, done: bool, after: ResumePlan) -> ThreadUpgrade:
     action = found.action if done else UpgradeAction.NOTHING
-    return ThreadUpgrade(**{**_fields(found), "action": action, "done": done, "after": after})
+    return replace(found, action=action, done=done, after=after)
 
 
 def _skipped(found: ThreadUpgrade, exc: ThreadBusyError) -> ThreadUpgrade:
-    return ThreadUpgrade(**{**_fields(found), "action": UpgradeAction.BUSY, "note": str(exc)})
+    return replace(found, action=UpgradeAction.BUSY, note=str(exc))
 
 
 def _refused(
     found: ThreadUpgrade, exc: NeographExtError, action: UpgradeAction = UpgradeAction.BLOCKED
 ) -> ThreadUpgrade:
-    return ThreadUpgrade(**{**_fields(found), "action": action, "note": str(exc)})
-
-
-def _fields(found: ThreadUpgrade) -> dict[str, Any]:
-    return {f.name: getattr(found, f.name) for f in fields(found)}
+    return replace(found, action=action, note=str(exc))
 
 
 def _config(thread_id: str) -> RunnableConfig:

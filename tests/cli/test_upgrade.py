@@ -180,3 +180,18 @@ def test_killed_at_a_write_and_run_again_ends_the_same(lite: Database, at: int) 
     assert all(sorted(ran[t]) == nodes for t, nodes in said.items())
     assert all(not ran[t] for t in made["carry"])
     assert report["totals"]["carried"] >= 1
+
+
+def test_off_a_terminal_a_plain_line_per_batch(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fleet(db.saver, each=1)
+    monkeypatch.setattr("neograph_ext.cli._upgrade.BATCH", 2)
+
+    result = cli("upgrade", GRAPH, "--db", db.url, "--json")
+
+    assert result.stderr.splitlines() == [
+        "upgrade: 2 threads so far: 1 carry, 1 nothing",
+        "upgrade: 4 threads so far: 1 carry, 1 nothing, 1 rewind, 1 superseded",
+    ]
+    assert json.loads(result.stdout)["totals"]["rewind"] == 2
