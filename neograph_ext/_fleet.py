@@ -49,7 +49,7 @@ from neograph_ext._unreadable import reading
 
 __all__ = ["BATCH", "ThreadCheck", "acheck_threads", "check_threads"]
 
-Saver = BaseCheckpointSaver[Any]
+_Saver = BaseCheckpointSaver[Any]
 
 BATCH = 200
 """Threads read and planned together: a few queries per batch, and one batch in memory."""
@@ -135,7 +135,7 @@ async def acheck_threads(
 
 def _checked_batch(
     graph: Pregel[Any, Any, Any, Any],
-    saver: Saver,
+    saver: _Saver,
     reader: StorageReader | None,
     names: Sequence[str],
 ) -> list[ThreadCheck]:
@@ -162,7 +162,7 @@ def _checked_batch(
 
 async def _achecked_batch(
     graph: Pregel[Any, Any, Any, Any],
-    saver: Saver,
+    saver: _Saver,
     reader: StorageReader | None,
     names: Sequence[str],
 ) -> list[ThreadCheck]:

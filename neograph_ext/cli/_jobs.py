@@ -18,15 +18,16 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import warnings
 import zlib
 from collections import deque
-from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, cast
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
+import neograph_ext
 from neograph_ext import check_threads
-from neograph_ext._lineage import list_threads
 from neograph_ext.cli._boundary import CliError
 from neograph_ext.cli._database import open_database
 from neograph_ext.cli._graphs import Graph, attach, load
@@ -59,9 +60,18 @@ def made(
         raise CliError(f"--jobs must be at least 1, got {jobs}")
     if jobs == 1:
         return check_threads(graph, names)
-    listed = names if names is not None else list(list_threads(saver))
+    listed = names if names is not None else _thread_ids(saver)
     count = jobs_for(jobs, len(listed))
     return check_threads(graph, names) if count == 1 else sharded(spec, db, listed, count)
+
+
+def _thread_ids(saver: BaseCheckpointSaver[Any]) -> list[str]:
+    """Every thread id of ``saver``'s database, sorted (one indexed query a page):
+    through 0.3's survey, the one public listing of ids."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        survey = cast("Callable[[Any], Iterable[str]]", neograph_ext.list_threads)
+    return list(survey(saver))
 
 
 def cores() -> int:
