@@ -53,28 +53,38 @@ def test_two_writers_of_a_union_only_the_changed_one_reruns(kind: str, tmp_path:
 
 
 ASKING = Spec(((Node("a"),), (Node("b", asks=1),)))
-REPLACED_ASKER = Case(
-    ASKING,
-    ASKING.renamed("b", "b2", declared=False),
-    answered=0,
-    resume=ne.ResumePolicy(reanswer=True),
-    by_id=True,
-)
+SHARED_ASKING = Spec(((Node("a", shared=True),), (Node("b", asks=1, shared=True),)))
+REPLACED_ASKER = {
+    "waiting, the answer keyed by id": Case(
+        ASKING,
+        ASKING.renamed("b", "b2", declared=False),
+        answered=0,
+        resume=ne.ResumePolicy(reanswer=True),
+        by_id=True,
+    ),
+    "answered, then crashed": Case(
+        SHARED_ASKING,
+        SHARED_ASKING.renamed("b", "b2", declared=False),
+        crash="b",
+        resume=ne.ResumePolicy(reanswer=True),
+    ),
+}
 
 
 @pytest.mark.xfail(
     strict=True,
-    reason="found by the long suite: the node waiting on a question is renamed without "
+    reason="found by the long suite: a node that asked a question is renamed without "
     "`renames=` (removed, and a node writing what it wrote inserted); under "
-    "`reanswer=True` the rewind asks the new node's question and the answer, keyed by the "
-    "old question's interrupt id, is not applied to it, nor does the plan say it is "
-    "dropped (a plain answer is applied)",
+    "`reanswer=True` the rewind asks the new node's question again: an answer keyed by "
+    "the old question's interrupt id is not applied to it, nor is the answer given "
+    "before a crash, and the plan does not say the answer is dropped",
 )
+@pytest.mark.parametrize("row", REPLACED_ASKER)
 @pytest.mark.parametrize("kind", SAVERS)
-def test_an_asking_node_replaced_under_reanswer_takes_the_keyed_answer(
-    kind: str, tmp_path: Path
+def test_an_asking_node_replaced_under_reanswer_takes_the_answer(
+    kind: str, row: str, tmp_path: Path
 ) -> None:
-    assert oracle(kind, tmp_path, REPLACED_ASKER) == "rewind"
+    assert oracle(kind, tmp_path, REPLACED_ASKER[row]) == "rewind"
 
 
 CHAIN = Spec(((Node("a"),), (Node("summarize"),), (Node("z"),)))
