@@ -105,14 +105,7 @@ def build_stamp(
         enclosing | {id(builder)},
     )
     nodes = {name: _node_stamp(known, name, spec.runnable) for name, spec in builder.nodes.items()}
-    channels: dict[str, str] = {}
-    for key, tp in channel_types(builder).items():
-        try:
-            channels[key] = (
-                canonical_digest(dict(tp)) if isinstance(tp, Mapping) else sigs.remember(tp)
-            )
-        except UnresolvedTypeError as exc:
-            logger.debug("channel %r: type not fingerprinted: %s", key, exc)
+    channels = _channel_digests(builder, sigs)
     return Stamp(
         v=STAMP_FORMAT,
         id=stamp_id(nodes, channels),
@@ -149,6 +142,19 @@ class _Known(NamedTuple):
     sends: dict[str, dict[str, str]]
     sigs: _Sigs
     enclosing: frozenset[int]
+
+
+def _channel_digests(builder: StateGraph[Any, Any, Any, Any], sigs: _Sigs) -> dict[str, str]:
+    """Each state channel's type digest; a type that cannot be resolved is left out."""
+    channels: dict[str, str] = {}
+    for key, tp in channel_types(builder).items():
+        try:
+            channels[key] = (
+                canonical_digest(dict(tp)) if isinstance(tp, Mapping) else sigs.remember(tp)
+            )
+        except UnresolvedTypeError as exc:
+            logger.debug("channel %r: type not fingerprinted: %s", key, exc)
+    return channels
 
 
 def _check_names(

@@ -185,6 +185,36 @@ _AllowOpt = Annotated[
 ]
 
 
+_ThreadsOpt = Annotated[
+    list[str] | None,
+    typer.Option("--thread", metavar="ID", help="Check only these threads (repeatable)."),
+]
+_StrictUnverifiedOpt = Annotated[
+    bool, typer.Option("--strict-unverified", help="Also fail on unstamped threads.")
+]
+_InventoryOpt = Annotated[
+    bool, typer.Option("--inventory", help="Also count threads by the code that last wrote them.")
+]
+_CostOpt = Annotated[
+    bool,
+    typer.Option(
+        "--cost", help="Also what the rewinds would spend again, from the budget ledgers."
+    ),
+]
+_MaxRerunsOpt = Annotated[
+    int | None,
+    typer.Option(
+        metavar="N", min=0, help="Fail (exit 1) past N node runs repeated; implies --cost."
+    ),
+]
+_MaxCostOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        metavar="MEASURE=N",
+        help="Fail (exit 1) when the estimate passes N model_calls, tokens or "
+        "supersteps (repeatable); implies --cost.",
+    ),
+]
 _JobsOpt = Annotated[
     int | None,
     typer.Option(
@@ -202,41 +232,16 @@ def check_command(
         str | None,
         typer.Option(metavar="URL", help="SQLite path, sqlite:///path or postgresql://..."),
     ] = None,
-    thread: Annotated[
-        list[str] | None,
-        typer.Option("--thread", metavar="ID", help="Check only these threads (repeatable)."),
-    ] = None,
-    strict_unverified: Annotated[
-        bool, typer.Option("--strict-unverified", help="Also fail on unstamped threads.")
-    ] = False,
-    by_stamp: Annotated[
-        bool,
-        typer.Option("--inventory", help="Also count threads by the code that last wrote them."),
-    ] = False,
+    thread: _ThreadsOpt = None,
+    strict_unverified: _StrictUnverifiedOpt = False,
+    by_stamp: _InventoryOpt = False,
     as_json: JsonOpt = False,
     debug: DebugOpt = False,
     fixtures: _FixturesOpt = None,
     allow: _AllowOpt = None,
-    cost: Annotated[
-        bool,
-        typer.Option(
-            "--cost", help="Also what the rewinds would spend again, from the budget ledgers."
-        ),
-    ] = False,
-    max_reruns: Annotated[
-        int | None,
-        typer.Option(
-            metavar="N", min=0, help="Fail (exit 1) past N node runs repeated; implies --cost."
-        ),
-    ] = None,
-    max_cost: Annotated[
-        list[str] | None,
-        typer.Option(
-            metavar="MEASURE=N",
-            help="Fail (exit 1) when the estimate passes N model_calls, tokens or "
-            "supersteps (repeatable); implies --cost.",
-        ),
-    ] = None,
+    cost: _CostOpt = False,
+    max_reruns: _MaxRerunsOpt = None,
+    max_cost: _MaxCostOpt = None,
     jobs: _JobsOpt = None,
 ) -> None:
     """Plan every thread (or those named), or with --fixtures the exported threads, offline;
