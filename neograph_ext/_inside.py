@@ -14,7 +14,9 @@ Rules:
 - An inner task is judged by the digests the stamp of the checkpoint its writes produced
   holds for its path (``NodeStamp.sub`` one level down, ``NodeStamp.inner`` below),
   against the current stamp's: its node's, and those of the channels it wrote. Inner
-  checkpoints carry the stamp of the root graph that ran them.
+  checkpoints carry the stamp of the root graph that ran them. A graph the node's code
+  calls runs under the calling task's namespace too, and its digests are keyed by the
+  name the code holds it by: it is judged alike when it is the only one the node calls.
 - Only the namespace's latest invocation counts (since its last ``input`` checkpoint): a
   ``checkpointer=True`` subgraph keeps one namespace across calls.
 - This level's finished tasks first, then a subgraph it waits on, one level down: the
@@ -255,12 +257,27 @@ def _digests(stamp: Stamp, path: tuple[str, ...]) -> Mapping[str, str] | None:
     node = stamp.nodes.get(path[0])
     if node is None or node.sub is None:
         return None
+    called = _called_name(node.sub)
     if len(path) == 1:
-        return node.sub
-    prefix = "/".join(path[1:]) + "/"
+        return node.sub if called is None else _under(node.sub, called)
+    return _under(node.inner or {}, "/".join((*((called,) if called else ()), *path[1:])))
+
+
+def _called_name(sub: Mapping[str, str]) -> str | None:
+    """The name the node's code holds the one graph it calls by (its digests are keyed
+    ``<name>/<inner node>``, ``_introspect``): LangGraph runs that graph under the
+    calling task's namespace, as an added subgraph. None for an added subgraph, or for
+    code calling several graphs (which one a namespace holds cannot be told)."""
+    names = {key.partition("/")[0] for key in sub}
+    return names.pop() if len(names) == 1 and all("/" in key for key in sub) else None
+
+
+def _under(digests: Mapping[str, str], prefix: str) -> Mapping[str, str] | None:
+    """The digests one level under ``prefix``, keyed by what follows it."""
+    prefix += "/"
     found = {
         key[len(prefix) :]: fp
-        for key, fp in (node.inner or {}).items()
+        for key, fp in digests.items()
         if key.startswith(prefix) and "/" not in key[len(prefix) :]
     }
     return found or None
