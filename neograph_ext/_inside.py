@@ -55,6 +55,9 @@ class InnerLineage:
     """Its checkpoints from the namespace's newest back, oldest first (``lineage``)."""
     next_nodes: frozenset[str]
     """The inner nodes its newest checkpoint waits on."""
+    called: str | None = None
+    """The name of the graph the node's code calls that wrote it, when it names itself
+    (a deep agent's subagent): which of the graphs the node calls it is."""
 
 
 @dataclass(frozen=True)
@@ -156,7 +159,7 @@ def _level(
     start = _turn(records)
     if _forked_here(records[-1], current):
         return _inside(lineage, len(records))
-    now = _digests(current, path)
+    now = _digests(current, path, lineage.called)
     for index in range(start + 1, len(records)):
         record = records[index]
         if _forked_here(record, current):
@@ -166,8 +169,9 @@ def _level(
         if _by(record, current):
             continue
         stamp = record.stamp
-        before = _described(stamp, path) if isinstance(stamp, Stamp) else None
-        before = before if before is not None else _digests(outer, path) if outer else None
+        called = lineage.called
+        before = _described(stamp, path, called) if isinstance(stamp, Stamp) else None
+        before = before if before is not None else _digests(outer, path, called) if outer else None
         if before is None or now is None or not record.ran <= before.keys():
             return (
                 f"the stamp {path_of(path)} ran under at checkpoint {record.checkpoint_id} "
@@ -238,26 +242,30 @@ def _by(record: Record, current: Stamp) -> bool:
     return isinstance(stamp, Stamp | StampRef) and stamp.id == current.id
 
 
-def _described(stamp: Stamp, path: tuple[str, ...]) -> Mapping[str, str] | None:
+def _described(
+    stamp: Stamp, path: tuple[str, ...], called: str | None = None
+) -> Mapping[str, str] | None:
     """The digests of the subgraph at ``path`` as ``stamp`` describes them: a root's
     stamp (a plain subgraph's checkpoints carry it), an enclosing subgraph's, or the
     subgraph's own (``neograph_ext.compile`` made it)."""
     for depth in range(len(path)):
-        found = _digests(stamp, path[depth:])
+        found = _digests(stamp, path[depth:], called if depth == 0 else None)
         if found is not None:
             return found
     own = {name: node.fp for name, node in stamp.nodes.items()}
     return {**own, **{f"channel:{k}": fp for k, fp in stamp.channels.items()}}
 
 
-def _digests(stamp: Stamp, path: tuple[str, ...]) -> Mapping[str, str] | None:
+def _digests(
+    stamp: Stamp, path: tuple[str, ...], called: str | None = None
+) -> Mapping[str, str] | None:
     """The node and channel digests of the subgraph at ``path`` as ``stamp`` describes
     it: ``sub`` of the root's node one level down, the matching part of its ``inner``
     below; None when the stamp does not describe it."""
     node = stamp.nodes.get(path[0])
     if node is None or node.sub is None:
         return None
-    called = _called_name(node.sub)
+    called = called or _called_name(node.sub)
     if len(path) == 1:
         return node.sub if called is None else _under(node.sub, called)
     return _under(node.inner or {}, "/".join((*((called,) if called else ()), *path[1:])))
