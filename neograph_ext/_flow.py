@@ -43,7 +43,7 @@ from neograph_ext._head_state import (
     started_input,
     waiting_nodes,
 )
-from neograph_ext._history import Record, lineage, references, resolved
+from neograph_ext._history import Record, lineage, references, resolved, triggered
 from neograph_ext._inside import InnerLineage
 from neograph_ext._keep import fork_inside, incomplete
 from neograph_ext._keep_calls import kept
@@ -254,8 +254,8 @@ def _tool_called(
 ) -> Flow[list[InnerLineage]]:
     """The namespaces of graphs that the pending task of each of ``nodes`` calls where
     LangGraph's ``get_state`` does not look (a tool's body: a deep agent's ``task``):
-    under the task's namespace all the same, and resumed from there. Their next nodes
-    are not told; the agent that wrote them names itself (``lc_agent_name``)."""
+    under the task's namespace all the same, and resumed from there. An agent that wrote
+    them names itself (``lc_agent_name``)."""
     if not nodes:
         return []
     tasks = [t for t in (yield ReadTasks(head.config)) if t.name in nodes]
@@ -268,13 +268,17 @@ def _tool_called(
         if not listed:
             continue
         newest = max(listed, key=lambda t: t.config["configurable"]["checkpoint_id"])
+        waiting = triggered(newest.checkpoint)
         with reading(call.thread_id):
             records = lineage(
-                listed, newest.config["configurable"]["checkpoint_id"], described=described
+                listed,
+                newest.config["configurable"]["checkpoint_id"],
+                next_nodes=waiting,
+                described=described,
             )
         agent = newest.metadata.get("lc_agent_name")
         called = agent if isinstance(agent, str) else None
-        found.append(InnerLineage((task.name,), namespace, records, frozenset(), called))
+        found.append(InnerLineage((task.name,), namespace, records, waiting, called, nested=False))
     return found
 
 

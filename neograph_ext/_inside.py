@@ -58,6 +58,9 @@ class InnerLineage:
     called: str | None = None
     """The name of the graph the node's code calls that wrote it, when it names itself
     (a deep agent's subagent): which of the graphs the node calls it is."""
+    nested: bool = True
+    """Whether the namespaces of the subgraphs it waits on were read too (not for a
+    graph a tool calls, whose state LangGraph's ``get_state`` does not read)."""
 
 
 @dataclass(frozen=True)
@@ -181,6 +184,8 @@ def _level(
         if changed:
             return _inside(lineage, index, changed)
     for node in sorted(lineage.next_nodes):
+        if not lineage.nested and _digests(current, (*path, node), lineage.called):
+            return f"the checkpoints of {path_of((*path, node))}, which it waits on, were not read"
         if (*path, node) in by_path:
             found = _level(by_path, (*path, node), current, outer)
             if found is not None:

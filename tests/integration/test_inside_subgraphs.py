@@ -16,6 +16,7 @@ from typing import Any, Literal, TypedDict
 
 import pytest
 from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import tool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import START, StateGraph
 from langgraph.types import Command, interrupt
@@ -26,7 +27,7 @@ from tests.graphs.pipelines import Crash
 
 INNER = ("prep", "draft", "review", "polish")
 Path = Literal["interrupt", "crash", "finished"]
-Held = Literal["node", "body"]
+Held = Literal["node", "body", "tool"]
 
 
 def _state(changed: str | None, keys: tuple[str, ...]) -> type:
@@ -79,7 +80,15 @@ def _built(
     def calling(state: Any) -> dict[str, Any]:
         return {"polish": worker.invoke(state)["polish"]}
 
-    builder.add_node("worker", worker if held == "node" else calling)
+    @tool
+    def write(doc: str) -> str:
+        """Writes the document."""
+        return str(worker.invoke({"doc": doc})["polish"])
+
+    def by_tool(state: Any) -> dict[str, Any]:
+        return {"polish": write.invoke({"doc": state["doc"]})}
+
+    builder.add_node("worker", {"node": worker, "body": calling, "tool": by_tool}[held])
     builder.add_node("end", counted("end"))
     builder.add_edge(START, "research")
     builder.add_edge("research", "worker")
@@ -97,9 +106,10 @@ def _started(drive: Drive, graph: Any, config: RunnableConfig, path: Path) -> No
 
 
 def _cases() -> list[Any]:
-    """Every case for a subgraph added as a node; one called from the node's body is
-    the same to LangGraph once it runs, so it takes depth 1 and 2, plainly compiled,
-    pausing or crashing inside, with the change upstream of the pause or at it."""
+    """Every case for a subgraph added as a node; one called from the node's body or
+    from a tool is the same to LangGraph once it runs, so it takes depth 1 and 2,
+    plainly compiled, pausing or crashing inside, with the change upstream of the pause
+    or at it."""
     added = [
         (depth, persist, path, changed, "node")
         for depth in (1, 2)
@@ -108,10 +118,11 @@ def _cases() -> list[Any]:
         for changed in ("draft", "review", "polish")
     ]
     called = [
-        (depth, False, path, changed, "body")
+        (depth, False, path, changed, held)
         for depth in (1, 2)
         for path in ("interrupt", "crash")
         for changed in ("draft", "review")
+        for held in ("body", "tool")
     ]
     return [
         pytest.param(*case, id="-".join(map(str, case)).replace("False", "plain"))
@@ -145,6 +156,17 @@ def test_a_change_inside_a_pending_subgraph_keeps_the_inner_work_upstream_of_it(
         assert any("`worker` finished" in note for note in plan.notes)
         drive.run(new, None, config)
         assert runs == Counter((*upstream, "draft", "review", "polish", "end"))
+        return
+    if held == "tool" and depth == 2:
+        # LangGraph's get_state does not read a graph a tool calls, nor what it waits on.
+        assert plan.kind is ne.PlanKind.REWIND and not plan.inside
+        assert any("of worker > mid, which it waits on, were not read" in n for n in plan.notes)
+        answer = Command(resume="yes") if path == "interrupt" else None
+        result = drive.run(new, answer, config)
+        if path == "interrupt":
+            result = drive.run(new, Command(resume="yes"), config)
+        assert runs["outline"] == runs["prep"] == runs["draft"] == 1
+        assert result["end"] == result["polish"] == "2"
         return
     if changed == "draft":
         assert plan.kind is ne.PlanKind.REWIND
