@@ -43,7 +43,7 @@ from neograph_ext._head_state import (
     started_input,
     waiting_nodes,
 )
-from neograph_ext._history import Record, lineage, references, resolved
+from neograph_ext._history import Record, lineage, references, resolved, triggered
 from neograph_ext._inside import InnerLineage
 from neograph_ext._keep import fork_inside, incomplete
 from neograph_ext._keep_calls import kept
@@ -76,6 +76,7 @@ from neograph_ext._operations import (
     ReadLineage,
     ReadStampOrder,
     ReadSubgraphValues,
+    ReadTasks,
     ReadTuple,
     ReadValues,
     Store,
@@ -229,18 +230,56 @@ def _inner_lineages(
     if not waits or (isinstance(stamp, Stamp | StampRef) and stamp.id == call.stamp.id):
         return ()
     found: list[InnerLineage] = []
-    for inner in (yield ReadInnerHeads(head.config, frozenset(waits))):
+    heads = yield ReadInnerHeads(head.config, frozenset(waits))
+    for inner in heads:
         listed = yield ListThread(call.config, inner.namespace)
         with reading(call.thread_id):
             records = lineage(
                 listed, inner.checkpoint_id, next_nodes=inner.next_nodes, described=described
             )
-        missing = references(records, call.stamp.id) - described.keys()
+        found.append(InnerLineage(inner.path, inner.namespace, records, inner.next_nodes))
+    found += yield from _tool_called(call, head, waits - {h.path[0] for h in heads}, described)
+    resolved_found = []
+    for inner_lineage in found:
+        missing = references(inner_lineage.records, call.stamp.id) - described.keys()
         if missing:
             described.update((yield LoadDescriptions(missing)))
-        records = resolved(records, described)
-        found.append(InnerLineage(inner.path, inner.namespace, records, inner.next_nodes))
-    return tuple(found)
+        records = resolved(inner_lineage.records, described)
+        resolved_found.append(replace(inner_lineage, records=records))
+    return tuple(resolved_found)
+
+
+def _tool_called(
+    call: ThreadCall, head: CheckpointTuple, nodes: frozenset[str], described: dict[str, Stamp]
+) -> Flow[list[InnerLineage]]:
+    """The namespaces of graphs that the pending task of each of ``nodes`` calls where
+    LangGraph's ``get_state`` does not look (a tool's body: a deep agent's ``task``):
+    under the task's namespace all the same, and resumed from there. An agent that wrote
+    them names itself (``lc_agent_name``)."""
+    if not nodes:
+        return []
+    tasks = [t for t in (yield ReadTasks(head.config)) if t.name in nodes]
+    found: list[InnerLineage] = []
+    for task in tasks:
+        if sum(t.name == task.name for t in tasks) > 1:
+            continue  # which of them a change touches is not told: re-run as a whole
+        namespace = f"{task.name}:{task.id}"
+        listed = list((yield ListThread(call.config, namespace)))
+        if not listed:
+            continue
+        newest = max(listed, key=lambda t: t.config["configurable"]["checkpoint_id"])
+        waiting = triggered(newest.checkpoint)
+        with reading(call.thread_id):
+            records = lineage(
+                listed,
+                newest.config["configurable"]["checkpoint_id"],
+                next_nodes=waiting,
+                described=described,
+            )
+        agent = newest.metadata.get("lc_agent_name")
+        called = agent if isinstance(agent, str) else None
+        found.append(InnerLineage((task.name,), namespace, records, waiting, called, nested=False))
+    return found
 
 
 def thread_plan(call: ThreadCall) -> Flow[ResumePlan]:

@@ -45,6 +45,7 @@ __all__ = [
     "lineage",
     "references",
     "resolved",
+    "triggered",
 ]
 
 HELD_CLASSES = "neograph_ext_held"
@@ -517,3 +518,19 @@ def inner_heads(
             found.append(InnerHead(here, namespace, checkpoint_id, frozenset(inner.next)))
             found += inner_heads(inner, nodes, here)
     return tuple(found)
+
+
+def triggered(checkpoint: Mapping[str, Any]) -> frozenset[str]:
+    """The nodes a checkpoint waits to run, by LangGraph's own rule for a graph built
+    with ``StateGraph``: ``branch:to:<node>`` written since the node last saw it. For a
+    namespace ``get_state`` does not read (a graph a tool calls)."""
+    seen = checkpoint.get("versions_seen") or {}
+    values = checkpoint.get("channel_values") or {}
+    found = set()
+    for channel, version in (checkpoint.get("channel_versions") or {}).items():
+        node = channel.removeprefix("branch:to:")
+        # A consumed trigger is emptied (its version moves on): it holds no value.
+        fresh = version != (seen.get(node) or {}).get(channel)
+        if node != channel and channel in values and fresh:
+            found.add(node)
+    return frozenset(found)

@@ -14,7 +14,9 @@ Rules:
 - An inner task is judged by the digests the stamp of the checkpoint its writes produced
   holds for its path (``NodeStamp.sub`` one level down, ``NodeStamp.inner`` below),
   against the current stamp's: its node's, and those of the channels it wrote. Inner
-  checkpoints carry the stamp of the root graph that ran them.
+  checkpoints carry the stamp of the root graph that ran them. A graph the node's code
+  calls runs under the calling task's namespace too, and its digests are keyed by the
+  name the code holds it by: it is judged alike when it is the only one the node calls.
 - Only the namespace's latest invocation counts (since its last ``input`` checkpoint): a
   ``checkpointer=True`` subgraph keeps one namespace across calls.
 - This level's finished tasks first, then a subgraph it waits on, one level down: the
@@ -53,6 +55,12 @@ class InnerLineage:
     """Its checkpoints from the namespace's newest back, oldest first (``lineage``)."""
     next_nodes: frozenset[str]
     """The inner nodes its newest checkpoint waits on."""
+    called: str | None = None
+    """The name of the graph the node's code calls that wrote it, when it names itself
+    (a deep agent's subagent): which of the graphs the node calls it is."""
+    nested: bool = True
+    """Whether the namespaces of the subgraphs it waits on were read too (not for a
+    graph a tool calls, whose state LangGraph's ``get_state`` does not read)."""
 
 
 @dataclass(frozen=True)
@@ -154,7 +162,7 @@ def _level(
     start = _turn(records)
     if _forked_here(records[-1], current):
         return _inside(lineage, len(records))
-    now = _digests(current, path)
+    now = _digests(current, path, lineage.called)
     for index in range(start + 1, len(records)):
         record = records[index]
         if _forked_here(record, current):
@@ -164,8 +172,9 @@ def _level(
         if _by(record, current):
             continue
         stamp = record.stamp
-        before = _described(stamp, path) if isinstance(stamp, Stamp) else None
-        before = before if before is not None else _digests(outer, path) if outer else None
+        called = lineage.called
+        before = _described(stamp, path, called) if isinstance(stamp, Stamp) else None
+        before = before if before is not None else _digests(outer, path, called) if outer else None
         if before is None or now is None or not record.ran <= before.keys():
             return (
                 f"the stamp {path_of(path)} ran under at checkpoint {record.checkpoint_id} "
@@ -175,6 +184,8 @@ def _level(
         if changed:
             return _inside(lineage, index, changed)
     for node in sorted(lineage.next_nodes):
+        if not lineage.nested and _digests(current, (*path, node), lineage.called):
+            return f"the checkpoints of {path_of((*path, node))}, which it waits on, were not read"
         if (*path, node) in by_path:
             found = _level(by_path, (*path, node), current, outer)
             if found is not None:
@@ -236,31 +247,50 @@ def _by(record: Record, current: Stamp) -> bool:
     return isinstance(stamp, Stamp | StampRef) and stamp.id == current.id
 
 
-def _described(stamp: Stamp, path: tuple[str, ...]) -> Mapping[str, str] | None:
+def _described(
+    stamp: Stamp, path: tuple[str, ...], called: str | None = None
+) -> Mapping[str, str] | None:
     """The digests of the subgraph at ``path`` as ``stamp`` describes them: a root's
     stamp (a plain subgraph's checkpoints carry it), an enclosing subgraph's, or the
     subgraph's own (``neograph_ext.compile`` made it)."""
     for depth in range(len(path)):
-        found = _digests(stamp, path[depth:])
+        found = _digests(stamp, path[depth:], called if depth == 0 else None)
         if found is not None:
             return found
     own = {name: node.fp for name, node in stamp.nodes.items()}
     return {**own, **{f"channel:{k}": fp for k, fp in stamp.channels.items()}}
 
 
-def _digests(stamp: Stamp, path: tuple[str, ...]) -> Mapping[str, str] | None:
+def _digests(
+    stamp: Stamp, path: tuple[str, ...], called: str | None = None
+) -> Mapping[str, str] | None:
     """The node and channel digests of the subgraph at ``path`` as ``stamp`` describes
     it: ``sub`` of the root's node one level down, the matching part of its ``inner``
     below; None when the stamp does not describe it."""
     node = stamp.nodes.get(path[0])
     if node is None or node.sub is None:
         return None
+    called = called or _called_name(node.sub)
     if len(path) == 1:
-        return node.sub
-    prefix = "/".join(path[1:]) + "/"
+        return node.sub if called is None else _under(node.sub, called)
+    return _under(node.inner or {}, "/".join((*((called,) if called else ()), *path[1:])))
+
+
+def _called_name(sub: Mapping[str, str]) -> str | None:
+    """The name the node's code holds the one graph it calls by (its digests are keyed
+    ``<name>/<inner node>``, ``_introspect``): LangGraph runs that graph under the
+    calling task's namespace, as an added subgraph. None for an added subgraph, or for
+    code calling several graphs (which one a namespace holds cannot be told)."""
+    names = {key.partition("/")[0] for key in sub}
+    return names.pop() if len(names) == 1 and all("/" in key for key in sub) else None
+
+
+def _under(digests: Mapping[str, str], prefix: str) -> Mapping[str, str] | None:
+    """The digests one level under ``prefix``, keyed by what follows it."""
+    prefix += "/"
     found = {
         key[len(prefix) :]: fp
-        for key, fp in (node.inner or {}).items()
+        for key, fp in digests.items()
         if key.startswith(prefix) and "/" not in key[len(prefix) :]
     }
     return found or None

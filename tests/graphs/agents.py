@@ -20,9 +20,11 @@ from typing import Any, NotRequired
 from deepagents import create_deep_agent
 from langchain.agents import AgentState, create_agent
 from langchain.agents.middleware import AgentMiddleware
+from langchain.agents.structured_output import ProviderStrategy
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.tools import BaseTool, StructuredTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
+from langgraph.types import interrupt
 from pydantic import BaseModel, ConfigDict
 
 from tests.graphs.models import AnsweringChat
@@ -178,6 +180,38 @@ def deep_agent(runs: Counter[str], sub_tools: Sequence[BaseTool]) -> Any:
         "system_prompt": "Research.",
         "model": ScriptedChat(runs=runs, key="sub_model", script=("search",)),
         "tools": list(sub_tools),
+    }
+    task = ("task", {"description": "look it up", "subagent_type": "researcher"})
+    return create_deep_agent(
+        model=ScriptedChat(runs=runs, script=(task,)), tools=[], subagents=[researcher]
+    )
+
+
+class Approval(BaseModel):
+    """The arguments of ``search`` and ``approve`` in ``approving_deep_agent``."""
+
+    what: str
+
+
+def approving_deep_agent(runs: Counter[str], findings: type[BaseModel]) -> Any:
+    """``create_deep_agent`` handing the question to a ``researcher`` sub-agent answering
+    ``findings`` (``ProviderStrategy``), which calls ``search``, then ``approve`` (it
+    waits on ``interrupt()``), then answers."""
+
+    def approve(**kwargs: Any) -> str:
+        runs["approve"] += 1
+        return f"approved: {interrupt('approve the findings?')}"
+
+    approving = StructuredTool.from_function(
+        approve, name="approve", description="approve", args_schema=Approval
+    )
+    researcher = {
+        "name": "researcher",
+        "description": "Researches.",
+        "system_prompt": "Research.",
+        "model": ScriptedChat(runs=runs, key="sub_model", script=("search", "approve")),
+        "tools": [counted_tool(runs, Approval), approving],
+        "response_format": ProviderStrategy(findings),
     }
     task = ("task", {"description": "look it up", "subagent_type": "researcher"})
     return create_deep_agent(

@@ -20,6 +20,7 @@ from langchain_core.messages import HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.prebuilt import create_react_agent
+from langgraph.types import Command
 
 import neograph_ext as ne
 from tests.drive import Drive, Saver
@@ -29,6 +30,7 @@ from tests.graphs.agents import (
     BudgetStateV2,
     ScriptedChat,
     agent,
+    approving_deep_agent,
     budget,
     counted_tool,
     deep_agent,
@@ -163,6 +165,39 @@ def test_sub_agent_tool_changed(
     assert runs == Counter({"sub_model": 2, "search": 1, "model": 1})
     assert calls == [{"city": "s", "units": "s"}]
     assert result["messages"][-1].content == "done"
+
+
+FINDINGS = model("Findings", summary=(str, ...))
+FINDINGS_V2 = model("Findings", summary=(str, ...), sources=(int, ...))
+
+
+def test_sub_agent_response_type_changed_while_it_waits_on_an_approval(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, runs: Counter[str]
+) -> None:
+    assert "__interrupt__" in drive.run(
+        compiled(saver, approving_deep_agent(runs, FINDINGS)), HI, config
+    )
+    assert runs == Counter({"model": 1, "sub_model": 2, "search": 1, "approve": 1})
+    runs.clear()
+    graph = compiled(saver, approving_deep_agent(runs, FINDINGS_V2))
+    plan = drive.plan(graph, config)
+    assert plan.kind is ne.PlanKind.REWIND and plan.invalidated_nodes == {"tools"}
+    assert "tools > researcher: channel `structured_response` type changed" in str(plan)
+    # The `task` tool's subagent runs under the tool task's namespace, and LangGraph
+    # resumes it from there: it is rewound inside, and the parent's model call that
+    # handed the task over is kept. Every model call of the subagent wrote
+    # `structured_response` (LangChain clears it to None on each call), so under the
+    # changed type each of them re-runs; only its before-agent hook is kept.
+    (inside,) = plan.inside
+    assert (inside.path, inside.kept) == (("tools",), ("PatchToolCallsMiddleware.before_agent",))
+    assert inside.rerun[0] == "model"
+    # The approval is asked again, under the new code, then answered.
+    assert "__interrupt__" in drive.run(graph, Command(resume="yes"), config)
+    assert runs == Counter({"sub_model": 2, "search": 1, "approve": 1})
+    result = drive.run(graph, Command(resume="yes"), config)
+    assert runs == Counter({"sub_model": 3, "search": 1, "approve": 2, "model": 1})
+    assert FINDINGS_V2.model_validate_json(result["messages"][-2].content).sources == 1
+    assert drive.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
 
 
 def test_react_agent_tool_change_behind_a_post_model_hook_reruns_the_model_call(

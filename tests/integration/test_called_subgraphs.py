@@ -1,8 +1,9 @@
 """A worker subgraph called from a supervisor's code (``sub.invoke(state)``, ``await
 sub.ainvoke``, ``sub.stream``, a tool that invokes it), across a deploy that changes the
-``Draft`` its ``draft`` node returns: the calling node re-runs, as for an added subgraph;
-counters prove what ran. Release 1 runs ``research``, then the worker (``outline ->
-draft -> review``), which waits on ``interrupt()`` in ``review``."""
+``Draft`` its ``draft`` node returns: it is detected as for an added subgraph, and a
+worker still waiting is rewound inside its own namespace; counters prove what ran.
+Release 1 runs ``research``, then the worker (``outline -> draft -> review``), which
+waits on ``interrupt()`` in ``review``."""
 
 from __future__ import annotations
 
@@ -35,14 +36,14 @@ def waiting(
 
 
 @CALLS
-def test_a_change_inside_a_called_worker_reruns_the_calling_node(
+def test_a_change_inside_a_called_worker_is_rewound_inside_it(
     drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, call: Call
 ) -> None:
     changed(drive, saver, config, call)
 
 
 @ASYNC_NODE
-def test_a_change_inside_an_awaited_worker_reruns_the_calling_node(
+def test_a_change_inside_an_awaited_worker_is_rewound_inside_it(
     drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
 ) -> None:
     changed(drive, saver, config, "ainvoke")
@@ -60,13 +61,21 @@ def changed(
     assert change.reason is ne.types.ChangeReason.SUBGRAPH
     assert "worker > sub: node `draft`: output type changed" in change.diff
     assert "    Draft.words: added (int, required)" in change.diff
+    # LangGraph resumes the called graph from its namespace (the calling task's):
+    # it is forked there before `draft`, and `outline`, upstream of it, is kept.
+    (inside,) = plan.inside
+    assert (inside.path, inside.kept, inside.rerun) == (
+        ("worker",),
+        ("outline",),
+        ("draft", "review"),
+    )
     # The question inside the worker is asked again, under the new code.
     assert "__interrupt__" in drive.run(graph, Command(resume="ok"), config)
-    assert runs == Counter(["worker", "outline", "draft", "review"])
+    assert runs == Counter(["worker", "draft", "review"])
     result = drive.run(graph, Command(resume="ok"), config)
     assert DRAFT_V2.model_validate(as_data(result["draft"])).words == 1
     assert result["review"] == "ok"
-    assert runs == Counter({"worker": 2, "outline": 1, "draft": 1, "review": 2})
+    assert runs == Counter({"worker": 2, "draft": 1, "review": 2})
 
 
 @CALLS

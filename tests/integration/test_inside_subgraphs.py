@@ -16,6 +16,7 @@ from typing import Any, Literal, TypedDict
 
 import pytest
 from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import tool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import START, StateGraph
 from langgraph.types import Command, interrupt
@@ -26,6 +27,7 @@ from tests.graphs.pipelines import Crash
 
 INNER = ("prep", "draft", "review", "polish")
 Path = Literal["interrupt", "crash", "finished"]
+Held = Literal["node", "body", "tool"]
 
 
 def _state(changed: str | None, keys: tuple[str, ...]) -> type:
@@ -35,10 +37,17 @@ def _state(changed: str | None, keys: tuple[str, ...]) -> type:
 
 
 def _built(
-    runs: Counter[str], release: int, changed: str, depth: int, persist: bool, path: Path
+    runs: Counter[str],
+    release: int,
+    changed: str,
+    depth: int,
+    persist: bool,
+    path: Path,
+    held: Held = "node",
 ) -> StateGraph[Any, Any, Any, Any]:
     """``research -> worker -> end``; ``worker`` runs ``prep -> draft -> review ->
-    polish`` (depth 1), or ``outline -> mid`` with ``mid`` running them (depth 2)."""
+    polish`` (depth 1), or ``outline -> mid`` with ``mid`` running them (depth 2): added
+    as a node, or (``body``) called from the node's body."""
     changing = changed if release == 2 else None
 
     def counted(name: str) -> Any:
@@ -67,7 +76,19 @@ def _built(
     worker = inner if depth == 1 else subgraph(("outline", "mid"), ("doc", "outline", *INNER))
     builder = StateGraph(_state(None, ("doc", "research", "end", "polish")))
     builder.add_node("research", counted("research"))
-    builder.add_node("worker", worker)
+
+    def calling(state: Any) -> dict[str, Any]:
+        return {"polish": worker.invoke(state)["polish"]}
+
+    @tool
+    def write(doc: str) -> str:
+        """Writes the document."""
+        return str(worker.invoke({"doc": doc})["polish"])
+
+    def by_tool(state: Any) -> dict[str, Any]:
+        return {"polish": write.invoke({"doc": state["doc"]})}
+
+    builder.add_node("worker", {"node": worker, "body": calling, "tool": by_tool}[held])
     builder.add_node("end", counted("end"))
     builder.add_edge(START, "research")
     builder.add_edge("research", "worker")
@@ -84,10 +105,32 @@ def _started(drive: Drive, graph: Any, config: RunnableConfig, path: Path) -> No
             drive.run(graph, {"doc": "d"}, config)
 
 
-@pytest.mark.parametrize("changed", ["draft", "review", "polish"])
-@pytest.mark.parametrize("path", ["interrupt", "crash", "finished"])
-@pytest.mark.parametrize("persist", [False, True], ids=["plain", "persistent"])
-@pytest.mark.parametrize("depth", [1, 2])
+def _cases() -> list[Any]:
+    """Every case for a subgraph added as a node; one called from the node's body or
+    from a tool is the same to LangGraph once it runs, so it takes depth 1 and 2,
+    plainly compiled, pausing or crashing inside, with the change upstream of the pause
+    or at it."""
+    added = [
+        (depth, persist, path, changed, "node")
+        for depth in (1, 2)
+        for persist in (False, True)
+        for path in ("interrupt", "crash", "finished")
+        for changed in ("draft", "review", "polish")
+    ]
+    called = [
+        (depth, False, path, changed, held)
+        for depth in (1, 2)
+        for path in ("interrupt", "crash")
+        for changed in ("draft", "review")
+        for held in ("body", "tool")
+    ]
+    return [
+        pytest.param(*case, id="-".join(map(str, case)).replace("False", "plain"))
+        for case in added + called
+    ]
+
+
+@pytest.mark.parametrize(("depth", "persist", "path", "changed", "held"), _cases())
 def test_a_change_inside_a_pending_subgraph_keeps_the_inner_work_upstream_of_it(
     drive: Drive,
     saver: BaseCheckpointSaver[Any],
@@ -96,12 +139,14 @@ def test_a_change_inside_a_pending_subgraph_keeps_the_inner_work_upstream_of_it(
     persist: bool,
     path: Path,
     changed: str,
+    held: Held,
 ) -> None:
     runs: Counter[str] = Counter()
-    old = ne.compile(_built(runs, 1, changed, depth, persist, path), checkpointer=saver)
+    built = _built(runs, 1, changed, depth, persist, path, held)
+    old = ne.compile(built, checkpointer=saver)
     _started(drive, old, config, path)
     runs.clear()
-    new = ne.compile(_built(runs, 2, changed, depth, persist, path), checkpointer=saver)
+    new = ne.compile(_built(runs, 2, changed, depth, persist, path, held), checkpointer=saver)
     plan = drive.plan(new, config)
     where = ("worker",) if depth == 1 else ("worker", "mid")
     upstream = ("prep",) if depth == 1 else ("outline", "prep")
@@ -111,6 +156,17 @@ def test_a_change_inside_a_pending_subgraph_keeps_the_inner_work_upstream_of_it(
         assert any("`worker` finished" in note for note in plan.notes)
         drive.run(new, None, config)
         assert runs == Counter((*upstream, "draft", "review", "polish", "end"))
+        return
+    if held == "tool" and depth == 2:
+        # LangGraph's get_state does not read a graph a tool calls, nor what it waits on.
+        assert plan.kind is ne.PlanKind.REWIND and not plan.inside
+        assert any("of worker > mid, which it waits on, were not read" in n for n in plan.notes)
+        answer = Command(resume="yes") if path == "interrupt" else None
+        result = drive.run(new, answer, config)
+        if path == "interrupt":
+            result = drive.run(new, Command(resume="yes"), config)
+        assert runs["outline"] == runs["prep"] == runs["draft"] == 1
+        assert result["end"] == result["polish"] == "2"
         return
     if changed == "draft":
         assert plan.kind is ne.PlanKind.REWIND
