@@ -21,6 +21,7 @@ from neograph_ext import (
     ResumePlan,
     ResumePolicy,
     accept,
+    check_threads,
     history,
     plan,
     unrevivable_types,
@@ -272,7 +273,7 @@ def check_command(
             if as_json:
                 typer.echo('{"plans": [', nl=False)
             with reading("the checkpoints in this database"):
-                planned = made(graph, db, compiled, saver, names, jobs)
+                planned = made(graph, db, compiled, saver, names, jobs, check_threads)
                 checks = counted(planned, tally, bar, _count(names))
                 if spent is not None:
                     checks = costed(checks, partial(_ledger, saver), spent)

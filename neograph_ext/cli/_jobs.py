@@ -1,15 +1,17 @@
-"""``check --jobs N``: the threads split by a stable hash of their ids into N processes,
-each with its own connection, and their checks merged back in the threads' order.
+"""``check --jobs N`` and ``upgrade --jobs N``: the threads split by a stable hash of
+their ids into N processes, each with its own connection, and what each made of its
+threads (a check, an upgrade) merged back in the threads' order.
 
 Rules:
 - A thread's process is ``crc32(id) % N``: the same on every run and machine (Python's
   ``hash`` of a string is salted per process).
 - Each process loads the graph and opens the database itself (a connection is never
-  shared across a fork), checks its threads in the order given, and sends its checks
-  back a batch at a time, each with the classes the serializer declined to revive while
-  it was planned; the parent re-emits those as the serializer's own events, so the
-  report hears them as it does in one process.
-- The parent yields the checks in the order of the threads it split: the same plans,
+  shared across a fork; for writing only when the work writes), runs the work on its
+  threads in the order given, and sends its results back a batch at a time, each with
+  the classes the serializer declined to revive while it was planned; the parent
+  re-emits those as the serializer's own events, so the report hears them as it does
+  in one process.
+- The parent yields the results in the order of the threads it split: the same plans,
   counts and report as one process makes, in that order.
 - A process's error is raised in the parent; the others are stopped.
 """
@@ -22,19 +24,23 @@ import warnings
 import zlib
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 import neograph_ext
-from neograph_ext import check_threads
 from neograph_ext.cli._boundary import CliError
 from neograph_ext.cli._database import open_database
 from neograph_ext.cli._graphs import Graph, attach, load
 from neograph_ext.cli._serde import declined, emit_declined, reader
-from neograph_ext.types import ThreadCheck
 
-__all__ = ["SHARE", "cores", "jobs_for", "made", "sharded"]
+__all__ = ["SHARE", "Work", "cores", "jobs_for", "made", "sharded"]
+
+T = TypeVar("T")
+
+Work = Callable[[Any, list[str] | None], Iterable[T]]
+"""What is made of threads: ``work(graph, names)`` (``check_threads``, a ``partial`` of
+``upgrade_threads``), picklable, so that a process spawned gets it."""
 
 SHARE = 5_000
 """Threads below which a process of its own costs more (its start, the graph's and
@@ -43,7 +49,7 @@ jobs gives each at least this many. Measured: at 2,000 threads, ``--jobs 2`` too
 the CPU of ``--jobs 1``."""
 
 _SENT = 200
-"""Checks a process sends back together."""
+"""Results a process sends back together."""
 
 
 def made(
@@ -53,16 +59,21 @@ def made(
     saver: BaseCheckpointSaver[Any],
     names: list[str] | None,
     jobs: int | None,
-) -> Iterable[ThreadCheck]:
-    """The checks of the threads named (else of every thread of ``saver``), made in this
-    process or in ``jobs`` (``jobs_for``)."""
+    work: Work[T],
+    *,
+    write: bool = False,
+) -> Iterable[T]:
+    """What ``work`` makes of the threads named (else of every thread of ``saver``), in
+    this process or in ``jobs`` (``jobs_for``); ``write``: it writes."""
     if jobs is not None and jobs < 1:
         raise CliError(f"--jobs must be at least 1, got {jobs}")
     if jobs == 1:
-        return check_threads(graph, names)
+        return work(graph, names)
     listed = names if names is not None else _thread_ids(saver)
     count = jobs_for(jobs, len(listed))
-    return check_threads(graph, names) if count == 1 else sharded(spec, db, listed, count)
+    if count == 1:
+        return work(graph, names)
+    return sharded(spec, db, listed, count, work, write=write)
 
 
 def _thread_ids(saver: BaseCheckpointSaver[Any]) -> list[str]:
@@ -80,7 +91,7 @@ def cores() -> int:
 
 
 def jobs_for(jobs: int | None, threads: int) -> int:
-    """How many processes check ``threads`` threads: ``jobs`` as given (at most one a
+    """How many processes share ``threads`` threads: ``jobs`` as given (at most one a
     thread), else the cores available, each given at least ``SHARE`` threads."""
     if jobs is None:
         jobs = min(cores(), threads // SHARE)
@@ -88,32 +99,40 @@ def jobs_for(jobs: int | None, threads: int) -> int:
 
 
 def shard_of(thread_id: str, jobs: int) -> int:
-    """The process a thread is checked in."""
+    """The process a thread is given to."""
     return zlib.crc32(thread_id.encode()) % jobs
 
 
-def sharded(spec: str, db: str, names: Sequence[str], jobs: int) -> Iterator[ThreadCheck]:
-    """The checks of ``names``, made in ``jobs`` processes, in the order of ``names``."""
+def sharded(
+    spec: str,
+    db: str,
+    names: Sequence[str],
+    jobs: int,
+    work: Work[T],
+    *,
+    write: bool = False,
+) -> Iterator[T]:
+    """What ``work`` makes of ``names`` in ``jobs`` processes, in the order of ``names``."""
     shards: list[list[str]] = [[] for _ in range(jobs)]
     for name in names:
         shards[shard_of(name, jobs)].append(name)
     context = multiprocessing.get_context("spawn")
     queues = [context.Queue() for _ in shards]
     workers = [
-        context.Process(target=_job, args=(spec, db, shard, queue), daemon=True)
+        context.Process(target=_job, args=(spec, db, shard, queue, work, write), daemon=True)
         for shard, queue in zip(shards, queues, strict=True)
     ]
     for worker in workers:
         worker.start()
-    received: list[deque[tuple[ThreadCheck, list[str]]]] = [deque() for _ in shards]
+    received: list[deque[tuple[T, list[str]]]] = [deque() for _ in shards]
     try:
         for name in names:
             k = shard_of(name, jobs)
             if not received[k]:
                 received[k].extend(_received(queues[k].get()))
-            check, classes = received[k].popleft()
+            result, classes = received[k].popleft()
             emit_declined(classes)
-            yield check
+            yield result
     finally:
         for worker in workers:
             if worker.is_alive():
@@ -121,21 +140,21 @@ def sharded(spec: str, db: str, names: Sequence[str], jobs: int) -> Iterator[Thr
             worker.join()
 
 
-def _received(sent: Any) -> list[tuple[ThreadCheck, list[str]]]:
+def _received(sent: Any) -> list[tuple[Any, list[str]]]:
     if isinstance(sent, BaseException):
         raise sent
     return sent  # type: ignore[no-any-return]
 
 
-def _job(spec: str, db: str, names: list[str], queue: Any) -> None:
-    """One process: check ``names``, sending the checks back ``_SENT`` at a time."""
+def _job(spec: str, db: str, names: list[str], queue: Any, work: Work[Any], write: bool) -> None:
+    """One process: ``work`` on ``names``, sending the results back ``_SENT`` at a time."""
     try:
         target = load(spec)
-        with open_database(db, serde=reader(target)) as saver, declined() as heard:
+        with open_database(db, write=write, serde=reader(target)) as saver, declined() as heard:
             compiled = attach(target, saver, spec)
-            batch: list[tuple[ThreadCheck, list[str]]] = []
-            for check in check_threads(compiled, names):
-                batch.append((check, sorted(heard)))
+            batch: list[tuple[Any, list[str]]] = []
+            for result in work(compiled, names):
+                batch.append((result, sorted(heard)))
                 heard.clear()
                 if len(batch) == _SENT:
                     queue.put(batch)

@@ -3,6 +3,8 @@
 A dry run unless ``--apply``; the database is opened for writing only then and, by the
 rule every writing command shares (``_confirm``), the dry run's totals are asked about
 first. ``--rewind`` also runs the rewinds (node runs), bounded by ``--max-cost``.
+``--jobs N`` shares the threads out as ``check --jobs`` does (``_jobs``), each process
+upgrading its own.
 
 Rules:
 - Streams ``upgrade_threads``: what is kept is the totals per action and the first
@@ -10,6 +12,8 @@ Rules:
 - Progress: a bar on a terminal (stderr); off a terminal, one plain line on stderr per
   batch of ``BATCH`` threads, so a job's log shows it moving while stdout stays the
   report alone.
+- ``--max-cost`` caps the rewinds' running total in the threads' order, which one
+  process alone keeps: with it, one process (``--jobs`` above 1 is refused).
 - Exit 1 when, with ``--apply``, a thread was skipped (busy, blocked, a rewind not run
   past ``--max-cost``): a later call picks it up; 0 otherwise, a canary included.
 """
@@ -34,6 +38,7 @@ from neograph_ext.cli._confirm import YesOpt, confirm
 from neograph_ext.cli._cost import Limits
 from neograph_ext.cli._database import open_database
 from neograph_ext.cli._graphs import attach, load
+from neograph_ext.cli._jobs import made
 from neograph_ext.cli._serde import reader
 from neograph_ext.cli._show import console, progress, text, to_json
 from neograph_ext.types import ThreadUpgrade, UpgradeAction
@@ -88,6 +93,14 @@ def upgrade_command(
             "again without it to continue.",
         ),
     ] = None,
+    jobs: Annotated[
+        int | None,
+        typer.Option(
+            metavar="N",
+            help="Upgrade in N processes, each with its own connection (default: the "
+            "cores available, one per 5,000 threads at most; one with --max-cost).",
+        ),
+    ] = None,
     yes: YesOpt = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
     debug: Annotated[
@@ -105,22 +118,26 @@ def upgrade_command(
         if rewind and not apply:
             raise CliError("--rewind runs nodes: it needs --apply")
         limits = Limits.parse(None, max_cost or ())
+        if limits and jobs not in (None, 1):
+            raise CliError("--max-cost caps the rewinds' running total in one process: no --jobs")
         caps = dict(limits.spend)
         cap = Budget(caps.get("supersteps"), caps.get("model_calls"), caps.get("tokens"))
         target = load(graph)
         names = list(dict.fromkeys(thread)) if thread else None
         with open_database(db, write=apply, serde=reader(target)) as saver:
             compiled = attach(target, saver, graph)
-            upgrades = partial(upgrade_threads, compiled, names, canary=canary)
+            upgrades = partial(made, graph, db, compiled, saver, names, 1 if limits else jobs)
+            dry = partial(upgrade_threads, canary=canary)
             with reading("the checkpoints in this database"):
                 if apply:
                     confirm(
                         "upgrade --apply writes to",
-                        lambda: _summary(_tally(upgrades(), as_json=False, shown=[]), False),
+                        lambda: _summary(_tally(upgrades(dry), as_json=False, shown=[]), False),
                         yes,
                         "no --apply",
                     )
-                found = upgrades(apply=apply, rewind=rewind, max_cost=cap if limits else None)
+                writes = partial(dry, apply=apply, rewind=rewind, max_cost=cap if limits else None)
+                found = upgrades(writes, write=apply)
                 shown: list[ThreadUpgrade] = []
                 with progress() as bar:
                     counts = _tally(_progressed(found, bar, len(names) if names else None),

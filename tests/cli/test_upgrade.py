@@ -1,13 +1,16 @@
 """``upgrade``: a fleet of three releases brought forward as the next resumes would bring
 it, counted with a fake model: after ``--apply`` resuming each thread runs exactly what
 ``check`` said, the carried threads nothing; a kill at any write and a re-run end the
-same; a canary then the rest; a thread another process holds is skipped."""
+same; a canary then the rest; a thread another process holds is skipped; ``--jobs 2``
+upgrades as one process does."""
 
 from __future__ import annotations
 
 import contextlib
 import json
+import sqlite3
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +18,7 @@ import pytest
 import neograph_ext as ne
 from neograph_ext._lock import thread_lock
 from neograph_ext._upgrade import in_canary
+from neograph_ext.cli._jobs import shard_of
 from tests.cli.support import Database, cli, program
 from tests.graphs.releases import CALLS, PER_RUN, compiled, fleet
 
@@ -195,3 +199,46 @@ def test_off_a_terminal_a_plain_line_per_batch(
         "upgrade: 4 threads so far: 1 carry, 1 nothing, 1 rewind, 1 superseded",
     ]
     assert json.loads(result.stdout)["totals"]["rewind"] == 2
+
+
+def test_jobs_upgrade_in_processes_as_one_process_does(lite: Database, tmp_path: Path) -> None:
+    made = fleet(lite.saver, each=5)
+    assert {shard_of(t, 2) for t in made["carry"]} == {0, 1}  # both processes carry some
+    twin = Database(str(tmp_path / "twin.sqlite"), lite.saver, lite.rows)
+    with contextlib.closing(sqlite3.connect(twin.url)) as copy:
+        lite.saver.conn.backup(copy)  # type: ignore[attr-defined]
+    # Checked on the copy: a read-only open reads the file's header, and closing that file
+    # drops this process's POSIX locks on it, the ones the fixture's open connection
+    # holds, so a process of the upgrade closing last would take the WAL from under it.
+    said = _check(twin)
+
+    one = cli("upgrade", GRAPH, "--db", twin.url, "--apply", "--yes", "--json", "--jobs", "1")
+    two = cli("upgrade", GRAPH, "--db", lite.url, "--apply", "--yes", "--json", "--jobs", "2")
+
+    assert one.exit_code == two.exit_code == 0, two.output
+    assert two.stdout == one.stdout
+    assert json.loads(two.stdout)["totals"]["carried"] == len(made["carry"])
+    assert _check(lite) == {**said, **{t: [] for t in made["carry"]}}
+    ran = _resumed(lite, list(said))
+    assert all(sorted(ran[t]) == nodes for t, nodes in said.items())
+    assert all(not ran[t] for t in made["carry"])
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        (("--jobs", "0"), "--jobs must be at least 1, got 0"),
+        (("--apply", "--yes", "--rewind", "--max-cost", "model_calls=4", "--jobs", "2"),
+         "--max-cost caps the rewinds' running total in one process"),
+    ],
+)  # fmt: skip
+def test_jobs_below_one_or_beside_a_max_cost_are_refused(
+    lite: Database, args: tuple[str, ...], error: str
+) -> None:
+    fleet(lite.saver, each=1)
+    before = lite.rows()
+
+    result = cli("upgrade", GRAPH, "--db", lite.url, *args)
+
+    assert result.exit_code == 2 and error in result.output
+    assert lite.rows() == before
