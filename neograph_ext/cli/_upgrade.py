@@ -52,60 +52,71 @@ _QUIET = (UpgradeAction.NOTHING, UpgradeAction.LATER)
 """Actions the table leaves out: counted in the totals only."""
 
 
+_GraphArg = Annotated[
+    str,
+    typer.Argument(
+        metavar="GRAPH",
+        help="module:attribute or path/to/file.py:attribute: the code deployed",
+    ),
+]
+_DbOpt = Annotated[
+    str, typer.Option(metavar="URL", help="SQLite path, sqlite:///path or postgresql://...")
+]
+_ThreadOpt = Annotated[
+    list[str] | None,
+    typer.Option("--thread", metavar="ID", help="Only these threads (repeatable)."),
+]
+_ApplyOpt = Annotated[bool, typer.Option("--apply", help="Write (default: a dry run).")]
+_DryRunOpt = Annotated[
+    bool, typer.Option("--dry-run", help="Say what it would do; write nothing (default).")
+]
+_RewindOpt = Annotated[
+    bool,
+    typer.Option("--rewind", help="With --apply: also run the rewinds (node runs)."),
+]
+_MaxCostOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        metavar="MEASURE=N",
+        help="With --rewind: the most the rewinds may cost together, in model_calls, "
+        "tokens or supersteps, by their budget ledgers (repeatable).",
+    ),
+]
+_CanaryOpt = Annotated[
+    float | None,
+    typer.Option(
+        metavar="P",
+        min=0.01,
+        max=100,
+        help="Only a stable P percent of the threads (by a hash of their ids); call "
+        "again without it to continue.",
+    ),
+]
+_JobsOpt = Annotated[
+    int | None,
+    typer.Option(
+        metavar="N",
+        help="Upgrade in N processes, each with its own connection (default: the "
+        "cores available, one per 5,000 threads at most; one with --max-cost).",
+    ),
+]
+_AsJsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+_DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks and engine logs.")]
+
+
 def upgrade_command(
-    graph: Annotated[
-        str,
-        typer.Argument(
-            metavar="GRAPH",
-            help="module:attribute or path/to/file.py:attribute: the code deployed",
-        ),
-    ],
-    db: Annotated[
-        str, typer.Option(metavar="URL", help="SQLite path, sqlite:///path or postgresql://...")
-    ],
-    thread: Annotated[
-        list[str] | None,
-        typer.Option("--thread", metavar="ID", help="Only these threads (repeatable)."),
-    ] = None,
-    apply: Annotated[bool, typer.Option("--apply", help="Write (default: a dry run).")] = False,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Say what it would do; write nothing (default).")
-    ] = False,
-    rewind: Annotated[
-        bool,
-        typer.Option("--rewind", help="With --apply: also run the rewinds (node runs)."),
-    ] = False,
-    max_cost: Annotated[
-        list[str] | None,
-        typer.Option(
-            metavar="MEASURE=N",
-            help="With --rewind: the most the rewinds may cost together, in model_calls, "
-            "tokens or supersteps, by their budget ledgers (repeatable).",
-        ),
-    ] = None,
-    canary: Annotated[
-        float | None,
-        typer.Option(
-            metavar="P",
-            min=0.01,
-            max=100,
-            help="Only a stable P percent of the threads (by a hash of their ids); call "
-            "again without it to continue.",
-        ),
-    ] = None,
-    jobs: Annotated[
-        int | None,
-        typer.Option(
-            metavar="N",
-            help="Upgrade in N processes, each with its own connection (default: the "
-            "cores available, one per 5,000 threads at most; one with --max-cost).",
-        ),
-    ] = None,
+    graph: _GraphArg,
+    db: _DbOpt,
+    thread: _ThreadOpt = None,
+    apply: _ApplyOpt = False,
+    dry_run: _DryRunOpt = False,
+    rewind: _RewindOpt = False,
+    max_cost: _MaxCostOpt = None,
+    canary: _CanaryOpt = None,
+    jobs: _JobsOpt = None,
     yes: YesOpt = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
-    debug: Annotated[
-        bool, typer.Option("--debug", help="Show tracebacks and engine logs.")
-    ] = False,
+    as_json: _AsJsonOpt = False,
+    debug: _DebugOpt = False,
 ) -> None:
     """Bring threads of older code forward as a resume would: with --apply, WRITES the
     carries that need no node run; lists rewinds (--rewind runs them). Busy threads skip.
