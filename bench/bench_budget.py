@@ -22,7 +22,7 @@ from typing import Any
 from _harness import Case, Row, compared, interleave, sqlite_saver
 
 import neograph_ext
-from neograph_ext._ledger_store import RECENT
+from neograph_ext.storage._ledger_store import RECENT
 
 sys.path.insert(1, str(Path(__file__).resolve().parents[1]))  # the model and graph of the tests
 from tests.graphs.budget import CALLS, pipeline

@@ -43,7 +43,7 @@ from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
 import neograph_ext
-from neograph_ext._lock import thread_lock
+from neograph_ext.storage._lock import thread_lock
 
 RUNS = 16
 POOL = 4

@@ -36,8 +36,8 @@ from _harness import (
 )
 
 import neograph_ext
-from neograph_ext import _stamp_order
-from neograph_ext._stamp import Stamp
+from neograph_ext.decision._stamp import Stamp
+from neograph_ext.storage import _stamp_order
 
 REPS = 31
 

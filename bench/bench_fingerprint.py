@@ -24,10 +24,10 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field, create_model
 
 try:
-    from neograph_ext._fingerprint import diff, fingerprint_type
+    from neograph_ext.decision._fingerprint import diff, fingerprint_type
 except ImportError:  # run from a checkout without installing the package
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from neograph_ext._fingerprint import diff, fingerprint_type
+    from neograph_ext.decision._fingerprint import diff, fingerprint_type
 
 MODELS = 200
 CHAIN = 40

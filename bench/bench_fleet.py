@@ -184,9 +184,9 @@ def pure_costs() -> tuple[float, float]:
     pure core), for the thread every database here copies, under ``NEW``."""
     from langgraph.checkpoint.memory import InMemorySaver
 
-    from neograph_ext._decision import HeadFacts
-    from neograph_ext._history import lineage
-    from neograph_ext._plan import decide
+    from neograph_ext.decision._decision import HeadFacts
+    from neograph_ext.decision._history import lineage
+    from neograph_ext.decision._plan import decide
 
     saver = InMemorySaver()
     _write_source(saver)
@@ -220,9 +220,9 @@ def _child(mode: str, db: str) -> None:
     """Run in the measured subprocess: the check or the floor, then its peak memory."""
     walked = 0
     if mode.startswith("check"):
-        from neograph_ext._storage_postgres import PostgresReader
-        from neograph_ext._storage_sqlite import SqliteReader
         from neograph_ext.cli import app
+        from neograph_ext.storage._storage_postgres import PostgresReader
+        from neograph_ext.storage._storage_sqlite import SqliteReader
 
         def counted(read: Any) -> Any:
             def lineages(self: Any, thread_ids: Any) -> Any:

@@ -31,8 +31,8 @@ from typing import Any
 from _harness import Result, Row, sqlite_saver
 
 import neograph_ext
-from neograph_ext._stamp import MAX_METADATA_BYTES
-from neograph_ext._stamp_store import THREAD_PREFIX
+from neograph_ext.decision._stamp import MAX_METADATA_BYTES
+from neograph_ext.storage._stamp_store import THREAD_PREFIX
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET = MAX_METADATA_BYTES

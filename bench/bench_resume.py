@@ -35,7 +35,7 @@ from _harness import (
 )
 
 import neograph_ext
-from neograph_ext._lock import thread_lock
+from neograph_ext.storage._lock import thread_lock
 
 SIZES = (10, 10_000)
 REPS = {10: 101, 10_000: 31}

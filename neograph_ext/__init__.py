@@ -26,8 +26,14 @@ from neograph_ext._checks import (
     unrevivable_types,
 )
 from neograph_ext._compile import compile
-from neograph_ext._decision import PlanKind, ResumePlan
-from neograph_ext._errors import (
+from neograph_ext._export import export_threads
+from neograph_ext._fleet import acheck_threads, check_threads
+from neograph_ext._lineage import ahistory, history
+from neograph_ext._pruning import aprune, prune
+from neograph_ext._run import aplan, arun, astream, plan, run, stream
+from neograph_ext._upgrade import aupgrade_threads, upgrade_threads
+from neograph_ext.decision._decision import PlanKind, ResumePlan
+from neograph_ext.decision._errors import (
     CheckpointSchemaError,
     GraphError,
     NeographExtError,
@@ -37,15 +43,9 @@ from neograph_ext._errors import (
     UnreadableCheckpointError,
     WriteReadbackError,
 )
-from neograph_ext._export import export_threads
-from neograph_ext._fleet import acheck_threads, check_threads
-from neograph_ext._lineage import ahistory, history
-from neograph_ext._policy import LockPolicy, ResumePolicy
-from neograph_ext._pruning import aprune, prune
-from neograph_ext._run import aplan, arun, astream, plan, run, stream
-from neograph_ext._stamp_store import is_store_thread as is_reserved_thread
-from neograph_ext._telemetry import Telemetry
-from neograph_ext._upgrade import aupgrade_threads, upgrade_threads
+from neograph_ext.decision._policy import LockPolicy, ResumePolicy
+from neograph_ext.storage._stamp_store import is_store_thread as is_reserved_thread
+from neograph_ext.storage._telemetry import Telemetry
 
 # The public submodules, as attributes of the package (``neograph_ext.budget.Budget``).
 from neograph_ext import budget, testing, types  # noqa: F401  # isort: skip

@@ -24,18 +24,18 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.pregel import Pregel
 
-from neograph_ext._carrying import Carrying
-from neograph_ext._decision import PlanKind, ResumePlan
-from neograph_ext._decision_log import logged
-from neograph_ext._drivers import AsyncDriver, Driver
-from neograph_ext._errors import GraphError
-from neograph_ext._flow import planned, read_head
-from neograph_ext._fork import address
-from neograph_ext._lineage_facts import verified
-from neograph_ext._migrate import carry
-from neograph_ext._operations import Flow, TakeLock
-from neograph_ext._stamp import read_marks
-from neograph_ext._thread import ThreadCall, thread_call
+from neograph_ext.decision._carrying import Carrying
+from neograph_ext.decision._decision import PlanKind, ResumePlan
+from neograph_ext.decision._errors import GraphError
+from neograph_ext.decision._lineage_facts import verified
+from neograph_ext.decision._operations import Flow, TakeLock
+from neograph_ext.decision._stamp import read_marks
+from neograph_ext.drivers._drivers import AsyncDriver, Driver
+from neograph_ext.drivers._thread import ThreadCall, thread_call
+from neograph_ext.flows._decision_log import logged
+from neograph_ext.flows._flow import planned, read_head
+from neograph_ext.flows._fork import address
+from neograph_ext.flows._migrate import carry
 
 __all__ = ["aaccept", "accept"]
 

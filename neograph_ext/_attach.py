@@ -17,9 +17,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from neograph_ext._budget import Budget
-from neograph_ext._errors import GraphError
-from neograph_ext._telemetry import Telemetry
+from neograph_ext.decision._budget import Budget
+from neograph_ext.decision._errors import GraphError
+from neograph_ext.storage._telemetry import Telemetry
 
 __all__ = ["Attached", "Attachment", "AutoResume", "WriteChecks", "attached"]
 

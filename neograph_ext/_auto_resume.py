@@ -26,19 +26,19 @@ from langchain_core.runnables.config import ensure_config
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.types import Command
 
-from neograph_ext._call_match import CallsUnmatched, checking
-from neograph_ext._decision import PlanKind, ResumePlan
-from neograph_ext._decision_log import logged
-from neograph_ext._drivers import AsyncDriver, Driver, amarked
-from neograph_ext._flow import served_plan
-from neograph_ext._graph import StampedGraph, marking
-from neograph_ext._head_state import started_input
-from neograph_ext._policy import ResumePolicy, asked
 from neograph_ext._run import astreamed, streamed
-from neograph_ext._stamp import encode_run, input_digest
-from neograph_ext._steps import takes_head
-from neograph_ext._telemetry import AsyncHerald, Herald, fresh_plan, recorded, told
-from neograph_ext._thread import ThreadCall, thread_call
+from neograph_ext.decision._decision import PlanKind, ResumePlan
+from neograph_ext.decision._head_state import started_input
+from neograph_ext.decision._policy import ResumePolicy, asked
+from neograph_ext.decision._stamp import encode_run, input_digest
+from neograph_ext.decision._steps import takes_head
+from neograph_ext.drivers._call_match import CallsUnmatched, checking
+from neograph_ext.drivers._drivers import AsyncDriver, Driver, amarked
+from neograph_ext.drivers._graph import StampedGraph, marking
+from neograph_ext.drivers._thread import ThreadCall, thread_call
+from neograph_ext.flows._decision_log import logged
+from neograph_ext.flows._flow import served_plan
+from neograph_ext.storage._telemetry import AsyncHerald, Herald, fresh_plan, recorded, told
 
 __all__ = ["AutoResumingGraph", "aserved", "served"]
 

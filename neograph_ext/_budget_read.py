@@ -17,11 +17,11 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.pregel import Pregel
 
-from neograph_ext._budget import Ledger, estimated
-from neograph_ext._decision import PlanKind, ResumePlan
-from neograph_ext._ledger_store import aread_ledger, read_ledger
-from neograph_ext._operations import Flow, Store
-from neograph_ext._thread import ThreadCall, checkpointer_of, thread_of
+from neograph_ext.decision._budget import Ledger, estimated
+from neograph_ext.decision._decision import PlanKind, ResumePlan
+from neograph_ext.decision._operations import Flow, Store
+from neograph_ext.drivers._thread import ThreadCall, checkpointer_of, thread_of
+from neograph_ext.storage._ledger_store import aread_ledger, read_ledger
 
 __all__ = ["aledger", "costed", "ledger"]
 

@@ -14,11 +14,11 @@ from typing import Any
 
 from langgraph.pregel import Pregel
 
-from neograph_ext._carrying import invalid
-from neograph_ext._graph import StampedGraph
-from neograph_ext._misread import misread
-from neograph_ext._revive import expected
-from neograph_ext._thread import stamped
+from neograph_ext.decision._carrying import invalid
+from neograph_ext.decision._misread import misread
+from neograph_ext.decision._revive import expected
+from neograph_ext.drivers._graph import StampedGraph
+from neograph_ext.drivers._thread import stamped
 
 __all__ = ["declared_classes", "is_stamped", "stale_values", "unrevivable_types"]
 

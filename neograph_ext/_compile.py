@@ -24,16 +24,14 @@ from langgraph.pregel import Pregel
 
 from neograph_ext._attach import Attached, Attachment, attached
 from neograph_ext._auto_resume import AutoResumingGraph
-from neograph_ext._call_match import with_checked_calls
-from neograph_ext._carrying import carrying
-from neograph_ext._entrypoint import entrypoint_function, entrypoint_stamp, seen_tasks
-from neograph_ext._errors import GraphError
-from neograph_ext._graph import StampedGraph, cache_salts, metadata_of
-from neograph_ext._introspect import build_stamp, channel_types
-from neograph_ext._langgraph import compile_options, fold_cache_keys, fold_task_cache_keys
-from neograph_ext._langgraph_calls import PREVIOUS_CHANNEL
-from neograph_ext._policy import LockPolicy, ResumePolicy, asked, resolve
-from neograph_ext._revive import (
+from neograph_ext.decision._carrying import carrying
+from neograph_ext.decision._entrypoint import entrypoint_function, entrypoint_stamp, seen_tasks
+from neograph_ext.decision._errors import GraphError
+from neograph_ext.decision._introspect import build_stamp, channel_types
+from neograph_ext.decision._langgraph import compile_options, fold_cache_keys, fold_task_cache_keys
+from neograph_ext.decision._langgraph_calls import PREVIOUS_CHANNEL
+from neograph_ext.decision._policy import LockPolicy, ResumePolicy, asked, resolve
+from neograph_ext.decision._revive import (
     Revival,
     allowed_pairs,
     cleared,
@@ -43,11 +41,13 @@ from neograph_ext._revive import (
     report,
     revival,
 )
-from neograph_ext._stamp import STAMP_KEY, Stamp, stamp_ref
-from neograph_ext._stamp_order import declared_release
-from neograph_ext._subgraph_misread import subgraph_revivals
-from neograph_ext._verify_writes import verifying
-from neograph_ext._written_types import watching
+from neograph_ext.decision._stamp import STAMP_KEY, Stamp, stamp_ref
+from neograph_ext.decision._subgraph_misread import subgraph_revivals
+from neograph_ext.drivers._call_match import with_checked_calls
+from neograph_ext.drivers._graph import StampedGraph, cache_salts, metadata_of
+from neograph_ext.drivers._verify_writes import verifying
+from neograph_ext.drivers._written_types import watching
+from neograph_ext.storage._stamp_order import declared_release
 
 __all__ = ["compile"]
 

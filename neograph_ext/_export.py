@@ -23,20 +23,20 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.pregel import Pregel
 
-from neograph_ext._errors import FixtureError
-from neograph_ext._fixtures import encoded, file_name
-from neograph_ext._graph import StampedGraph
-from neograph_ext._head_state import has_interrupt, waiting_nodes
-from neograph_ext._history import lineage, references
-from neograph_ext._langgraph import delta_channels
-from neograph_ext._ledger_store import read_ledger
 from neograph_ext._lineage import list_threads
-from neograph_ext._ownership import owner
-from neograph_ext._stamp import read_marks
-from neograph_ext._stamp_order import order
-from neograph_ext._stamp_store import load
-from neograph_ext._thread import checkpointer_of, stamped, thread_of, whole_thread
-from neograph_ext._unreadable import reading, resumable
+from neograph_ext.decision._errors import FixtureError
+from neograph_ext.decision._head_state import has_interrupt, waiting_nodes
+from neograph_ext.decision._history import lineage, references
+from neograph_ext.decision._langgraph import delta_channels
+from neograph_ext.decision._ownership import owner
+from neograph_ext.decision._stamp import read_marks
+from neograph_ext.decision._unreadable import reading, resumable
+from neograph_ext.drivers._graph import StampedGraph
+from neograph_ext.drivers._thread import checkpointer_of, stamped, thread_of, whole_thread
+from neograph_ext.storage._fixtures import encoded, file_name
+from neograph_ext.storage._ledger_store import read_ledger
+from neograph_ext.storage._stamp_order import order
+from neograph_ext.storage._stamp_store import load
 
 __all__ = ["export_threads"]
 

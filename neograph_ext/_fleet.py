@@ -32,20 +32,34 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.pregel import Pregel
 
-from neograph_ext._claim import last_writer
-from neograph_ext._decision import ResumePlan
-from neograph_ext._decision_log import logged
-from neograph_ext._drivers import ROWS, AsyncDriver, Driver, How, Row, answered
-from neograph_ext._flow import planned, read_head
-from neograph_ext._head_state import is_paused
-from neograph_ext._history import lineage
 from neograph_ext._lineage import alist_threads, list_threads
-from neograph_ext._operations import Flow, ReadLineage, ReadTuple
-from neograph_ext._stamp import read_marks
-from neograph_ext._storage import StorageReader, apages, areader_for, arun, pages, reader_for, run
-from neograph_ext._storage_rows import collector_paused
-from neograph_ext._thread import ThreadCall, checkpointer_of, named_checkpoint, stamped, thread_call
-from neograph_ext._unreadable import reading
+from neograph_ext.decision._claim import last_writer
+from neograph_ext.decision._decision import ResumePlan
+from neograph_ext.decision._head_state import is_paused
+from neograph_ext.decision._history import lineage
+from neograph_ext.decision._operations import Flow, ReadLineage, ReadTuple
+from neograph_ext.decision._stamp import read_marks
+from neograph_ext.decision._unreadable import reading
+from neograph_ext.drivers._drivers import ROWS, AsyncDriver, Driver, How, Row, answered
+from neograph_ext.drivers._thread import (
+    ThreadCall,
+    checkpointer_of,
+    named_checkpoint,
+    stamped,
+    thread_call,
+)
+from neograph_ext.flows._decision_log import logged
+from neograph_ext.flows._flow import planned, read_head
+from neograph_ext.storage._storage import (
+    StorageReader,
+    apages,
+    areader_for,
+    arun,
+    pages,
+    reader_for,
+    run,
+)
+from neograph_ext.storage._storage_rows import collector_paused
 
 __all__ = ["BATCH", "ThreadCheck", "acheck_threads", "check_threads"]
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from neograph_ext._decision import PlanKind
 from neograph_ext._fleet import ThreadCheck
+from neograph_ext.decision._decision import PlanKind
 
 __all__ = ["Inventory", "StampThreads"]
 

@@ -24,20 +24,20 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.pregel import Pregel
 
-from neograph_ext._changes import NodeChange
-from neograph_ext._history import Record, lineage, references, resolved
-from neograph_ext._lineage_facts import StepChanges
-from neograph_ext._stamp import Stamp, StampRef, Unreadable
-from neograph_ext._stamp_store import aload, is_store_thread, load
-from neograph_ext._storage import apages, areader_for, pages, reader_for
-from neograph_ext._thread import (
+from neograph_ext.decision._changes import NodeChange
+from neograph_ext.decision._history import Record, lineage, references, resolved
+from neograph_ext.decision._lineage_facts import StepChanges
+from neograph_ext.decision._stamp import Stamp, StampRef, Unreadable
+from neograph_ext.decision._unreadable import reading
+from neograph_ext.drivers._thread import (
     checkpointer_of,
     named_checkpoint,
     stamped,
     thread_of,
     whole_thread,
 )
-from neograph_ext._unreadable import reading
+from neograph_ext.storage._stamp_store import aload, is_store_thread, load
+from neograph_ext.storage._storage import apages, areader_for, pages, reader_for
 
 __all__ = [
     "History",

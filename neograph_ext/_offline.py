@@ -25,18 +25,15 @@ from langgraph.graph import StateGraph
 from langgraph.pregel import Pregel
 
 from neograph_ext._compile import compile
-from neograph_ext._decision import ResumePlan
-from neograph_ext._drivers import Driver, Row, answered
-from neograph_ext._errors import (
+from neograph_ext.decision._decision import ResumePlan
+from neograph_ext.decision._errors import (
     CheckpointSchemaError,
     GraphError,
     NeographExtError,
     ThreadSupersededError,
 )
-from neograph_ext._fixtures import ThreadFixture
-from neograph_ext._flow import thread_plan
-from neograph_ext._history import lineage
-from neograph_ext._operations import (
+from neograph_ext.decision._history import lineage
+from neograph_ext.decision._operations import (
     ListThread,
     LoadDescriptions,
     ReadLineage,
@@ -44,9 +41,12 @@ from neograph_ext._operations import (
     ReadTuple,
     ReadValues,
 )
-from neograph_ext._policy import ResumePolicy, asked
-from neograph_ext._steps import work_for
-from neograph_ext._thread import ThreadCall, named_checkpoint, stamped, thread_call
+from neograph_ext.decision._policy import ResumePolicy, asked
+from neograph_ext.decision._steps import work_for
+from neograph_ext.drivers._drivers import Driver, Row, answered
+from neograph_ext.drivers._thread import ThreadCall, named_checkpoint, stamped, thread_call
+from neograph_ext.flows._flow import thread_plan
+from neograph_ext.storage._fixtures import ThreadFixture
 
 __all__ = ["Judged", "fixture_rows", "judged", "offline_graph", "plan_fixture"]
 

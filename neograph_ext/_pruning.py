@@ -23,11 +23,13 @@ from langgraph.channels.binop import BinaryOperatorAggregate
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.pregel import Pregel
 
-from neograph_ext._errors import GraphError, ThreadBusyError
-from neograph_ext._head_state import has_interrupt
-from neograph_ext._langgraph import COUNTERS_KEY, delta_channels
-from neograph_ext._lock import athread_lock, thread_lock
-from neograph_ext._prune import (
+from neograph_ext.decision._errors import GraphError, ThreadBusyError
+from neograph_ext.decision._head_state import has_interrupt
+from neograph_ext.decision._langgraph import COUNTERS_KEY, delta_channels
+from neograph_ext.decision._stamp import STAMP_KEY, read_marks, stamp_ref
+from neograph_ext.drivers._thread import checkpointer_of, stamped
+from neograph_ext.storage._lock import athread_lock, thread_lock
+from neograph_ext.storage._prune import (
     FORK_DECISIONS,
     DescriptionPruned,
     PruneReport,
@@ -39,8 +41,8 @@ from neograph_ext._prune import (
     doomed_namespaces,
     unreferenced,
 )
-from neograph_ext._prune_sql import Cut, Sizes
-from neograph_ext._prune_store import (
+from neograph_ext.storage._prune_sql import Cut, Sizes
+from neograph_ext.storage._prune_store import (
     acut,
     adescriptions,
     areferences,
@@ -55,10 +57,8 @@ from neograph_ext._prune_store import (
     vacuum,
     vacuumable,
 )
-from neograph_ext._stamp import STAMP_KEY, read_marks, stamp_ref
-from neograph_ext._stamp_store import is_store_thread
-from neograph_ext._storage import backend
-from neograph_ext._thread import checkpointer_of, stamped
+from neograph_ext.storage._stamp_store import is_store_thread
+from neograph_ext.storage._storage import backend
 
 __all__ = ["Saver", "aprune", "prune"]
 

@@ -19,12 +19,12 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.pregel import Pregel
 
 from neograph_ext._budget_read import costed
-from neograph_ext._call_match import CallsUnmatched
-from neograph_ext._decision import ResumePlan
-from neograph_ext._drivers import AsyncDriver, Driver
-from neograph_ext._flow import Seen, resumed, thread_plan
-from neograph_ext._policy import Asked, LockPolicy, ResumePolicy, asked
-from neograph_ext._thread import ThreadCall, thread_call
+from neograph_ext.decision._decision import ResumePlan
+from neograph_ext.decision._policy import Asked, LockPolicy, ResumePolicy, asked
+from neograph_ext.drivers._call_match import CallsUnmatched
+from neograph_ext.drivers._drivers import AsyncDriver, Driver
+from neograph_ext.drivers._thread import ThreadCall, thread_call
+from neograph_ext.flows._flow import Seen, resumed, thread_plan
 
 __all__ = ["aplan", "arun", "astream", "astreamed", "plan", "run", "stream", "streamed"]
 

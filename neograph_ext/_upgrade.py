@@ -30,17 +30,17 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.pregel import Pregel
 
-from neograph_ext._budget import Budget, Ledger, Spend
-from neograph_ext._decision import PlanKind, ResumePlan
-from neograph_ext._deploy_cost import DeployCost
-from neograph_ext._drivers import AsyncDriver, Driver
-from neograph_ext._errors import NeographExtError, ThreadBusyError
 from neograph_ext._fleet import BATCH, ThreadCheck, acheck_threads, check_threads
-from neograph_ext._flow import carried_forward
-from neograph_ext._ledger_store import aread_ledger, read_ledger
-from neograph_ext._policy import Asked, LockPolicy
 from neograph_ext._run import aplan, arun, plan, run
-from neograph_ext._thread import checkpointer_of, stamped, thread_call
+from neograph_ext.decision._budget import Budget, Ledger, Spend
+from neograph_ext.decision._decision import PlanKind, ResumePlan
+from neograph_ext.decision._deploy_cost import DeployCost
+from neograph_ext.decision._errors import NeographExtError, ThreadBusyError
+from neograph_ext.decision._policy import Asked, LockPolicy
+from neograph_ext.drivers._drivers import AsyncDriver, Driver
+from neograph_ext.drivers._thread import checkpointer_of, stamped, thread_call
+from neograph_ext.flows._flow import carried_forward
+from neograph_ext.storage._ledger_store import aread_ledger, read_ledger
 
 __all__ = ["ThreadUpgrade", "UpgradeAction", "aupgrade_threads", "in_canary", "upgrade_threads"]
 

@@ -6,8 +6,8 @@ the next superstep or model call that would pass a cap raises
 (docs/budgets.md).
 """
 
-from neograph_ext._budget import Budget, Ledger, Spend
 from neograph_ext._budget_read import aledger, ledger
-from neograph_ext._errors import BudgetExceededError
+from neograph_ext.decision._budget import Budget, Ledger, Spend
+from neograph_ext.decision._errors import BudgetExceededError
 
 __all__ = ["Budget", "BudgetExceededError", "Ledger", "Spend", "aledger", "ledger"]

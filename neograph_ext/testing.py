@@ -21,14 +21,14 @@ from collections.abc import Collection
 from dataclasses import replace
 from pathlib import Path
 
-from neograph_ext._claim import last_writer
-from neograph_ext._errors import FixtureError
-from neograph_ext._fingerprint import fingerprint_type
-from neograph_ext._fixtures import ThreadFixture, read_fixtures
-from neograph_ext._gate import GateReport, Outcome, ThreadVerdict, allowed, verdict
 from neograph_ext._offline import judged, offline_graph, plan_fixture
-from neograph_ext._policy import ResumePolicy
-from neograph_ext._stamp import read_marks
+from neograph_ext.decision._claim import last_writer
+from neograph_ext.decision._errors import FixtureError
+from neograph_ext.decision._fingerprint import fingerprint_type
+from neograph_ext.decision._gate import GateReport, Outcome, ThreadVerdict, allowed, verdict
+from neograph_ext.decision._policy import ResumePolicy
+from neograph_ext.decision._stamp import read_marks
+from neograph_ext.storage._fixtures import ThreadFixture, read_fixtures
 
 __all__ = [
     "FixtureError",

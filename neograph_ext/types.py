@@ -5,14 +5,14 @@ a prune's report.
 As ``langgraph.types`` holds LangGraph's: nothing here is constructed by a caller.
 """
 
-from neograph_ext._changes import ChangeReason, NodeChange
-from neograph_ext._decision import TaskStep
-from neograph_ext._deploy_cost import CostLine, DeployCost
 from neograph_ext._fleet import ThreadCheck
 from neograph_ext._inventory import Inventory, StampThreads
 from neograph_ext._lineage import History, HistoryEntry, StampStatus
-from neograph_ext._prune import DescriptionPruned, PruneReport, PruneSkip, ThreadPruned
 from neograph_ext._upgrade import ThreadUpgrade, UpgradeAction
+from neograph_ext.decision._changes import ChangeReason, NodeChange
+from neograph_ext.decision._decision import TaskStep
+from neograph_ext.decision._deploy_cost import CostLine, DeployCost
+from neograph_ext.storage._prune import DescriptionPruned, PruneReport, PruneSkip, ThreadPruned
 
 __all__ = [
     "ChangeReason",

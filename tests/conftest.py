@@ -46,7 +46,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from psycopg import sql
 
-from neograph_ext._stamp_order import ORDER_THREAD
+from neograph_ext.storage._stamp_order import ORDER_THREAD
 from tests.drive import MODES, Drive
 
 SAVER_KINDS = ("memory", "sqlite", "postgres")

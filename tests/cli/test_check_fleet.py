@@ -8,8 +8,8 @@ import json
 import pytest
 
 import neograph_ext
-from neograph_ext._storage import reader_for
 from neograph_ext.cli._jobs import shard_of
+from neograph_ext.storage._storage import reader_for
 from tests.cli import cli_graphs
 from tests.cli.support import V2, Database, cli
 

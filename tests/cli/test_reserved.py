@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from neograph_ext._stamp_store import THREAD_PREFIX
+from neograph_ext.storage._stamp_store import THREAD_PREFIX
 from tests.cli import cli_graphs
 from tests.cli.support import V2, Database, cli, one_error_line
 

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 import neograph_ext as ne
-from neograph_ext._lock import thread_lock
 from neograph_ext._upgrade import in_canary
 from neograph_ext.cli._jobs import shard_of
+from neograph_ext.storage._lock import thread_lock
 from tests.cli.support import Database, cli, program
 from tests.graphs.releases import CALLS, PER_RUN, compiled, fleet
 

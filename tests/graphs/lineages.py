@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-from neograph_ext._history import Record
-from neograph_ext._introspect import build_stamp
-from neograph_ext._stamp import Stamp, StampRef, Unreadable
+from neograph_ext.decision._history import Record
+from neograph_ext.decision._introspect import build_stamp
+from neograph_ext.decision._stamp import Stamp, StampRef, Unreadable
 from tests.graphs.pipelines import linear, model
 
 V1 = model(score=(int, ...))

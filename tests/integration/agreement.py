@@ -46,14 +46,14 @@ from neograph_ext import (
     ThreadSupersededError,
     WriteReadbackError,
 )
-from neograph_ext._decision_log import WARNED
-from neograph_ext._drivers import AsyncDriver, Driver
-from neograph_ext._flow import thread_plan
-from neograph_ext._head_state import started_input
-from neograph_ext._policy import Asked, asked
-from neograph_ext._stamp import input_digest
-from neograph_ext._thread import thread_call
 from neograph_ext.budget import BudgetExceededError
+from neograph_ext.decision._head_state import started_input
+from neograph_ext.decision._policy import Asked, asked
+from neograph_ext.decision._stamp import input_digest
+from neograph_ext.drivers._drivers import AsyncDriver, Driver
+from neograph_ext.drivers._thread import thread_call
+from neograph_ext.flows._decision_log import WARNED
+from neograph_ext.flows._flow import thread_plan
 
 __all__ = ["install"]
 

@@ -10,7 +10,7 @@ import pytest
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from neograph_ext._storage import areader_for, reader_for
+from neograph_ext.storage._storage import areader_for, reader_for
 from tests.drive import Drive
 
 __all__ = ["fetching", "lightly", "listing"]

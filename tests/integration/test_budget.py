@@ -16,7 +16,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 
 import neograph_ext as ne
-from neograph_ext._ledger_store import RECENT
+from neograph_ext.storage._ledger_store import RECENT
 from tests.drive import Drive
 from tests.graphs.budget import CALLS, STEPS, TOKENS, Crash, UsageChat, pipeline
 

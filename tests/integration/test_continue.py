@@ -21,12 +21,12 @@ from langgraph.checkpoint.memory import InMemorySaver
 import neograph_ext as ne
 import neograph_ext._run as run_module
 from neograph_ext import PlanKind
-from neograph_ext._drivers import Driver
-from neograph_ext._flow import planned, read_head
-from neograph_ext._keep import KEEP_KEY
-from neograph_ext._operations import Flow, ListThread, ReadLineage, ReadTuple
-from neograph_ext._steps import durable, work_for
-from neograph_ext._thread import thread_call
+from neograph_ext.decision._operations import Flow, ListThread, ReadLineage, ReadTuple
+from neograph_ext.decision._steps import durable, work_for
+from neograph_ext.drivers._drivers import Driver
+from neograph_ext.drivers._thread import thread_call
+from neograph_ext.flows._flow import planned, read_head
+from neograph_ext.flows._keep import KEEP_KEY
 from tests.graphs.pipelines import Crash, asking, linear, model
 
 V1 = model(score=(int, ...))

@@ -22,7 +22,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 import neograph_ext as ne
-from neograph_ext import _langgraph
+from neograph_ext.decision import _langgraph
 from tests.drive import Drive
 from tests.graphs.agents import agent, counted_tool
 from tests.graphs.pipelines import linear, model

@@ -34,9 +34,9 @@ from psycopg.rows import dict_row
 
 import neograph_ext
 from neograph_ext import PlanKind, acheck_threads, check_threads
-from neograph_ext._history import lineage
 from neograph_ext._lineage import alist_threads, list_threads
-from neograph_ext._storage import areader_for, reader_for, run
+from neograph_ext.decision._history import lineage
+from neograph_ext.storage._storage import areader_for, reader_for, run
 from neograph_ext.types import ThreadCheck
 from tests.cli.support import pg_url
 from tests.fixtures import v0_1_0, v0_2, v0_3

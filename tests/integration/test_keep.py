@@ -20,9 +20,9 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Send
 
 import neograph_ext as ne
-from neograph_ext._drivers import Driver
-from neograph_ext._keep import forked, keep
-from neograph_ext._thread import thread_call
+from neograph_ext.drivers._drivers import Driver
+from neograph_ext.drivers._thread import thread_call
+from neograph_ext.flows._keep import forked, keep
 from tests.drive import Drive, Saver
 from tests.graphs.pipelines import Crash, State, diamond, model, node, wire
 

@@ -16,7 +16,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 import neograph_ext as ne
-from neograph_ext._storage import areader_for, reader_for
+from neograph_ext.storage._storage import areader_for, reader_for
 from tests.drive import Drive, Saver
 from tests.graphs.pipelines import linear, model
 from tests.integration.reads import fetching, lightly, listing

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict
 
 import neograph_ext as ne
 from neograph_ext import PlanKind
-from neograph_ext._changes import STORED
+from neograph_ext.decision._changes import STORED
 from tests.drive import Drive
 from tests.graphs.pipelines import as_data, deployed, model
 

@@ -25,7 +25,7 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.graph import END, START, StateGraph
 
 import neograph_ext as ne
-from neograph_ext import _flow
+from neograph_ext.flows import _flow
 from tests.graphs.pipelines import State, model, node
 
 V1 = model(score=(int, ...))

@@ -25,13 +25,13 @@ from langgraph.types import Command, interrupt
 
 import neograph_ext as ne
 from neograph_ext import LockPolicy, ResumePolicy
-from neograph_ext._drivers import AsyncDriver, Driver
-from neograph_ext._flow import thread_plan
-from neograph_ext._lock import athread_lock, thread_lock
-from neograph_ext._policy import Asked, asked
 from neograph_ext._run import run as real_run
 from neograph_ext._run import stream as real_stream
-from neograph_ext._thread import thread_call
+from neograph_ext.decision._policy import Asked, asked
+from neograph_ext.drivers._drivers import AsyncDriver, Driver
+from neograph_ext.drivers._thread import thread_call
+from neograph_ext.flows._flow import thread_plan
+from neograph_ext.storage._lock import athread_lock, thread_lock
 from tests.graphs.chat import ProfileV2, ProfileV3, chat, say
 from tests.graphs.pipelines import Crash, State, linear, model, node, wire
 

@@ -24,7 +24,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 
 import neograph_ext as ne
-from neograph_ext._stamp_order import ORDER_THREAD
+from neograph_ext.storage._stamp_order import ORDER_THREAD
 from neograph_ext.types import PruneSkip
 from tests.cli.support import (
     DATABASE_KINDS,

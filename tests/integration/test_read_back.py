@@ -25,7 +25,7 @@ from langgraph.types import Overwrite
 from pydantic import BaseModel, create_model
 
 import neograph_ext as ne
-from neograph_ext._langgraph import MSGPACK_ALLOWLIST
+from neograph_ext.decision._langgraph import MSGPACK_ALLOWLIST
 from tests.drive import SYNC_ONLY, Drive, Saver
 
 APP = Path(__file__).with_name("readback_app.py")

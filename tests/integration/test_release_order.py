@@ -21,7 +21,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 import neograph_ext as ne
 from neograph_ext import GraphError
-from neograph_ext._stamp_order import RELEASE_ENV
+from neograph_ext.storage._stamp_order import RELEASE_ENV
 from tests.cli.support import Database, postgres_database, sqlite_database
 from tests.drive import SYNC_ONLY, Drive, Saver
 from tests.graphs.pipelines import linear

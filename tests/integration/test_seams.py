@@ -23,7 +23,7 @@ import pytest
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 import neograph_ext as ne
-from neograph_ext._stamp_order import ORDER_THREAD
+from neograph_ext.storage._stamp_order import ORDER_THREAD
 from neograph_ext.testing import Outcome, check_fixtures
 from tests.cli.support import DATABASE_KINDS, Database, async_saver, database
 from tests.graphs.budget import CALLS, TOKENS

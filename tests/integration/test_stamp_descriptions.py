@@ -18,8 +18,8 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 
 import neograph_ext as ne
-from neograph_ext._stamp_order import ORDER_THREAD
-from neograph_ext._stamp_store import THREAD_PREFIX, save
+from neograph_ext.storage._stamp_order import ORDER_THREAD
+from neograph_ext.storage._stamp_store import THREAD_PREFIX, save
 from tests.drive import Drive, Saver
 from tests.graphs import big
 from tests.graphs.pipelines import linear, model

@@ -16,7 +16,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 import neograph_ext
 from neograph_ext import GraphError
 from neograph_ext._lineage import list_threads
-from neograph_ext._stamp_order import ORDER_THREAD, order, register
+from neograph_ext.storage._stamp_order import ORDER_THREAD, order, register
 from tests.drive import Drive
 from tests.graphs.deploys import Release, SummaryV1, SummaryV2
 from tests.graphs.pipelines import linear

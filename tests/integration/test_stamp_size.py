@@ -19,7 +19,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import StateGraph
 
 import neograph_ext as ne
-from neograph_ext._stamp import MAX_METADATA_BYTES
+from neograph_ext.decision._stamp import MAX_METADATA_BYTES
 from tests.drive import Drive
 from tests.graphs import big
 

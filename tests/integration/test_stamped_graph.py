@@ -17,7 +17,7 @@ from langgraph.graph import END, START, StateGraph
 from pydantic import BaseModel
 
 import neograph_ext as ne
-from neograph_ext._graph import StampedGraph
+from neograph_ext.drivers._graph import StampedGraph
 from tests.drive import Drive
 
 

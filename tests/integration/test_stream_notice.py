@@ -14,7 +14,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import Command
 
 import neograph_ext as ne
-from neograph_ext._telemetry import plan_data
+from neograph_ext.storage._telemetry import plan_data
 from tests.drive import Drive, Saver
 from tests.graphs.pipelines import DraftV1, DraftV2, approval
 

@@ -158,7 +158,7 @@ def test_without_opentelemetry_the_event_is_still_dispatched(drive: Drive, witho
         graph = ne.compile(linear(Counter()), checkpointer=InMemorySaver(), attach=[ne.Telemetry()])
         config = {"configurable": {"thread_id": "t"}, "callbacks": [Seen()]}
         assert ne.run(graph, {"log": []}, config) == {"log": list("abcd")}
-        assert "neograph_ext._otel" not in sys.modules
+        assert "neograph_ext.storage._otel" not in sys.modules
         print(Seen.kinds)
         """
     )

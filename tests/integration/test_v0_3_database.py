@@ -13,7 +13,7 @@ import pytest
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 import neograph_ext as ne
-from neograph_ext._langgraph_calls import CALL_CHANNEL
+from neograph_ext.decision._langgraph_calls import CALL_CHANNEL
 from tests.drive import Drive
 from tests.fixtures import v0_3 as fx
 from tests.graphs.calls import drafts, summaries

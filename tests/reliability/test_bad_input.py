@@ -34,10 +34,10 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import StateGraph
 
 import neograph_ext as ne
-from neograph_ext import _stamp
-from neograph_ext._fingerprint import digest
-from neograph_ext._stamp import MAX_STAMP_CHARS, STAMP_KEY, read_stamp
-from neograph_ext._typediff import MAX_LINE, MAX_LINES
+from neograph_ext.decision import _stamp
+from neograph_ext.decision._fingerprint import digest
+from neograph_ext.decision._stamp import MAX_STAMP_CHARS, STAMP_KEY, read_stamp
+from neograph_ext.decision._typediff import MAX_LINE, MAX_LINES
 from tests.drive import Drive
 from tests.graphs.pipelines import wire
 from tests.graphs.signatures import chain

@@ -32,7 +32,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import Command
 
 import neograph_ext as ne
-from neograph_ext._stamp_store import THREAD_PREFIX
+from neograph_ext.storage._stamp_store import THREAD_PREFIX
 from tests.drive import Drive
 from tests.reliability import harness as h
 from tests.reliability import worker

@@ -24,9 +24,9 @@ from langgraph.checkpoint.base import BaseCheckpointSaver, empty_checkpoint
 from langgraph.types import Command
 
 import neograph_ext as ne
-from neograph_ext._claim import CLAIM
-from neograph_ext._ledger_store import LEDGER_NS
-from neograph_ext._stamp import RUN_KEY, STAMP_KEY
+from neograph_ext.decision._claim import CLAIM
+from neograph_ext.decision._stamp import RUN_KEY, STAMP_KEY
+from neograph_ext.storage._ledger_store import LEDGER_NS
 from tests.cli.cli_graphs import asking
 from tests.cli.support import cli
 from tests.drive import Saver

@@ -28,9 +28,9 @@ from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 import neograph_ext as ne
-from neograph_ext._advisory_sql import advisory_key
-from neograph_ext._file_lock import lock_file
-from neograph_ext._lock import athread_lock, thread_lock
+from neograph_ext.storage._advisory_sql import advisory_key
+from neograph_ext.storage._file_lock import lock_file
+from neograph_ext.storage._lock import athread_lock, thread_lock
 from tests.reliability import worker
 from tests.reliability.worker import INPUT
 

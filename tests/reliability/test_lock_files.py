@@ -24,8 +24,8 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.graph import END, START, StateGraph
 
 import neograph_ext as ne
-from neograph_ext._file_lock import LOCK_DIR, FileLock, lock_file
-from neograph_ext._lock import athread_lock, thread_lock
+from neograph_ext.storage._file_lock import LOCK_DIR, FileLock, lock_file
+from neograph_ext.storage._lock import athread_lock, thread_lock
 from tests.reliability import worker
 
 NOBODY = 65534

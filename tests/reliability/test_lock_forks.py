@@ -21,7 +21,7 @@ import pytest
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 import neograph_ext as ne
-from neograph_ext._lock import thread_lock
+from neograph_ext.storage._lock import thread_lock
 from tests.drive import Drive
 from tests.reliability import worker
 from tests.reliability.worker import INPUT

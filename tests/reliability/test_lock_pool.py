@@ -25,7 +25,7 @@ from langgraph.graph import StateGraph
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 import neograph_ext as ne
-from neograph_ext._lock import athread_lock, thread_lock
+from neograph_ext.storage._lock import athread_lock, thread_lock
 from tests.graphs.pipelines import wire
 from tests.reliability.test_lock import PG_KWARGS
 

@@ -26,8 +26,8 @@ from langgraph.graph import END, START, StateGraph
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 import neograph_ext as ne
-from neograph_ext._advisory_sql import advisory_key
-from neograph_ext._lock import athread_lock, thread_lock
+from neograph_ext.storage._advisory_sql import advisory_key
+from neograph_ext.storage._lock import athread_lock, thread_lock
 from tests.reliability.test_lock import PG_KWARGS
 
 pytestmark = pytest.mark.postgres

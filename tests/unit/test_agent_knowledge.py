@@ -17,8 +17,8 @@ from langgraph.graph import StateGraph
 from langgraph.prebuilt import create_react_agent
 from pydantic import BaseModel
 
-from neograph_ext._introspect import channel_types
-from neograph_ext._langgraph_agents import (
+from neograph_ext.decision._introspect import channel_types
+from neograph_ext.decision._langgraph_agents import (
     RESPONSE_CHANNEL,
     makes_tool_calls,
     response_schema,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from neograph_ext._budget import decode_ledger, encode_ledger, estimated, merged
 from neograph_ext.budget import Budget, Ledger, Spend
+from neograph_ext.decision._budget import decode_ledger, encode_ledger, estimated, merged
 
 
 def _spent(ledger: Ledger, calls: int, tokens: int, node: str = "model") -> Ledger:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pydantic
 
-from neograph_ext._call_digest import DIGEST_FORMAT, call_digest
+from neograph_ext.decision._call_digest import DIGEST_FORMAT, call_digest
 
 
 class Topic(pydantic.BaseModel):
@@ -84,7 +84,7 @@ def test_a_value_that_raises_while_read_gives_no_digest() -> None:
 
 def test_the_digest_is_the_same_in_another_process_and_hash_seed() -> None:
     code = (
-        "from neograph_ext._call_digest import call_digest;"
+        "from neograph_ext.decision._call_digest import call_digest;"
         "print(call_digest('t', ({'b', 'a', 'c'}, {'k': (1, 2.5)}), {'z': None}))"
     )
     found = {

@@ -15,8 +15,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.func import entrypoint, task
 
 import neograph_ext as ne
-from neograph_ext._call_digest import call_digest
-from neograph_ext._langgraph_calls import CALL_CHANNEL, RETURN
+from neograph_ext.decision._call_digest import call_digest
+from neograph_ext.decision._langgraph_calls import CALL_CHANNEL, RETURN
 from tests.graphs.pipelines import Crash
 
 

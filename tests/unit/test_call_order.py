@@ -9,8 +9,8 @@ from typing import Any
 from langgraph.func import task
 from langgraph.types import interrupt
 
-from neograph_ext._call_digest import call_digest
-from neograph_ext._call_order import StoredCall, call_program, judged
+from neograph_ext.decision._call_digest import call_digest
+from neograph_ext.decision._call_order import StoredCall, call_program, judged
 
 
 @task

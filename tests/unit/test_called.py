@@ -14,9 +14,9 @@ from langgraph.prebuilt import ToolNode
 from pydantic import BaseModel
 
 import neograph_ext as ne
-from neograph_ext._called import MAX_DEPTH, called_graphs
-from neograph_ext._introspect import build_stamp
-from neograph_ext._plan import HeadFacts, PlanKind, ResumePlan, not_fingerprinted
+from neograph_ext.decision._called import MAX_DEPTH, called_graphs
+from neograph_ext.decision._introspect import build_stamp
+from neograph_ext.decision._plan import HeadFacts, PlanKind, ResumePlan, not_fingerprinted
 from tests.graphs.agents import counted_tool, deep_agent
 from tests.graphs.pipelines import model
 

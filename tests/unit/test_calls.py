@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 
-from neograph_ext._calls import decide_calls, kept_prefix
-from neograph_ext._decision import Carry, HeadFacts, PlanKind
-from neograph_ext._entrypoint import entrypoint_stamp
-from neograph_ext._history import Record
-from neograph_ext._stamp import StampRef, Unreadable
-from neograph_ext._turn import EntrypointTurn, TurnCall, turn_base, turn_of
+from neograph_ext.decision._calls import decide_calls, kept_prefix
+from neograph_ext.decision._decision import Carry, HeadFacts, PlanKind
+from neograph_ext.decision._entrypoint import entrypoint_stamp
+from neograph_ext.decision._history import Record
+from neograph_ext.decision._stamp import StampRef, Unreadable
+from neograph_ext.decision._turn import EntrypointTurn, TurnCall, turn_base, turn_of
 from tests.graphs.functional import chain, saving
 
 WORKFLOW = chain(Counter(), set(), is_async=False)

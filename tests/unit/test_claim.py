@@ -8,14 +8,14 @@ from typing import Any
 from langgraph.checkpoint.base import CheckpointTuple, empty_checkpoint
 from langgraph.checkpoint.memory import InMemorySaver
 
-from neograph_ext._claim import CLAIM, Claim, claim_writes, claims_of, unclaimed
-from neograph_ext._decision import HeadFacts, PlanKind
-from neograph_ext._history import Record
-from neograph_ext._lineage_facts import pending_changes, verified_head
-from neograph_ext._migrate import fork
-from neograph_ext._ownership import outranks, owner
-from neograph_ext._plan import decide
-from neograph_ext._stamp import Stamp, StampRef
+from neograph_ext.decision._claim import CLAIM, Claim, claim_writes, claims_of, unclaimed
+from neograph_ext.decision._decision import HeadFacts, PlanKind
+from neograph_ext.decision._history import Record
+from neograph_ext.decision._lineage_facts import pending_changes, verified_head
+from neograph_ext.decision._ownership import outranks, owner
+from neograph_ext.decision._plan import decide
+from neograph_ext.decision._stamp import Stamp, StampRef
+from neograph_ext.flows._migrate import fork
 from tests.graphs.lineages import LOG, V1, V2, record, stamp
 
 OLD, NEW = stamp(c=V1), stamp(c=V2)

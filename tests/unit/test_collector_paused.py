@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from neograph_ext._storage_rows import collector_paused
+from neograph_ext.storage._storage_rows import collector_paused
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from langgraph.channels.delta import DeltaChannel
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, StateGraph
 
-from neograph_ext._langgraph import (
+from neograph_ext.decision._langgraph import (
     COUNTERS_KEY,
     delta_channels,
     delta_snapshot,

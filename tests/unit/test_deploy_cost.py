@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from neograph_ext._budget import Ledger, Spend
-from neograph_ext._decision import PlanKind, ResumePlan, TaskStep
-from neograph_ext._deploy_cost import CostLine, DeployCost, repeated
+from neograph_ext.decision._budget import Ledger, Spend
+from neograph_ext.decision._decision import PlanKind, ResumePlan, TaskStep
+from neograph_ext.decision._deploy_cost import CostLine, DeployCost, repeated
 
 LEDGER = Ledger(Spend(3, 4, 40), (), {"draft": Spend(0, 1, 10), "review": Spend(0, 2, 20)})
 

@@ -20,7 +20,7 @@ import pytest
 from langgraph.graph import END, START, StateGraph
 
 from neograph_ext import PlanKind, ResumePlan
-from neograph_ext._drawing import Mark, marks
+from neograph_ext.decision._drawing import Mark, marks
 
 
 class State(TypedDict, total=False):

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from neograph_ext import GraphError
-from neograph_ext._drivers import ROWS, AsyncDriver, Driver
-from neograph_ext._operations import Op, TakeLock
-from neograph_ext._thread import ThreadCall
+from neograph_ext.decision._operations import Op, TakeLock
+from neograph_ext.drivers._drivers import ROWS, AsyncDriver, Driver
+from neograph_ext.drivers._thread import ThreadCall
 
 
 def test_every_operation_has_a_row() -> None:

@@ -11,8 +11,8 @@ from langgraph.func import entrypoint, task
 from pydantic import BaseModel
 
 import neograph_ext as ne
-from neograph_ext._entrypoint import entrypoint_stamp, seen_tasks
-from neograph_ext._langgraph_calls import PREVIOUS_CHANNEL
+from neograph_ext.decision._entrypoint import entrypoint_stamp, seen_tasks
+from neograph_ext.decision._langgraph_calls import PREVIOUS_CHANNEL
 from tests.graphs.functional import chain, nesting, saving
 
 

@@ -37,9 +37,9 @@ from pydantic import BaseModel, Field, create_model
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 from typing_extensions import Doc, TypeAliasType, TypedDict
 
-from neograph_ext import _fingerprint
-from neograph_ext._errors import NeographExtError
-from neograph_ext._fingerprint import (
+from neograph_ext.decision import _fingerprint
+from neograph_ext.decision._errors import NeographExtError
+from neograph_ext.decision._fingerprint import (
     FORMAT_VERSION,
     UnresolvedTypeError,
     diff,
@@ -47,7 +47,7 @@ from neograph_ext._fingerprint import (
     fingerprint_type,
     signature,
 )
-from neograph_ext._typediff import render
+from neograph_ext.decision._typediff import render
 
 TYPES_DIR = pathlib.Path(__file__).parent
 MOD = "shapes"
@@ -119,7 +119,7 @@ def test_digest_is_the_same_in_other_processes_and_hash_seeds(models: ModuleType
     code = (
         "import json\n"
         "from fingerprint_types import models\n"
-        "from neograph_ext._fingerprint import fingerprint_type\n"
+        "from neograph_ext.decision._fingerprint import fingerprint_type\n"
         "print(json.dumps({n: fingerprint_type(t) for n, t in models.cases().items()}))\n"
     )
     repo = TYPES_DIR.parent.parent

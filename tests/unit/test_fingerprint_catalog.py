@@ -42,7 +42,7 @@ from pydantic import (
 )
 from typing_extensions import TypedDict
 
-from neograph_ext._fingerprint import diff, digest, fingerprint_type, signature
+from neograph_ext.decision._fingerprint import diff, digest, fingerprint_type, signature
 
 MOD = "catalog"
 T = TypeVar("T")

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import create_model
 
-from neograph_ext._fingerprint import diff, digest, fingerprint_type, signature
+from neograph_ext.decision._fingerprint import diff, digest, fingerprint_type, signature
 
 LEAVES: dict[str, object] = {
     "int": int,

@@ -11,7 +11,8 @@ from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.types import Send
 from pydantic import BaseModel
 
-from neograph_ext._fixtures import (
+from neograph_ext.decision._stamp import InputDigest, input_digest
+from neograph_ext.storage._fixtures import (
     FORMAT,
     REDACTED,
     ThreadFixture,
@@ -19,7 +20,6 @@ from neograph_ext._fixtures import (
     file_name,
     read_fixture,
 )
-from neograph_ext._stamp import InputDigest, input_digest
 from neograph_ext.testing import FixtureError, read_fixtures
 
 

@@ -16,9 +16,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import PregelTask
 
-from neograph_ext._drivers import AsyncDriver, Driver
-from neograph_ext._fork import Fork, address, forked_checkpoint, put_fork, task_ids
-from neograph_ext._thread import ThreadCall
+from neograph_ext.drivers._drivers import AsyncDriver, Driver
+from neograph_ext.drivers._thread import ThreadCall
+from neograph_ext.flows._fork import Fork, address, forked_checkpoint, put_fork, task_ids
 from tests.graphs.pipelines import diamond
 
 NULL_TASK = "00000000-0000-0000-0000-000000000000"

@@ -9,8 +9,8 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 
-from neograph_ext._fork import Fork, address, forked_checkpoint, snapshotted
-from neograph_ext._langgraph import COUNTERS_KEY, delta_channels
+from neograph_ext.decision._langgraph import COUNTERS_KEY, delta_channels
+from neograph_ext.flows._fork import Fork, address, forked_checkpoint, snapshotted
 from tests.graphs.delta import Far, fan
 from tests.unit.test_fork import METADATA, _at_step, _ran, _thread, forked, saver
 

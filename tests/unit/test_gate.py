@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from neograph_ext import CheckpointSchemaError, GraphError, PlanKind, ResumePlan
-from neograph_ext._errors import UnreadableCheckpointError
-from neograph_ext._gate import GateReport, Outcome, allowed, verdict
+from neograph_ext.decision._errors import UnreadableCheckpointError
+from neograph_ext.decision._gate import GateReport, Outcome, allowed, verdict
 
 REWIND = ResumePlan(
     PlanKind.REWIND,

@@ -11,9 +11,9 @@ from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.checkpoint.memory import InMemorySaver
 
 import neograph_ext as ne
-from neograph_ext._claim import Claim
-from neograph_ext._history import Record, lineage, resolved
-from neograph_ext._stamp import StampRef
+from neograph_ext.decision._claim import Claim
+from neograph_ext.decision._history import Record, lineage, resolved
+from neograph_ext.decision._stamp import StampRef
 from tests.graphs.pipelines import linear, model
 
 V1 = model(score=(int, ...))

@@ -9,9 +9,9 @@ import pytest
 from langgraph.checkpoint.base import CheckpointTuple, empty_checkpoint
 
 import neograph_ext as ne
-from neograph_ext._history import lineage
-from neograph_ext._stamp import Unreadable
-from neograph_ext._unreadable import reading, resumable
+from neograph_ext.decision._history import lineage
+from neograph_ext.decision._stamp import Unreadable
+from neograph_ext.decision._unreadable import reading, resumable
 
 
 def tup(checkpoint_id: str, metadata: Any, parent: str | None = None) -> CheckpointTuple:

@@ -7,10 +7,10 @@ from typing import TypedDict
 from langgraph.graph import START, StateGraph
 
 import neograph_ext
-from neograph_ext._history import Record
-from neograph_ext._inside import InnerLineage, judged
-from neograph_ext._introspect import build_stamp
-from neograph_ext._stamp import Stamp, StampRef
+from neograph_ext.decision._history import Record
+from neograph_ext.decision._inside import InnerLineage, judged
+from neograph_ext.decision._introspect import build_stamp
+from neograph_ext.decision._stamp import Stamp, StampRef
 
 INNER = ("prep", "draft", "review")
 

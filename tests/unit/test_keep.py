@@ -8,9 +8,9 @@ from typing import Any
 from langgraph.checkpoint.base import CheckpointTuple, empty_checkpoint
 from langgraph.types import PregelTask
 
-from neograph_ext._keep import KEEP_KEY, forked, incomplete, kept_writes
-from neograph_ext._plan import PlanKind, decide
-from neograph_ext._stamp import RUN_KEY, STAMP_KEY, stamp_ref
+from neograph_ext.decision._plan import PlanKind, decide
+from neograph_ext.decision._stamp import RUN_KEY, STAMP_KEY, stamp_ref
+from neograph_ext.flows._keep import KEEP_KEY, forked, incomplete, kept_writes
 from tests.graphs.lineages import LOG, V1, V2, record, stamp
 
 NULL = "00000000-0000-0000-0000-000000000000"

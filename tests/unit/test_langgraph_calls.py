@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
-from neograph_ext._langgraph_calls import (
+from neograph_ext.decision._langgraph_calls import (
     RETURN,
     call_id,
     entrypoint_task_id,

@@ -22,7 +22,7 @@ from langgraph.store.memory import InMemoryStore
 from langgraph.types import CachePolicy, Command, Send, interrupt
 from pydantic import BaseModel
 
-from neograph_ext._langgraph import (
+from neograph_ext.decision._langgraph import (
     MSGPACK_ALLOWLIST,
     SAFE_MSGPACK_TYPES,
     STORED_IS_AVAILABLE,
@@ -37,8 +37,8 @@ from neograph_ext._langgraph import (
     watch_updates,
     writes_path,
 )
-from neograph_ext._langgraph_agents import prebuilt_output, tool_schemas
-from neograph_ext._owed import pulled, waiting
+from neograph_ext.decision._langgraph_agents import prebuilt_output, tool_schemas
+from neograph_ext.decision._owed import pulled, waiting
 from tests.graphs.apps import FakeChat
 from tests.graphs.pipelines import linear, wire
 
@@ -363,7 +363,7 @@ def test_a_functions_reach_is_read_from_its_code_as_langgraph_reads_it() -> None
     found in a node's cells, globals and attribute paths), without the source file."""
     from langgraph.pregel._utils import get_function_nonlocals
 
-    from neograph_ext import _langgraph
+    from neograph_ext.decision import _langgraph
 
     inner = linear(Counter()).compile()
     holder = type("Holder", (), {"graph": inner})()

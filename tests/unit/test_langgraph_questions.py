@@ -9,7 +9,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, StateGraph
 from langgraph.types import Command, interrupt
 
-from neograph_ext._langgraph_questions import (
+from neograph_ext.decision._langgraph_questions import (
     Question,
     answered,
     by_interrupt_id,

@@ -6,7 +6,7 @@ from typing import Any, NotRequired
 
 import pytest
 
-from neograph_ext._carrying import carry_for, carrying, readable, rebuilt_channels
+from neograph_ext.decision._carrying import carry_for, carrying, readable, rebuilt_channels
 from tests.graphs.chat import ProfileV1, ProfileV2, ProfileV3
 
 TYPES: dict[str, object] = {"profile": ProfileV2 | None, "summary": str}

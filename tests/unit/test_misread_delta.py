@@ -7,8 +7,8 @@ from langgraph.checkpoint.base import CheckpointTuple, empty_checkpoint
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from pydantic import BaseModel
 
-from neograph_ext._misread import head_misread, rebuilt_judged
-from neograph_ext._revive import Revival
+from neograph_ext.decision._misread import head_misread, rebuilt_judged
+from neograph_ext.decision._revive import Revival
 
 
 class Draft(BaseModel):

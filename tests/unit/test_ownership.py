@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from neograph_ext._decision import HeadFacts, PlanKind
-from neograph_ext._history import Record
-from neograph_ext._ownership import outranks, owned, owner, superseded_message
-from neograph_ext._plan import decide
-from neograph_ext._stamp import Stamp
+from neograph_ext.decision._decision import HeadFacts, PlanKind
+from neograph_ext.decision._history import Record
+from neograph_ext.decision._ownership import outranks, owned, owner, superseded_message
+from neograph_ext.decision._plan import decide
+from neograph_ext.decision._stamp import Stamp
 from tests.graphs.lineages import LOG, V1, V2, record, stamp
 
 OLD, NEW = stamp(c=V1), stamp(c=V2)

@@ -8,11 +8,11 @@ from typing import Any, TypedDict
 import pytest
 from langgraph.graph import START, StateGraph
 
-from neograph_ext._changes import ChangeReason
-from neograph_ext._decision import HeadStep
-from neograph_ext._history import Record
-from neograph_ext._introspect import build_stamp
-from neograph_ext._plan import (
+from neograph_ext.decision._changes import ChangeReason
+from neograph_ext.decision._decision import HeadStep
+from neograph_ext.decision._history import Record
+from neograph_ext.decision._introspect import build_stamp
+from neograph_ext.decision._plan import (
     ASKED_AGAIN,
     HeadFacts,
     PlanKind,
@@ -21,7 +21,7 @@ from neograph_ext._plan import (
     needs_lineage,
     verified_head,
 )
-from neograph_ext._stamp import Stamp, Unreadable
+from neograph_ext.decision._stamp import Stamp, Unreadable
 from tests.graphs.lineages import LOG, V1, V2, record, stamp
 from tests.graphs.pipelines import State, linear
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from neograph_ext._history import Record
-from neograph_ext._introspect import build_stamp
-from neograph_ext._plan import Carry, PlanKind, decide
-from neograph_ext._stamp import Stamp
+from neograph_ext.decision._history import Record
+from neograph_ext.decision._introspect import build_stamp
+from neograph_ext.decision._plan import Carry, PlanKind, decide
+from neograph_ext.decision._stamp import Stamp
 from tests.graphs.lineages import record
 from tests.graphs.notes import ItemV1, ItemV2, LatestV1, LatestV2, notes
 

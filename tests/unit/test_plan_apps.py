@@ -8,10 +8,10 @@ from typing import TypedDict
 
 from langgraph.graph import END, START, StateGraph
 
-from neograph_ext._changes import ChangeReason
-from neograph_ext._introspect import build_stamp
-from neograph_ext._plan import PlanKind, decide
-from neograph_ext._stamp import Stamp
+from neograph_ext.decision._changes import ChangeReason
+from neograph_ext.decision._introspect import build_stamp
+from neograph_ext.decision._plan import PlanKind, decide
+from neograph_ext.decision._stamp import Stamp
 from tests.graphs.apps import outline, with_subgraph, writer
 from tests.graphs.lineages import record
 from tests.graphs.pipelines import State, linear, model

@@ -8,10 +8,10 @@ import operator
 from collections import Counter
 from typing import Any
 
-from neograph_ext._history import Record
-from neograph_ext._introspect import build_stamp
-from neograph_ext._plan import Carry, PlanKind, decide
-from neograph_ext._stamp import Stamp
+from neograph_ext.decision._history import Record
+from neograph_ext.decision._introspect import build_stamp
+from neograph_ext.decision._plan import Carry, PlanKind, decide
+from neograph_ext.decision._stamp import Stamp
 from tests.graphs.entries import EntryV1, EntryV2, entries
 from tests.graphs.lineages import record
 

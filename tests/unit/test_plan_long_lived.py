@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-import neograph_ext._settlements as settlements_module
-from neograph_ext._history import Record
-from neograph_ext._introspect import build_stamp
-from neograph_ext._plan import SETTLEMENTS, Carry, PlanKind, decide
-from neograph_ext._stamp import Stamp
+import neograph_ext.decision._settlements as settlements_module
+from neograph_ext.decision._history import Record
+from neograph_ext.decision._introspect import build_stamp
+from neograph_ext.decision._plan import SETTLEMENTS, Carry, PlanKind, decide
+from neograph_ext.decision._stamp import Stamp
 from tests.graphs.chat import ProfileV1, ProfileV2, ProfileV3, SummaryV1, SummaryV2, chat
 from tests.graphs.lineages import record
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 
-from neograph_ext._changes import ChangeReason, NodeChange
-from neograph_ext._history import Record
-from neograph_ext._introspect import build_stamp
-from neograph_ext._plan import ASKED_AGAIN, Carry, HeadFacts, PlanKind, decide
-from neograph_ext._stamp import Stamp
+from neograph_ext.decision._changes import ChangeReason, NodeChange
+from neograph_ext.decision._history import Record
+from neograph_ext.decision._introspect import build_stamp
+from neograph_ext.decision._plan import ASKED_AGAIN, Carry, HeadFacts, PlanKind, decide
+from neograph_ext.decision._stamp import Stamp
 from tests.graphs.lineages import record
 from tests.graphs.pipelines import linear
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from neograph_ext import GraphError, LockPolicy, ResumePolicy
-from neograph_ext._policy import Asked, asked, resolve
+from neograph_ext.decision._policy import Asked, asked, resolve
 
 
 class Profile:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from neograph_ext._prune import Pruning, Stored, doomed, doomed_namespaces, unreferenced
-from neograph_ext._prune_sql import Cut
+from neograph_ext.storage._prune import Pruning, Stored, doomed, doomed_namespaces, unreferenced
+from neograph_ext.storage._prune_sql import Cut
 
 DEFAULT = Pruning()
 

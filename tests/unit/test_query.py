@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
-from neograph_ext._ledger_store import ledger_of
-from neograph_ext._prune_sql import Cut, Sizes
-from neograph_ext._prune_store import _sizes  # the flow itself, with no runner
-from neograph_ext._query import Call, Flow, Listing, Sql
-from neograph_ext._storage import arun, run
+from neograph_ext.decision._query import Call, Flow, Listing, Sql
+from neograph_ext.storage._ledger_store import ledger_of
+from neograph_ext.storage._prune_sql import Cut, Sizes
+from neograph_ext.storage._prune_store import _sizes  # the flow itself, with no runner
+from neograph_ext.storage._storage import arun, run
 
 
 def answered(flow: Flow[Any], answer: Callable[[Any], Any]) -> tuple[Any, list[Any]]:

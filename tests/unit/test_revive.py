@@ -20,10 +20,10 @@ from langgraph.graph import START, StateGraph
 from langgraph.types import Send
 from pydantic import BaseModel
 
-from neograph_ext._errors import GraphError
-from neograph_ext._langgraph import MSGPACK_ALLOWLIST
-from neograph_ext._misread import class_mismatch, misread, sends_misread, unrevivable_tasks
-from neograph_ext._revive import (
+from neograph_ext.decision._errors import GraphError
+from neograph_ext.decision._langgraph import MSGPACK_ALLOWLIST
+from neograph_ext.decision._misread import class_mismatch, misread, sends_misread, unrevivable_tasks
+from neograph_ext.decision._revive import (
     Revival,
     allowed_pairs,
     cleared,
@@ -35,7 +35,7 @@ from neograph_ext._revive import (
     revived_classes,
     why_not,
 )
-from neograph_ext._verify_writes import _difference
+from neograph_ext.drivers._verify_writes import _difference
 
 
 class Draft(BaseModel):

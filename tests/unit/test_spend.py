@@ -9,8 +9,8 @@ import pytest
 from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
 
-from neograph_ext._spend import _Tally
 from neograph_ext.budget import Budget, BudgetExceededError, Ledger, Spend
+from neograph_ext.storage._spend import _Tally
 
 
 def _task(tally: _Tally, node: str, step: int) -> UUID:

@@ -11,9 +11,9 @@ from langgraph.graph import START, StateGraph
 from langgraph.types import Command, Send
 from pydantic import BaseModel
 
-from neograph_ext._changes import ChangeReason, step_changes
-from neograph_ext._introspect import build_stamp
-from neograph_ext._stamp import (
+from neograph_ext.decision._changes import ChangeReason, step_changes
+from neograph_ext.decision._introspect import build_stamp
+from neograph_ext.decision._stamp import (
     ASK_AGAIN,
     MAX_METADATA_BYTES,
     RUN_KEY,
@@ -167,7 +167,7 @@ def test_stamp_key_is_a_valid_sqlite_filter_key() -> None:
 
 
 def test_an_oversize_stamp_is_refused_before_it_is_parsed() -> None:
-    from neograph_ext import _stamp
+    from neograph_ext.decision import _stamp
 
     giant = "{" + " " * (_stamp.MAX_STAMP_CHARS + 1) + "}"
     refused = read_stamp(giant)

@@ -13,10 +13,10 @@ from langchain.agents.structured_output import ProviderStrategy, ToolStrategy
 from langgraph.prebuilt import create_react_agent
 from pydantic import BaseModel
 
-from neograph_ext._changes import step_changes
-from neograph_ext._introspect import build_stamp
-from neograph_ext._langgraph_agents import RESPONSE_CHANNEL
-from neograph_ext._stamp import Stamp, read_description
+from neograph_ext.decision._changes import step_changes
+from neograph_ext.decision._introspect import build_stamp
+from neograph_ext.decision._langgraph_agents import RESPONSE_CHANNEL
+from neograph_ext.decision._stamp import Stamp, read_description
 from tests.graphs.agents import (
     Audit,
     ScriptedChat,

@@ -7,8 +7,8 @@ from typing import Any, TypedDict
 from langgraph.graph import START, StateGraph
 
 import neograph_ext
-from neograph_ext._introspect import build_stamp
-from neograph_ext._stamp import Stamped
+from neograph_ext.decision._introspect import build_stamp
+from neograph_ext.decision._stamp import Stamped
 
 
 class Inner(TypedDict):

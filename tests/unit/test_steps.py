@@ -13,12 +13,12 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command
 
 import neograph_ext as ne
-from neograph_ext._decision import PlanKind, ResumePlan
-from neograph_ext._plan import ASKED_AGAIN
-from neograph_ext._policy import ResumePolicy
-from neograph_ext._stamp import RUN_KEY, STAMP_KEY, encode_run, input_digest, stamp_ref
-from neograph_ext._steps import Due, ReplayInput, work_for
-from neograph_ext._thread import ThreadCall, at_checkpoint, thread_call
+from neograph_ext.decision._decision import PlanKind, ResumePlan
+from neograph_ext.decision._plan import ASKED_AGAIN
+from neograph_ext.decision._policy import ResumePolicy
+from neograph_ext.decision._stamp import RUN_KEY, STAMP_KEY, encode_run, input_digest, stamp_ref
+from neograph_ext.decision._steps import Due, ReplayInput, work_for
+from neograph_ext.drivers._thread import ThreadCall, at_checkpoint, thread_call
 
 CONFIG: RunnableConfig = {"configurable": {"thread_id": "t"}}
 INPUT = {"log": ["hello"]}

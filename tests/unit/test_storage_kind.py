@@ -15,10 +15,10 @@ from typing import Annotated, Any, TypedDict
 from langgraph.channels.delta import DeltaChannel
 from langgraph.graph import START, StateGraph
 
-from neograph_ext._changes import ChangeReason, step_changes, storage_kind_changes
-from neograph_ext._fingerprint import signature, without_storage_kind
-from neograph_ext._introspect import build_stamp
-from neograph_ext._stamp import Stamp
+from neograph_ext.decision._changes import ChangeReason, step_changes, storage_kind_changes
+from neograph_ext.decision._fingerprint import signature, without_storage_kind
+from neograph_ext.decision._introspect import build_stamp
+from neograph_ext.decision._stamp import Stamp
 
 
 def _extend(state: list[Any], writes: Sequence[list[Any]]) -> list[Any]:

@@ -11,9 +11,9 @@ from langgraph.graph import START, StateGraph
 from pydantic import BaseModel
 
 import neograph_ext as ne
-from neograph_ext._changes import ChangeReason
-from neograph_ext._revive import Revival
-from neograph_ext._subgraph_misread import inner_changes, inner_misread, subgraph_revivals
+from neograph_ext.decision._changes import ChangeReason
+from neograph_ext.decision._revive import Revival
+from neograph_ext.decision._subgraph_misread import inner_changes, inner_misread, subgraph_revivals
 
 
 class Draft(BaseModel):

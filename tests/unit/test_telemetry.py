@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from neograph_ext import PlanKind, ResumePlan
-from neograph_ext._telemetry import decision_metadata, decision_tags, fresh_plan, plan_data
+from neograph_ext.storage._telemetry import decision_metadata, decision_tags, fresh_plan, plan_data
 from neograph_ext.types import ChangeReason, NodeChange
 
 REWIND = ResumePlan(

@@ -16,8 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from neograph_ext import _typediff
-from neograph_ext._typediff import (
+from neograph_ext.decision import _typediff
+from neograph_ext.decision._typediff import (
     MAX_DEPTH,
     MAX_LINE,
     MAX_LINES,
@@ -129,7 +129,7 @@ def test_many_changes_keep_max_lines_and_count_the_rest() -> None:
     assert lines[-1] == "... and 70 more changes"
 
 
-# Random well-formed signatures: the grammar of ``neograph_ext._fingerprint``.
+# Random well-formed signatures: the grammar of ``neograph_ext.decision._fingerprint``.
 KEYS = [f"m:D{i}" for i in range(6)]
 LEAVES = st.sampled_from(["int", "str", "None", "Any", "uuid:UUID", "...", *KEYS])
 VALUES = st.one_of(st.integers(-3, 3), st.text("ab", max_size=2), st.booleans(), st.none())

@@ -11,10 +11,10 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.graph import START, StateGraph
 from pydantic import BaseModel
 
-from neograph_ext._changes import ChangeReason, step_changes
-from neograph_ext._introspect import build_stamp
-from neograph_ext._stamp import Stamp
-from neograph_ext._storage_rows import stored_class
+from neograph_ext.decision._changes import ChangeReason, step_changes
+from neograph_ext.decision._introspect import build_stamp
+from neograph_ext.decision._stamp import Stamp
+from neograph_ext.storage._storage_rows import stored_class
 from tests.graphs.pipelines import MODULE, model
 
 A_PATH, B_PATH = f"{MODULE}:UnionA", f"{MODULE}:UnionB"

@@ -3,10 +3,10 @@ which rewinds ``max_cost`` lets run."""
 
 from __future__ import annotations
 
-from neograph_ext._budget import Budget, Spend
-from neograph_ext._decision import PlanKind, ResumePlan
 from neograph_ext._fleet import ThreadCheck
 from neograph_ext._upgrade import ThreadUpgrade, UpgradeAction, _bounded, _found, in_canary
+from neograph_ext.decision._budget import Budget, Spend
+from neograph_ext.decision._decision import PlanKind, ResumePlan
 
 
 def _action(plan: ResumePlan, canary: float | None = None) -> UpgradeAction:
