@@ -4,28 +4,19 @@ says have no record; and the thresholds CI fails on."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections import Counter
 from pathlib import Path
 
-import neograph_ext as ne
 from tests.cli.support import Database, cli
-from tests.graphs.releases import CALLS, PER_RUN, TOKENS, compiled, fleet
+from tests.graphs.releases import PER_RUN, TOKENS, compiled, fleet, resumed_calls
 
 GRAPH = "tests.graphs.releases:current"
 
 
 def _resumed_spend(db: Database, threads: list[str]) -> dict[str, Counter[str]]:
     """Per thread, the model calls per node that resuming it under release 3 made."""
-    graph = compiled(3, db.saver)
-    spent = {}
-    for thread in threads:
-        CALLS.clear()
-        with contextlib.suppress(ne.ThreadSupersededError):  # the newer release's thread
-            ne.run(graph, None, {"configurable": {"thread_id": thread}})
-        spent[thread] = Counter(CALLS)
-    return spent
+    return resumed_calls(db.saver, threads)
 
 
 def test_the_estimate_is_what_resuming_spends_but_for_the_unrecorded(db: Database) -> None:

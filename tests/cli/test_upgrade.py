@@ -15,26 +15,21 @@ from typing import Any
 
 import pytest
 
-import neograph_ext as ne
 from neograph_ext._upgrade import in_canary
 from neograph_ext.cli._jobs import shard_of
 from neograph_ext.storage._lock import thread_lock
 from tests.cli.support import Database, cli, program
-from tests.graphs.releases import CALLS, PER_RUN, compiled, fleet
+from tests.graphs.releases import CALLS, PER_RUN, compiled, fleet, resumed_calls
 
 GRAPH = "tests.graphs.releases:current"
 
 
 def _resumed(db: Database, threads: list[str]) -> dict[str, Counter[str]]:
     """Per thread, the node runs resuming it under release 3 made."""
-    graph = compiled(3, db.saver)
-    spent = {}
-    for thread in threads:
-        CALLS.clear()
-        with contextlib.suppress(ne.ThreadSupersededError):  # the newer release's thread
-            ne.run(graph, None, {"configurable": {"thread_id": thread}})
-        spent[thread] = Counter({n: calls // PER_RUN[n] for n, calls in CALLS.items()})
-    return spent
+    return {
+        thread: Counter({n: calls // PER_RUN[n] for n, calls in spent.items()})
+        for thread, spent in resumed_calls(db.saver, threads).items()
+    }
 
 
 def _upgrade(db: Database, *args: str) -> dict[str, Any]:

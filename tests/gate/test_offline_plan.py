@@ -44,6 +44,18 @@ def _both(
     return ne.testing.plan_fixture(current, fixture), ne.plan(current, config)
 
 
+def _crashed_alike(
+    saver: BaseCheckpointSaver[Any], writer: Any, current: Any, config: RunnableConfig, folder: Path
+) -> ne.ResumePlan:
+    """Run ``writer`` until it crashes, then plan under ``current`` offline and live: the
+    two plans are equal, and the offline one is returned."""
+    with contextlib.suppress(Crash):
+        ne.run(writer, {"log": [], "value": 1}, config)
+    offline, live = _both(saver, writer, current, config, folder)
+    assert offline == live
+    return offline
+
+
 def test_a_rewind_plans_alike(
     saver: BaseCheckpointSaver[Any], config: RunnableConfig, tmp_path: Path, runs: Counter[str]
 ) -> None:
@@ -60,11 +72,8 @@ def test_a_crashed_thread_continues_alike(
     saver: BaseCheckpointSaver[Any], config: RunnableConfig, tmp_path: Path
 ) -> None:
     writer = ne.compile(linear(Counter(), {"c": V1}, crash="d"), checkpointer=saver)
-    with contextlib.suppress(Crash):
-        ne.run(writer, {"log": [], "value": 1}, config)
     current = ne.compile(linear(Counter(), {"c": V1}), checkpointer=saver)
-    offline, live = _both(saver, writer, current, config, tmp_path)
-    assert offline == live
+    offline = _crashed_alike(saver, writer, current, config, tmp_path)
     assert offline.kind is ne.PlanKind.CONTINUE and offline.next_nodes == {"d"}
 
 
@@ -72,11 +81,8 @@ def test_a_crashed_parallel_step_keeps_the_same_finished_tasks(
     saver: BaseCheckpointSaver[Any], config: RunnableConfig, tmp_path: Path
 ) -> None:
     writer = ne.compile(diamond(Counter(), V1, crash="c"), checkpointer=saver)
-    with contextlib.suppress(Crash):
-        ne.run(writer, {"log": [], "value": 1}, config)
     current = ne.compile(diamond(Counter(), V2), checkpointer=saver)
-    offline, live = _both(saver, writer, current, config, tmp_path)
-    assert offline == live
+    offline = _crashed_alike(saver, writer, current, config, tmp_path)
     assert offline.kind is ne.PlanKind.REWIND and offline.kept_tasks == {"b"}
 
 

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
 from typing import Any, TypedDict
 
@@ -103,3 +104,15 @@ def fleet(saver: BaseCheckpointSaver[Any], each: int = 4) -> dict[str, list[str]
         for thread in made[kind]:
             ne.run(graph, {"topic": thread}, {"configurable": {"thread_id": thread}})
     return made
+
+
+def resumed_calls(saver: BaseCheckpointSaver[Any], threads: list[str]) -> dict[str, Counter[str]]:
+    """Per thread, the model calls per node that resuming it under release 3 made."""
+    graph = compiled(3, saver)
+    spent = {}
+    for thread in threads:
+        CALLS.clear()
+        with contextlib.suppress(ne.ThreadSupersededError):  # the newer release's thread
+            ne.run(graph, None, {"configurable": {"thread_id": thread}})
+        spent[thread] = Counter(CALLS)
+    return spent

@@ -35,26 +35,20 @@ def waiting(
     assert runs == Counter(["research", "worker", "outline", "draft", "review"])
 
 
-@CALLS
-def test_a_change_inside_a_called_worker_is_rewound_inside_it(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, call: Call
-) -> None:
-    changed(drive, saver, config, call)
-
-
-@ASYNC_NODE
-def test_a_change_inside_an_awaited_worker_is_rewound_inside_it(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
-) -> None:
-    changed(drive, saver, config, "ainvoke")
+def deployed(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, call: Call, draft: Any
+) -> tuple[Counter[str], Any]:
+    """Release 1 waiting in the worker's review, then the graph whose draft returns
+    ``draft``, with its own counter."""
+    waiting(drive, saver, config, call)
+    runs: Counter[str] = Counter()
+    return runs, ne.compile(supervisor(runs, draft, call), checkpointer=saver)
 
 
 def changed(
     drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, call: Call
 ) -> None:
-    waiting(drive, saver, config, call)
-    runs: Counter[str] = Counter()
-    graph = ne.compile(supervisor(runs, DRAFT_V2, call), checkpointer=saver)
+    runs, graph = deployed(drive, saver, config, call, DRAFT_V2)
     plan = drive.plan(graph, config)
     assert plan.kind is ne.PlanKind.REWIND and plan.invalidated_nodes == {"worker"}
     (change,) = plan.changes
@@ -78,30 +72,35 @@ def changed(
     assert runs == Counter({"worker": 2, "draft": 1, "review": 2})
 
 
-@CALLS
-def test_an_unchanged_called_worker_resumes_where_it_waits(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, call: Call
-) -> None:
-    unchanged(drive, saver, config, call)
-
-
-@ASYNC_NODE
-def test_an_unchanged_awaited_worker_resumes_where_it_waits(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig
-) -> None:
-    unchanged(drive, saver, config, "ainvoke")
-
-
 def unchanged(
     drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, call: Call
 ) -> None:
-    waiting(drive, saver, config, call)
-    runs: Counter[str] = Counter()
-    graph = ne.compile(supervisor(runs, DRAFT_V1, call), checkpointer=saver)
+    runs, graph = deployed(drive, saver, config, call, DRAFT_V1)
     assert drive.plan(graph, config).kind is ne.PlanKind.CONTINUE
     result = drive.run(graph, Command(resume="ok"), config)
     assert result["review"] == "ok"
     assert runs == Counter(["worker", "review"])
+
+
+OUTCOMES = {"changed": changed, "unchanged": unchanged}
+"""A change inside the worker is rewound inside it; an unchanged worker resumes where it
+waits."""
+
+
+@CALLS
+@pytest.mark.parametrize("outcome", OUTCOMES)
+def test_a_called_worker_is_rewound_inside_when_changed_and_resumed_when_not(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, call: Call, outcome: str
+) -> None:
+    OUTCOMES[outcome](drive, saver, config, call)
+
+
+@ASYNC_NODE
+@pytest.mark.parametrize("outcome", OUTCOMES)
+def test_an_awaited_worker_is_rewound_inside_when_changed_and_resumed_when_not(
+    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, outcome: str
+) -> None:
+    OUTCOMES[outcome](drive, saver, config, "ainvoke")
 
 
 HI = {"messages": [HumanMessage("hi")]}
