@@ -28,7 +28,7 @@ from neograph_ext import (
 )
 from neograph_ext.budget import Ledger, ledger
 from neograph_ext.cli._accept import preview, report, would
-from neograph_ext.cli._boundary import CliError, boundary, reading
+from neograph_ext.cli._boundary import CliError, DebugOpt, boundary, reading
 from neograph_ext.cli._check import Tally, counted, declined_note
 from neograph_ext.cli._confirm import ASKS, YesOpt, confirm
 from neograph_ext.cli._cost import Limits, cost_json, cost_table, costed, passed
@@ -41,6 +41,7 @@ from neograph_ext.cli._ledger import ledger_table
 from neograph_ext.cli._prune import prune_command
 from neograph_ext.cli._serde import reader
 from neograph_ext.cli._show import (
+    JsonOpt,
     console,
     history_rows,
     history_table,
@@ -80,8 +81,6 @@ ThreadOpt = Annotated[str, typer.Option("--thread", metavar="ID", help="The thre
 CheckpointOpt = Annotated[
     str | None, typer.Option(metavar="ID", help="Start from this checkpoint, not the newest.")
 ]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
-DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks and engine logs.")]
 
 
 def _print_version(wanted: bool) -> None:

@@ -14,13 +14,17 @@ import logging
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Annotated
 
 import typer
 
 from neograph_ext import NeographExtError
 from neograph_ext.cli._show import console, safe
 
-__all__ = ["SERDE_LOGGER", "CliError", "boundary", "one_line", "reading"]
+__all__ = ["SERDE_LOGGER", "CliError", "DebugOpt", "boundary", "one_line", "reading"]
+
+DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks and engine logs.")]
+"""Every command's ``--debug``, which ``boundary`` takes."""
 
 SERDE_LOGGER = "langgraph.checkpoint.serde.jsonplus"
 """The logger LangGraph's serializer warns on."""

@@ -32,18 +32,16 @@ from neograph_ext import is_reserved_thread, stale_values
 from neograph_ext.cli._app import (
     CheckpointOpt,
     DbOpt,
-    DebugOpt,
     GraphArg,
-    JsonOpt,
     ThreadOpt,
     app,
 )
-from neograph_ext.cli._boundary import CliError, boundary, reading
+from neograph_ext.cli._boundary import CliError, DebugOpt, boundary, reading
 from neograph_ext.cli._database import Saver, open_database
 from neograph_ext.cli._graphs import Graph, attach, load
 from neograph_ext.cli._help import Command
 from neograph_ext.cli._serde import reader
-from neograph_ext.cli._show import console, safe, text, to_json
+from neograph_ext.cli._show import JsonOpt, console, safe, text, to_json
 
 __all__ = ["Change", "ThreadRow", "changes", "diff_command", "show_command", "threads_command"]
 

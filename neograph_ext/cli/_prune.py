@@ -15,12 +15,12 @@ import typer
 from rich.table import Table
 
 from neograph_ext import prune
-from neograph_ext.cli._boundary import boundary, reading
+from neograph_ext.cli._boundary import DebugOpt, boundary, reading
 from neograph_ext.cli._confirm import YesOpt, confirm
 from neograph_ext.cli._database import open_database
 from neograph_ext.cli._graphs import attach, load
 from neograph_ext.cli._serde import reader
-from neograph_ext.cli._show import console, text, to_json
+from neograph_ext.cli._show import JsonOpt, console, text, to_json
 from neograph_ext.types import PruneReport
 
 __all__ = ["prune_command"]
@@ -57,10 +57,8 @@ def prune_command(
         bool, typer.Option("--vacuum", help="With --apply on SQLite: VACUUM the file after.")
     ] = False,
     yes: YesOpt = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
-    debug: Annotated[
-        bool, typer.Option("--debug", help="Show tracebacks and engine logs.")
-    ] = False,
+    as_json: JsonOpt = False,
+    debug: DebugOpt = False,
 ) -> None:
     """Show what forks left behind (abandoned branches, unused stamp descriptions) and the
     bytes; with --apply, DELETE it, one transaction per thread. Busy threads are skipped."""

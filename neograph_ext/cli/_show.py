@@ -15,8 +15,9 @@ import os
 import re
 import sys
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Annotated, Any
 
+import typer
 from rich.console import Console
 from rich.panel import Panel
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
@@ -27,6 +28,7 @@ from neograph_ext import PlanKind, ResumePlan
 from neograph_ext.types import ChangeReason, History, HistoryEntry, Inventory
 
 __all__ = [
+    "JsonOpt",
     "console",
     "history_rows",
     "history_table",
@@ -39,6 +41,9 @@ __all__ = [
     "text",
     "to_json",
 ]
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+"""Every command's ``--json``, which ``to_json`` prints."""
 
 _KIND_STYLE = {
     PlanKind.REWIND: "red",

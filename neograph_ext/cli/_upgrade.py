@@ -32,7 +32,7 @@ from rich.table import Table
 
 from neograph_ext import upgrade_threads
 from neograph_ext.budget import Budget
-from neograph_ext.cli._boundary import CliError, boundary, reading
+from neograph_ext.cli._boundary import CliError, DebugOpt, boundary, reading
 from neograph_ext.cli._check import SHOWN
 from neograph_ext.cli._confirm import YesOpt, confirm
 from neograph_ext.cli._cost import Limits
@@ -40,7 +40,7 @@ from neograph_ext.cli._database import open_database
 from neograph_ext.cli._graphs import attach, load
 from neograph_ext.cli._jobs import made
 from neograph_ext.cli._serde import reader
-from neograph_ext.cli._show import console, progress, text, to_json
+from neograph_ext.cli._show import JsonOpt, console, progress, text, to_json
 from neograph_ext.types import ThreadUpgrade, UpgradeAction
 
 __all__ = ["BATCH", "upgrade_command"]
@@ -100,8 +100,6 @@ _JobsOpt = Annotated[
         "cores available, one per 5,000 threads at most; one with --max-cost).",
     ),
 ]
-_AsJsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
-_DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks and engine logs.")]
 
 
 def upgrade_command(
@@ -115,8 +113,8 @@ def upgrade_command(
     canary: _CanaryOpt = None,
     jobs: _JobsOpt = None,
     yes: YesOpt = False,
-    as_json: _AsJsonOpt = False,
-    debug: _DebugOpt = False,
+    as_json: JsonOpt = False,
+    debug: DebugOpt = False,
 ) -> None:
     """Bring threads of older code forward as a resume would: with --apply, WRITES the
     carries that need no node run; lists rewinds (--rewind runs them). Busy threads skip.
