@@ -14,6 +14,8 @@ import pytest
 from tests.cli.support import program_report
 from tests.drive import SYNC_ONLY, Drive
 
+pytestmark = pytest.mark.slow
+
 NOTEBOOK = """
 import json, sys
 from collections import Counter
