@@ -35,6 +35,11 @@ Rules:
   ordered among themselves by release, compared in natural order (runs of digits as
   numbers: ``1.10`` after ``1.9``), ties by the database's order; they keep the places
   the database gave the set of them, so the other stamps keep theirs.
+- The running code's declared release is compared at plan time (``order``'s
+  ``declared``), in place of what the database kept for its stamp (none, when the same
+  code ran undeclared before, as a CI suite's earlier test may) and, for a stamp not
+  listed, at the end of the order, where its first write will put it: a plan reads the
+  order as it stands once this code has written.
 - Only this module knows the layout; sync and async twins differ by ``await`` alone.
 """
 
@@ -79,27 +84,37 @@ _CHANNEL = "stamp"
 RELEASE_ENV = "NEOGRAPH_EXT_RELEASE"
 """The environment variable a deploy declares its release in, read at compile."""
 
-_KNOWN: weakref.WeakKeyDictionary[BaseCheckpointSaver[Any], tuple[tuple[str, ...], str | None]] = (
+_Places = dict[str, str | None]
+"""Each stamp id the order lists, in the database's order, with the release kept for it."""
+
+_KNOWN: weakref.WeakKeyDictionary[BaseCheckpointSaver[Any], tuple[_Places, str | None]] = (
     weakref.WeakKeyDictionary()
 )
 """Per saver, the order as this process last listed it, and its newest checkpoint's id."""
 
 
-def order(saver: BaseCheckpointSaver[Any], wanted: str) -> tuple[str, ...]:
+def order(
+    saver: BaseCheckpointSaver[Any], wanted: str, declared: tuple[str, str] | None = None
+) -> tuple[str, ...]:
     """The stamp ids ``saver`` holds, oldest first (each once, at its first position);
-    listed again only if the order kept lacks ``wanted`` and has grown since."""
-    known, newest = _KNOWN.get(saver, ((), None))
-    if wanted in known or (newest is not None and newest == _id(saver.get_tuple(_thread()))):
-        return known
-    return _kept(saver, list(saver.list(_thread())))
+    listed again only if the order kept lacks ``wanted`` and has grown since.
+    ``declared``: the running code's stamp id and release, ranked with that release."""
+    known, newest = _KNOWN.get(saver, ({}, None))
+    if not (wanted in known or (newest is not None and newest == _id(saver.get_tuple(_thread())))):
+        known = _kept(saver, list(saver.list(_thread())))
+    return _ranked(known, declared)
 
 
-async def aorder(saver: BaseCheckpointSaver[Any], wanted: str) -> tuple[str, ...]:
+async def aorder(
+    saver: BaseCheckpointSaver[Any], wanted: str, declared: tuple[str, str] | None = None
+) -> tuple[str, ...]:
     """Async twin of ``order``."""
-    known, newest = _KNOWN.get(saver, ((), None))
-    if wanted in known or (newest is not None and newest == _id(await saver.aget_tuple(_thread()))):
-        return known
-    return _kept(saver, [tup async for tup in saver.alist(_thread())])
+    known, newest = _KNOWN.get(saver, ({}, None))
+    if not (
+        wanted in known or (newest is not None and newest == _id(await saver.aget_tuple(_thread())))
+    ):
+        known = _kept(saver, [tup async for tup in saver.alist(_thread())])
+    return _ranked(known, declared)
 
 
 def declared_release() -> str | None:
@@ -144,8 +159,8 @@ async def aregister(
     _kept(saver, [tup async for tup in saver.alist(_thread())])
 
 
-def _kept(saver: BaseCheckpointSaver[Any], listed: list[CheckpointTuple]) -> tuple[str, ...]:
-    found = _ordered(listed)
+def _kept(saver: BaseCheckpointSaver[Any], listed: list[CheckpointTuple]) -> _Places:
+    found = _places(listed)
     newest = max((tup.checkpoint["id"] for tup in listed), default=None)
     # A saver that cannot be weakly referenced is listed every time.
     with contextlib.suppress(TypeError):
@@ -172,10 +187,18 @@ def _entries(tuples: Iterable[CheckpointTuple]) -> list[tuple[int, OrderEntry]]:
     return found
 
 
-def _ordered(tuples: Iterable[CheckpointTuple]) -> tuple[str, ...]:
-    first: dict[str, str | None] = {}
+def _places(tuples: Iterable[CheckpointTuple]) -> _Places:
+    first: _Places = {}
     for _, entry in sorted(_entries(tuples), key=lambda found: (found[0], found[1].stamp)):
         first.setdefault(entry.stamp, entry.release)
+    return first
+
+
+def _ranked(places: _Places, declared: tuple[str, str] | None) -> tuple[str, ...]:
+    """The stamp ids of ``places``, the ones with a release sorted by it among the places
+    the set of them holds; ``declared`` (a stamp id and release) ranked with that release,
+    at its place or, not listed, at the end."""
+    first = places if declared is None else {**places, declared[0]: declared[1]}
     ids = list(first)
     places = [index for index, stamp_id in enumerate(ids) if first[stamp_id] is not None]
     by_release = sorted((ids[index] for index in places), key=lambda s: _natural(first[s]))
