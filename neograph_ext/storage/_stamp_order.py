@@ -194,11 +194,11 @@ def _places(tuples: Iterable[CheckpointTuple]) -> _Places:
     return first
 
 
-def _ranked(places: _Places, declared: tuple[str, str] | None) -> tuple[str, ...]:
-    """The stamp ids of ``places``, the ones with a release sorted by it among the places
+def _ranked(known: _Places, declared: tuple[str, str] | None) -> tuple[str, ...]:
+    """The stamp ids of ``known``, the ones with a release sorted by it among the places
     the set of them holds; ``declared`` (a stamp id and release) ranked with that release,
     at its place or, not listed, at the end."""
-    first = places if declared is None else {**places, declared[0]: declared[1]}
+    first = known if declared is None else {**known, declared[0]: declared[1]}
     ids = list(first)
     places = [index for index, stamp_id in enumerate(ids) if first[stamp_id] is not None]
     by_release = sorted((ids[index] for index in places), key=lambda s: _natural(first[s]))
