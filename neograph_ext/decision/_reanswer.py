@@ -67,7 +67,19 @@ def reanswers(
     keyed = by_interrupt_id(resume)
     if isinstance(input, Command) and input != Command(resume=resume):
         return (input,), None
-    if questions is None or len({q.node for q in questions}) < len(questions):
+    if questions is None:
+        # The question is a subgraph's or a node's this code no longer has: after the
+        # rewind, the first question asked may be another node's, which must not take it.
+        if resume is None:
+            return (input,), None
+        if keyed:
+            return (), _set_aside(sorted(resume), "the question it answered cannot be told")
+        return (), (
+            "the answer given is set aside: the question it answered is a subgraph's or "
+            "that of a node this code no longer has, so it is not applied after the "
+            "rewind to whichever question is asked first"
+        )
+    if len({q.node for q in questions}) < len(questions):
         if keyed:
             return (), _set_aside(sorted(resume), "the question it answered cannot be told")
         return (input,), None

@@ -4,6 +4,7 @@ every saver. A row still wrong is a strict xfail saying what happens today."""
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -310,3 +311,22 @@ def test_a_persistent_subgraph_waiting_inside_reruns_its_changed_node(
             ne.run(new, Command(resume="yes"), config)
         assert runs["inner"] == 1
         assert typed(new.get_state(config).values["inner"].x) == typed("5")
+
+
+S_REMOVED = Spec(((Node("a"),), (Node("b", asks=1),), (Node("c", asks=1),)))
+FOUND: dict[str, tuple[Case, str]] = {
+    "1: the asking node waited on is removed, reanswer": (
+        Case(
+            S_REMOVED, replace(S_REMOVED, layers=S_REMOVED.layers[::2]), answered=0, resume=REANSWER
+        ),
+        "rewind",
+    ),
+}
+"""Found by the long suite with fresh seeds, in their shrunk forms."""
+
+
+@pytest.mark.parametrize("row", FOUND)
+@pytest.mark.parametrize("kind", SAVERS)
+def test_a_case_the_long_suite_found_resumes_as_fresh(kind: str, row: str, tmp_path: Path) -> None:
+    case, planned = FOUND[row]
+    assert oracle(kind, tmp_path, case) == planned

@@ -10,12 +10,14 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
-from langgraph.types import Command
+from langgraph.types import Command, Interrupt
+from xxhash import xxh3_128_hexdigest
 
 import neograph_ext as ne
 from neograph_ext.decision._decision import PlanKind, ResumePlan
 from neograph_ext.decision._plan import ASKED_AGAIN
 from neograph_ext.decision._policy import ResumePolicy
+from neograph_ext.decision._reanswer import Reanswer
 from neograph_ext.decision._stamp import RUN_KEY, STAMP_KEY, encode_run, input_digest, stamp_ref
 from neograph_ext.decision._steps import Due, ReplayInput, work_for
 from neograph_ext.drivers._thread import ThreadCall, at_checkpoint, thread_call
@@ -151,8 +153,16 @@ def test_a_rewind_of_a_paused_thread_asks_again_and_applies_the_answer_only_if_a
     answer: Command[Any] = Command(resume="yes")
     (asked,) = work_for(call, plan, head, answer, {}).invocations
     assert asked.input is None and ".ask_again." in asked.mark
-    _, applied = work_for(_with(call, reanswer=True), plan, head, answer, {}).invocations
-    assert applied.input == answer and applied.when is Due.INTERRUPTED
+    reanswer = _with(call, reanswer=True)
+    asked_by_b = Interrupt("b?", id=xxh3_128_hexdigest(b"b:task"))
+    known = head._replace(pending_writes=[("task", "__interrupt__", [asked_by_b])])
+    _, applied = work_for(reanswer, plan, known, answer, {}).invocations
+    assert applied.input == Reanswer({"b": ("yes",)}, known.config, "1f0-a")
+    assert applied.when is Due.INTERRUPTED
+    # A question no node of this code asks (one removed, or a subgraph's): the answer
+    # is set aside, never sent to whichever question the rewind asks first.
+    work = work_for(reanswer, plan, head, answer, {})
+    assert len(work.invocations) == 1 and "set aside" in " ".join(work.warnings)
 
 
 OLD_ID = "0f" * 16
