@@ -40,7 +40,7 @@ from neograph_ext.decision._head_state import (
 )
 from neograph_ext.decision._inside import Inside
 from neograph_ext.decision._langgraph import unsaved_subgraph
-from neograph_ext.decision._langgraph_questions import by_interrupt_id
+from neograph_ext.decision._langgraph_questions import by_interrupt_id, open_questions
 from neograph_ext.decision._misread import turn_misread
 from neograph_ext.decision._ownership import superseded_message
 from neograph_ext.decision._plan import ASKED_AGAIN, REANSWERED
@@ -253,7 +253,13 @@ def _rewinding(
     ``marks``: the run mark, and the one saying the question is asked again."""
     here, again = marks
     answer = isinstance(input, Command)
-    paused = is_paused(call.graph, head)
+    # A task that failed after its answers were stored still lists its last question;
+    # it waits on none, and an answer sent to it is LangGraph's to ignore, never one to
+    # keep for the next question the rewind asks (another node's).
+    answered = (
+        has_interrupt(head) and open_questions(call.graph.nodes, head.pending_writes or ()) == ()
+    )
+    paused = is_paused(call.graph, head) and not answered
     # Neither note: only finished siblings of the asking task changed (``asks_again``).
     kept_question = paused and answer and not {ASKED_AGAIN, REANSWERED} & set(decision.notes)
     applies = call.resume.reanswer or kept_question

@@ -314,11 +314,23 @@ def test_a_persistent_subgraph_waiting_inside_reruns_its_changed_node(
 
 
 S_REMOVED = Spec(((Node("a"),), (Node("b", asks=1),), (Node("c", asks=1),)))
+S_CRASHED = Spec(((Node("a"),), (Node("b", asks=1), Node("c")), (Node("d", asks=1),)))
+S_TWO_AFTER = Spec(
+    ((Node("a"),), (Node("b", asks=1), Node("c")), (Node("d", asks=1), Node("e", asks=1)))
+)
 FOUND: dict[str, tuple[Case, str]] = {
     "1: the asking node waited on is removed, reanswer": (
         Case(
             S_REMOVED, replace(S_REMOVED, layers=S_REMOVED.layers[::2]), answered=0, resume=REANSWER
         ),
+        "rewind",
+    ),
+    "2: an asker crashed after its answer, a sibling changed": (
+        Case(S_CRASHED, S_CRASHED.with_node("c", extra="required"), crash="b", answered=1),
+        "rewind",
+    ),
+    "3: as 2, two askers after it": (
+        Case(S_TWO_AFTER, S_TWO_AFTER.with_node("c", extra="required"), crash="b", answered=1),
         "rewind",
     ),
 }
