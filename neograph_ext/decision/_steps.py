@@ -104,6 +104,9 @@ class Invocation(NamedTuple):
     """Before invoking: store this claim on this waiting checkpoint (``_claim``)."""
     upto: int | None = None
     """For an entrypoint's ``keep``: only calls before this position are kept."""
+    answering: Mapping[str, Any] = {}
+    """For a ``keep``: per kept node waiting on a question, the answer given now, kept
+    after the answers its task was given."""
     inner: tuple[RunnableConfig, ...] = ()
     """Before invoking: fork these subgraph checkpoints, each in its own namespace
     (``_inside``); the invocation then resumes the parent from its head."""
@@ -263,10 +266,18 @@ def _rewinding(
     # Neither note: only finished siblings of the asking task changed (``asks_again``).
     kept_question = paused and answer and not {ASKED_AGAIN, REANSWERED} & set(decision.notes)
     applies = call.resume.reanswer or kept_question
+    # The rewind of the head's own step re-runs a changed sibling that asked: the task
+    # waiting, kept with its answers, asks its next question from what it was asked from,
+    # and nothing upstream of it changed, so the answer given now is still its answer. It
+    # is kept with the others, so that the task does not stop again beside the sibling.
+    beside = (
+        {} if applies or not (paused and answer) else _given_beside(call, decision, head, input)
+    )
     # Until the question asked again is stored, the checkpoints say so: an answer a
     # retry sends meanwhile was given to the old question (``_asking``).
     mark = again if paused and not applies else here
-    steps: tuple[Invocation, ...] = (_fork_for(call, decision, head, mark),)
+    fork = _fork_for(call, decision, head, here if beside else mark)
+    steps: tuple[Invocation, ...] = (fork._replace(answering=beside) if beside else fork,)
     steps += _replays(call, decision, source)
     if applies and (answer or paused) and decision.replayed:
         # The first question the rewind stops at is an earlier turn's, not the one
@@ -281,7 +292,7 @@ def _rewinding(
         steps += (Invocation(given, at_checkpoint(call.config, None), here, Due.INTERRUPTED),)
     elif applies and (answer or paused):
         steps += _reanswering(call, head, input, here, decision.checkpoint_id, said)
-    elif paused and answer:
+    elif paused and answer and not beside:
         # That the question is asked again is the plan's note (``_plan.ASKED_AGAIN``).
         said.append(
             "the answer given was set aside: something upstream of the question it "
@@ -291,6 +302,26 @@ def _rewinding(
     elif turn is not None:
         steps += (turn,)
     return steps
+
+
+def _given_beside(
+    call: ThreadCall, decision: ResumePlan, head: CheckpointTuple, answer: Command[Any]
+) -> dict[str, Any]:
+    """Per node whose question the head waits on, the answer given now, when the rewind
+    is of the step it waits in, keeps its task, and no node whose question waits changed;
+    else nothing."""
+    questions = open_questions(call.graph.nodes, head.pending_writes or ())
+    if decision.checkpoint_id != head.checkpoint["id"] or not questions:
+        return {}
+    nodes = {q.node for q in questions}
+    if len(nodes) < len(questions) or nodes & decision.invalidated_nodes:
+        return {}
+    if not nodes <= decision.kept_tasks or answer.update is not None or answer.goto:
+        return {}
+    resume = answer.resume
+    if isinstance(resume, dict) and by_interrupt_id(resume):
+        return {q.node: resume[q.id] for q in questions if q.id in resume}
+    return {questions[0].node: resume} if len(questions) == 1 else {}
 
 
 def _fork_for(

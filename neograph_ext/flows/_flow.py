@@ -364,7 +364,7 @@ def resumed(
             result = sent[0] if sent else result
             continue
         if step.keep is not None:
-            yield from kept(call, *step.keep, step.upto, mark)
+            yield from kept(call, *step.keep, step.upto, mark, step.answering)
         if step.inner:
             yield from fork_inside(step.inner, call.stamp, mark)
         if step.claim is not None:

@@ -86,6 +86,7 @@ def kept_writes(
     old_tasks: Sequence[PregelTask],
     writes: Sequence[PendingWrite],
     nodes: frozenset[str],
+    answering: Mapping[str, Any] | None = None,
 ) -> dict[TaskKey | None, list[tuple[str, Any]]]:
     """The writes to carry from the target onto its fork, grouped by task.
 
@@ -93,6 +94,8 @@ def kept_writes(
         old_tasks: The target's tasks (ids derived from the target's checkpoint id).
         writes: The target's pending writes: what its tasks wrote on the old branch.
         nodes: The nodes whose finished tasks are kept (``ResumePlan.kept_tasks``).
+        answering: Per node whose kept task waits on a question, its answer, kept after
+            the answers the task was given.
 
     Returns:
         Per kept task (by name and path), its writes in order; under ``None``, the
@@ -107,6 +110,8 @@ def kept_writes(
             continue
         key = by_id.get(task_id)
         if key is None or key[0] not in nodes or channel in (_ERROR, "__interrupt__"):
+            if key is not None and key[0] in nodes and channel == "__interrupt__":
+                grouped[key]  # a task asking its first question: kept if answered now
             continue
         grouped[key].append((channel, value))
     kept: dict[TaskKey | None, list[tuple[str, Any]]] = {}
@@ -114,6 +119,9 @@ def kept_writes(
         output = [write for write in found if write[0] not in _STATUS]
         # A task that finished keeps its output alone; one still asking, its answers.
         carried = output or [write for write in found if write[0] == _RESUME]
+        if not output and key is not None and key[0] in (answering or {}):
+            given = [a for _, v in carried for a in (v if isinstance(v, list) else [v])]
+            carried = [(_RESUME, [*given, (answering or {})[key[0]]])]
         if key is None or carried:
             kept[key] = found if key is None else carried
     return kept
@@ -177,8 +185,10 @@ def keep(
     nodes: frozenset[str],
     stamp: Stamp,
     mark: str,
+    answering: Mapping[str, Any] | None = None,
 ) -> Flow[RunnableConfig]:
-    """Fork the target and save on the fork the writes of the kept tasks.
+    """Fork the target and save on the fork the writes of the kept tasks; a kept task
+    waiting on a question, with the answer ``answering`` gives its node after its own.
 
     The caller then resumes the thread without a ``checkpoint_id``: the fork is its
     newest checkpoint.
@@ -188,7 +198,8 @@ def keep(
     """
     target = found_target((yield ReadTuple(target_config)), target_config)
     old = _stored(graph, target, (yield ReadTasks(target.config)), stamp)
-    return (yield from put_fork(graph, saver, _fork(target, old, nodes, stamp, mark), old))
+    fork = _fork(target, old, nodes, stamp, mark, answering or {})
+    return (yield from put_fork(graph, saver, fork, old))
 
 
 def _stored(
@@ -211,9 +222,10 @@ def _fork(
     nodes: frozenset[str],
     stamp: Stamp,
     mark: str,
+    answering: Mapping[str, Any],
 ) -> Fork:
     """The fork of ``target`` holding the kept tasks' writes, under the target's task ids."""
-    carried = kept_writes(old, target.pending_writes or (), nodes)
+    carried = kept_writes(old, target.pending_writes or (), nodes, answering)
     if stamp.renames:
         carried = {k: renamed_writes(found, stamp.renames) for k, found in carried.items()}
     checkpoint, metadata = forked(target, stamp, mark, len(carried.keys() - {None}))

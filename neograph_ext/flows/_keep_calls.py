@@ -20,6 +20,7 @@ Rules:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -119,11 +120,13 @@ def kept(
     nodes: frozenset[str],
     upto: int | None,
     mark: str,
+    answering: Mapping[str, Any],
 ) -> Flow[RunnableConfig]:
     """Fork ``target``, keeping the finished work of ``nodes`` on it: an entrypoint's
-    calls before ``upto`` (``keep_calls``), a graph's tasks (``_keep.keep``)."""
+    calls before ``upto`` (``keep_calls``), a graph's tasks (``_keep.keep``), and after
+    the answers of a task waiting, the answer given now (``answering``)."""
     graph, saver, stamp = call.graph, call.saver, call.stamp
     shape = graph.neograph_ext_entrypoint
     if shape is not None:
         return (yield from keep_calls(graph, saver, target, shape, (nodes, upto), stamp, mark))
-    return (yield from keep(graph, saver, target, nodes, stamp, mark))
+    return (yield from keep(graph, saver, target, nodes, stamp, mark, answering))

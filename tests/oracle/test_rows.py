@@ -318,6 +318,7 @@ S_CRASHED = Spec(((Node("a"),), (Node("b", asks=1), Node("c")), (Node("d", asks=
 S_TWO_AFTER = Spec(
     ((Node("a"),), (Node("b", asks=1), Node("c")), (Node("d", asks=1), Node("e", asks=1)))
 )
+S_BESIDE = Spec(((Node("a", asks=2), Node("b", asks=1)),))
 FOUND: dict[str, tuple[Case, str]] = {
     "1: the asking node waited on is removed, reanswer": (
         Case(
@@ -331,6 +332,10 @@ FOUND: dict[str, tuple[Case, str]] = {
     ),
     "3: as 2, two askers after it": (
         Case(S_TWO_AFTER, S_TWO_AFTER.with_node("c", extra="required"), crash="b", answered=1),
+        "rewind",
+    ),
+    "7: one of two askers answered, the other, finished, changed": (
+        Case(S_BESIDE, S_BESIDE.with_node("b", extra="required"), answered=1),
         "rewind",
     ),
 }
