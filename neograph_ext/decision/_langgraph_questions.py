@@ -22,6 +22,8 @@ from typing import Any, NamedTuple
 
 from xxhash import xxh3_128_hexdigest
 
+from neograph_ext.decision._langgraph import NULL_TASK
+
 __all__ = ["RESUME", "Question", "answered", "by_interrupt_id", "open_questions"]
 
 RESUME = "__resume__"
@@ -78,19 +80,35 @@ def answered(
     is left out (which answers belong to which is unknown)."""
     given: dict[str, tuple[Any, ...]] = {}
     asked: dict[str, Any] = {}
+    finished: set[str] = set()
+    bare: tuple[Any, ...] = ()
     for task, channel, value in writes:
-        if channel == RESUME:
+        if channel == RESUME and task == NULL_TASK:
+            bare = (value,)
+        elif channel == RESUME:
             given[task] = tuple(value) if isinstance(value, list) else (value,)
         elif channel == _INTERRUPT and isinstance(value, list | tuple) and value:
             asked[task] = value[-1]
+        elif not channel.startswith("__"):
+            finished.add(task)
     names = sorted(nodes)
     found: dict[str, list[tuple[Any, ...]]] = {}
     for task, answers in given.items():
         last = str(getattr(asked.get(task), "id", ""))
         for name in names:
             ns = f"{name}:{task}"
-            if last in (_interrupt_id(ns, len(answers) - 1), _interrupt_id(ns, len(answers))):
+            if last == _interrupt_id(ns, len(answers) - 1):
                 found.setdefault(name, []).append(answers)
+            elif last == _interrupt_id(ns, len(answers)):
+                # Its last question open, or answered though its answers were not
+                # stored again: SQLite keeps the first ``__resume__`` write of a task
+                # that later finishes. A bare answer is the step's input, which holds
+                # the last bare one given; equal to an answer stored, it may be that
+                # one, the last answer keyed by id and lost: the answers are unknown.
+                if task not in finished:
+                    found.setdefault(name, []).append(answers)
+                elif bare and bare[0] not in answers:
+                    found.setdefault(name, []).append((*answers, *bare))
     return {name: each[0] for name, each in found.items() if len(each) == 1}
 
 

@@ -319,6 +319,7 @@ S_TWO_AFTER = Spec(
     ((Node("a"),), (Node("b", asks=1), Node("c")), (Node("d", asks=1), Node("e", asks=1)))
 )
 S_BESIDE = Spec(((Node("a", asks=2), Node("b", asks=1)),))
+S_TWICE = Spec(((Node("a", asks=2),), (Node("b", asks=1),)))
 FOUND: dict[str, tuple[Case, str]] = {
     "1: the asking node waited on is removed, reanswer": (
         Case(
@@ -336,6 +337,10 @@ FOUND: dict[str, tuple[Case, str]] = {
     ),
     "7: one of two askers answered, the other, finished, changed": (
         Case(S_BESIDE, S_BESIDE.with_node("b", extra="required"), answered=1),
+        "rewind",
+    ),
+    "8: a node answered twice changed, reanswer (SQLite kept its first answers)": (
+        Case(S_TWICE, S_TWICE.with_node("a", extra="required"), answered=2, resume=REANSWER),
         "rewind",
     ),
 }

@@ -74,3 +74,27 @@ def test_a_question_asked_inside_a_subgraph_is_unknown() -> None:
     writes = saver.get_tuple(config).pending_writes  # type: ignore[union-attr]
     assert open_questions(graph.nodes, writes) is None
     assert answered(graph.nodes, writes) == {}
+
+
+def test_a_task_finished_on_sqlite_has_its_last_answer_read_from_the_input(
+    tmp_path: Any,
+) -> None:
+    """SQLite keeps a task's first ``__resume__`` write when the task later finishes: the
+    bare answer to its last question is the step's input (read from the null task); one
+    keyed by id is lost, and the task's answers are unknown."""
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    with SqliteSaver.from_conn_string(str(tmp_path / "t.sqlite")) as saver:
+        builder = StateGraph(State)
+        builder.add_node("twice", _asking().nodes["twice"].runnable)
+        builder.add_edge(START, "twice")
+        graph = builder.compile(checkpointer=saver)
+        for thread, keyed in (("bare", False), ("keyed", True)):
+            config: Any = {"configurable": {"thread_id": thread}}
+            graph.invoke({}, config)
+            graph.invoke(Command(resume="a"), config)
+            (second,) = graph.get_state(config).interrupts
+            graph.invoke(Command(resume={second.id: "b"} if keyed else "b"), config)
+            history = list(saver.list(config))
+            writes = [w for tup in history for w in tup.pending_writes or ()]
+            assert answered(graph.nodes, writes) == ({} if keyed else {"twice": ("a", "b")})
