@@ -31,7 +31,7 @@ from langgraph.types import PregelTask, Send
 
 from neograph_ext.decision._langgraph import TASKS_CHANNEL, hash_task_id
 
-__all__ = ["renamed", "renamed_writes", "stored_tasks"]
+__all__ = ["channel_nodes", "renamed", "renamed_writes", "stored_tasks"]
 
 _BRANCH, _JOIN = "branch:to:", "join:"
 
@@ -67,6 +67,16 @@ def renamed(checkpoint: Mapping[str, Any], renames: Mapping[str, str]) -> None:
             Send(renames[s.node], s.arg) if isinstance(s, Send) and s.node in renames else s
             for s in sends
         ]
+
+
+def channel_nodes(name: str) -> frozenset[str]:
+    """The nodes a channel LangGraph names after nodes names (none for another)."""
+    if name.startswith(_BRANCH):
+        return frozenset({name[len(_BRANCH) :]})
+    if name.startswith(_JOIN) and name.count(":") == 2:
+        _, starts, end = name.split(":")
+        return frozenset({*starts.split("+"), end})
+    return frozenset()
 
 
 def _channel(name: str, renames: Mapping[str, str]) -> str:
@@ -110,9 +120,11 @@ def stored_tasks(
     step = str(int((base.metadata or {}).get("step", -1)) + 1)
     found = []
     for task in tasks:
-        old = was.get(task.name)
-        if old is not None and task.path[:1] == (_PULL,):
-            olds = sorted(_channel(channel, was) for channel in triggers.get(task.name, ()))
+        old = was.get(task.name, task.name)
+        news = sorted(triggers.get(task.name, ()))
+        olds = sorted(_channel(channel, was) for channel in news)
+        # Renamed, or triggered by a join naming a renamed node: ids hash both.
+        if (old != task.name or olds != news) and task.path[:1] == (_PULL,):
             task = task._replace(id=hash_task_id(version, namespace, old, step, old, _PULL, *olds))
         found.append(task)
     return found

@@ -41,6 +41,7 @@ from neograph_ext.decision._head_state import (
 from neograph_ext.decision._inside import Inside
 from neograph_ext.decision._langgraph import unsaved_subgraph
 from neograph_ext.decision._langgraph_questions import by_interrupt_id, open_questions
+from neograph_ext.decision._langgraph_renames import channel_nodes
 from neograph_ext.decision._misread import turn_misread
 from neograph_ext.decision._ownership import superseded_message
 from neograph_ext.decision._plan import ASKED_AGAIN, REANSWERED
@@ -180,7 +181,8 @@ def work_for(
         if given is not None and given != stored_input:
             said.append("the thread is incomplete: resuming it; the input given is ignored")
         resume = _resuming(call, decision, input, asking, here, said)
-        steps = (_forking(call, head, here) or _claimed(call, head, resume, took),)
+        forked = _forking(call, head, here) or _renamed_at_question(call, head, input, here)
+        steps = (forked or _claimed(call, head, resume, took),)
     stored = stored_result(call.graph, head) if complete and not steps else None
     return Work(steps, durable(kwargs, call.graph), stored, warnings=tuple(said))
 
@@ -318,7 +320,19 @@ def _given_beside(
         return {}
     if not nodes <= decision.kept_tasks or answer.update is not None or answer.goto:
         return {}
-    resume = answer.resume
+    return _given_to(call, head, answer.resume)
+
+
+def _given_to(call: ThreadCall, head: CheckpointTuple, resume: Any) -> dict[str, Any]:
+    """Per node whose question the head waits on, the answer ``resume`` gives it: keyed
+    by its interrupt id, or the bare value when one question waits; none when two
+    tasks of one node wait."""
+    renames = call.stamp.renames or {}
+    # A question a renamed node asked, before it was, hashes its old name.
+    found = open_questions([*call.graph.nodes, *renames], head.pending_writes or ()) or ()
+    questions = [q._replace(node=renames.get(q.node, q.node)) for q in found]
+    if len({q.node for q in questions}) < len(questions):
+        return {}
     if isinstance(resume, dict) and by_interrupt_id(resume):
         return {q.node: resume[q.id] for q in questions if q.id in resume}
     return {questions[0].node: resume} if len(questions) == 1 else {}
@@ -413,6 +427,40 @@ def _forking(call: ThreadCall, head: CheckpointTuple | None, mark: str) -> Invoc
     shape = call.graph.neograph_ext_entrypoint
     everything = shape.tasks if shape is not None else frozenset(call.graph.nodes)
     return Invocation(None, at_checkpoint(call.config, None), mark, keep=(base, everything))
+
+
+def _renamed_at_question(
+    call: ThreadCall, head: CheckpointTuple, input: Any, mark: str
+) -> Invocation | None:
+    """Resume a head other code wrote, waiting on a question in a step whose task ids
+    or writes name a node this code renamed (``renames``), from a fork of it keeping
+    every finished task; the tasks waiting keep their answers and the answer given now
+    (``answering``). Resumed where it is, LangGraph would file the step's tasks under
+    new ids, apart from their stored writes: a finished task runs again, an answer keyed
+    by the old id is dropped, the old question stays pending beside the new one."""
+    renamed_now = set((call.stamp.renames or {}).values())
+    if not renamed_now or not has_interrupt(head) or not _owned_elsewhere(call, head):
+        return None
+    waits = waiting_nodes(call.graph, head)
+    named = {
+        name
+        for name, node in call.graph.nodes.items()
+        for channel in node.triggers
+        if channel_nodes(channel) & renamed_now
+        and (name in waits or channel_nodes(channel) & waits)
+    }
+    if not (named or waits & renamed_now):
+        return None
+    answering: dict[str, Any] = {}
+    if isinstance(input, Command):
+        if input.update is not None or input.goto:
+            return None
+        answering = _given_to(call, head, input.resume)
+    base = at_checkpoint(call.config, head.checkpoint["id"])
+    everything = frozenset(call.graph.nodes)
+    return Invocation(
+        None, at_checkpoint(call.config, None), mark, keep=(base, everything), answering=answering
+    )
 
 
 def _claimed(
