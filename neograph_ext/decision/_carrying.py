@@ -8,7 +8,9 @@ Rules:
   under the current type. It runs no user code: migrations run only when executing
   (``converted``, called by ``_migrate``).
 - Validation never trusts a revived model instance (the serializer may build one with
-  ``model_construct``, unvalidated): its fields are validated again, as plain data.
+  ``model_construct``, unvalidated): its fields are validated again, as plain data, by
+  the current version of its own class (the declared class of its module and name, as
+  the serializer matched it), never by another member of a union they would fit too.
 - A migration that raises, or returns what does not validate, is a
   ``CheckpointSchemaError`` naming the migration and the channel.
 - Pure: no I/O; this module reads values already read and writes nothing.
@@ -22,10 +24,11 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any, get_args, get_origin
 
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import BaseModel, RootModel, TypeAdapter, ValidationError
 
 from neograph_ext.decision._errors import CheckpointSchemaError
 from neograph_ext.decision._plan import Carry, ResumePlan
+from neograph_ext.decision._revive import revived_classes
 from neograph_ext.decision._typeforms import QUALIFIERS
 
 __all__ = [
@@ -220,7 +223,7 @@ def invalid(tp: object, value: object) -> str | None:
     except Exception:  # a type pydantic has no schema for: nothing to judge by
         return None
     try:
-        adapter.validate_python(_plain(value))
+        adapter.validate_python(_plain(value, _own_classes(tp)))
     except ValidationError as exc:
         first, *rest = exc.errors()
         where = ".".join(map(str, first["loc"]))
@@ -237,18 +240,42 @@ def _fits(tp: object, value: object) -> tuple[Any] | None:
     if isinstance(tp, Mapping):
         return None
     try:
-        return (TypeAdapter[Any](tp).validate_python(_plain(value)),)  # type: ignore[arg-type]
+        adapter = TypeAdapter[Any](tp)  # type: ignore[arg-type]
+        return (adapter.validate_python(_plain(value, _own_classes(tp))),)
     except (ValidationError, AttributeError, TypeError, ValueError):
         return None
 
 
-def _plain(value: object) -> object:
-    """Revived model instances as plain data, so that their fields are validated again."""
+_Classes = Mapping[tuple[str, str], type[BaseModel]]
+"""The pydantic models a declared type holds, by the ``(module, __name__)`` the
+serializer stores an instance under and revives it by."""
+
+
+def _own_classes(tp: object) -> _Classes:
+    return {
+        (cls.__module__, cls.__name__): cls
+        for cls in revived_classes(tp)
+        if issubclass(cls, BaseModel)
+    }
+
+
+def _plain(value: object, classes: _Classes) -> object:
+    """A stored value to validate: each revived model instance validated again, from its
+    fields as plain data, as the current version of its own class (the declared class of
+    its module and name, as the serializer matched it, else its own), never as another
+    member of a union that its fields would fit too.
+
+    Raises:
+        ValidationError: A model's fields do not validate as its current class.
+    """
     if isinstance(value, BaseModel):
+        cls = classes.get((type(value).__module__, type(value).__name__), type(value))
+        if isinstance(value, RootModel):
+            return cls.model_validate(_plain(value.root, classes))
         data = {**value.__dict__, **(value.__pydantic_extra__ or {})}
-        return {key: _plain(item) for key, item in data.items()}
+        return cls.model_validate({key: _plain(item, classes) for key, item in data.items()})
     if isinstance(value, dict):
-        return {key: _plain(item) for key, item in value.items()}
+        return {key: _plain(item, classes) for key, item in value.items()}
     if isinstance(value, list | tuple):
-        return type(value)(_plain(item) for item in value)
+        return type(value)(_plain(item, classes) for item in value)
     return value
