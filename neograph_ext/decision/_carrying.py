@@ -24,12 +24,13 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any, get_args, get_origin
 
-from pydantic import BaseModel, RootModel, TypeAdapter, ValidationError
+from pydantic import BaseModel, RootModel, ValidationError
 
 from neograph_ext.decision._errors import CheckpointSchemaError
 from neograph_ext.decision._plan import Carry, ResumePlan
 from neograph_ext.decision._revive import revived_classes
 from neograph_ext.decision._typeforms import QUALIFIERS
+from neograph_ext.decision._validation import adapter
 
 __all__ = [
     "Carrying",
@@ -216,14 +217,11 @@ def invalid(tp: object, value: object) -> str | None:
     """Why a stored ``value`` does not validate as ``tp`` (its first error, where), or
     None when it does, or when nothing judges it (a JSON schema, a type pydantic cannot
     validate)."""
-    if isinstance(tp, Mapping):
+    found = None if isinstance(tp, Mapping) else adapter(tp)
+    if found is None:  # a type pydantic has no schema for: nothing to judge by
         return None
     try:
-        adapter = TypeAdapter[Any](tp)  # type: ignore[arg-type]
-    except Exception:  # a type pydantic has no schema for: nothing to judge by
-        return None
-    try:
-        adapter.validate_python(_plain(value, _own_classes(tp)))
+        found.validate_python(_plain(value, _own_classes(tp)))
     except ValidationError as exc:
         first, *rest = exc.errors()
         where = ".".join(map(str, first["loc"]))
@@ -237,11 +235,11 @@ def invalid(tp: object, value: object) -> str | None:
 def _fits(tp: object, value: object) -> tuple[Any] | None:
     """``(value validated as tp,)``, or None when it does not validate, or ``tp`` is a
     JSON schema (a structured response declared as one), which no value is checked by."""
-    if isinstance(tp, Mapping):
+    found = None if isinstance(tp, Mapping) else adapter(tp)
+    if found is None:
         return None
     try:
-        adapter = TypeAdapter[Any](tp)  # type: ignore[arg-type]
-        return (adapter.validate_python(_plain(value, _own_classes(tp))),)
+        return (found.validate_python(_plain(value, _own_classes(tp))),)
     except (ValidationError, AttributeError, TypeError, ValueError):
         return None
 

@@ -24,11 +24,12 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Annotated, Any, NotRequired, Required, get_args, get_origin
 
 from langgraph.checkpoint.base import CheckpointTuple
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import BaseModel, ValidationError
 from typing_extensions import is_typeddict
 
 from neograph_ext.decision._langgraph import TASKS_CHANNEL
 from neograph_ext.decision._revive import Revival, by_path, revived_classes, same_class, type_hints
+from neograph_ext.decision._validation import adapter
 
 __all__ = [
     "class_mismatch",
@@ -68,8 +69,11 @@ def misread(checked: Revival, values: Mapping[str, Any]) -> dict[str, str]:
 
 
 def _validates(tp: object, value: object) -> bool:
+    found = adapter(tp)
+    if found is None:
+        return False
     try:
-        TypeAdapter[Any](tp).validate_python(value)  # type: ignore[arg-type]
+        found.validate_python(value)
     except (ValidationError, TypeError, ValueError, AttributeError):
         return False
     return True
