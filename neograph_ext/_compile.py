@@ -45,6 +45,7 @@ from neograph_ext.decision._stamp import STAMP_KEY, Stamp, stamp_ref
 from neograph_ext.decision._subgraph_misread import subgraph_revivals
 from neograph_ext.drivers._call_match import with_checked_calls
 from neograph_ext.drivers._graph import StampedGraph, cache_salts, metadata_of
+from neograph_ext.drivers._validated_reads import validating_reads
 from neograph_ext.drivers._verify_writes import verifying
 from neograph_ext.drivers._written_types import watching
 from neograph_ext.storage._stamp_order import declared_release
@@ -153,6 +154,7 @@ def _compile_graph(
     channels = cleared(channels, stamp.clears or ())
     revived = _revival(builder, graph, channels, coerced, outputs)
     report(revived, graph.name, strict=opts.resume.on_change == "raise")
+    validating_reads(graph, {ch: revived.types[ch] for ch in revived.validated})
     watching(graph, outputs, coerced, deep=opts.attached.checks.readback)
     if opts.attached.checks.readback:
         verifying(graph, frozenset(channels))

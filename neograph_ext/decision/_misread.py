@@ -58,8 +58,11 @@ def misread(checked: Revival, values: Mapping[str, Any]) -> dict[str, str]:
         if channel not in values:
             continue
         miss = mismatch(tp, values[channel])
-        if miss is not None and channel in checked.coerced and _validates(tp, values[channel]):
-            miss = None  # a pydantic state validates it into the declared type on read
+        validated = checked.coerced | checked.validated
+        if miss is not None and channel in validated and _validates(tp, values[channel]):
+            # Validated into the declared type when a node reads it: by a pydantic state
+            # schema, or, for a class the serializer cannot rebuild, ``_validated_reads``.
+            miss = None
         if miss is not None:
             expected, got = miss
             found[channel] = (

@@ -11,7 +11,14 @@ Rules:
 - One rule (``why_not``), the serializer's, read from ``jsonplus.py`` and
   ``_internal/_serde.py`` of langgraph 1.2.24 (checkpoint 4.3.2): the allowlist first
   (``MSGPACK_ALLOWLIST``: langgraph-checkpoint 3 has none), then the import by module
-  and ``__name__`` (not ``__qualname__``: a nested class is looked up at module level).
+  and ``__name__`` (not ``__qualname__``: a nested class is looked up at module level),
+  then the call: a pydantic model is revived as ``cls(**data)``, else
+  ``cls.model_construct(**data)``, so one whose data is not a mapping (a ``RootModel``)
+  never comes back as itself.
+- A class that only that call fails for (``Finding.rebuilt``) is importable: a value of
+  a channel declaring it (``Revival.validated``) that comes back as its data is
+  validated into the declared type when a node reads it (``_validated_reads``), so it
+  is neither a refusal nor a reason to rewind.
   A class of ``__main__`` is importable only in a process whose main script defines it,
   so it counts as not revivable; when that is all (``Finding.script``) the script itself
   reads its values back, so the finding is guidance, never a refusal.
@@ -40,7 +47,7 @@ from typing import Annotated, Any, Literal, Optional, get_args, get_origin
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.graph import StateGraph
-from pydantic import BaseModel
+from pydantic import BaseModel, RootModel
 from typing_extensions import is_typeddict
 
 from neograph_ext.decision._errors import GraphError
@@ -97,9 +104,23 @@ class Finding:
     """Whether the one reason is that the class is the running script's (``__main__``):
     its values read back in this script, not in a process that imports the graph from a
     module (a worker, a server). Strict mode warns about it instead of refusing it."""
+    rebuilt: bool = False
+    """Whether the one reason is that the serializer cannot rebuild the class from its
+    data (a ``RootModel``): a graph's node reading a channel that declares it is handed
+    the data validated into the declared type. Strict mode warns about it instead of
+    refusing it."""
 
     def describe(self) -> str:
         """One paragraph: the type, where it is declared, why, and the fix."""
+        if self.rebuilt:
+            name = self.type_name.rpartition(".")[2]
+            return (
+                f"values of {self.type_name} (declared by {', '.join(self.where)}) come back "
+                f"from a checkpoint as their plain data: {'; '.join(self.reasons)}. A node of "
+                f"the graph that reads the channel is handed the data validated into {name}; "
+                f"the graph's state as read from outside (invoke's result, get_state) holds "
+                f"the plain data. Fix, to have it read back everywhere: {self.fix}"
+            )
         if self.script:
             return (
                 f"values of {self.type_name} (declared by {', '.join(self.where)}) read back "
@@ -135,6 +156,10 @@ class Revival:
     """Per node running a compiled subgraph that declares a class stored by path, the
     subgraph's own: its checkpoint holds values the parent's head does not
     (``_subgraph_misread``)."""
+    validated: frozenset[str] = frozenset()
+    """Channels whose declared type holds a class the serializer cannot rebuild from its
+    data (``Finding.rebuilt``) and none it cannot import: a value of theirs that comes
+    back as data is validated into the declared type when a node reads it."""
 
 
 def allowed_pairs(saver: object, registered: set[tuple[str, ...]] | None) -> Allowed:
@@ -183,7 +208,15 @@ def why_not(cls: type, allowed: Allowed) -> tuple[str, ...]:
         )
     elif not same_class(_imported(module, name), cls):
         reasons.append(f"`{module}.{name}` does not import it")
+    if issubclass(cls, RootModel):
+        reasons.append(_NOT_A_MAPPING)
     return tuple(reasons)
+
+
+_NOT_A_MAPPING = (
+    "it is a pydantic RootModel, and LangGraph's serializer revives a model as "
+    "`cls(**data)`, which fails for data that is not a mapping, and hands back the data"
+)
 
 
 def same_class(found: object, cls: type) -> bool:
@@ -200,6 +233,11 @@ def same_class(found: object, cls: type) -> bool:
 def _fix(cls: type, reasons: Sequence[str]) -> str:
     name = cls.__name__
     fixes: list[str] = []
+    if _NOT_A_MAPPING in reasons:
+        fixes.append(
+            f"declare a model with a field holding {name}'s data in its place (or a pydantic "
+            "state schema, which validates the channel on every read)"
+        )
     if _script_only(reasons):
         return (
             f"define {name} at the top level of an importable module and import it into the "
@@ -218,6 +256,10 @@ def _fix(cls: type, reasons: Sequence[str]) -> str:
 
 def _script_only(reasons: Sequence[str]) -> bool:
     return len(reasons) == 1 and "`__main__`" in reasons[0]
+
+
+def _rebuilt_only(reasons: Sequence[str]) -> bool:
+    return tuple(reasons) == (_NOT_A_MAPPING,)
 
 
 def _imported(module: str, name: str) -> object:
@@ -309,7 +351,16 @@ def findings(declared: Sequence[tuple[str, object]], allowed: Allowed) -> tuple[
         if reasons:
             name = f"{cls.__module__}.{cls.__qualname__}"
             fix = _fix(cls, reasons)
-            found.append(Finding(name, tuple(places), reasons, fix, _script_only(reasons)))
+            found.append(
+                Finding(
+                    name,
+                    tuple(places),
+                    reasons,
+                    fix,
+                    _script_only(reasons),
+                    _rebuilt_only(reasons),
+                )
+            )
     return tuple(found)
 
 
@@ -359,18 +410,24 @@ def revival(
     declared = [(f"channel `{ch}`", tp) for ch, tp in channel_types.items() if ch not in coerced]
     declared += [(f"node `{node}` output", tp) for node, tp in _updates(outputs, coerced)]
     found = findings(declared, allowed)
-    bad = {f.type_name for f in found}
     channel_types = dict(channel_types)
     for _, key, tp in declared_fields(outputs):
         if channel_types.get(key, tp) in (Any, object):
             # An untyped channel holds what its writer declares: that is what must revive.
             channel_types[key] = tp
-    unrevivable = frozenset(
+    lost = _holding(channel_types, {f.type_name for f in found if not f.rebuilt})
+    data = _holding(channel_types, {f.type_name for f in found if f.rebuilt}) - lost
+    return Revival(dict(channel_types), coerced, found, lost, dict(inputs or {}), validated=data)
+
+
+def _holding(channel_types: Mapping[str, object], names: set[str]) -> frozenset[str]:
+    """The channels whose declared type holds a class named (``module.qualname``) in
+    ``names``."""
+    return frozenset(
         ch
         for ch, tp in channel_types.items()
-        if any(f"{c.__module__}.{c.__qualname__}" in bad for c in revived_classes(tp))
+        if any(f"{c.__module__}.{c.__qualname__}" in names for c in revived_classes(tp))
     )
-    return Revival(dict(channel_types), coerced, found, unrevivable, dict(inputs or {}))
 
 
 def node_inputs(builder: StateGraph[Any, Any, Any, Any]) -> dict[str, type]:
@@ -403,13 +460,9 @@ def entrypoint_revival(
     """
     declared = [(f"entrypoint `{name}` save", tp) for tp in saves.values()]
     declared += [(f"task `{task}` output", tp) for task, tp in sorted(returns.items())]
-    found = findings(declared, allowed)
-    bad = {f.type_name for f in found}
-    unrevivable = frozenset(
-        ch
-        for ch, tp in saves.items()
-        if any(f"{c.__module__}.{c.__qualname__}" in bad for c in revived_classes(tp))
-    )
+    # No node reads what an entrypoint saved or a task returned: nothing validates it.
+    found = tuple(dataclasses.replace(f, rebuilt=False) for f in findings(declared, allowed))
+    unrevivable = _holding(saves, {f.type_name for f in found})
     return Revival(dict(saves), frozenset(), found, unrevivable)
 
 
@@ -442,7 +495,8 @@ def declared_fields(outputs: Mapping[str, object]) -> Iterator[tuple[str, str, o
 
 
 def report(checked: Revival, graph_name: str, strict: bool) -> None:
-    """Log each finding once, or, in strict mode, raise those but a script's classes.
+    """Log each finding once, or, in strict mode, raise those but a script's classes and
+    those a node is handed validated (``Finding.rebuilt``).
     LangGraph's own line for a declared class that reads back (``expect_classes``) is
     spared: it says nothing a user must act on.
 
@@ -450,7 +504,11 @@ def report(checked: Revival, graph_name: str, strict: bool) -> None:
         GraphError: ``strict`` and some declared class cannot come back as itself, even
             where the graph is imported from its module.
     """
-    refused = [finding for finding in checked.findings if strict and not finding.script]
+    refused = [
+        finding
+        for finding in checked.findings
+        if strict and not finding.script and not finding.rebuilt
+    ]
     if refused:
         raise GraphError(
             f"graph {graph_name!r}: " + "\n".join(finding.describe() for finding in refused)
