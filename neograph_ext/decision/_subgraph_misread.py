@@ -65,6 +65,14 @@ def subgraph_revivals(
                 continue
             channels, coerced, outputs = declared(sub, None)
             inner = revival(channels, coerced, outputs, allowed, node_inputs(sub))
+            # Compiled by LangGraph alone: no node of it is handed data validated
+            # (``_validated_reads``), so a class rebuilt from data is lost there.
+            inner = replace(
+                inner,
+                findings=tuple(replace(f, rebuilt=False) for f in inner.findings),
+                unrevivable=inner.unrevivable | inner.validated,
+                validated=frozenset(),
+            )
             findings += [
                 replace(f, where=tuple(f"subgraph `{name}` {w}" for w in f.where))
                 for f in inner.findings
