@@ -14,18 +14,20 @@ Rules:
   and ``__name__`` (not ``__qualname__``: a nested class is looked up at module level),
   then the call: a pydantic model is revived as ``cls(**data)``, else
   ``cls.model_construct(**data)``, so one whose data is not a mapping (a ``RootModel``)
-  never comes back as itself.
-- A class that only that call fails for (``Finding.rebuilt``) is importable: a value of
-  a channel declaring it (``Revival.validated``) that comes back as its data is
-  validated into the declared type when a node reads it (``_validated_reads``), so it
-  is neither a refusal nor a reason to rewind.
+  never comes back as itself. A parametrised generic model is looked up by its name
+  (``Box[int]``), which pydantic binds in a module only where it is first parametrised
+  at the module's top level.
   A class of ``__main__`` is importable only in a process whose main script defines it,
   so it counts as not revivable; when that is all (``Finding.script``) the script itself
   reads its values back, so the finding is guidance, never a refusal.
+- A class that only the call or a generic's name fails for (``Finding.rebuilt``) is at
+  hand in the process: a value of a channel declaring it (``Revival.validated``) that
+  comes back as its data is validated into the declared type when a node reads it
+  (``_validated_reads``), so it is guidance too, and no reason to rewind.
 - At compile time every declared type (state channels, node outputs) is walked for the
   classes the serializer revives by path (``revived_classes``); each that cannot come
   back gets one warning naming it, the reason and the fix (``Finding``); strict mode
-  makes it a ``GraphError``, but for a script's own class.
+  makes it a ``GraphError``, but for a script's own class and one rebuilt from data.
 - On resume, the head's stored values are checked against the declared types
   (``_misread``), by the same rule (``by_path``, ``same_class``).
 - ``WriteChecks(readback=True)`` round-trips every value a node writes as it is
@@ -207,7 +209,13 @@ def why_not(cls: type, allowed: Allowed) -> tuple[str, ...]:
             "`__main__` and gets a plain dict"
         )
     elif not same_class(_imported(module, name), cls):
-        reasons.append(f"`{module}.{name}` does not import it")
+        reasons.append(
+            f"{_UNBOUND_GENERIC}, which the serializer looks up as `{module}.{name}`: "
+            "pydantic binds that name in a module only where the model is first "
+            "parametrised at the module's top level (not in a class body)"
+            if _parametrised(cls)
+            else f"`{module}.{name}` does not import it"
+        )
     if issubclass(cls, RootModel):
         reasons.append(_NOT_A_MAPPING)
     return tuple(reasons)
@@ -217,6 +225,15 @@ _NOT_A_MAPPING = (
     "it is a pydantic RootModel, and LangGraph's serializer revives a model as "
     "`cls(**data)`, which fails for data that is not a mapping, and hands back the data"
 )
+_UNBOUND_GENERIC = "it is a parametrised generic model"
+
+
+def _parametrised(cls: type) -> bool:
+    """Whether ``cls`` is a pydantic generic model with its parameters given (``Box[int]``)."""
+    meta = (
+        getattr(cls, "__pydantic_generic_metadata__", None) if issubclass(cls, BaseModel) else None
+    )
+    return bool(meta and meta.get("origin") is not None)
 
 
 def same_class(found: object, cls: type) -> bool:
@@ -237,6 +254,12 @@ def _fix(cls: type, reasons: Sequence[str]) -> str:
         fixes.append(
             f"declare a model with a field holding {name}'s data in its place (or a pydantic "
             "state schema, which validates the channel on every read)"
+        )
+    if _parametrised(cls) and _rebuilt_only(reasons):
+        return (
+            f"parametrise it once at the top level of `{cls.__module__}`, before any class "
+            f"body does (`{name.partition('[')[0]}Of = {name}`), or declare a pydantic state "
+            "schema, which validates the channel on every read"
         )
     if _script_only(reasons):
         return (
@@ -259,7 +282,11 @@ def _script_only(reasons: Sequence[str]) -> bool:
 
 
 def _rebuilt_only(reasons: Sequence[str]) -> bool:
-    return tuple(reasons) == (_NOT_A_MAPPING,)
+    """Whether the class is importable and the serializer alone cannot rebuild it: the
+    declared type, at hand in the process, validates its data."""
+    return len(reasons) == 1 and (
+        reasons[0] == _NOT_A_MAPPING or reasons[0].startswith(_UNBOUND_GENERIC)
+    )
 
 
 def _imported(module: str, name: str) -> object:

@@ -1,20 +1,23 @@
 """A pydantic ``RootModel`` never reads back from a checkpoint (LangGraph's serializer
-revives a model as ``cls(**data)``, which fails for a list, and hands back the list):
-``compile`` warns of it, ``unrevivable_types`` names it, and a node reading it is handed
-the stored data validated as the declared type, so a resume neither rewinds to its
-writer nor loops: after a question, a crash, and on a new turn, with no deploy at all."""
+revives a model as ``cls(**data)``, which fails for a list, and hands back the list),
+nor does a generic model parametrised where pydantic binds no name for it (the
+serializer looks ``Envelope[int]`` up by that name): ``compile`` warns of them,
+``unrevivable_types`` names them, and a node reading one is handed the stored data
+validated as the declared type, so a resume neither rewinds to its writer nor loops:
+after a question, a crash, and on a new turn, with no deploy at all."""
 
 from __future__ import annotations
 
 import logging
 from collections import Counter
-from typing import Any, TypedDict
+from collections.abc import Callable
+from typing import Any, Generic, TypedDict, TypeVar
 
 import pytest
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
-from pydantic import RootModel
+from pydantic import BaseModel, RootModel
 
 import neograph_ext as ne
 from tests.drive import Drive, Saver
@@ -24,56 +27,85 @@ class Tags(RootModel[list[str]]):
     """What the costly node writes: a list, as a model of its own."""
 
 
-class Tagged(TypedDict, total=False):
-    q: str
-    tags: Tags
-    answer: str
-    seen: list[str]
+T = TypeVar("T")
 
 
-def _tagged(runs: Counter[str], *, ask: bool = False, crash: list[bool] | None = None) -> Any:
-    """``gen`` (the costly node) writes ``tags``; ``use`` reads them, asking a question
-    first (``ask``) or crashing while ``crash`` holds a True it pops; ``seen`` records
-    the class ``use`` was handed."""
+class Envelope(BaseModel, Generic[T]):
+    """A generic model: only a function parametrises it here, so no module binds it."""
 
-    def gen(state: Tagged) -> dict[str, Any]:
+    items: list[T]
+
+
+def _form(form: str) -> tuple[type, Callable[[list[str]], Any], Callable[[Any], list[str]]]:
+    """The declared type of ``tags``, how ``gen`` makes a value, how ``use`` reads one."""
+    if form == "root":
+        return Tags, Tags, lambda tags: list(tags.root)
+    envelope = Envelope[str]
+    return envelope, lambda items: envelope(items=items), lambda tags: list(tags.items)
+
+
+FORMS = ["root", "generic"]
+
+
+def _tagged(
+    runs: Counter[str], form: str = "root", *, ask: bool = False, crash: list[bool] | None = None
+) -> Any:
+    """``gen`` (the costly node) writes ``tags`` (of the ``form``); ``use`` reads them,
+    asking a question first (``ask``) or crashing while ``crash`` holds a True it pops;
+    ``seen`` records the class ``use`` was handed."""
+    declared, make, read = _form(form)
+    state = TypedDict(  # type: ignore[misc]  # noqa: UP013
+        "Tagged",
+        {"q": str, "tags": declared, "answer": str, "seen": list[str]},
+        total=False,
+    )
+
+    def gen(state: Any) -> dict[str, Any]:
         runs["gen"] += 1
-        return {"tags": Tags([state["q"], "x"])}
+        return {"tags": make([state["q"], "x"])}
 
-    def use(state: Tagged) -> dict[str, Any]:
+    def use(state: Any) -> dict[str, Any]:
         runs["use"] += 1
         answer = interrupt("keep these tags?") if ask else "-"
         if crash and crash.pop():
             raise RuntimeError("use crashed")
         tags = state["tags"]
-        return {"answer": answer, "seen": [type(tags).__name__, *tags.root]}
+        return {"answer": answer, "seen": [type(tags).__name__, *read(tags)]}
 
-    builder = StateGraph(Tagged).add_node("gen", gen).add_node("use", use)
+    builder = StateGraph(state).add_node("gen", gen).add_node("use", use)
     return builder.add_edge(START, "gen").add_edge("gen", "use").add_edge("use", END)
 
 
-def test_compile_warns_of_a_root_model_and_unrevivable_types_names_it(
-    caplog: pytest.LogCaptureFixture,
+@pytest.mark.parametrize(
+    ("form", "name", "why"),
+    [("root", "Tags", "RootModel"), ("generic", "Envelope[str]", "parametrised generic model")],
+)
+def test_compile_warns_of_the_class_and_unrevivable_types_names_it(
+    caplog: pytest.LogCaptureFixture, form: str, name: str, why: str
 ) -> None:
     with caplog.at_level(logging.WARNING, logger="neograph_ext"):
-        graph = ne.compile(_tagged(Counter()), checkpointer=None)
+        graph = ne.compile(_tagged(Counter(), form), checkpointer=None)
     (found,) = ne.unrevivable_types(graph)
-    assert f"{__name__}.Tags" in found and "RootModel" in found
-    assert any(f"{__name__}.Tags" in r.getMessage() for r in caplog.records)
-    strict = ne.ResumePolicy(on_change="raise")  # guidance: a node is handed a Tags
-    assert ne.unrevivable_types(ne.compile(_tagged(Counter()), checkpointer=None, resume=strict))
+    assert f"{__name__}.{name}" in found and why in found
+    assert any(f"{__name__}.{name}" in r.getMessage() for r in caplog.records)
+    strict = ne.ResumePolicy(on_change="raise")  # guidance: a node is handed the class
+    assert ne.unrevivable_types(
+        ne.compile(_tagged(Counter(), form), checkpointer=None, resume=strict)
+    )
 
 
-def test_an_answer_resumes_the_asking_node_with_the_root_model_and_gen_runs_once(
-    drive: Drive, saver: Saver, config: RunnableConfig, runs: Counter[str]
+@pytest.mark.parametrize("form", FORMS)
+def test_an_answer_resumes_the_asking_node_with_the_declared_class_and_gen_runs_once(
+    drive: Drive, saver: Saver, config: RunnableConfig, runs: Counter[str], form: str
 ) -> None:
-    graph = ne.compile(_tagged(runs, ask=True), checkpointer=saver)
+    graph = ne.compile(_tagged(runs, form, ask=True), checkpointer=saver)
     asked = drive.run(graph, {"q": "a"}, config)
     assert "__interrupt__" in asked
     planned = drive.plan(graph, config)
     assert planned.kind is ne.PlanKind.CONTINUE, planned
     result = drive.run(graph, Command(resume="yes"), config)
-    assert result["answer"] == "yes" and result["seen"] == ["Tags", "a", "x"]
+    name = "Tags" if form == "root" else "Envelope[str]"
+    assert result["answer"] == "yes" and result["seen"] == [name, "a", "x"]
     assert runs == Counter(gen=1, use=2)  # `use` asked, then was answered
 
 
@@ -93,7 +125,7 @@ def test_a_new_turn_reads_the_root_model_a_finished_turn_left(
 ) -> None:
     builder = _tagged(runs)
 
-    def again(state: Tagged) -> dict[str, Any]:  # a second turn reads the tags first
+    def again(state: Any) -> dict[str, Any]:  # a second turn reads the tags first
         runs["again"] += 1
         return {"seen": [type(state.get("tags")).__name__]}
 

@@ -162,6 +162,18 @@ def test_a_root_model_is_named_a_class_rebuilt_from_data_and_the_other_forms_rev
     assert "validated into Tags" in found.describe()
 
 
+def _parametrised() -> type[BaseModel]:
+    return Box[str]  # in a function: pydantic binds no `Box[str]` in this module
+
+
+def test_a_generic_model_no_module_binds_is_a_class_rebuilt_from_data() -> None:
+    assert _round_trip(_parametrised()(item="a")) == {"item": "a"}
+    [why] = why_not(_parametrised(), True)
+    assert why.startswith("it is a parametrised generic model") and "Box[str]" in why
+    [found] = findings([("channel `box`", _parametrised())], True)
+    assert found.rebuilt and "BoxOf = Box[str]" in found.fix
+
+
 def test_a_channel_of_a_root_model_is_validated_on_read_and_not_refused(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
