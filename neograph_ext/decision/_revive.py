@@ -19,7 +19,8 @@ Rules:
   at the module's top level.
   A class of ``__main__`` is importable only in a process whose main script defines it,
   so it counts as not revivable; when that is all (``Finding.script``) the script itself
-  reads its values back, so the finding is guidance, never a refusal.
+  reads its values back, so the finding is guidance, never a refusal, and a value of it
+  a rewind writes reads back in this process: only the others are ``refused``.
 - A class that only the call or a generic's name fails for (``Finding.rebuilt``) is at
   hand in the process: a value of a channel declaring it (``Revival.validated``) that
   comes back as its data is validated into the declared type when a node reads it
@@ -74,7 +75,9 @@ __all__ = [
     "entrypoint_revival",
     "expected",
     "findings",
+    "holds_refused",
     "node_inputs",
+    "refused",
     "report",
     "revival",
     "revived_classes",
@@ -149,8 +152,9 @@ class Revival:
     findings: tuple[Finding, ...] = ()
     """The declared classes that cannot come back as themselves (compile-time check)."""
     unrevivable: frozenset[str] = frozenset()
-    """Channels whose declared type holds such a class: converting a stored value of
-    theirs cannot help, it would not read back either."""
+    """Channels whose declared type holds such a class, not a script's own (``refused``):
+    converting a stored value of theirs cannot help, nor re-running its writer, it would
+    not read back either."""
     inputs: Mapping[str, type] = dataclasses.field(default_factory=dict)
     """Per node whose input is a class of its own, not the state: a ``Send`` to it is
     stored with its argument whole, which must read back as that class."""
@@ -391,16 +395,27 @@ def findings(declared: Sequence[tuple[str, object]], allowed: Allowed) -> tuple[
     return tuple(found)
 
 
+def refused(found: Iterable[Finding]) -> frozenset[str]:
+    """The names of the classes of ``found`` whose values this process cannot read back:
+    all but a script's own (``Finding.script``), which the script revives."""
+    return frozenset(f.type_name for f in found if not f.script)
+
+
+def holds_refused(tp: object, names: frozenset[str]) -> bool:
+    """Whether declared type ``tp`` holds a class ``names`` (``refused``) lists."""
+    return any(f"{c.__module__}.{c.__qualname__}" in names for c in revived_classes(tp))
+
+
 def expected(checked: Revival) -> frozenset[tuple[str, str]]:
     """The ``(module, name)`` of each class ``checked`` declares, its subgraphs' too, that
     reads back in this process (a script's own class included): what the serializer
     revives, and what its ``allowed_msgpack_modules`` must list under strict msgpack."""
-    refused = {f.type_name for f in checked.findings if not f.script}
+    refused_names = refused(checked.findings)
     found = {
         (cls.__module__, cls.__name__)
         for tp in [*checked.types.values(), *checked.inputs.values()]
         for cls in revived_classes(tp)
-        if f"{cls.__module__}.{cls.__qualname__}" not in refused
+        if f"{cls.__module__}.{cls.__qualname__}" not in refused_names
     }
     return frozenset(found).union(*(expected(inner) for inner in checked.subgraphs.values()))
 
@@ -442,18 +457,15 @@ def revival(
         if channel_types.get(key, tp) in (Any, object):
             # An untyped channel holds what its writer declares: that is what must revive.
             channel_types[key] = tp
-    lost = _holding(channel_types, {f.type_name for f in found if not f.rebuilt})
-    data = _holding(channel_types, {f.type_name for f in found if f.rebuilt}) - lost
-    return Revival(dict(channel_types), coerced, found, lost, dict(inputs or {}), validated=data)
-
-
-def _holding(channel_types: Mapping[str, object], names: set[str]) -> frozenset[str]:
-    """The channels whose declared type holds a class named (``module.qualname``) in
-    ``names``."""
-    return frozenset(
-        ch
-        for ch, tp in channel_types.items()
-        if any(f"{c.__module__}.{c.__qualname__}" in names for c in revived_classes(tp))
+    bad = refused(f for f in found if not f.rebuilt)
+    unrevivable = frozenset(ch for ch, tp in channel_types.items() if holds_refused(tp, bad))
+    rebuilt = frozenset(f.type_name for f in found if f.rebuilt)
+    validated = (
+        frozenset(ch for ch, tp in channel_types.items() if holds_refused(tp, rebuilt))
+        - unrevivable
+    )
+    return Revival(
+        dict(channel_types), coerced, found, unrevivable, dict(inputs or {}), validated=validated
     )
 
 
@@ -489,7 +501,8 @@ def entrypoint_revival(
     declared += [(f"task `{task}` output", tp) for task, tp in sorted(returns.items())]
     # No node reads what an entrypoint saved or a task returned: nothing validates it.
     found = tuple(dataclasses.replace(f, rebuilt=False) for f in findings(declared, allowed))
-    unrevivable = _holding(saves, {f.type_name for f in found})
+    bad = refused(found)
+    unrevivable = frozenset(ch for ch, tp in saves.items() if holds_refused(tp, bad))
     return Revival(dict(saves), frozenset(), found, unrevivable)
 
 
