@@ -4,13 +4,18 @@ nor does a generic model parametrised where pydantic binds no name for it (the
 serializer looks ``Envelope[int]`` up by that name): ``compile`` warns of them,
 ``unrevivable_types`` names them, and a node reading one is handed the stored data
 validated as the declared type, so a resume neither rewinds to its writer nor loops:
-after a question, a crash, and on a new turn, with no deploy at all."""
+after a question (answered in the same process or another), a crash, and on a new turn,
+with no deploy at all."""
 
 from __future__ import annotations
 
+import json
 import logging
+import subprocess
+import sys
 from collections import Counter
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Generic, TypedDict, TypeVar
 
 import pytest
@@ -139,3 +144,51 @@ def test_a_new_turn_reads_the_root_model_a_finished_turn_left(
     assert not planned.notes, planned.notes
     assert drive.run(graph, {"q": "b"}, config)["seen"] == ["Tags"]
     assert runs == Counter(gen=1, use=1, again=1)
+
+
+_PROCESS = """
+import json, sys
+from collections import Counter
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.types import Command
+import neograph_ext as ne
+from tests.integration.test_root_models import _tagged
+
+path, role, form = sys.argv[1:4]
+runs = Counter()
+with SqliteSaver.from_conn_string(path) as saver:
+    graph = ne.compile(_tagged(runs, form, ask=True), checkpointer=saver)
+    given = {"q": "a"} if role == "ask" else Command(resume="yes")
+    out = ne.run(graph, given, {"configurable": {"thread_id": "t"}})
+print(json.dumps({"runs": runs, "asked": "__interrupt__" in out, "seen": out.get("seen")}))
+"""
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _process(path: Path, role: str, form: str) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, "-c", _PROCESS, str(path), role, form],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    found: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("form", FORMS)
+def test_a_process_of_its_own_answers_with_the_declared_class_and_runs_no_writer(
+    tmp_path: Path, form: str
+) -> None:
+    path = tmp_path / "tags.sqlite"
+    asked = _process(path, "ask", form)
+    assert asked["asked"] and asked["runs"] == {"gen": 1, "use": 1}
+    answered = _process(path, "answer", form)
+    name = "Tags" if form == "root" else "Envelope[str]"
+    assert not answered["asked"] and answered["seen"] == [name, "a", "x"]
+    assert answered["runs"] == {"use": 1}  # `gen`, the costly node, ran in the first alone
