@@ -221,7 +221,7 @@ def invalid(tp: object, value: object) -> str | None:
     if found is None:  # a type pydantic has no schema for: nothing to judge by
         return None
     try:
-        found.validate_python(_plain(value, _own_classes(tp)))
+        found.validate_python(_revalidated(value, _own_classes(tp)))
     except ValidationError as exc:
         first, *rest = exc.errors()
         where = ".".join(map(str, first["loc"]))
@@ -239,7 +239,7 @@ def _fits(tp: object, value: object) -> tuple[Any] | None:
     if found is None:
         return None
     try:
-        return (found.validate_python(_plain(value, _own_classes(tp))),)
+        return (found.validate_python(_revalidated(value, _own_classes(tp))),)
     except (ValidationError, AttributeError, TypeError, ValueError):
         return None
 
@@ -257,7 +257,7 @@ def _own_classes(tp: object) -> _Classes:
     }
 
 
-def _plain(value: object, classes: _Classes) -> object:
+def _revalidated(value: object, classes: _Classes) -> object:
     """A stored value to validate: each revived model instance validated again, from its
     fields as plain data, as the current version of its own class (the declared class of
     its module and name, as the serializer matched it, else its own), never as another
@@ -269,11 +269,11 @@ def _plain(value: object, classes: _Classes) -> object:
     if isinstance(value, BaseModel):
         cls = classes.get((type(value).__module__, type(value).__name__), type(value))
         if isinstance(value, RootModel):
-            return cls.model_validate(_plain(value.root, classes))
+            return cls.model_validate(_revalidated(value.root, classes))
         data = {**value.__dict__, **(value.__pydantic_extra__ or {})}
-        return cls.model_validate({key: _plain(item, classes) for key, item in data.items()})
+        return cls.model_validate({key: _revalidated(item, classes) for key, item in data.items()})
     if isinstance(value, dict):
-        return {key: _plain(item, classes) for key, item in value.items()}
+        return {key: _revalidated(item, classes) for key, item in value.items()}
     if isinstance(value, list | tuple):
-        return type(value)(_plain(item, classes) for item in value)
+        return type(value)(_revalidated(item, classes) for item in value)
     return value
