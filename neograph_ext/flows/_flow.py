@@ -318,7 +318,17 @@ def _tool_called(
             )
         agent = newest.metadata.get("lc_agent_name")
         called = agent if isinstance(agent, str) else None
-        found.append(InnerLineage((task.name,), namespace, records, waiting, called, nested=False))
+        found.append(
+            InnerLineage(
+                (task.name,),
+                namespace,
+                records,
+                waiting,
+                called,
+                nested=False,
+                answered=_answered(listed, records),
+            )
+        )
     return found
 
 

@@ -10,13 +10,15 @@ state is compared with what a fresh run of release 2 gives.
 
 from __future__ import annotations
 
+import json
 import operator
 from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any, Literal, TypedDict
 
 import pytest
 from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import tool
 from langgraph.channels.delta import DeltaChannel
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import START, StateGraph
@@ -29,6 +31,7 @@ from tests.graphs.delta import extend
 from tests.graphs.pipelines import deployed, model
 
 Builder = StateGraph[Any, Any, Any, Any]
+Held = Literal["node", "body", "tool"]
 
 
 def _draft(release: int) -> type[BaseModel]:
@@ -232,11 +235,11 @@ class Asked(TypedDict, total=False):
     q2: str
 
 
-def _two_questions(runs: Counter[str], release: int, one_node: bool) -> Builder:
+def _two_questions(runs: Counter[str], release: int, one_node: bool, held: Held) -> Builder:
     """``worker``: ``ask1 -> shape -> ask2`` (each ``ask`` asks one question), or
-    (``one_node``) ``shape -> ask`` asking both; ``shape`` writes a ``Draft``."""
+    (``one_node``) ``shape -> ask`` asking both; ``shape`` writes a ``Draft``. Added as
+    the node, or called from its body or from a tool it calls (``held``)."""
     draft = _draft(release)
-
     work = _work(draft, doc=str, q1=str, q2=str)
 
     sub = StateGraph(work)
@@ -255,19 +258,39 @@ def _two_questions(runs: Counter[str], release: int, one_node: bool) -> Builder:
         sub.add_edge(START, "ask1")
         sub.add_edge("ask1", "shape")
         sub.add_edge("shape", "ask2")
-    return _parent(runs, sub.compile(), Asked)
+    worker = sub.compile()
+
+    def answers(doc: str) -> dict[str, str]:
+        done = worker.invoke({"doc": doc})
+        return {"q1": done["q1"], "q2": done["q2"]}
+
+    @tool
+    def asking(doc: str) -> str:
+        """Asks both questions."""
+        return json.dumps(answers(doc))
+
+    def by_tool(state: Any) -> dict[str, str]:
+        return dict(json.loads(asking.invoke({"doc": state["doc"]})))
+
+    node = {"node": worker, "body": lambda s: answers(s["doc"]), "tool": by_tool}[held]
+    return _parent(runs, node, Asked)
 
 
+@pytest.mark.parametrize("held", ["node", "body", "tool"])
 @pytest.mark.parametrize("one_node", [False, True], ids=["two-nodes", "one-node"])
 def test_an_answer_inside_is_never_applied_to_another_question(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, one_node: bool
+    drive: Drive,
+    saver: BaseCheckpointSaver[Any],
+    config: RunnableConfig,
+    one_node: bool,
+    held: Held,
 ) -> None:
     runs: Counter[str] = Counter()
-    old = ne.compile(_two_questions(runs, 1, one_node), checkpointer=saver)
+    old = ne.compile(_two_questions(runs, 1, one_node, held), checkpointer=saver)
     assert drive.run(old, {"doc": "d"}, config)["__interrupt__"]
     assert drive.run(old, Command(resume="old answer"), config)["__interrupt__"]
     runs.clear()
-    new = ne.compile(_two_questions(runs, 2, one_node), checkpointer=saver)
+    new = ne.compile(_two_questions(runs, 2, one_node, held), checkpointer=saver)
     plan = drive.plan(new, config)
     assert plan.kind is ne.PlanKind.REWIND and not plan.inside, str(plan)
     assert any("a question inside it was answered" in note for note in plan.notes)
