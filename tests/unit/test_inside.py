@@ -222,3 +222,15 @@ def test_an_edit_is_dropped_by_a_fork_before_it_and_by_a_whole_re_run() -> None:
     # A fork after the edit keeps it: only the nodes after the fork point run again.
     later = replace(fork, checkpoint_id="edit")
     assert dropped_edits([edited], [later]) == ()
+
+
+def test_sends_one_level_down_re_run_the_node_at_the_root_whole() -> None:
+    old, new = _root("v1", 2), _root("v2", 2)
+    outer = InnerLineage(("worker",), "worker:t", _records(old, ("outline",)), frozenset({"mid"}))
+    records = _records(old, ("prep", "draft"))
+    sends = [
+        InnerLineage(("worker", "mid"), f"worker:t|mid:{t}", records, frozenset(), tasks=2)
+        for t in "ab"
+    ]
+    found = judged([outer, *sends], new, frozenset({"worker"}), old)
+    assert "worker > mid runs 2 tasks" in found.why_not["worker"] and not found.forks
