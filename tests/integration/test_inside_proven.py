@@ -113,9 +113,10 @@ class Sent(TypedDict, total=False):
     results: Annotated[list[str], operator.add]
 
 
-def _sends(runs: Counter[str], release: int, waiting: tuple[str, ...]) -> Builder:
+def _sends(runs: Counter[str], release: int, waiting: tuple[str, ...], depth: int) -> Builder:
     """``research`` sends ``a`` and ``b`` to ``worker``: ``draft -> review``; the review
-    of a topic of ``waiting`` asks a question, the other answers itself."""
+    of a topic of ``waiting`` asks a question, the other answers itself. At depth 2,
+    ``worker`` runs ``outline``, which sends them to ``mid``, running those."""
     draft = _draft(release)
 
     work = _work(draft, topic=str, results=Annotated[list[str], operator.add])
@@ -133,22 +134,36 @@ def _sends(runs: Counter[str], release: int, waiting: tuple[str, ...]) -> Builde
     sub.add_node("review", _counted(runs, "review", review))
     sub.add_edge(START, "draft")
     sub.add_edge("draft", "review")
-    return _parent(runs, sub.compile(), Sent, sends=("a", "b"))
+    if depth == 1:
+        return _parent(runs, sub.compile(), Sent, sends=("a", "b"))
+    outer = StateGraph(Sent)
+    outer.add_node("outline", _counted(runs, "outline", lambda s: {}))
+    outer.add_node("mid", sub.compile())
+    outer.add_edge(START, "outline")
+    fan = [Send("mid", {"topic": topic}) for topic in ("a", "b")]
+    outer.add_conditional_edges("outline", lambda s: fan, ["mid"])
+    return _parent(runs, outer.compile(), Sent)
 
 
+@pytest.mark.parametrize("depth", [1, 2])
 @pytest.mark.parametrize("waiting", [("a", "b"), ("b",)], ids=["both-wait", "one-finished"])
 def test_sends_into_a_changed_subgraph_re_run_the_step_at_the_parent(
-    drive: Drive, saver: BaseCheckpointSaver[Any], config: RunnableConfig, waiting: tuple[str, ...]
+    drive: Drive,
+    saver: BaseCheckpointSaver[Any],
+    config: RunnableConfig,
+    waiting: tuple[str, ...],
+    depth: int,
 ) -> None:
     runs: Counter[str] = Counter()
-    old = ne.compile(_sends(runs, 1, waiting), checkpointer=saver)
+    old = ne.compile(_sends(runs, 1, waiting, depth), checkpointer=saver)
     assert drive.run(old, {}, config)["__interrupt__"]
     runs.clear()
-    new = ne.compile(_sends(runs, 2, waiting), checkpointer=saver)
+    new = ne.compile(_sends(runs, 2, waiting, depth), checkpointer=saver)
     plan = drive.plan(new, config)
     # One fork inside cannot cover two sends, and a finished send's result is stale.
     assert plan.kind is ne.PlanKind.REWIND and not plan.inside, str(plan)
-    assert any("worker runs 2 tasks (a Send each)" in note for note in plan.notes)
+    sent = "worker" if depth == 1 else "worker > mid"
+    assert any(f"{sent} runs 2 tasks (a Send each)" in note for note in plan.notes), str(plan)
     assert set(plan.kept) == {"research"}
     result, asked = _answered_until_done(drive, new, config, lambda question: "yes")
     # The answers given to release 1's questions were set aside, each asked once again.
@@ -156,7 +171,8 @@ def test_sends_into_a_changed_subgraph_re_run_the_step_at_the_parent(
     assert sorted(result["results"]) == [
         f"{topic}:{'yes' if topic in waiting else 'auto'}:text,words" for topic in ("a", "b")
     ]
-    assert runs == Counter(draft=2, review=2 + len(waiting))
+    outline = Counter(outline=1) if depth == 2 else Counter()
+    assert runs == Counter(draft=2, review=2 + len(waiting)) + outline
     assert drive.plan(new, config).kind is ne.PlanKind.UP_TO_DATE
 
 
