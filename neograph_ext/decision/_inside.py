@@ -30,6 +30,10 @@ Rules:
   of the subgraph; what the current code ran after its own fork is its own.
 - What cannot be judged (a stamp that does not describe the path) is said, and the
   parent node re-runs as a whole.
+- Proven or not taken (``refusal``): a rewind inside, or a resume where it is, is taken
+  only where LangGraph then reaches what a fresh run of the current code reaches; else
+  the parent node re-runs as a whole and the plan says why. A human edit inside that a
+  rewind would drop refuses the rewind (``dropped_edits``), as one at the top level does.
 """
 
 from __future__ import annotations

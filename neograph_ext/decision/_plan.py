@@ -15,8 +15,10 @@ Rules:
   (``HeadFacts.inner``) changes its node, pending at the head. A paused thread is not
   rewound for a value no checkpoint revives: the answer would meet it again.
 - A change inside a subgraph the head waits on is rewound inside it when only such
-  changes are pending at the head (``_inside``): the plan names the inner fork
-  (``inside``) and the parent resumes from its head.
+  changes are pending at the head and the fork is proven (``_inside.refusal``): the
+  plan names the inner fork (``inside``) and the parent resumes from its head; else the
+  notes say why the node re-runs whole. A rewind that would drop a human edit made
+  inside one is blocked, as one forking from before an edit at the top level is.
 - Checkpoints without a trustworthy stamp never count as changed (``unverified``).
 - A stamp whose description cannot be found (a reference left unresolved) counts
   as changed for every node it covers: a rewind that may not be minimal, never a
