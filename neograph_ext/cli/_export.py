@@ -19,7 +19,7 @@ import typer
 from neograph_ext import export_threads
 from neograph_ext.cli._boundary import CliError, boundary, reading
 from neograph_ext.cli._cost import Limits, cost_json, cost_table, passed
-from neograph_ext.cli._database import open_database
+from neograph_ext.cli._database import DbOpt, open_database
 from neograph_ext.cli._graphs import attach, load
 from neograph_ext.cli._serde import reader
 from neograph_ext.cli._show import console, text, to_json
@@ -36,9 +36,7 @@ _GRAPH = (
 
 def export_command(
     graph: Annotated[str, typer.Argument(metavar="GRAPH", help=_GRAPH)],
-    db: Annotated[
-        str, typer.Option(metavar="URL", help="SQLite path, sqlite:///path or postgresql://...")
-    ],
+    db: DbOpt,
     out: Annotated[str, typer.Option("--out", metavar="DIR", help="Write the fixtures here.")],
     threads: Annotated[
         list[str] | None,

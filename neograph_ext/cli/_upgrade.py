@@ -36,7 +36,7 @@ from neograph_ext.cli._boundary import CliError, DebugOpt, boundary, reading
 from neograph_ext.cli._check import SHOWN
 from neograph_ext.cli._confirm import YesOpt, confirm
 from neograph_ext.cli._cost import Limits
-from neograph_ext.cli._database import open_database
+from neograph_ext.cli._database import DbOpt, open_database
 from neograph_ext.cli._graphs import attach, load
 from neograph_ext.cli._jobs import made
 from neograph_ext.cli._serde import reader
@@ -58,9 +58,6 @@ _GraphArg = Annotated[
         metavar="GRAPH",
         help="module:attribute or path/to/file.py:attribute: the code deployed",
     ),
-]
-_DbOpt = Annotated[
-    str, typer.Option(metavar="URL", help="SQLite path, sqlite:///path or postgresql://...")
 ]
 _ThreadOpt = Annotated[
     list[str] | None,
@@ -104,7 +101,7 @@ _JobsOpt = Annotated[
 
 def upgrade_command(
     graph: _GraphArg,
-    db: _DbOpt,
+    db: DbOpt,
     thread: _ThreadOpt = None,
     apply: _ApplyOpt = False,
     dry_run: _DryRunOpt = False,
