@@ -54,8 +54,9 @@ def check_fixtures(
     """Plan ``graph`` against every fixture in the directory ``fixtures``, offline.
 
     Args:
-        graph: The code about to ship: a ``StateGraph`` builder or a graph made by
-            ``neograph_ext.compile`` (its checkpointer is never used).
+        graph: The code about to ship: a ``StateGraph`` builder, a graph made by
+            ``neograph_ext.compile`` (its checkpointer is never used), or one plain
+            LangGraph compiled (a ``create_agent`` agent, an ``@entrypoint``).
         fixtures: A directory of exported threads (``*.json``).
         allow: Outcomes to accept: ``"rewind"`` for teams that accept rewinds but not
             errors. A thread that would refuse or raise always fails.

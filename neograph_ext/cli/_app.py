@@ -34,7 +34,7 @@ from neograph_ext.cli._confirm import ASKS, YesOpt, confirm
 from neograph_ext.cli._cost import Limits, cost_json, cost_table, costed, passed
 from neograph_ext.cli._database import DB_ENV, DbOpt, OptionalDbOpt, open_database
 from neograph_ext.cli._export import export_command, fixture_check
-from neograph_ext.cli._graphs import Graph, attach, load
+from neograph_ext.cli._graphs import Graph, GraphArg, attach, load
 from neograph_ext.cli._help import Command, Group
 from neograph_ext.cli._jobs import made
 from neograph_ext.cli._ledger import ledger_table
@@ -67,8 +67,6 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,  # locals may hold a database password
 )
 
-_GRAPH = "module:attribute or path/to/file.py:attribute: a StateGraph builder or a graph made "
-GraphArg = Annotated[str, typer.Argument(metavar="GRAPH", help=_GRAPH + "by neograph_ext.compile")]
 ThreadOpt = Annotated[str, typer.Option("--thread", metavar="ID", help="The thread id.")]
 CheckpointOpt = Annotated[
     str | None, typer.Option(metavar="ID", help="Start from this checkpoint, not the newest.")
