@@ -22,6 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from neograph_ext._offline import judged, offline_graph, plan_fixture
+from neograph_ext._public import publish
 from neograph_ext.decision._claim import last_writer
 from neograph_ext.decision._errors import FixtureError
 from neograph_ext.decision._fingerprint import fingerprint_type
@@ -118,3 +119,6 @@ def _writer(fixture: ThreadFixture) -> str | None:
     if head is None:
         return None
     return last_writer(read_marks(head.metadata or {})[0], head.pending_writes or ())
+
+
+publish(__name__, globals(), __all__)
