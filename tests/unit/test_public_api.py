@@ -9,6 +9,7 @@ import traceback
 import typing
 import warnings
 
+import langgraph.errors
 import pytest
 from pydantic import TypeAdapter
 
@@ -188,3 +189,15 @@ def test_pydantic_still_reads_a_public_record() -> None:
 
 def _plan() -> neograph_ext.ResumePlan:
     return neograph_ext.ResumePlan(kind=neograph_ext.PlanKind.FRESH, thread_id="t1")
+
+
+def test_langgraph_has_no_error_of_the_same_name() -> None:
+    """``neograph_ext.GraphError`` is no LangGraph error, and shares no LangGraph error's
+    name, so an ``except`` cannot catch the wrong one. Should LangGraph add a
+    ``GraphError``, this fails: ours then subclasses it or takes a name of its own."""
+    assert not hasattr(langgraph.errors, "GraphError")
+    assert not issubclass(neograph_ext.GraphError, tuple(_langgraph_errors()))
+
+
+def _langgraph_errors() -> list[type]:
+    return [v for v in vars(langgraph.errors).values() if isinstance(v, type)]
