@@ -71,7 +71,7 @@ def plan_panel(decision: ResumePlan) -> Panel:
     for index, change in enumerate(decision.changes):
         grid.add_row("invalidated" if index == 0 else "", text(*change.describe().split("\n")))
     grid.add_row("re-runs", text(", ".join(decision.rerun) or "-"))
-    grid.add_row("kept", text(", ".join(decision.kept) or "-"))
+    grid.add_row("kept", text(_kept(decision)))
     if decision.step_summary():
         grid.add_row("steps", text(decision.step_summary()))
     if decision.estimated_cost is not None:
@@ -84,6 +84,21 @@ def plan_panel(decision: ResumePlan) -> Panel:
         grid.add_row("note", text(note))
     title = text(f"thread {decision.thread_id}")
     return Panel(grid, title=title, border_style=style, expand=False)
+
+
+def _kept(decision: ResumePlan) -> str:
+    """The nodes kept whole, then the kept steps of nodes that also re-run (an agent's
+    model call before a changed tool's step): never "-" beside a kept step."""
+    partly: dict[str, list[int]] = {}
+    for step in decision.steps:
+        if step.kept and step.node not in decision.kept:
+            partly.setdefault(step.node, []).append(step.step)
+    shown = [*decision.kept]
+    shown += [
+        f"{node} (step{'s' * (len(at) > 1)} {', '.join(map(str, at))})"
+        for node, at in partly.items()
+    ]
+    return ", ".join(shown) or "-"
 
 
 def print_check(

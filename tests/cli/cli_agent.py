@@ -11,7 +11,7 @@ from langchain.agents.structured_output import ToolStrategy
 from pydantic import BaseModel
 
 import neograph_ext
-from tests.graphs.agents import agent, counted_tool
+from tests.graphs.agents import agent, artifact_tool, counted_tool
 
 
 class Answer(BaseModel):
@@ -24,6 +24,18 @@ class Query(BaseModel):
     """The ``search`` tool's arguments."""
 
     q: str
+
+
+class Reading(BaseModel):
+    """The artifact the ``lookup`` tool returns."""
+
+    mm: int
+
+
+class ReadingV2(BaseModel):
+    """``Reading`` after a deploy: ``mm`` is a float."""
+
+    mm: float
 
 
 class QueryV2(BaseModel):
@@ -50,3 +62,10 @@ searching = agent(runs, [counted_tool(runs, Query)], ["search"])
 
 searching_v2 = agent(runs, [counted_tool(runs, QueryV2)], ["search"])
 """``searching`` after the deploy: its tool takes a ``limit``."""
+
+reading = agent(runs, [artifact_tool(runs, Query, Reading)], ["lookup"])
+"""Calls ``lookup`` (its artifact a ``Reading``) once, then answers."""
+
+reading_v2 = agent(runs, [artifact_tool(runs, Query, ReadingV2)], ["lookup"])
+"""``reading`` after the deploy: the tool's output changed, so its step and the final
+model call re-run, and the model call that asked for the tool is kept."""

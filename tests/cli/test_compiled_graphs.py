@@ -87,3 +87,17 @@ def test_plan_takes_a_state_graph_compiled_by_plain_langgraph(db: Database) -> N
     assert "Review.score: int -> float" in compiled.stdout
     assert compiled.stdout == built.stdout
     assert checked.exit_code == 1 and json.loads(checked.stdout)["failing"] == ["t1"]
+
+
+def test_plan_names_a_kept_step_of_a_node_that_also_re_runs(lite: Database) -> None:
+    """The model call that asked for the changed tool is kept, the final one re-runs: the
+    kept row says so, as the steps row does."""
+    graph = neograph_ext.compile(cli_agent.reading, checkpointer=lite.saver)
+    neograph_ext.run(graph, {"messages": [HumanMessage("hi")]}, CHAT)
+
+    result = cli("plan", "tests.cli.cli_agent:reading_v2", "--db", lite.url, "--thread", "chat-1")
+
+    assert result.exit_code == 0, result.output
+    rows = {line.split()[1]: line for line in result.stdout.splitlines() if len(line.split()) > 2}
+    assert "kept         model (step 1)" in rows["kept"]
+    assert "model (step 3 of 3) re-runs; model (step 1) kept" in rows["steps"]
