@@ -136,7 +136,8 @@ def compile(
             ``AutoResume()``, ``WriteChecks(...)``, ``budget.Budget(...)``,
             ``Telemetry()`` (each documents itself). 0.3's ``auto_resume=``,
             ``verify_writes=``, ``verify_saver=``, ``budget=``, ``telemetry=`` still work,
-            deprecated.
+            deprecated; ``auto_resume=False`` keeps its 0.2 meaning until 0.5 (plain calls
+            plan first, strictly, while ``run`` keeps ``resume``).
         **compile_kwargs: Every other keyword of ``StateGraph.compile``.
 
     Returns:
@@ -256,7 +257,7 @@ def _stamped_as(
             "neograph_ext_resume": opts.resume,
             "neograph_ext_lock": opts.lock,
             "neograph_ext_release": declared_release(),
-            **({"neograph_ext_auto_resume": opts.resume} if auto_resume else {}),
+            **({"neograph_ext_auto_resume": _plain_resume(opts)} if auto_resume else {}),
             "neograph_ext_verify_saver": opts.attached.checks.saver,
             "neograph_ext_budget": opts.attached.budget,
             "neograph_ext_telemetry": opts.attached.telemetry,
@@ -266,6 +267,12 @@ def _stamped_as(
         },
     )
     return graph  # type: ignore[return-value]
+
+
+def _plain_resume(opts: _Options) -> ResumePolicy:
+    """The policy plain calls plan with: the graph's, or (0.2's ``auto_resume=False``,
+    ``Attached.strict_plain``) the graph's made strict, ``run`` keeping the graph's own."""
+    return replace(opts.resume, on_change="raise") if opts.attached.strict_plain else opts.resume
 
 
 def _compile_entrypoint(

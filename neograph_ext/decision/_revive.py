@@ -14,7 +14,8 @@ Rules:
   and ``__name__`` (not ``__qualname__``: a nested class is looked up at module level).
   A class of ``__main__`` is importable only in a process whose main script defines it,
   so it counts as not revivable; when that is all (``Finding.script``) the script itself
-  reads its values back, so the finding is guidance, never a refusal.
+  reads its values back, so the finding is guidance, never a refusal, and a value of it
+  a rewind writes reads back in this process: only the others are ``refused``.
 - At compile time every declared type (state channels, node outputs) is walked for the
   classes the serializer revives by path (``revived_classes``); each that cannot come
   back gets one warning naming it, the reason and the fix (``Finding``); strict mode
@@ -67,7 +68,9 @@ __all__ = [
     "entrypoint_revival",
     "expected",
     "findings",
+    "holds_refused",
     "node_inputs",
+    "refused",
     "report",
     "revival",
     "revived_classes",
@@ -128,8 +131,9 @@ class Revival:
     findings: tuple[Finding, ...] = ()
     """The declared classes that cannot come back as themselves (compile-time check)."""
     unrevivable: frozenset[str] = frozenset()
-    """Channels whose declared type holds such a class: converting a stored value of
-    theirs cannot help, it would not read back either."""
+    """Channels whose declared type holds such a class, not a script's own (``refused``):
+    converting a stored value of theirs cannot help, nor re-running its writer, it would
+    not read back either."""
     inputs: Mapping[str, type] = dataclasses.field(default_factory=dict)
     """Per node whose input is a class of its own, not the state: a ``Send`` to it is
     stored with its argument whole, which must read back as that class."""
@@ -315,16 +319,27 @@ def findings(declared: Sequence[tuple[str, object]], allowed: Allowed) -> tuple[
     return tuple(found)
 
 
+def refused(found: Iterable[Finding]) -> frozenset[str]:
+    """The names of the classes of ``found`` whose values this process cannot read back:
+    all but a script's own (``Finding.script``), which the script revives."""
+    return frozenset(f.type_name for f in found if not f.script)
+
+
+def holds_refused(tp: object, names: frozenset[str]) -> bool:
+    """Whether declared type ``tp`` holds a class ``names`` (``refused``) lists."""
+    return any(f"{c.__module__}.{c.__qualname__}" in names for c in revived_classes(tp))
+
+
 def expected(checked: Revival) -> frozenset[tuple[str, str]]:
     """The ``(module, name)`` of each class ``checked`` declares, its subgraphs' too, that
     reads back in this process (a script's own class included): what the serializer
     revives, and what its ``allowed_msgpack_modules`` must list under strict msgpack."""
-    refused = {f.type_name for f in checked.findings if not f.script}
+    refused_names = refused(checked.findings)
     found = {
         (cls.__module__, cls.__name__)
         for tp in [*checked.types.values(), *checked.inputs.values()]
         for cls in revived_classes(tp)
-        if f"{cls.__module__}.{cls.__qualname__}" not in refused
+        if f"{cls.__module__}.{cls.__qualname__}" not in refused_names
     }
     return frozenset(found).union(*(expected(inner) for inner in checked.subgraphs.values()))
 
@@ -361,17 +376,13 @@ def revival(
     declared = [(f"channel `{ch}`", tp) for ch, tp in channel_types.items() if ch not in coerced]
     declared += [(f"node `{node}` output", tp) for node, tp in _updates(outputs, coerced)]
     found = findings(declared, allowed)
-    bad = {f.type_name for f in found}
     channel_types = dict(channel_types)
     for _, key, tp in declared_fields(outputs):
         if channel_types.get(key, tp) in (Any, object):
             # An untyped channel holds what its writer declares: that is what must revive.
             channel_types[key] = tp
-    unrevivable = frozenset(
-        ch
-        for ch, tp in channel_types.items()
-        if any(f"{c.__module__}.{c.__qualname__}" in bad for c in revived_classes(tp))
-    )
+    bad = refused(found)
+    unrevivable = frozenset(ch for ch, tp in channel_types.items() if holds_refused(tp, bad))
     return Revival(dict(channel_types), coerced, found, unrevivable, dict(inputs or {}))
 
 
@@ -406,12 +417,8 @@ def entrypoint_revival(
     declared = [(f"entrypoint `{name}` save", tp) for tp in saves.values()]
     declared += [(f"task `{task}` output", tp) for task, tp in sorted(returns.items())]
     found = findings(declared, allowed)
-    bad = {f.type_name for f in found}
-    unrevivable = frozenset(
-        ch
-        for ch, tp in saves.items()
-        if any(f"{c.__module__}.{c.__qualname__}" in bad for c in revived_classes(tp))
-    )
+    bad = refused(found)
+    unrevivable = frozenset(ch for ch, tp in saves.items() if holds_refused(tp, bad))
     return Revival(dict(saves), frozenset(), found, unrevivable)
 
 

@@ -153,7 +153,9 @@ def planned(
     holder = owner(records)
     if holder is not None and holder != call.stamp.id:
         # Other code wrote the thread last: whether it is newer decides (``_ownership``).
-        facts = replace(facts, stamp_order=(yield ReadStampOrder(holder)))
+        release = call.graph.neograph_ext_release
+        declared = (call.stamp.id, release) if release is not None else None
+        facts = replace(facts, stamp_order=(yield ReadStampOrder(holder, declared)))
     if facts.replaying is not None:
         listed = yield ListThread(call.config)
         facts = replace(facts, owed=owed_turns(listed, facts.checkpoint_id, facts.replaying))

@@ -414,6 +414,7 @@ def test_debug_shows_the_traceback(lite: Database) -> None:
 # --- as a program -----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_module_runs_as_a_program(lite: Database) -> None:
     lite.run(cli_graphs.v1, "t1")
 
@@ -426,6 +427,7 @@ def test_the_module_runs_as_a_program(lite: Database) -> None:
     assert "ok: 1 thread checked" in passed.stdout
 
 
+@pytest.mark.slow
 def test_without_the_cli_extra_it_says_what_to_install() -> None:
     result = program("--help", prelude="import sys; sys.modules['typer'] = None; ")
 

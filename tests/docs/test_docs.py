@@ -128,6 +128,7 @@ def test_the_pages_exist() -> None:
         assert page in names
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", [_param(path) for path in FILES if python_blocks(path)])
 def test_page_runs_as_a_script(path: Path, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     """The page's python blocks, pasted in order into one file, run as ``python page.py``."""

@@ -112,6 +112,7 @@ def test_stage_4_strict_mode_raises_before_anything_runs(stages: dict[int, str])
     assert summary_line(text) == "none"
 
 
+@pytest.mark.slow
 def test_starts_from_a_fresh_database_each_time(workdir: Path, stages: dict[int, str]) -> None:
     assert (workdir / "demo.sqlite").is_file(), "the first run left its database"
     done = run_demo(workdir)  # the same directory again

@@ -400,6 +400,7 @@ def spec(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return f"postgres:{request.getfixturevalue('pg_dsn')}"
 
 
+@pytest.mark.slow
 def test_strict_msgpack_an_any_channel_holding_a_model(spec: str, config: RunnableConfig) -> None:
     thread = str(config["configurable"]["thread_id"])
     wrote = _app("write", spec, thread, "untyped", strict=True)
@@ -424,6 +425,7 @@ def test_strict_msgpack_an_any_channel_holding_a_model(spec: str, config: Runnab
     assert again["out"] == "Draft:hello" and again["runs"] == {"publish": 1}
 
 
+@pytest.mark.slow
 def test_strict_msgpack_verify_writes_fails_the_step(spec: str, config: RunnableConfig) -> None:
     thread = str(config["configurable"]["thread_id"])
     verified = _app("verify", spec, thread, "untyped", strict=True)
@@ -436,6 +438,7 @@ def test_strict_msgpack_verify_writes_fails_the_step(spec: str, config: Runnable
     assert verified["runs"] == {"write": 1}
 
 
+@pytest.mark.slow
 def test_a_main_class_is_rewound_or_converted(spec: str, config: RunnableConfig) -> None:
     thread = str(config["configurable"]["thread_id"])
     for name in (thread, f"{thread}-keep"):
