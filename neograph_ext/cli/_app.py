@@ -263,7 +263,7 @@ def check_command(
             compiled = attach(target, saver, graph)
             names = list(dict.fromkeys(thread)) if thread else None
             if as_json:
-                typer.echo('{"plans": [', nl=False)
+                tally.listed.open()
             with reading("the checkpoints in this database"):
                 planned = made(graph, db, compiled, saver, names, jobs, check_threads)
                 checks = counted(planned, tally, bar, _count(names))
@@ -302,7 +302,7 @@ def _checked(
         report["inventory"] = rows
         if cost is not None:
             report["cost"] = cost_json(cost, over)
-        typer.echo("], " + to_json(report)[1:])
+        tally.listed.close(report)
         return
     if by_stamp:
         console().print(inventory_table(found))

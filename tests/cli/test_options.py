@@ -116,3 +116,20 @@ def test_re_runs_and_kept_are_listed_in_the_order_the_nodes_run(db: Database) ->
     assert "kept         z, y" in result.stdout
     expected = db.plan(cli_graphs.backwards_v2, "t1")
     assert "re-runs: c, a\\nkept: z, y" in str(expected).replace("\n", "\\n")
+
+
+@pytest.mark.parametrize("threads", [(), ("t1", "t2")])
+@pytest.mark.parametrize("command", ["check", "upgrade"])
+def test_a_streamed_json_document_has_one_layout(
+    command: str, threads: tuple[str, ...], lite: Database
+) -> None:
+    """``check`` and ``upgrade`` print each thread as it comes; the document is laid out
+    as the same document printed whole would be."""
+    lite.run(cli_graphs.v1, *threads)
+
+    result = cli(command, V2, "--db", lite.url, "--json")
+
+    assert result.exit_code == (1 if command == "check" and threads else 0), result.output
+    document = json.loads(result.stdout)
+    assert len(document["plans" if command == "check" else "threads"]) == len(threads)
+    assert result.stdout == json.dumps(document, indent=2) + "\n"
