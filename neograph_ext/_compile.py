@@ -43,7 +43,7 @@ from neograph_ext.decision._revive import (
     revival,
 )
 from neograph_ext.decision._stamp import STAMP_KEY, Stamp, stamp_ref
-from neograph_ext.decision._subgraph_misread import subgraph_revivals
+from neograph_ext.decision._subgraph_misread import called_revivals, subgraph_revivals
 from neograph_ext.drivers._call_match import with_checked_calls
 from neograph_ext.drivers._graph import StampedGraph, cache_salts, metadata_of
 from neograph_ext.drivers._verify_writes import verifying
@@ -234,7 +234,8 @@ def _revival(
     inner, inner_findings = subgraph_revivals(builder, allowed)
     if inner:
         revived = replace(revived, subgraphs=inner, findings=revived.findings + inner_findings)
-    return revived
+    called = called_revivals(builder)
+    return replace(revived, called=called) if called else revived
 
 
 def _stamped_as(

@@ -67,11 +67,17 @@ def plan_panel(decision: ResumePlan) -> Panel:
         grid.add_row("owned by", text(f"newer code, stamp {decision.owner[:16]}"))
     if decision.taken_from:
         grid.add_row("taken over", text(f"from newer code, stamp {decision.taken_from[:16]}"))
-    if decision.kind is PlanKind.REWIND:
+    if decision.kind is PlanKind.REWIND and decision.inside:
+        # The parent is not forked: only the subgraphs' own checkpoints are (``inside``).
+        target = f"step {decision.step}, checkpoint {decision.checkpoint_id}, not forked"
+        grid.add_row("resume from", text(target))
+    elif decision.kind is PlanKind.REWIND:
         target = f"step {decision.step}, checkpoint {decision.checkpoint_id}"
         grid.add_row("rewind to", text(target if decision.checkpoint_id else "-"))
     for index, change in enumerate(decision.changes):
         grid.add_row("invalidated" if index == 0 else "", text(*change.describe().split("\n")))
+    for inner in decision.inside:
+        grid.add_row("subgraph", text(inner.describe()))
     grid.add_row("re-runs", text(", ".join(decision.rerun) or "-"))
     grid.add_row("kept", text(_kept(decision)))
     if decision.step_summary():

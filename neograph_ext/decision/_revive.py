@@ -141,6 +141,10 @@ class Revival:
     """Per node running a compiled subgraph that declares a class stored by path, the
     subgraph's own: its checkpoint holds values the parent's head does not
     (``_subgraph_misread``)."""
+    called: Mapping[str, Revival] = dataclasses.field(default_factory=dict)
+    """Per graph a node's code calls that declares a class stored by path (keyed
+    ``<node>/<name>``), its own: its checkpoints store that class too, so it is declared
+    (``expected``); its values are not judged."""
 
 
 def allowed_pairs(saver: object, registered: set[tuple[str, ...]] | None) -> Allowed:
@@ -341,7 +345,8 @@ def expected(checked: Revival) -> frozenset[tuple[str, str]]:
         for cls in revived_classes(tp)
         if f"{cls.__module__}.{cls.__qualname__}" not in refused_names
     }
-    return frozenset(found).union(*(expected(inner) for inner in checked.subgraphs.values()))
+    inner = [*checked.subgraphs.values(), *checked.called.values()]
+    return frozenset(found).union(*(expected(graph) for graph in inner))
 
 
 def cleared(channel_types: Mapping[str, object], clears: Iterable[str]) -> dict[str, object]:

@@ -209,3 +209,61 @@ briefing_v1 = briefing(BriefV1, Memo)
 
 briefing_v2 = briefing(BriefV2, cli_moved.Memo)
 """After it: ``Brief.words`` is required, and ``Memo`` moved to ``cli_moved``."""
+
+
+def waiting_inside(draft: type) -> StateGraph[Any, Any, Any, Any]:
+    """``research -> worker``; ``worker`` runs ``prep -> draft -> review``, ``review``
+    asks a question; ``draft`` writes ``draft`` typed ``draft``."""
+    keys = {"doc": str, "prep": str, "draft": draft, "review": str}
+    inner = TypedDict("Inner", keys, total=False)  # type: ignore[misc]
+    sub = StateGraph(inner)
+    sub.add_node("prep", lambda s: {"prep": "p"})
+    sub.add_node("draft", lambda s: {"draft": draft(1)})
+    sub.add_node("review", lambda s: {"review": str(interrupt("ok?"))})
+    sub.add_edge(START, "prep")
+    sub.add_edge("prep", "draft")
+    sub.add_edge("draft", "review")
+    builder = StateGraph(State)
+    builder.add_node("research", _node("research"))
+    builder.add_node("worker", sub.compile())
+    builder.add_edge(START, "research")
+    builder.add_edge("research", "worker")
+    return builder
+
+
+inside_v1, inside_v2 = waiting_inside(str), waiting_inside(int)
+"""A thread waiting inside ``worker``, before and after a deploy retyping ``draft``."""
+
+
+class Sketch(BaseModel):
+    """A class only a graph a node's code calls declares."""
+
+    text: str
+
+
+_sketching = TypedDict("Sketching", {"doc": str, "sketch": Sketch}, total=False)  # type: ignore[misc]  # noqa: UP013
+_sketcher = (
+    StateGraph(_sketching)
+    .add_node("sketch", lambda s: {"sketch": Sketch(text="s")})
+    .add_node("ask", lambda s: {"doc": str(interrupt("ok?"))})
+    .add_edge(START, "sketch")
+    .add_edge("sketch", "ask")
+    .compile()
+)
+
+
+def _call_sketcher(state: State) -> dict[str, Any]:
+    return {"log": [_sketcher.invoke({"doc": state.get("doc", "")})["sketch"].text]}
+
+
+calling_v1 = StateGraph(State).add_node("writer", _call_sketcher).add_edge(START, "writer")
+"""A node calling a graph (``_sketcher``) whose state holds a ``Sketch``, then asks."""
+
+calling_v2 = (
+    StateGraph(State)
+    .add_node("writer", _call_sketcher)
+    .add_node("after", _node("after"))
+    .add_edge(START, "writer")
+    .add_edge("writer", "after")
+)
+"""After a deploy adding a node after ``writer``: a thread waiting in it is read inside."""
