@@ -15,12 +15,13 @@ from __future__ import annotations
 import weakref
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, overload
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.pregel import Pregel
+from langgraph.typing import ContextT, InputT, OutputT, StateT
 
 from neograph_ext._attach import Attached, Attachment, attached
 from neograph_ext._auto_resume import AutoResumingGraph
@@ -56,6 +57,51 @@ _KEEP: Any = object()
 """``compile``'s default checkpointer: none for a builder, its own for a compiled graph."""
 
 
+@overload
+def compile(
+    builder: StateGraph[StateT, ContextT, InputT, OutputT],
+    *,
+    checkpointer: Any = ...,
+    output_types: Mapping[str, object] | None = ...,
+    versions: Mapping[str, str] | None = ...,
+    renames: Mapping[str, str] | None = ...,
+    resume: ResumePolicy | None = ...,
+    lock: LockPolicy | None = ...,
+    attach: Iterable[Attachment] = ...,
+    **compile_kwargs: Any,
+) -> CompiledStateGraph[StateT, ContextT, InputT, OutputT]: ...
+
+
+@overload
+def compile(
+    builder: CompiledStateGraph[StateT, ContextT, InputT, OutputT],
+    *,
+    checkpointer: Any = ...,
+    output_types: Mapping[str, object] | None = ...,
+    versions: Mapping[str, str] | None = ...,
+    renames: Mapping[str, str] | None = ...,
+    resume: ResumePolicy | None = ...,
+    lock: LockPolicy | None = ...,
+    attach: Iterable[Attachment] = ...,
+    **compile_kwargs: Any,
+) -> CompiledStateGraph[StateT, ContextT, InputT, OutputT]: ...
+
+
+@overload
+def compile(
+    builder: Pregel[StateT, ContextT, InputT, OutputT],
+    *,
+    checkpointer: Any = ...,
+    output_types: Mapping[str, object] | None = ...,
+    versions: Mapping[str, str] | None = ...,
+    renames: Mapping[str, str] | None = ...,
+    resume: ResumePolicy | None = ...,
+    lock: LockPolicy | None = ...,
+    attach: Iterable[Attachment] = ...,
+    **compile_kwargs: Any,
+) -> Pregel[StateT, ContextT, InputT, OutputT]: ...
+
+
 def compile(
     builder: StateGraph[Any, Any, Any, Any]
     | CompiledStateGraph[Any, Any, Any, Any]
@@ -69,7 +115,7 @@ def compile(
     lock: LockPolicy | None = None,
     attach: Iterable[Attachment] = (),
     **compile_kwargs: Any,
-) -> StampedGraph:
+) -> Pregel[Any, Any, Any, Any]:
     """Compile a StateGraph whose checkpoints carry the fingerprints of its types.
 
     Args:
@@ -96,9 +142,10 @@ def compile(
         **compile_kwargs: Every other keyword of ``StateGraph.compile``.
 
     Returns:
-        LangGraph's compiled graph, all of its API as usual; what neograph-ext adds to
-        any metadata is at most 256 bytes, and to a ``cache_policy``'s keys the node's
-        fingerprint.
+        LangGraph's compiled graph, all of its API as usual, typed as LangGraph types it
+        (a ``CompiledStateGraph`` of the builder's state, context, input and output
+        types; an ``@entrypoint``'s ``Pregel``); what neograph-ext adds to any metadata
+        is at most 256 bytes, and to a ``cache_policy``'s keys the node's fingerprint.
 
     Raises:
         ValueError: ``output_types``, ``versions`` or ``renames`` names an unknown node,

@@ -28,7 +28,9 @@ Rules:
 - At compile time every declared type (state channels, node outputs) is walked for the
   classes the serializer revives by path (``revived_classes``); each that cannot come
   back gets one warning naming it, the reason and the fix (``Finding``); strict mode
-  makes it a ``GraphError``, but for a script's own class and one rebuilt from data.
+  makes it a ``GraphError``, but for a script's own class, which gets one INFO line per
+  process and class instead: nothing needs doing while the script runs alone, and one
+  rebuilt from data, which stays a warning.
 - On resume, the head's stored values are checked against the declared types
   (``_misread``), by the same rule (``by_path``, ``same_class``).
 - ``WriteChecks(readback=True)`` round-trips every value a node writes as it is
@@ -39,6 +41,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import importlib
 import logging
 import types
@@ -540,8 +543,9 @@ def declared_fields(outputs: Mapping[str, object]) -> Iterator[tuple[str, str, o
 
 
 def report(checked: Revival, graph_name: str, strict: bool) -> None:
-    """Log each finding once, or, in strict mode, raise those but a script's classes and
-    those a node is handed validated (``Finding.rebuilt``).
+    """Log each finding once (a script's own class at INFO, once per process), or, in
+    strict mode, raise those but a script's classes and those a node is handed validated
+    (``Finding.rebuilt``).
     LangGraph's own line for a declared class that reads back (``expect_classes``) is
     spared: it says nothing a user must act on.
 
@@ -559,8 +563,24 @@ def report(checked: Revival, graph_name: str, strict: bool) -> None:
             f"graph {graph_name!r}: " + "\n".join(finding.describe() for finding in refused)
         )
     for finding in checked.findings:
-        logger.warning("graph %r: %s", graph_name, finding.describe())
+        if finding.script:
+            _note_script_class(finding.type_name)
+        else:
+            logger.warning("graph %r: %s", graph_name, finding.describe())
     expect_classes(expected(checked))
+
+
+@functools.cache
+def _note_script_class(type_name: str) -> None:
+    """One short INFO line per process and class for a script's own class: the script
+    reads its values back, so nothing needs doing until a worker or server runs the graph
+    (a script compiles its graph again and again, and a class redefined there keeps its
+    name). ``cache`` is what remembers the classes already named."""
+    logger.info(
+        "%s is the running script's own class: its values read back in this script, not in "
+        "a worker or server that imports the graph (docs/read-back.md)",
+        type_name,
+    )
 
 
 def declared(

@@ -345,10 +345,10 @@ def thread_plan(call: ThreadCall) -> Flow[ResumePlan]:
 
 
 _FOR_THE_STORED_RESULT = (
-    "planned without an input, as run(graph, None, config): for the finished turn's "
-    "stored result; a new input starts a new turn, for which the finished turns are "
-    "history: plan(graph, config, input=...) plans that"
+    "planned for the stored result (no input); plan(graph, config, input=...) plans a new turn"
 )
+"""Why a finished thread's plan rewinds although the next new turn may not: a new input
+starts a turn for which the finished turns are history (docs/long-lived-threads.md)."""
 
 
 class Seen(NamedTuple):

@@ -12,7 +12,9 @@ import operator
 from itertools import pairwise
 from typing import Annotated, Any, TypedDict
 
+from langgraph.channels import LastValue
 from langgraph.graph import END, START, StateGraph
+from langgraph.pregel import NodeBuilder, Pregel
 from langgraph.types import interrupt
 from pydantic import BaseModel, create_model
 
@@ -84,10 +86,18 @@ local_model = _with_local_model()
 compiled_v2 = neograph_ext.compile(v2, checkpointer=None)
 """``v2`` compiled by neograph-ext: the CLI attaches the database's saver to it."""
 
-plain_v1 = v1.compile()
-"""``v1`` compiled by plain LangGraph: no stamp, so the CLI refuses it."""
+plain_v2 = v2.compile()
+"""``v2`` compiled by plain LangGraph: the CLI compiles it with neograph-ext."""
 
 not_a_graph = 42
+
+raw_pregel = Pregel(
+    nodes={"a": NodeBuilder().subscribe_only("a").do(str.upper).write_to("b")},
+    channels={"a": LastValue(str), "b": LastValue(str)},
+    input_channels="a",
+    output_channels="b",
+)
+"""A Pregel built by hand, of no builder and no ``@entrypoint``: nothing to fingerprint."""
 
 HOSTILE = "\x1b]0;pwned\x07\x1b[2J[red]x[/red]\x9b\x7f"
 """Stored text that would retitle the window and clear the screen if printed raw: an
