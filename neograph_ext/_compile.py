@@ -147,7 +147,13 @@ def _compile_graph(
     if checkpointer is not _KEEP:
         options["checkpointer"] = checkpointer
     options.update(compile_kwargs)
-    stamp = build_stamp(builder, opts.output_types, opts.versions, opts.renames)
+    stamp = build_stamp(
+        builder,
+        opts.output_types,
+        opts.versions,
+        opts.renames,
+        paused_before=options.get("interrupt_before"),
+    )
     types = channel_types(builder)
     carrying(types, opts.resume.keep_compatible, opts.resume.migrations)  # names checked
     graph = builder.compile(**options)
