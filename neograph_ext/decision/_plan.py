@@ -445,10 +445,12 @@ def _changed_steps(
         )
         live = last | (record.wrote & accumulates) if accumulates else last
         if index < turn or history:
-            if live & replaced:
-                gone += [c for c in changes if c.channel in live & replaced]
-                live, last = live - replaced, last - replaced
             still = alive(changes, live, last)
+            if live & replaced:
+                live, last = live - replaced, last - replaced
+                kept = alive(changes, live, last)
+                gone += [c for c in still if c not in kept]
+                still = kept
             if history and live - last:  # items it appended are still part of a value
                 unread += [c for c in changes if c.channel is None and c not in still]
             changes = still
