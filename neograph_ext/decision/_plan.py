@@ -490,9 +490,10 @@ def kept_valid(change: NodeChange) -> str:
 
 def _replaced_note(change: NodeChange) -> str:
     """Why a change of an earlier turn's value does not block the turn a call runs."""
+    what = f"`{change.channel}`" if change.channel else "what it wrote"
     return (
         f"{change.describe().splitlines()[0]} in an earlier turn; the turn under way "
-        f"writes `{change.channel}` before any node reads it: replaced by the new turn"
+        f"writes {what} before any node reads it: replaced by the new turn"
     )
 
 

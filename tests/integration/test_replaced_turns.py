@@ -21,7 +21,7 @@ from pydantic import BaseModel
 import neograph_ext as ne
 from tests.drive import Drive, Saver
 from tests.graphs.agents import Audit, agent, counted_tool
-from tests.graphs.pipelines import deployed, model
+from tests.graphs.pipelines import Crash, deployed, model
 
 CITY = model("SearchArgs", city=(str, ...))
 WEATHER = model("Weather", temp=(float, ...))
@@ -94,9 +94,15 @@ class Question(TypedDict):
     question: str
 
 
-def _plain(runs: Counter[str], answer: type[BaseModel], reads: Literal["question", "all"]) -> Any:
+def _plain(
+    runs: Counter[str],
+    answer: type[BaseModel],
+    reads: Literal["question", "all"],
+    crash: str | None = None,
+) -> Any:
     """``answer`` (writes ``answer`` on every call; ``reads``: its input schema, the
-    question alone or the whole state), then ``note`` (reads the answer)."""
+    question alone or the whole state; ``crash``: the question it fails on), then
+    ``note`` (reads the answer)."""
     deployed(answer)
     fields = {"question": str, "answer": answer, "notes": str}
     state = TypedDict("Turns", fields, total=False)  # type: ignore[misc]
@@ -105,6 +111,8 @@ def _plain(runs: Counter[str], answer: type[BaseModel], reads: Literal["question
     def ask(inputs: Any) -> Any:
         runs["answer"] += 1
         text = inputs["question"]
+        if text == crash:
+            raise Crash("answer")
         return {"answer": answer.model_validate({"text": text, "words": len(text.split())})}
 
     def note(state: Any) -> Any:
@@ -148,3 +156,23 @@ def test_a_plain_graphs_channel_the_first_node_writes_unread_is_replaced_by_a_ne
     result = drive.run(graph, again, config)
     assert runs == Counter({"answer": 1, "note": 1})
     assert result["answer"].words == 2 and result["notes"] == "b c"
+
+
+def test_a_turn_that_crashed_before_replacing_the_value_resumes_under_new_code(
+    drive: Drive, saver: Saver, config: RunnableConfig, runs: Counter[str]
+) -> None:
+    """The old code's second turn crashed in the node that writes the channel: after the
+    deploy, the turn under way still replaces the first turn's value before any node
+    reads it, so it resumes."""
+    old = ne.compile(_plain(runs, TEXT, "question", crash="b c"), checkpointer=saver)
+    drive.run(old, {"question": "a"}, config)
+    with pytest.raises(Crash):
+        drive.run(old, {"question": "b c"}, config)
+    runs.clear()
+    graph = ne.compile(_plain(runs, TEXT_V2, "question"), checkpointer=saver)
+    plan = drive.plan(graph, config)
+    assert plan.kind is ne.PlanKind.CONTINUE and plan.next_nodes == {"answer"}
+    assert any(REPLACED in note for note in plan.notes)
+    result = drive.run(graph, None, config)
+    assert runs == Counter({"answer": 1, "note": 1})
+    assert result["answer"].words == 2
