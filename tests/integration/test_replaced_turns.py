@@ -8,11 +8,12 @@ before. Counters prove what ran."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from typing import Any, Literal, TypedDict
 
 import pytest
 from langchain.agents.middleware import AgentMiddleware
-from langchain.agents.structured_output import ToolStrategy
+from langchain.agents.structured_output import ProviderStrategy, ToolStrategy
 from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
@@ -43,43 +44,59 @@ class Prepare(AgentMiddleware[Any, Any, Any]):
         return None
 
 
-def _weather_agent(runs: Counter[str], weather: type[BaseModel], hook: type[Any]) -> Any:
+def _bare(schema: type) -> type:
+    return schema
+
+
+def _weather_agent(
+    runs: Counter[str],
+    weather: type[BaseModel],
+    hooks: tuple[type[Any], ...],
+    strategy: Callable[[type], Any] = ToolStrategy,
+) -> Any:
     deployed(weather)
     tools = [counted_tool(runs, CITY)]
-    return agent(
-        runs, tools, ["search", "Weather"], middleware=[hook], response_format=ToolStrategy(weather)
-    )
+    # A ToolStrategy (a bare schema too) answers by calling the tool named after it.
+    script = ["search"] if strategy is ProviderStrategy else ["search", "Weather"]
+    return agent(runs, tools, script, middleware=hooks, response_format=strategy(weather))
 
 
+@pytest.mark.parametrize(
+    "strategy", [_bare, ToolStrategy, ProviderStrategy], ids=["model", "tool", "provider"]
+)
+@pytest.mark.parametrize("hooks", [(), (Audit,)], ids=["no_middleware", "after_model"])
 def test_a_new_turn_replaces_a_structured_response_of_a_changed_model(
-    drive: Drive, saver: Saver, config: RunnableConfig, runs: Counter[str]
+    drive: Drive,
+    saver: Saver,
+    config: RunnableConfig,
+    runs: Counter[str],
+    hooks: tuple[type[Any], ...],
+    strategy: Callable[[type], Any],
 ) -> None:
-    old = ne.compile(_weather_agent(runs, WEATHER, Audit), checkpointer=saver)
+    turn = Counter({"model": 2, "search": 1, **({"after_model": 2} if hooks else {})})
+    old = ne.compile(_weather_agent(runs, WEATHER, hooks, strategy), checkpointer=saver)
     drive.run(old, HI, config)
-    assert runs == Counter({"model": 2, "after_model": 2, "search": 1})
+    assert runs == turn
     runs.clear()
-    graph = ne.compile(_weather_agent(runs, WEATHER_V2, Audit), checkpointer=saver)
+    graph = ne.compile(_weather_agent(runs, WEATHER_V2, hooks, strategy), checkpointer=saver)
     plan = drive.plan(graph, config, input=AGAIN)
     assert plan.blocker is None and plan.rerun == frozenset()
     assert any(REPLACED in note and "structured_response" in note for note in plan.notes)
     result = drive.run(graph, AGAIN, config)
-    # The new turn only: its tool call and its answer, under the new response model.
-    assert runs == Counter({"model": 2, "after_model": 2, "search": 1})
+    assert runs == turn  # the new turn only: its tool call and its answer
     assert WEATHER_V2.model_validate(result["structured_response"]).humidity == 1
-    assert [m.content for m in result["messages"] if isinstance(m, HumanMessage)] == [
-        "hi",
-        "again",
-    ]
+    asked = [m.content for m in result["messages"] if isinstance(m, HumanMessage)]
+    assert asked == ["hi", "again"]
     assert drive.plan(graph, config).kind is ne.PlanKind.UP_TO_DATE
 
 
 def test_a_hook_before_the_model_could_read_the_old_response_so_the_turn_is_blocked(
     drive: Drive, saver: Saver, config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    old = ne.compile(_weather_agent(runs, WEATHER, Prepare), checkpointer=saver)
+    old = ne.compile(_weather_agent(runs, WEATHER, (Prepare,)), checkpointer=saver)
     drive.run(old, HI, config)
     runs.clear()
-    graph = ne.compile(_weather_agent(runs, WEATHER_V2, Prepare), checkpointer=saver)
+    graph = ne.compile(_weather_agent(runs, WEATHER_V2, (Prepare,)), checkpointer=saver)
     plan = drive.plan(graph, config, input=AGAIN)
     assert plan.blocker is not None and "structured_response" in plan.blocker
     assert not any(REPLACED in note for note in plan.notes)
