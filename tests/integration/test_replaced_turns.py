@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Literal, TypedDict
 
 import pytest
@@ -21,12 +22,11 @@ from pydantic import BaseModel
 
 import neograph_ext as ne
 from tests.drive import Drive, Saver
-from tests.graphs.agents import Audit, agent, counted_tool
+from tests.graphs.agents import Audit
 from tests.graphs.pipelines import Crash, deployed, model
+from tests.graphs.turns import WEATHER, WEATHER_V2, weather_agent
+from tests.integration.release_worker import released
 
-CITY = model("SearchArgs", city=(str, ...))
-WEATHER = model("Weather", temp=(float, ...))
-WEATHER_V2 = model("Weather", temp=(float, ...), humidity=(int, ...))
 HI = {"messages": [HumanMessage("hi")]}
 AGAIN = {"messages": [HumanMessage("again")]}
 REPLACED = "replaced by the new turn"
@@ -48,19 +48,6 @@ def _bare(schema: type) -> type:
     return schema
 
 
-def _weather_agent(
-    runs: Counter[str],
-    weather: type[BaseModel],
-    hooks: tuple[type[Any], ...],
-    strategy: Callable[[type], Any] = ToolStrategy,
-) -> Any:
-    deployed(weather)
-    tools = [counted_tool(runs, CITY)]
-    # A ToolStrategy (a bare schema too) answers by calling the tool named after it.
-    script = ["search"] if strategy is ProviderStrategy else ["search", "Weather"]
-    return agent(runs, tools, script, middleware=hooks, response_format=strategy(weather))
-
-
 @pytest.mark.parametrize(
     "strategy", [_bare, ToolStrategy, ProviderStrategy], ids=["model", "tool", "provider"]
 )
@@ -74,11 +61,11 @@ def test_a_new_turn_replaces_a_structured_response_of_a_changed_model(
     strategy: Callable[[type], Any],
 ) -> None:
     turn = Counter({"model": 2, "search": 1, **({"after_model": 2} if hooks else {})})
-    old = ne.compile(_weather_agent(runs, WEATHER, hooks, strategy), checkpointer=saver)
+    old = ne.compile(weather_agent(runs, WEATHER, hooks, strategy), checkpointer=saver)
     drive.run(old, HI, config)
     assert runs == turn
     runs.clear()
-    graph = ne.compile(_weather_agent(runs, WEATHER_V2, hooks, strategy), checkpointer=saver)
+    graph = ne.compile(weather_agent(runs, WEATHER_V2, hooks, strategy), checkpointer=saver)
     plan = drive.plan(graph, config, input=AGAIN)
     assert plan.blocker is None and plan.rerun == frozenset()
     assert any(REPLACED in note and "structured_response" in note for note in plan.notes)
@@ -93,10 +80,10 @@ def test_a_new_turn_replaces_a_structured_response_of_a_changed_model(
 def test_a_hook_before_the_model_could_read_the_old_response_so_the_turn_is_blocked(
     drive: Drive, saver: Saver, config: RunnableConfig, runs: Counter[str]
 ) -> None:
-    old = ne.compile(_weather_agent(runs, WEATHER, (Prepare,)), checkpointer=saver)
+    old = ne.compile(weather_agent(runs, WEATHER, (Prepare,)), checkpointer=saver)
     drive.run(old, HI, config)
     runs.clear()
-    graph = ne.compile(_weather_agent(runs, WEATHER_V2, (Prepare,)), checkpointer=saver)
+    graph = ne.compile(weather_agent(runs, WEATHER_V2, (Prepare,)), checkpointer=saver)
     plan = drive.plan(graph, config, input=AGAIN)
     assert plan.blocker is not None and "structured_response" in plan.blocker
     assert not any(REPLACED in note for note in plan.notes)
@@ -193,3 +180,13 @@ def test_a_turn_that_crashed_before_replacing_the_value_resumes_under_new_code(
     result = drive.run(graph, None, config)
     assert runs == Counter({"answer": 1, "note": 1})
     assert result["answer"].words == 2
+
+
+@pytest.mark.slow
+def test_release_two_answers_the_next_message_of_a_chat_release_one_finished(
+    tmp_path: Path,
+) -> None:
+    """The issue's shape: two processes on one SQLite file, release 1 then release 2."""
+    db = str(tmp_path / "threads.sqlite")
+    assert released("agent", db, "chat", "1", "hi") == {"model": 2, "search": 1}
+    assert released("agent", db, "chat", "2", "again") == {"model": 2, "search": 1}
