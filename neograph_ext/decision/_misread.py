@@ -28,7 +28,15 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from typing_extensions import is_typeddict
 
 from neograph_ext.decision._langgraph import TASKS_CHANNEL
-from neograph_ext.decision._revive import Revival, by_path, revived_classes, same_class, type_hints
+from neograph_ext.decision._revive import (
+    Revival,
+    by_path,
+    holds_refused,
+    refused,
+    revived_classes,
+    same_class,
+    type_hints,
+)
 
 __all__ = [
     "class_mismatch",
@@ -291,11 +299,7 @@ def turn_misread(checked: Revival, head: CheckpointTuple | None) -> dict[str, st
 
 def unrevivable_tasks(checked: Revival, returns: Mapping[str, object]) -> frozenset[str]:
     """The tasks of an entrypoint whose declared return type holds a class no checkpoint
-    revives here (``checked.findings``): a cached result of theirs always comes back as
-    data."""
-    bad = {f.type_name for f in checked.findings}
-    return frozenset(
-        task
-        for task, tp in returns.items()
-        if any(f"{c.__module__}.{c.__qualname__}" in bad for c in revived_classes(tp))
-    )
+    revives here (``refused``: a script's own class revives in the script): a cached
+    result of theirs always comes back as data."""
+    bad = refused(checked.findings)
+    return frozenset(task for task, tp in returns.items() if holds_refused(tp, bad))

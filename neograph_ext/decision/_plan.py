@@ -15,8 +15,10 @@ Rules:
   (``HeadFacts.inner``) changes its node, pending at the head. A paused thread is not
   rewound for a value no checkpoint revives: the answer would meet it again.
 - A change inside a subgraph the head waits on is rewound inside it when only such
-  changes are pending at the head (``_inside``): the plan names the inner fork
-  (``inside``) and the parent resumes from its head.
+  changes are pending at the head and the fork is proven (``_inside.refusal``): the
+  plan names the inner fork (``inside``) and the parent resumes from its head; else the
+  notes say why the node re-runs whole. A rewind that would drop a human edit made
+  inside one is blocked, as one forking from before an edit at the top level is.
 - Checkpoints without a trustworthy stamp never count as changed (``unverified``).
 - A stamp whose description cannot be found (a reference left unresolved) counts
   as changed for every node it covers: a rewind that may not be minimal, never a
@@ -50,7 +52,7 @@ from neograph_ext.decision._decision import (
     TaskStep,
 )
 from neograph_ext.decision._history import Record
-from neograph_ext.decision._inside import judged
+from neograph_ext.decision._inside import Inside, dropped_edits, judged, path_of
 from neograph_ext.decision._lineage_facts import (
     StepChanges,
     alive,
@@ -343,6 +345,7 @@ def _rewound_inside(
             f"{', '.join(f'`{n}`' for n in finished)} finished: LangGraph resumes a subgraph "
             "from its own checkpoints only while its task is pending, so it re-runs as a whole"
         )
+    inside: tuple[Inside, ...] = ()
     if head.inside and plan.checkpoint_id == head.checkpoint_id:
         outer = records[-1].stamp if isinstance(records[-1].stamp, Stamp) else None
         waiting = frozenset(c.node for c in waiting_subgraphs(records[-1], current))
@@ -350,8 +353,30 @@ def _rewound_inside(
         notes += [f"`{node}` re-runs as a whole: {why}" for node, why in found.why_not.items()]
         if found.forks and plan.invalidated_nodes <= found.forks.keys():
             inside = tuple(found.forks[node] for node in sorted(found.forks))
-            return replace(plan, inside=inside, notes=tuple(notes))
+    edits = dropped_edits(head.inside, inside or None)
+    if edits:
+        return replace(plan, notes=tuple(notes), blocker=_edits_inside(plan, edits))
+    if inside:
+        return replace(plan, inside=inside, notes=tuple(notes))
     return replace(plan, notes=tuple(notes)) if len(notes) != len(plan.notes) else plan
+
+
+def _edits_inside(plan: ResumePlan, edits: Sequence[tuple[tuple[str, ...], Record]]) -> str:
+    """Why a rewind that would drop human edits made inside a subgraph is refused, as
+    one that forks from before an edit at the top level is (``_settlements``)."""
+    named = "; ".join(
+        f"checkpoint {r.checkpoint_id} of {path_of(path)} set "
+        + ", ".join(f"`{ch}`" for ch in sorted(r.wrote))
+        for path, r in edits
+    )
+    return (
+        f"thread {plan.thread_id!r}: the rewind would drop {len(edits)} edit(s) made by "
+        f"hand with update_state inside a subgraph the thread waits on ({named}): the "
+        "subgraph's work from before them runs again. Ways out: neograph_ext.accept(graph, "
+        "config) records that you handled the thread by hand (a subgraph compiled "
+        "checkpointer=True keeps the edit; a plain one starts afresh, its task renamed by "
+        "the fork); or start a new thread_id"
+    )
 
 
 def _concluded(

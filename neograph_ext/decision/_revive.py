@@ -14,11 +14,13 @@ Rules:
   and ``__name__`` (not ``__qualname__``: a nested class is looked up at module level).
   A class of ``__main__`` is importable only in a process whose main script defines it,
   so it counts as not revivable; when that is all (``Finding.script``) the script itself
-  reads its values back, so the finding is guidance, never a refusal.
+  reads its values back, so the finding is guidance, never a refusal, and a value of it
+  a rewind writes reads back in this process: only the others are ``refused``.
 - At compile time every declared type (state channels, node outputs) is walked for the
   classes the serializer revives by path (``revived_classes``); each that cannot come
   back gets one warning naming it, the reason and the fix (``Finding``); strict mode
-  makes it a ``GraphError``, but for a script's own class.
+  makes it a ``GraphError``, but for a script's own class, which gets one INFO line per
+  process and class instead: nothing needs doing while the script runs alone.
 - On resume, the head's stored values are checked against the declared types
   (``_misread``), by the same rule (``by_path``, ``same_class``).
 - ``WriteChecks(readback=True)`` round-trips every value a node writes as it is
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import importlib
 import logging
 import types
@@ -65,7 +68,9 @@ __all__ = [
     "entrypoint_revival",
     "expected",
     "findings",
+    "holds_refused",
     "node_inputs",
+    "refused",
     "report",
     "revival",
     "revived_classes",
@@ -126,8 +131,9 @@ class Revival:
     findings: tuple[Finding, ...] = ()
     """The declared classes that cannot come back as themselves (compile-time check)."""
     unrevivable: frozenset[str] = frozenset()
-    """Channels whose declared type holds such a class: converting a stored value of
-    theirs cannot help, it would not read back either."""
+    """Channels whose declared type holds such a class, not a script's own (``refused``):
+    converting a stored value of theirs cannot help, nor re-running its writer, it would
+    not read back either."""
     inputs: Mapping[str, type] = dataclasses.field(default_factory=dict)
     """Per node whose input is a class of its own, not the state: a ``Send`` to it is
     stored with its argument whole, which must read back as that class."""
@@ -135,6 +141,10 @@ class Revival:
     """Per node running a compiled subgraph that declares a class stored by path, the
     subgraph's own: its checkpoint holds values the parent's head does not
     (``_subgraph_misread``)."""
+    called: Mapping[str, Revival] = dataclasses.field(default_factory=dict)
+    """Per graph a node's code calls that declares a class stored by path (keyed
+    ``<node>/<name>``), its own: its checkpoints store that class too, so it is declared
+    (``expected``); its values are not judged."""
 
 
 def allowed_pairs(saver: object, registered: set[tuple[str, ...]] | None) -> Allowed:
@@ -313,18 +323,30 @@ def findings(declared: Sequence[tuple[str, object]], allowed: Allowed) -> tuple[
     return tuple(found)
 
 
+def refused(found: Iterable[Finding]) -> frozenset[str]:
+    """The names of the classes of ``found`` whose values this process cannot read back:
+    all but a script's own (``Finding.script``), which the script revives."""
+    return frozenset(f.type_name for f in found if not f.script)
+
+
+def holds_refused(tp: object, names: frozenset[str]) -> bool:
+    """Whether declared type ``tp`` holds a class ``names`` (``refused``) lists."""
+    return any(f"{c.__module__}.{c.__qualname__}" in names for c in revived_classes(tp))
+
+
 def expected(checked: Revival) -> frozenset[tuple[str, str]]:
     """The ``(module, name)`` of each class ``checked`` declares, its subgraphs' too, that
     reads back in this process (a script's own class included): what the serializer
     revives, and what its ``allowed_msgpack_modules`` must list under strict msgpack."""
-    refused = {f.type_name for f in checked.findings if not f.script}
+    refused_names = refused(checked.findings)
     found = {
         (cls.__module__, cls.__name__)
         for tp in [*checked.types.values(), *checked.inputs.values()]
         for cls in revived_classes(tp)
-        if f"{cls.__module__}.{cls.__qualname__}" not in refused
+        if f"{cls.__module__}.{cls.__qualname__}" not in refused_names
     }
-    return frozenset(found).union(*(expected(inner) for inner in checked.subgraphs.values()))
+    inner = [*checked.subgraphs.values(), *checked.called.values()]
+    return frozenset(found).union(*(expected(graph) for graph in inner))
 
 
 def cleared(channel_types: Mapping[str, object], clears: Iterable[str]) -> dict[str, object]:
@@ -359,17 +381,13 @@ def revival(
     declared = [(f"channel `{ch}`", tp) for ch, tp in channel_types.items() if ch not in coerced]
     declared += [(f"node `{node}` output", tp) for node, tp in _updates(outputs, coerced)]
     found = findings(declared, allowed)
-    bad = {f.type_name for f in found}
     channel_types = dict(channel_types)
     for _, key, tp in declared_fields(outputs):
         if channel_types.get(key, tp) in (Any, object):
             # An untyped channel holds what its writer declares: that is what must revive.
             channel_types[key] = tp
-    unrevivable = frozenset(
-        ch
-        for ch, tp in channel_types.items()
-        if any(f"{c.__module__}.{c.__qualname__}" in bad for c in revived_classes(tp))
-    )
+    bad = refused(found)
+    unrevivable = frozenset(ch for ch, tp in channel_types.items() if holds_refused(tp, bad))
     return Revival(dict(channel_types), coerced, found, unrevivable, dict(inputs or {}))
 
 
@@ -404,12 +422,8 @@ def entrypoint_revival(
     declared = [(f"entrypoint `{name}` save", tp) for tp in saves.values()]
     declared += [(f"task `{task}` output", tp) for task, tp in sorted(returns.items())]
     found = findings(declared, allowed)
-    bad = {f.type_name for f in found}
-    unrevivable = frozenset(
-        ch
-        for ch, tp in saves.items()
-        if any(f"{c.__module__}.{c.__qualname__}" in bad for c in revived_classes(tp))
-    )
+    bad = refused(found)
+    unrevivable = frozenset(ch for ch, tp in saves.items() if holds_refused(tp, bad))
     return Revival(dict(saves), frozenset(), found, unrevivable)
 
 
@@ -442,7 +456,8 @@ def declared_fields(outputs: Mapping[str, object]) -> Iterator[tuple[str, str, o
 
 
 def report(checked: Revival, graph_name: str, strict: bool) -> None:
-    """Log each finding once, or, in strict mode, raise those but a script's classes.
+    """Log each finding once (a script's own class at INFO, once per process), or, in
+    strict mode, raise those but a script's classes.
     LangGraph's own line for a declared class that reads back (``expect_classes``) is
     spared: it says nothing a user must act on.
 
@@ -456,8 +471,24 @@ def report(checked: Revival, graph_name: str, strict: bool) -> None:
             f"graph {graph_name!r}: " + "\n".join(finding.describe() for finding in refused)
         )
     for finding in checked.findings:
-        logger.warning("graph %r: %s", graph_name, finding.describe())
+        if finding.script:
+            _note_script_class(finding.type_name)
+        else:
+            logger.warning("graph %r: %s", graph_name, finding.describe())
     expect_classes(expected(checked))
+
+
+@functools.cache
+def _note_script_class(type_name: str) -> None:
+    """One short INFO line per process and class for a script's own class: the script
+    reads its values back, so nothing needs doing until a worker or server runs the graph
+    (a script compiles its graph again and again, and a class redefined there keeps its
+    name). ``cache`` is what remembers the classes already named."""
+    logger.info(
+        "%s is the running script's own class: its values read back in this script, not in "
+        "a worker or server that imports the graph (docs/read-back.md)",
+        type_name,
+    )
 
 
 def declared(

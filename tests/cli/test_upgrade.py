@@ -163,6 +163,7 @@ SqliteSaver.put_writes = counted(SqliteSaver.put_writes)
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("at", [1, 2, 5])
 def test_killed_at_a_write_and_run_again_ends_the_same(lite: Database, at: int) -> None:
     made = fleet(lite.saver, each=3)
@@ -196,6 +197,7 @@ def test_off_a_terminal_a_plain_line_per_batch(
     assert json.loads(result.stdout)["totals"]["rewind"] == 2
 
 
+@pytest.mark.slow
 def test_jobs_upgrade_in_processes_as_one_process_does(lite: Database, tmp_path: Path) -> None:
     made = fleet(lite.saver, each=5)
     assert {shard_of(t, 2) for t in made["carry"]} == {0, 1}  # both processes carry some

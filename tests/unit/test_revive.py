@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import logging
+import uuid
 from typing import Annotated, Any, NamedTuple, TypedDict
 
 import pytest
@@ -149,18 +150,34 @@ def test_one_finding_per_class_naming_every_place() -> None:
     assert "Local" in text and "local class" in text and "top level" in text
 
 
-def test_strict_mode_warns_of_a_script_class_and_refuses_one_no_process_revives(
+def test_a_script_class_is_one_info_line_per_process_and_class_even_in_strict_mode(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    script = revival({"a": _main()}, frozenset(), {}, True)
-    assert [f.script for f in script.findings] == [True]
-    with caplog.at_level(logging.WARNING, "neograph_ext"):
-        report(script, "g", strict=True)
-    [said] = [r.getMessage() for r in caplog.records]
-    assert "in this script alone" in said and "the script being run (`__main__`)" in said
-    assert "LangGraph Server" in said and "nothing needs doing" in said
-    with pytest.raises(GraphError, match="local class"):
+    """A script compiles its graph again and again (and redefines its classes, keeping
+    their names): nothing needs doing while it runs alone, so one short line, at INFO."""
+    name = f"Script{uuid.uuid4().hex}"  # a class no other test has named in this process
+
+    def script_class() -> type[BaseModel]:
+        return type(name, (BaseModel,), {"__module__": "__main__", "__annotations__": {"a": int}})
+
+    with caplog.at_level(logging.INFO, "neograph_ext"):
+        for strict in (True, False, True):
+            checked = revival({"a": script_class()}, frozenset(), {}, True)
+            assert [f.script for f in checked.findings] == [True]
+            report(checked, "g", strict=strict)
+    [said] = [r for r in caplog.records if name in r.getMessage()]
+    assert said.levelno == logging.INFO and len(said.getMessage()) < 200
+    assert "docs/read-back.md" in said.getMessage()
+    assert f"__main__.{name} is the running script's own class" in said.getMessage()
+    # The finding itself keeps the whole story, for unrevivable_types.
+    text = checked.findings[0].describe()
+    assert "LangGraph Server" in text and "nothing needs doing" in text
+
+
+def test_strict_mode_refuses_a_class_no_process_revives_beside_a_script_class() -> None:
+    with pytest.raises(GraphError, match="local class") as refused:
         report(revival({"a": _main(), "b": _local()}, frozenset(), {}, True), "g", strict=True)
+    assert "__main__" not in str(refused.value)
 
 
 def test_a_node_output_is_checked_by_the_keys_it_updates() -> None:
