@@ -25,6 +25,7 @@ from langgraph.typing import ContextT, InputT, OutputT, StateT
 
 from neograph_ext._attach import Attached, Attachment, attached
 from neograph_ext._auto_resume import AutoResumingGraph
+from neograph_ext.decision._cache_key import cache_salts
 from neograph_ext.decision._carrying import carrying
 from neograph_ext.decision._entrypoint import entrypoint_function, entrypoint_stamp, seen_tasks
 from neograph_ext.decision._errors import GraphError
@@ -37,6 +38,7 @@ from neograph_ext.decision._revive import (
     allowed_pairs,
     cleared,
     declared,
+    declared_fields,
     entrypoint_revival,
     node_inputs,
     report,
@@ -45,8 +47,12 @@ from neograph_ext.decision._revive import (
 from neograph_ext.decision._stamp import STAMP_KEY, Stamp, stamp_ref
 from neograph_ext.decision._subgraph_misread import called_revivals, subgraph_revivals
 from neograph_ext.drivers._call_match import with_checked_calls
+<<<<<<< HEAD
 from neograph_ext.drivers._graph import StampedGraph, cache_salts, metadata_of
 from neograph_ext.drivers._validated_reads import validating_reads
+=======
+from neograph_ext.drivers._graph import StampedGraph, metadata_of
+>>>>>>> agentcache
 from neograph_ext.drivers._verify_writes import verifying
 from neograph_ext.drivers._written_types import watching
 from neograph_ext.storage._stamp_order import declared_release
@@ -194,7 +200,13 @@ def _compile_graph(
     if checkpointer is not _KEEP:
         options["checkpointer"] = checkpointer
     options.update(compile_kwargs)
-    stamp = build_stamp(builder, opts.output_types, opts.versions, opts.renames)
+    stamp = build_stamp(
+        builder,
+        opts.output_types,
+        opts.versions,
+        opts.renames,
+        paused_before=options.get("interrupt_before"),
+    )
     types = channel_types(builder)
     carrying(types, opts.resume.keep_compatible, opts.resume.migrations)  # names checked
     graph = builder.compile(**options)
@@ -206,7 +218,7 @@ def _compile_graph(
     watching(graph, outputs, coerced, deep=opts.attached.checks.readback)
     if opts.attached.checks.readback:
         verifying(graph, frozenset(channels))
-    fold_cache_keys(graph, cache_salts(stamp))
+    fold_cache_keys(graph, cache_salts(stamp, _written(outputs)))
     # In place, not with_config(): a copy would lose what compile() set afterwards.
     graph.config = {
         **config,
@@ -220,6 +232,15 @@ def _compile_graph(
     return _stamped_as(
         graph, stamp, opts, neograph_ext_channel_types=types, neograph_ext_revival=revived
     )
+
+
+def _written(outputs: Mapping[str, object]) -> dict[str, set[str]]:
+    """Per node whose declared output type has fields, those fields: the channels its
+    cached writes can hold (``cache_salts``)."""
+    written: dict[str, set[str]] = {}
+    for node, key, _ in declared_fields(outputs):
+        written.setdefault(node, set()).add(key)
+    return written
 
 
 def _revival(
@@ -317,7 +338,7 @@ def _compile_entrypoint(
     allowed = allowed_pairs(graph.checkpointer, allowlist)
     revived = entrypoint_revival(shape.name, types, shape.returns, allowed)
     report(revived, graph.name, strict=opts.resume.on_change == "raise")
-    salts = cache_salts(stamp)
+    salts = cache_salts(stamp, {})
     fold_task_cache_keys(seen_tasks(func), salts)
     with_checked_calls(graph, func)
     fold_cache_keys(graph, salts)

@@ -259,7 +259,12 @@ def _decide_steps(
     # A new turn on a finished thread: every turn is history, judged as an earlier one.
     history = facts is not None and facts.new_turn
     walked = _Walk(records, current, turn, history, writers, (verified_until, judged))
-    found_in, notes, unread = _changed_steps(walked)
+    found_in, notes, unread, replaced = _changed_steps(walked)
+    if misread and _replaced_since(walked):
+        # An earlier turn's value the turn under way replaces unread is not read back.
+        gone = frozenset(current.replaced or ())
+        earlier = {ch for ch in gone if history or writers.get(ch, turn) < turn}
+        misread = {ch: why for ch, why in misread.items() if ch not in earlier}
     found_in = _misread_steps(found_in, records, writers, misread, facts)
     # An accumulating channel a carrying fork converted is carried again by a rewind to
     # before that fork (``_settlements``): the policy is asked about it too.
@@ -274,6 +279,8 @@ def _decide_steps(
     )
     if unread:
         base = replace(base, notes=(*base.notes, *map(kept_valid, unique(unread))))
+    if replaced:
+        base = replace(base, notes=(*base.notes, *map(_replaced_note, unique(replaced))))
     settling = Settling(
         records,
         base,
@@ -413,11 +420,25 @@ class _Walk(NamedTuple):
 _Found = list[tuple[int, tuple[NodeChange, ...], frozenset[str]]]
 
 
-def _changed_steps(walk: _Walk) -> tuple[_Found, list[str], list[NodeChange]]:
+def _replaced_since(walk: _Walk) -> bool:
+    """Whether the turn a call runs (a new one, or the latest, unless an edit by hand
+    moved it on) starts with the nodes that write ``Stamp.replaced``: an earlier turn's
+    value there is then replaced before any node reads it."""
+    if not walk.current.replaced:
+        return False
+    return walk.history or all(r.source != "update" for r in walk.records[walk.turn + 1 :])
+
+
+def _changed_steps(
+    walk: _Walk,
+) -> tuple[_Found, list[str], list[NodeChange], list[NodeChange]]:
     """Each step with changes still live, as ``(index, changes, live channels)``; the
-    notes on steps whose stamp cannot be trusted; and the changes of a finished turn
-    kept because the items they appended are still valid."""
+    notes on steps whose stamp cannot be trusted; the changes of a finished turn kept
+    because the items they appended are still valid; and the changes of an earlier turn
+    whose values the turn a call runs replaces before any node reads them."""
     records, current, turn, history, writers = walk[:5]
+    replaced = frozenset(current.replaced or ()) if _replaced_since(walk) else frozenset()
+    gone: list[NodeChange] = []
     verified_until, judged = walk.verified
     # Most records of a long thread wrote nothing still live: skip building their sets.
     holders = frozenset(writers.values())
@@ -450,11 +471,16 @@ def _changed_steps(walk: _Walk) -> tuple[_Found, list[str], list[NodeChange]]:
         live = last | (record.wrote & accumulates) if accumulates else last
         if index < turn or history:
             still = alive(changes, live, last)
+            if live & replaced:
+                live, last = live - replaced, last - replaced
+                kept = alive(changes, live, last)
+                gone += [c for c in still if c not in kept]
+                still = kept
             if history and live - last:  # items it appended are still part of a value
                 unread += [c for c in changes if c.channel is None and c not in still]
             changes = still
         found_in.append((index, changes, live))
-    return found_in, notes, unread
+    return found_in, notes, unread, gone
 
 
 def _misread_steps(
@@ -485,6 +511,15 @@ def kept_valid(change: NodeChange) -> str:
         else "the items it appended to the state are of their channel's type"
     )
     return f"{change.describe().splitlines()[0]} in a finished turn; {what}: kept: still valid"
+
+
+def _replaced_note(change: NodeChange) -> str:
+    """Why a change of an earlier turn's value does not block the turn a call runs."""
+    what = f"`{change.channel}`" if change.channel else "what it wrote"
+    return (
+        f"{change.describe().splitlines()[0]} in an earlier turn; the turn under way "
+        f"writes {what} before any node reads it: replaced by the new turn"
+    )
 
 
 def _storage_kinds_noted(base: ResumePlan, records: Sequence[Record], current: Stamp) -> ResumePlan:
