@@ -47,12 +47,8 @@ from neograph_ext.decision._revive import (
 from neograph_ext.decision._stamp import STAMP_KEY, Stamp, stamp_ref
 from neograph_ext.decision._subgraph_misread import called_revivals, subgraph_revivals
 from neograph_ext.drivers._call_match import with_checked_calls
-<<<<<<< HEAD
-from neograph_ext.drivers._graph import StampedGraph, cache_salts, metadata_of
-from neograph_ext.drivers._validated_reads import validating_reads
-=======
 from neograph_ext.drivers._graph import StampedGraph, metadata_of
->>>>>>> agentcache
+from neograph_ext.drivers._validated_reads import validating_reads
 from neograph_ext.drivers._verify_writes import verifying
 from neograph_ext.drivers._written_types import watching
 from neograph_ext.storage._stamp_order import declared_release
