@@ -24,7 +24,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Annotated, Any, NotRequired, Required, get_args, get_origin
 
 from langgraph.checkpoint.base import CheckpointTuple
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import BaseModel, ValidationError
 from typing_extensions import is_typeddict
 
 from neograph_ext.decision._langgraph import TASKS_CHANNEL
@@ -37,6 +37,7 @@ from neograph_ext.decision._revive import (
     same_class,
     type_hints,
 )
+from neograph_ext.decision._validation import adapter
 
 __all__ = [
     "class_mismatch",
@@ -65,8 +66,11 @@ def misread(checked: Revival, values: Mapping[str, Any]) -> dict[str, str]:
         if channel not in values:
             continue
         miss = mismatch(tp, values[channel])
-        if miss is not None and channel in checked.coerced and _validates(tp, values[channel]):
-            miss = None  # a pydantic state validates it into the declared type on read
+        validated = checked.coerced | checked.validated
+        if miss is not None and channel in validated and _validates(tp, values[channel]):
+            # Validated into the declared type when a node reads it: by a pydantic state
+            # schema, or, for a class the serializer cannot rebuild, ``_validated_reads``.
+            miss = None
         if miss is not None:
             expected, got = miss
             found[channel] = (
@@ -76,8 +80,11 @@ def misread(checked: Revival, values: Mapping[str, Any]) -> dict[str, str]:
 
 
 def _validates(tp: object, value: object) -> bool:
+    found = adapter(tp)
+    if found is None:
+        return False
     try:
-        TypeAdapter[Any](tp).validate_python(value)  # type: ignore[arg-type]
+        found.validate_python(value)
     except (ValidationError, TypeError, ValueError, AttributeError):
         return False
     return True

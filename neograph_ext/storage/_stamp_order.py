@@ -70,6 +70,7 @@ from neograph_ext.storage._stamp_store import THREAD_PREFIX
 __all__ = [
     "ORDER_THREAD",
     "RELEASE_ENV",
+    "Declared",
     "aorder",
     "aregister",
     "declared_release",

@@ -347,7 +347,7 @@ ERRORS = {
     "no file": (["plan", "no/such/file.py:g"], "does not exist"),
     "no attribute": (["plan", "tests.cli.cli_graphs:nope"], "has no attribute 'nope'"),
     "not a graph": (["plan", "tests.cli.cli_graphs:not_a_graph"], "not a StateGraph builder"),
-    "plain LangGraph": (["plan", "tests.cli.cli_graphs:plain_v1"], "neograph_ext.compile"),
+    "a Pregel of no builder": (["plan", "tests.cli.cli_graphs:raw_pregel"], "nor @entrypoint"),
     "unknown thread": (["plan", V1, "--thread", "nope"], "thread 'nope' has no checkpoints"),
     "unknown checkpoint": (["plan", V1, "--checkpoint", "nope"], "has no checkpoint 'nope'"),
     "history of an unknown thread": (["history", "--thread", "nope"], "'nope' has no checkpoints"),
