@@ -130,6 +130,15 @@ def known_failure(case: Case) -> str | None:
         replaced -= dict(case.new.renames).keys()  # declared with ``renames=``: kept
         if any(isinstance(n, Node) and n.asks and n.name in replaced for n in case.old.nodes()):
             return "test_an_asking_node_replaced_under_reanswer_takes_the_answer"
+    # Answers keyed by id to a node asking twice: its last is lost on SQLite and
+    # PostgreSQL once the task finished.
+    keyed = case.resume is not None and case.resume.reanswer and case.by_id
+    if (
+        keyed
+        and case.answered > 1
+        and any(isinstance(n, Node) and n.asks > 1 for n in case.old.nodes())
+    ):
+        return "test_reanswer_gives_again_an_answer_keyed_by_id_to_a_task_that_finished"
     # A node renamed with ``renames=`` that asks, re-run by a rewind because it changed
     # (on the in-memory saver).
     stale = changed_nodes(case.old, case.new)
