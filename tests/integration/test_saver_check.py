@@ -120,7 +120,7 @@ def test_the_opt_out_accepts_unverified_threads_and_strict_unverified_refuses_th
         drive.run(
             changed, {"log": ["again"]}, config, resume=ne.ResumePolicy(on_unverified="raise")
         )
-    assert "strict_unverified" in str(caught.value) and caught.value.plan.notes
+    assert "on_unverified='resume'" in str(caught.value) and caught.value.plan.notes
     assert runs == Counter()
 
 
