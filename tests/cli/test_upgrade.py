@@ -17,7 +17,7 @@ import pytest
 
 from neograph_ext._upgrade import in_canary
 from neograph_ext.storage._lock import thread_lock
-from tests.cli.support import Database, cli, program
+from tests.cli.support import Database, cli, one_error_line, program
 from tests.graphs.releases import CALLS, PER_RUN, compiled, fleet, resumed_calls
 
 GRAPH = "tests.graphs.releases:current"
@@ -144,6 +144,21 @@ def test_apply_off_a_terminal_needs_yes(db: Database) -> None:
 
     assert result.exit_code == 2 and "pass --yes" in result.stderr
     assert db.rows() == before
+
+
+@pytest.mark.parametrize("args", [(), ("--apply", "--yes"), ("--apply", "--yes", "--jobs", "2")])
+def test_a_thread_named_that_does_not_exist_is_refused_before_any_write(
+    db: Database, args: tuple[str, ...]
+) -> None:
+    made = fleet(db.saver, each=1)
+    before = db.rows()
+
+    result = cli("upgrade", GRAPH, "--db", db.url, "--thread", made["carry"][0], "--thread",
+                 "no-such-thread", *args)  # fmt: skip
+
+    line = one_error_line(result)
+    assert line == "error: thread 'no-such-thread' has no checkpoints in this database"
+    assert db.rows() == before  # the thread named first, which exists, was not carried
 
 
 _KILL = """
