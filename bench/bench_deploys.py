@@ -48,7 +48,7 @@ def _earlier(saver: Any, count: int) -> None:
     for index in range(count):
         fake = f"{index:064x}"
         stamp = Stamp.model_construct(**{**dict(base), "id": fake})
-        saver.put(*_stamp_order._write(saver, stamp, index))
+        saver.put(*_stamp_order._write(saver, stamp, index, None))
 
 
 def _unlist(saver: Any, stamp_id: str) -> None:

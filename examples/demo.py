@@ -187,8 +187,7 @@ def main(workdir: Path) -> None:
         ne.run(graph, INPUT, CONFIG, resume=ne.ResumePolicy(on_change="raise"))
     except ne.CheckpointSchemaError as exc:
         print(
-            "  run(..., resume=ResumePolicy(on_change='raise')) (auto_resume=False before 0.3)"
-            " raised CheckpointSchemaError:"
+            "  run(..., resume=ResumePolicy(on_change='raise')) raised CheckpointSchemaError:"
         )
         print(indent(str(exc)))
         print(f"  invalidated_nodes: {sorted(exc.invalidated_nodes)}")

@@ -30,6 +30,7 @@ from neograph_ext._export import export_threads
 from neograph_ext._fleet import acheck_threads, check_threads
 from neograph_ext._lineage import ahistory, history
 from neograph_ext._pruning import aprune, prune
+from neograph_ext._public import publish as _publish
 from neograph_ext._run import aplan, arun, astream, plan, run, stream
 from neograph_ext._upgrade import aupgrade_threads, upgrade_threads
 from neograph_ext.decision._decision import PlanKind, ResumePlan
@@ -93,6 +94,7 @@ __all__ = [
     "unrevivable_types",
     "upgrade_threads",
 ]
+_publish(__name__, globals(), __all__)
 
 _MOVED = {
     **dict.fromkeys(("Budget", "BudgetExceededError", "Ledger", "Spend"), "budget"),

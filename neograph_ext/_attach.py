@@ -8,6 +8,10 @@ Rules:
   ``telemetry=``) still work for 0.4, with a ``DeprecationWarning`` naming the record;
   given their documented default they say nothing, and given beside the record that
   covers them they are a ``GraphError`` naming both.
+- ``auto_resume=False`` given is 0.2's spelling of strict plain calls, and keeps that
+  meaning until 0.5 (``Attached.strict_plain``): a user who wrote it to make a server's
+  runs refuse a changed thread must not silently get LangGraph's resume instead. Only
+  leaving the keyword out (or 0.2's default, ``None``) means plain LangGraph calls.
 """
 
 from __future__ import annotations
@@ -61,6 +65,9 @@ class Attached:
     """What one ``compile`` was given to attach, each kind resolved."""
 
     auto_resume: bool = False
+    strict_plain: bool = False
+    """0.2's ``compile(auto_resume=False)``: plain calls plan with the graph's ``resume``
+    policy made strict (``on_change="raise"``), while ``run`` keeps the graph's own."""
     checks: WriteChecks = field(default_factory=WriteChecks)
     budget: Budget | None = None
     telemetry: Telemetry | None = None
@@ -69,7 +76,7 @@ class Attached:
 _R = TypeVar("_R")
 
 _MOVED: dict[str, object] = {
-    "auto_resume": False,
+    "auto_resume": None,  # 0.2's left-out value; False is 0.2's strict spelling
     "verify_writes": False,
     "verify_saver": True,
     "budget": None,
@@ -94,6 +101,7 @@ def attached(
         for name, default in _MOVED.items()
         if name in kwargs and not _is_default(kwargs[name], default)
     ]
+    strict_plain = kwargs.get("auto_resume") is False
     if old:
         moved, shown = _moved(old)
         both = sorted(kind.__name__ for kind in moved if kind in records)
@@ -104,7 +112,8 @@ def attached(
             )
         given = ", ".join(f"{name}={_plain(value)}" for name, value in old)
         warnings.warn(
-            f"compile(..., {given}) is deprecated: pass attach=[{shown}]",
+            f"compile(..., {given}) is deprecated: pass attach=[{shown}]"
+            + (_STRICT_PLAIN if strict_plain else ""),
             DeprecationWarning,
             stacklevel=3,
         )
@@ -112,6 +121,7 @@ def attached(
     rest = {name: value for name, value in kwargs.items() if name not in _MOVED}
     return Attached(
         auto_resume=AutoResume in records,
+        strict_plain=strict_plain,
         checks=_of(records, WriteChecks) or WriteChecks(),
         budget=_of(records, Budget),
         telemetry=_of(records, Telemetry),
@@ -145,8 +155,8 @@ def _moved(old: list[tuple[str, Any]]) -> tuple[dict[type, Attachment], str]:
     moved: list[Attachment] = []
     checks: dict[str, bool] = {}
     for name, value in old:
-        if name == "auto_resume" and value:
-            moved.append(AutoResume())
+        if name == "auto_resume" and (value or value is False):
+            moved.append(AutoResume())  # False too: 0.2's strict plain calls
         elif name in ("budget", "telemetry"):
             moved.append(value)
         elif name in ("verify_writes", "verify_saver"):
@@ -161,6 +171,16 @@ def _moved(old: list[tuple[str, Any]]) -> tuple[dict[type, Attachment], str]:
         for record in records.values()
     ]
     return records, ", ".join(shown)
+
+
+_STRICT_PLAIN = (
+    ", resume=ResumePolicy(on_change='raise') (which makes run() strict too). "
+    "auto_resume=False keeps its 0.2 meaning until 0.5: plain calls (invoke, stream, a "
+    "LangGraph server's runs) plan first and raise CheckpointSchemaError on a changed "
+    "thread, while run() keeps the graph's resume policy; leave auto_resume out for "
+    "LangGraph's own plain calls"
+)
+"""What the warning for ``auto_resume=False`` adds after the record it names."""
 
 
 def _is_default(value: object, default: object) -> bool:

@@ -47,7 +47,8 @@ class AutoResumingGraph(StampedGraph):
     """A stamped graph whose plain root calls plan first (``AutoResume``)."""
 
     neograph_ext_auto_resume: ClassVar[ResumePolicy] = ResumePolicy()
-    """The policy every plain root call plans with: ``compile``'s ``resume``."""
+    """The policy every plain root call plans with: ``compile``'s ``resume`` (made strict
+    for 0.2's ``compile(auto_resume=False)``, while ``run`` keeps it as given)."""
 
     def stream(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any

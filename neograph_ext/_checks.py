@@ -87,7 +87,8 @@ def stale_values(graph: Pregel[Any, Any, Any, Any], values: Mapping[str, Any]) -
 def declared_classes(graph: Pregel[Any, Any, Any, Any]) -> frozenset[tuple[str, str]]:
     """The ``(module, name)`` of each class ``graph`` declares whose values its
     checkpoints store by path and that read back as themselves: its state's, its node
-    outputs' (a ``response_format`` too), its subgraphs'.
+    outputs' (a ``response_format`` too), its subgraphs', and those of the graphs its
+    nodes' code calls (their checkpoints, under the calling task's namespace, hold them).
 
     Give them to the saver's serializer as ``JsonPlusSerializer(allowed_msgpack_modules=
     ...)`` and they read back silently, also under ``LANGGRAPH_STRICT_MSGPACK``;

@@ -15,15 +15,17 @@ from __future__ import annotations
 import weakref
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, overload
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.pregel import Pregel
+from langgraph.typing import ContextT, InputT, OutputT, StateT
 
 from neograph_ext._attach import Attached, Attachment, attached
 from neograph_ext._auto_resume import AutoResumingGraph
+from neograph_ext.decision._cache_key import cache_salts
 from neograph_ext.decision._carrying import carrying
 from neograph_ext.decision._entrypoint import entrypoint_function, entrypoint_stamp, seen_tasks
 from neograph_ext.decision._errors import GraphError
@@ -36,15 +38,17 @@ from neograph_ext.decision._revive import (
     allowed_pairs,
     cleared,
     declared,
+    declared_fields,
     entrypoint_revival,
     node_inputs,
     report,
     revival,
 )
 from neograph_ext.decision._stamp import STAMP_KEY, Stamp, stamp_ref
-from neograph_ext.decision._subgraph_misread import subgraph_revivals
+from neograph_ext.decision._subgraph_misread import called_revivals, subgraph_revivals
 from neograph_ext.drivers._call_match import with_checked_calls
-from neograph_ext.drivers._graph import StampedGraph, cache_salts, metadata_of
+from neograph_ext.drivers._graph import StampedGraph, metadata_of
+from neograph_ext.drivers._validated_reads import validating_reads
 from neograph_ext.drivers._verify_writes import verifying
 from neograph_ext.drivers._written_types import watching
 from neograph_ext.storage._stamp_order import declared_release
@@ -53,6 +57,51 @@ __all__ = ["compile"]
 
 _KEEP: Any = object()
 """``compile``'s default checkpointer: none for a builder, its own for a compiled graph."""
+
+
+@overload
+def compile(
+    builder: StateGraph[StateT, ContextT, InputT, OutputT],
+    *,
+    checkpointer: Any = ...,
+    output_types: Mapping[str, object] | None = ...,
+    versions: Mapping[str, str] | None = ...,
+    renames: Mapping[str, str] | None = ...,
+    resume: ResumePolicy | None = ...,
+    lock: LockPolicy | None = ...,
+    attach: Iterable[Attachment] = ...,
+    **compile_kwargs: Any,
+) -> CompiledStateGraph[StateT, ContextT, InputT, OutputT]: ...
+
+
+@overload
+def compile(
+    builder: CompiledStateGraph[StateT, ContextT, InputT, OutputT],
+    *,
+    checkpointer: Any = ...,
+    output_types: Mapping[str, object] | None = ...,
+    versions: Mapping[str, str] | None = ...,
+    renames: Mapping[str, str] | None = ...,
+    resume: ResumePolicy | None = ...,
+    lock: LockPolicy | None = ...,
+    attach: Iterable[Attachment] = ...,
+    **compile_kwargs: Any,
+) -> CompiledStateGraph[StateT, ContextT, InputT, OutputT]: ...
+
+
+@overload
+def compile(
+    builder: Pregel[StateT, ContextT, InputT, OutputT],
+    *,
+    checkpointer: Any = ...,
+    output_types: Mapping[str, object] | None = ...,
+    versions: Mapping[str, str] | None = ...,
+    renames: Mapping[str, str] | None = ...,
+    resume: ResumePolicy | None = ...,
+    lock: LockPolicy | None = ...,
+    attach: Iterable[Attachment] = ...,
+    **compile_kwargs: Any,
+) -> Pregel[StateT, ContextT, InputT, OutputT]: ...
 
 
 def compile(
@@ -68,7 +117,7 @@ def compile(
     lock: LockPolicy | None = None,
     attach: Iterable[Attachment] = (),
     **compile_kwargs: Any,
-) -> StampedGraph:
+) -> Pregel[Any, Any, Any, Any]:
     """Compile a StateGraph whose checkpoints carry the fingerprints of its types.
 
     Args:
@@ -90,13 +139,15 @@ def compile(
             ``AutoResume()``, ``WriteChecks(...)``, ``budget.Budget(...)``,
             ``Telemetry()`` (each documents itself). 0.3's ``auto_resume=``,
             ``verify_writes=``, ``verify_saver=``, ``budget=``, ``telemetry=`` still work,
-            deprecated.
+            deprecated; ``auto_resume=False`` keeps its 0.2 meaning until 0.5 (plain calls
+            plan first, strictly, while ``run`` keeps ``resume``).
         **compile_kwargs: Every other keyword of ``StateGraph.compile``.
 
     Returns:
-        LangGraph's compiled graph, all of its API as usual; what neograph-ext adds to
-        any metadata is at most 256 bytes, and to a ``cache_policy``'s keys the node's
-        fingerprint.
+        LangGraph's compiled graph, all of its API as usual, typed as LangGraph types it
+        (a ``CompiledStateGraph`` of the builder's state, context, input and output
+        types; an ``@entrypoint``'s ``Pregel``); what neograph-ext adds to any metadata
+        is at most 256 bytes, and to a ``cache_policy``'s keys the node's fingerprint.
 
     Raises:
         ValueError: ``output_types``, ``versions`` or ``renames`` names an unknown node,
@@ -145,7 +196,13 @@ def _compile_graph(
     if checkpointer is not _KEEP:
         options["checkpointer"] = checkpointer
     options.update(compile_kwargs)
-    stamp = build_stamp(builder, opts.output_types, opts.versions, opts.renames)
+    stamp = build_stamp(
+        builder,
+        opts.output_types,
+        opts.versions,
+        opts.renames,
+        paused_before=options.get("interrupt_before"),
+    )
     types = channel_types(builder)
     carrying(types, opts.resume.keep_compatible, opts.resume.migrations)  # names checked
     graph = builder.compile(**options)
@@ -153,10 +210,11 @@ def _compile_graph(
     channels = cleared(channels, stamp.clears or ())
     revived = _revival(builder, graph, channels, coerced, outputs)
     report(revived, graph.name, strict=opts.resume.on_change == "raise")
+    validating_reads(graph, {ch: revived.types[ch] for ch in revived.validated})
     watching(graph, outputs, coerced, deep=opts.attached.checks.readback)
     if opts.attached.checks.readback:
         verifying(graph, frozenset(channels))
-    fold_cache_keys(graph, cache_salts(stamp))
+    fold_cache_keys(graph, cache_salts(stamp, _written(outputs)))
     # In place, not with_config(): a copy would lose what compile() set afterwards.
     graph.config = {
         **config,
@@ -170,6 +228,15 @@ def _compile_graph(
     return _stamped_as(
         graph, stamp, opts, neograph_ext_channel_types=types, neograph_ext_revival=revived
     )
+
+
+def _written(outputs: Mapping[str, object]) -> dict[str, set[str]]:
+    """Per node whose declared output type has fields, those fields: the channels its
+    cached writes can hold (``cache_salts``)."""
+    written: dict[str, set[str]] = {}
+    for node, key, _ in declared_fields(outputs):
+        written.setdefault(node, set()).add(key)
+    return written
 
 
 def _revival(
@@ -186,7 +253,8 @@ def _revival(
     inner, inner_findings = subgraph_revivals(builder, allowed)
     if inner:
         revived = replace(revived, subgraphs=inner, findings=revived.findings + inner_findings)
-    return revived
+    called = called_revivals(builder)
+    return replace(revived, called=called) if called else revived
 
 
 def _stamped_as(
@@ -209,7 +277,7 @@ def _stamped_as(
             "neograph_ext_resume": opts.resume,
             "neograph_ext_lock": opts.lock,
             "neograph_ext_release": declared_release(),
-            **({"neograph_ext_auto_resume": opts.resume} if auto_resume else {}),
+            **({"neograph_ext_auto_resume": _plain_resume(opts)} if auto_resume else {}),
             "neograph_ext_verify_saver": opts.attached.checks.saver,
             "neograph_ext_budget": opts.attached.budget,
             "neograph_ext_telemetry": opts.attached.telemetry,
@@ -219,6 +287,12 @@ def _stamped_as(
         },
     )
     return graph  # type: ignore[return-value]
+
+
+def _plain_resume(opts: _Options) -> ResumePolicy:
+    """The policy plain calls plan with: the graph's, or (0.2's ``auto_resume=False``,
+    ``Attached.strict_plain``) the graph's made strict, ``run`` keeping the graph's own."""
+    return replace(opts.resume, on_change="raise") if opts.attached.strict_plain else opts.resume
 
 
 def _compile_entrypoint(
@@ -260,7 +334,7 @@ def _compile_entrypoint(
     allowed = allowed_pairs(graph.checkpointer, allowlist)
     revived = entrypoint_revival(shape.name, types, shape.returns, allowed)
     report(revived, graph.name, strict=opts.resume.on_change == "raise")
-    salts = cache_salts(stamp)
+    salts = cache_salts(stamp, {})
     fold_task_cache_keys(seen_tasks(func), salts)
     with_checked_calls(graph, func)
     fold_cache_keys(graph, salts)

@@ -44,7 +44,8 @@ from neograph_ext.decision._operations import (
 from neograph_ext.decision._policy import ResumePolicy, asked
 from neograph_ext.decision._steps import work_for
 from neograph_ext.drivers._drivers import Driver, Row, answered
-from neograph_ext.drivers._thread import ThreadCall, named_checkpoint, stamped, thread_call
+from neograph_ext.drivers._graph import StampedGraph
+from neograph_ext.drivers._thread import ThreadCall, named_checkpoint, thread_call
 from neograph_ext.flows._flow import thread_plan
 from neograph_ext.storage._fixtures import ThreadFixture
 
@@ -69,20 +70,21 @@ def fixture_rows(fixture: ThreadFixture) -> Mapping[type, Row]:
 
 
 def offline_graph(graph: object) -> Pregel[Any, Any, Any, Any]:
-    """``graph`` (a builder, or a graph ``compile`` made) with an empty in-memory saver
-    for a checkpointer: planning it against fixtures reaches no database.
+    """``graph`` (a builder, a graph ``compile`` made, or one plain LangGraph compiled: a
+    ``create_agent`` agent, an ``@entrypoint``) with an empty in-memory saver for a
+    checkpointer: planning it against fixtures reaches no database.
 
     Raises:
-        GraphError: It is neither.
+        GraphError: It is none of these.
     """
-    if isinstance(graph, StateGraph):
-        return compile(graph, checkpointer=InMemorySaver())
-    if isinstance(graph, Pregel):
+    if isinstance(graph, StampedGraph):
         # The stamp lives on the graph's class: a copy keeps it.
-        return stamped(graph).copy(update={"checkpointer": InMemorySaver()})
+        return graph.copy(update={"checkpointer": InMemorySaver()})
+    if isinstance(graph, StateGraph | Pregel):
+        return compile(graph, checkpointer=InMemorySaver())
     raise GraphError(
-        f"cannot plan a {type(graph).__name__} against fixtures: pass a StateGraph builder "
-        "or a graph made by neograph_ext.compile"
+        f"cannot plan a {type(graph).__name__} against fixtures: pass a StateGraph builder, "
+        "a compiled graph or an @entrypoint"
     )
 
 
@@ -93,8 +95,9 @@ def plan_fixture(
     the fixture alone.
 
     Args:
-        graph: The current code: a ``StateGraph`` builder or a graph made by
-            ``neograph_ext.compile`` (its checkpointer is never used).
+        graph: The current code: a ``StateGraph`` builder, a graph made by
+            ``neograph_ext.compile`` (its checkpointer is never used), or one plain
+            LangGraph compiled (a ``create_agent`` agent, an ``@entrypoint``).
         fixture: A thread read by ``read_fixtures``.
         resume: Plan as ``plan(..., resume=resume)`` would; by default under the graph's
             policy.

@@ -7,7 +7,9 @@ the next superstep or model call that would pass a cap raises
 """
 
 from neograph_ext._budget_read import aledger, ledger
+from neograph_ext._public import publish
 from neograph_ext.decision._budget import Budget, Ledger, Spend
 from neograph_ext.decision._errors import BudgetExceededError
 
 __all__ = ["Budget", "BudgetExceededError", "Ledger", "Spend", "aledger", "ledger"]
+publish(__name__, globals(), __all__)

@@ -22,6 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from neograph_ext._offline import judged, offline_graph, plan_fixture
+from neograph_ext._public import publish
 from neograph_ext.decision._claim import last_writer
 from neograph_ext.decision._errors import FixtureError
 from neograph_ext.decision._fingerprint import fingerprint_type
@@ -54,8 +55,9 @@ def check_fixtures(
     """Plan ``graph`` against every fixture in the directory ``fixtures``, offline.
 
     Args:
-        graph: The code about to ship: a ``StateGraph`` builder or a graph made by
-            ``neograph_ext.compile`` (its checkpointer is never used).
+        graph: The code about to ship: a ``StateGraph`` builder, a graph made by
+            ``neograph_ext.compile`` (its checkpointer is never used), or one plain
+            LangGraph compiled (a ``create_agent`` agent, an ``@entrypoint``).
         fixtures: A directory of exported threads (``*.json``).
         allow: Outcomes to accept: ``"rewind"`` for teams that accept rewinds but not
             errors. A thread that would refuse or raise always fails.
@@ -117,3 +119,6 @@ def _writer(fixture: ThreadFixture) -> str | None:
     if head is None:
         return None
     return last_writer(read_marks(head.metadata or {})[0], head.pending_writes or ())
+
+
+publish(__name__, globals(), __all__)

@@ -8,6 +8,7 @@ As ``langgraph.types`` holds LangGraph's: nothing here is constructed by a calle
 from neograph_ext._fleet import ThreadCheck
 from neograph_ext._inventory import Inventory, StampThreads
 from neograph_ext._lineage import History, HistoryEntry, StampStatus
+from neograph_ext._public import publish
 from neograph_ext._upgrade import ThreadUpgrade, UpgradeAction
 from neograph_ext.decision._changes import ChangeReason, NodeChange
 from neograph_ext.decision._decision import TaskStep
@@ -33,3 +34,4 @@ __all__ = [
     "ThreadUpgrade",
     "UpgradeAction",
 ]
+publish(__name__, globals(), __all__)

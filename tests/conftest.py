@@ -6,7 +6,11 @@ Rules:
   them out of a quick local run.
 - `drive` runs a test once per mode in `MODES`: through the sync drivers, and
   through their async twins (`tests.drive`). The integration suite's `saver`
-  is then the mode's saver, opened on the drive's loop when it is async.
+  is then the mode's saver, opened on the drive's loop when it is async. The async
+  drive runs on SQLite and PostgreSQL, not in memory (`_a_repeat`): InMemorySaver's
+  async methods call its sync ones, and the package's async path (the async entry
+  points, the drivers, the saver-API reads) is the same on every saver, so async x
+  memory repeated async x SQLite and sync x memory step for step.
 - PostgreSQL tests never skip: without `NEOGRAPH_EXT_PG_DSN` they fail and
   say why. `make test` starts a throwaway server and sets it.
 - Every PostgreSQL test of one process shares one database, so a test must use
@@ -16,6 +20,12 @@ Rules:
   order as a fresh database has it.
 - Tests marked `storm` (minutes of random kills) or `oracle` (the long oracle suite)
   are deselected unless `-m` names them: `pytest -m storm tests/reliability`.
+- The fast tier (`pytest --fast`, `make test-fast`) is what a developer runs after each
+  step: every test that neither starts a process (`slow`), sweeps kill points (`kills`),
+  serves a graph (`server`) nor needs PostgreSQL, on one saver (`FAST_SAVER`: SQLite,
+  which serializes as a deployment does) and on the sync path (no `async` drive, no
+  coroutine test, no `async_saver`). In it a test that starts a process fails and says
+  which mark it lacks, so the tier stays fast as tests are added.
 - Every async test (a coroutine, or one on an `async` drive) runs under `blockbuster`,
   as LangChain's tests do: a blocking call on a running event loop fails it, as it fails
   under `langgraph dev` (`no_blocking_on_the_loop`).
@@ -24,13 +34,15 @@ Rules:
 from __future__ import annotations
 
 import inspect
+import multiprocessing.process
 import os
+import subprocess
 import uuid
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 from urllib.parse import urlsplit
 
 import psycopg
@@ -50,6 +62,9 @@ from neograph_ext.storage._stamp_order import ORDER_THREAD
 from tests.drive import MODES, Drive
 
 SAVER_KINDS = ("memory", "sqlite", "postgres")
+FAST_SAVER = "sqlite"
+# Marks whose tests the fast tier leaves out; `postgres` is added at collection.
+_NOT_FAST = ("slow", "kills", "server", "postgres", "storm", "oracle")
 
 PG_DSN_ENV = "NEOGRAPH_EXT_PG_DSN"
 # Set by scripts/pg.sh when it could not start a server: the reason.
@@ -60,6 +75,14 @@ PG_MISSING = (
 
 # Fixtures whose "postgres" parameter needs the server.
 _SAVER_FIXTURES = ("saver", "async_saver")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--fast",
+        action="store_true",
+        help=f"the fast tier: no process, no PostgreSQL, the {FAST_SAVER} saver, sync only",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -98,6 +121,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if long:
             config.hook.pytest_deselected(items=long)
             items[:] = [item for item in items if not item.get_closest_marker(marker)]
+    repeats = [item for item in items if _a_repeat(item)]
+    if repeats:
+        config.hook.pytest_deselected(items=repeats)
+        items[:] = [item for item in items if not _a_repeat(item)]
     for item in items:
         params = getattr(item, "callspec", None)
         uses_pg = "pg_dsn" in getattr(item, "fixturenames", ()) or (
@@ -106,6 +133,51 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         )
         if uses_pg:
             item.add_marker(pytest.mark.postgres)
+    if config.getoption("fast"):
+        slow = [item for item in items if not _in_the_fast_tier(item)]
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if _in_the_fast_tier(item)]
+
+
+def _a_repeat(item: pytest.Item) -> bool:
+    """An async drive on the in-memory saver: see the module's rules."""
+    params = getattr(item, "callspec", None)
+    return (
+        params is not None
+        and params.params.get("drive") == "async"
+        and params.params.get("saver") == "memory"
+    )
+
+
+def _in_the_fast_tier(item: pytest.Item) -> bool:
+    if any(item.get_closest_marker(mark) for mark in _NOT_FAST):
+        return False
+    if inspect.iscoroutinefunction(getattr(item, "function", None)):
+        return False
+    if "async_saver" in getattr(item, "fixturenames", ()):
+        return False
+    params = getattr(item, "callspec", None)
+    values = params.params.values() if params is not None else ()
+    others = set(SAVER_KINDS) - {FAST_SAVER}
+    return not any(isinstance(v, str) and (v in others or v == "async") for v in values)
+
+
+@pytest.fixture(autouse=True)
+def no_process_in_the_fast_tier(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In the fast tier, starting a process fails the test and names the mark it lacks."""
+    if not request.config.getoption("fast"):
+        return
+
+    def refuse(*args: object, **kwargs: object) -> NoReturn:
+        raise AssertionError(
+            f"{request.node.nodeid} starts a process: mark it `slow` "
+            "(or `kills` if it sweeps kill points), which leaves it out of the fast tier"
+        )
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
+    monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", refuse)
 
 
 @pytest.fixture

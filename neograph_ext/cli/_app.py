@@ -32,9 +32,9 @@ from neograph_ext.cli._boundary import CliError, DebugOpt, boundary, reading
 from neograph_ext.cli._check import Tally, counted, declined_note
 from neograph_ext.cli._confirm import ASKS, YesOpt, confirm
 from neograph_ext.cli._cost import Limits, cost_json, cost_table, costed, passed
-from neograph_ext.cli._database import open_database
+from neograph_ext.cli._database import DB_ENV, DbOpt, OptionalDbOpt, open_database
 from neograph_ext.cli._export import export_command, fixture_check
-from neograph_ext.cli._graphs import Graph, attach, load
+from neograph_ext.cli._graphs import Graph, GraphArg, attach, load
 from neograph_ext.cli._help import Command, Group
 from neograph_ext.cli._jobs import made
 from neograph_ext.cli._ledger import ledger_table
@@ -56,7 +56,7 @@ from neograph_ext.cli._show import (
 from neograph_ext.cli._upgrade import upgrade_command
 from neograph_ext.types import DeployCost, Inventory, ThreadCheck
 
-__all__ = ["DB_ENV", "app", "main"]
+__all__ = ["app", "main"]
 
 app = typer.Typer(
     name="neograph-ext",
@@ -67,16 +67,6 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,  # locals may hold a database password
 )
 
-_GRAPH = "module:attribute or path/to/file.py:attribute: a StateGraph builder or a graph made "
-GraphArg = Annotated[str, typer.Argument(metavar="GRAPH", help=_GRAPH + "by neograph_ext.compile")]
-DB_ENV = "NEOGRAPH_EXT_DB"
-"""Where ``--db`` is read from when it is not given."""
-DbOpt = Annotated[
-    str,
-    typer.Option(
-        metavar="URL", envvar=DB_ENV, help="SQLite path, sqlite:///path or postgresql://..."
-    ),
-]
 ThreadOpt = Annotated[str, typer.Option("--thread", metavar="ID", help="The thread id.")]
 CheckpointOpt = Annotated[
     str | None, typer.Option(metavar="ID", help="Start from this checkpoint, not the newest.")
@@ -228,10 +218,8 @@ _JobsOpt = Annotated[
 @app.command("check", cls=Command)
 def check_command(
     graph: GraphArg,
-    db: Annotated[
-        str | None,
-        typer.Option(metavar="URL", help="SQLite path, sqlite:///path or postgresql://..."),
-    ] = None,
+    ctx: typer.Context,
+    db: OptionalDbOpt = None,
     thread: _ThreadsOpt = None,
     strict_unverified: _StrictUnverifiedOpt = False,
     by_stamp: _InventoryOpt = False,
@@ -248,8 +236,11 @@ def check_command(
     exit 1 if any would rewind or is blocked (with --max-reruns or --max-cost: if the
     rewinds pass those, or any is blocked)."""
     if fixtures is not None:
+        # NEOGRAPH_EXT_DB set for the other commands is no --db given here. (By name: typer
+        # bundles its own click, whose ParameterSource is not public.)
+        source = ctx.get_parameter_source("db")
         given = {
-            "--db": db is not None,
+            "--db": source is not None and source.name == "COMMANDLINE",
             "--thread": bool(thread),
             "--strict-unverified": strict_unverified,
         }
@@ -262,7 +253,9 @@ def check_command(
         tally = Tally(strict_unverified, as_json, rewinds_fail=not limits)
         spent = [DeployCost()] if cost or limits else None
         if db is None:
-            raise CliError("check needs --db URL, or --fixtures DIR to plan exported threads")
+            raise CliError(
+                f"check needs --db URL (or {DB_ENV}), or --fixtures DIR to plan exported threads"
+            )
         if allow:
             raise CliError("--allow applies to --fixtures; with --db, every rewind fails")
         target = load(graph)
@@ -270,7 +263,7 @@ def check_command(
             compiled = attach(target, saver, graph)
             names = list(dict.fromkeys(thread)) if thread else None
             if as_json:
-                typer.echo('{"plans": [', nl=False)
+                tally.listed.open()
             with reading("the checkpoints in this database"):
                 planned = made(graph, db, compiled, saver, names, jobs, check_threads)
                 checks = counted(planned, tally, bar, _count(names))
@@ -309,7 +302,7 @@ def _checked(
         report["inventory"] = rows
         if cost is not None:
             report["cost"] = cost_json(cost, over)
-        typer.echo("], " + to_json(report)[1:])
+        tally.listed.close(report)
         return
     if by_stamp:
         console().print(inventory_table(found))

@@ -29,16 +29,10 @@ from rich.pretty import pretty_repr
 from rich.table import Table
 
 from neograph_ext import is_reserved_thread, stale_values
-from neograph_ext.cli._app import (
-    CheckpointOpt,
-    DbOpt,
-    GraphArg,
-    ThreadOpt,
-    app,
-)
+from neograph_ext.cli._app import CheckpointOpt, ThreadOpt, app
 from neograph_ext.cli._boundary import CliError, DebugOpt, boundary, reading
-from neograph_ext.cli._database import Saver, open_database
-from neograph_ext.cli._graphs import Graph, attach, load
+from neograph_ext.cli._database import DbOpt, Saver, open_database
+from neograph_ext.cli._graphs import Graph, GraphArg, attach, load
 from neograph_ext.cli._help import Command
 from neograph_ext.cli._serde import reader
 from neograph_ext.cli._show import JsonOpt, console, safe, text, to_json

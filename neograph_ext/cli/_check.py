@@ -16,12 +16,11 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-import typer
 from rich.progress import Progress
 
 from neograph_ext import PlanKind, ResumePlan
 from neograph_ext.cli._serde import declined
-from neograph_ext.cli._show import to_json
+from neograph_ext.cli._show import JsonList
 from neograph_ext.types import ThreadCheck
 
 __all__ = ["SHOWN", "Tally", "counted", "declined_note"]
@@ -43,6 +42,8 @@ class Tally:
     shown: list[ResumePlan] = field(default_factory=list)
     declined: dict[str, list[str]] = field(default_factory=dict)
     """Per class the serializer declined to revive, the threads it was heard in."""
+    listed: JsonList = field(default_factory=lambda: JsonList("plans"))
+    """With ``--json``: the document the plans are printed into as they come."""
 
     @property
     def checked(self) -> int:
@@ -63,8 +64,7 @@ class Tally:
             if len(self.shown) < SHOWN:
                 self.shown.append(plan)
         if self.as_json:
-            separator = "," if self.checked > 1 else ""
-            typer.echo(separator + to_json(dataclasses.asdict(plan)), nl=False)
+            self.listed.add(dataclasses.asdict(plan))
 
 
 def counted(

@@ -6,6 +6,8 @@ Rules:
   the schema is checked, never created or migrated. ``accept`` alone asks for writing.
 - ``--db`` may hold a password: no message echoes it, and a string that is neither a
   URL this reads nor an existing file is refused naming its scheme only.
+- ``--db`` is declared once (``DbOpt``), so every command reads ``NEOGRAPH_EXT_DB`` when
+  it is not given.
 """
 
 from __future__ import annotations
@@ -17,16 +19,28 @@ import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
+import typer
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from neograph_ext.cli._boundary import CliError, one_line
 
-__all__ = ["open_database", "sqlite_uri"]
+__all__ = ["DB_ENV", "DbOpt", "OptionalDbOpt", "open_database", "sqlite_uri"]
 
 Saver = BaseCheckpointSaver[Any]
+
+DB_ENV = "NEOGRAPH_EXT_DB"
+"""Where ``--db`` is read from when it is not given."""
+
+_DB = typer.Option(
+    metavar="URL", envvar=DB_ENV, help="SQLite path, sqlite:///path or postgresql://..."
+)
+DbOpt = Annotated[str, _DB]
+"""Every command's ``--db``, from ``NEOGRAPH_EXT_DB`` when not given."""
+OptionalDbOpt = Annotated[str | None, _DB]
+"""``--db`` where another source may replace it (``check --fixtures``)."""
 
 
 @contextmanager

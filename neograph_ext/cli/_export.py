@@ -19,8 +19,8 @@ import typer
 from neograph_ext import export_threads
 from neograph_ext.cli._boundary import CliError, boundary, reading
 from neograph_ext.cli._cost import Limits, cost_json, cost_table, passed
-from neograph_ext.cli._database import open_database
-from neograph_ext.cli._graphs import attach, load
+from neograph_ext.cli._database import DbOpt, open_database
+from neograph_ext.cli._graphs import GraphArg, attach, load
 from neograph_ext.cli._serde import reader
 from neograph_ext.cli._show import console, text, to_json
 from neograph_ext.testing import GateReport, check_fixtures
@@ -28,17 +28,10 @@ from neograph_ext.types import DeployCost
 
 __all__ = ["export_command", "fixture_check"]
 
-_GRAPH = (
-    "module:attribute or path/to/file.py:attribute: a StateGraph builder or a graph made "
-    "by neograph_ext.compile"
-)
-
 
 def export_command(
-    graph: Annotated[str, typer.Argument(metavar="GRAPH", help=_GRAPH)],
-    db: Annotated[
-        str, typer.Option(metavar="URL", help="SQLite path, sqlite:///path or postgresql://...")
-    ],
+    graph: GraphArg,
+    db: DbOpt,
     out: Annotated[str, typer.Option("--out", metavar="DIR", help="Write the fixtures here.")],
     threads: Annotated[
         list[str] | None,

@@ -4,9 +4,10 @@ Rules:
 - ``module:attr`` is imported as ``python -m`` would (the working directory first);
   ``file.py:attr`` under its package path, so class paths (part of every fingerprint)
   match the app's.
-- A builder (or an ``@entrypoint``) is compiled by ``neograph_ext.compile``; a graph it
-  made is copied with the database's saver and keeps its stamp; anything else is
-  refused, naming the fix.
+- A graph ``neograph_ext.compile`` made is copied with the database's saver and keeps its
+  stamp; a builder, a graph compiled by plain LangGraph (a ``create_agent`` agent) or an
+  ``@entrypoint`` is compiled by ``neograph_ext.compile``, as the app's own call would;
+  anything else is refused, naming what GRAPH may be.
 """
 
 from __future__ import annotations
@@ -15,20 +16,30 @@ import importlib
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
+import typer
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import StateGraph
-from langgraph.graph.state import CompiledStateGraph
 from langgraph.pregel import Pregel
 
 from neograph_ext import GraphError, compile, is_stamped
 from neograph_ext.cli._boundary import CliError, one_line
 from neograph_ext.cli._serde import widen
 
-__all__ = ["Graph", "attach", "load"]
+__all__ = ["Graph", "GraphArg", "attach", "load"]
 
 Graph = Pregel[Any, Any, Any, Any]
+
+GraphArg = Annotated[
+    str,
+    typer.Argument(
+        metavar="GRAPH",
+        help="module:attribute or path/to/file.py:attribute: a StateGraph builder, a "
+        "compiled graph (a create_agent agent too) or an @entrypoint",
+    ),
+]
+"""Every command's GRAPH, which ``load`` imports and ``attach`` compiles."""
 
 
 def load(spec: str) -> object:
@@ -70,22 +81,16 @@ def attach(target: object, saver: BaseCheckpointSaver[Any], spec: str | None) ->
 
 
 def _attached(target: object, saver: BaseCheckpointSaver[Any], spec: str | None) -> Graph:
-    if isinstance(target, StateGraph):
-        return compile(target, checkpointer=saver)
-    entrypoint = isinstance(target, Pregel) and not isinstance(target, CompiledStateGraph)
-    if entrypoint and not is_stamped(target):  # compiled as a builder is
+    if isinstance(target, Pregel) and is_stamped(target):
+        return target.copy(update={"checkpointer": saver})  # the stamp lives on its class
+    if isinstance(target, StateGraph | Pregel):
+        # A builder, or a graph compiled by plain LangGraph (a ``create_agent`` agent, a
+        # ``StateGraph(...).compile()``, an ``@entrypoint``): compiled as the app would.
         try:
-            return compile(target, checkpointer=saver)  # type: ignore[arg-type]
+            return compile(target, checkpointer=saver)
         except GraphError as exc:
             raise CliError(f"GRAPH {spec!r}: {one_line(exc)}") from exc
-    if isinstance(target, Pregel):
-        if not is_stamped(target):
-            raise CliError(
-                f"GRAPH {spec!r} was compiled by plain LangGraph and carries no fingerprints: "
-                "build it with neograph_ext.compile(builder, ...) or point GRAPH at the builder"
-            )
-        return target.copy(update={"checkpointer": saver})  # the stamp lives on its class
     raise CliError(
-        f"GRAPH {spec!r} is of type {type(target).__name__}, not a StateGraph builder "
-        "or a graph made by neograph_ext.compile"
+        f"GRAPH {spec!r} is of type {type(target).__name__}, not a StateGraph builder, a "
+        "compiled graph or an @entrypoint"
     )

@@ -17,7 +17,7 @@ from rich.table import Table
 from neograph_ext import prune
 from neograph_ext.cli._boundary import DebugOpt, boundary, reading
 from neograph_ext.cli._confirm import YesOpt, confirm
-from neograph_ext.cli._database import open_database
+from neograph_ext.cli._database import DbOpt, open_database
 from neograph_ext.cli._graphs import attach, load
 from neograph_ext.cli._serde import reader
 from neograph_ext.cli._show import JsonOpt, console, text, to_json
@@ -35,9 +35,7 @@ def prune_command(
             "these are (its stamp's description always stays)",
         ),
     ],
-    db: Annotated[
-        str, typer.Option(metavar="URL", help="SQLite path, sqlite:///path or postgresql://...")
-    ],
+    db: DbOpt,
     apply: Annotated[bool, typer.Option("--apply", help="Delete (default: a dry run).")] = False,
     all_branches: Annotated[
         bool,

@@ -14,6 +14,7 @@ import json
 import os
 import re
 import sys
+import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any
 
@@ -28,6 +29,7 @@ from neograph_ext import PlanKind, ResumePlan
 from neograph_ext.types import ChangeReason, History, HistoryEntry, Inventory
 
 __all__ = [
+    "JsonList",
     "JsonOpt",
     "console",
     "history_rows",
@@ -65,13 +67,19 @@ def plan_panel(decision: ResumePlan) -> Panel:
         grid.add_row("owned by", text(f"newer code, stamp {decision.owner[:16]}"))
     if decision.taken_from:
         grid.add_row("taken over", text(f"from newer code, stamp {decision.taken_from[:16]}"))
-    if decision.kind is PlanKind.REWIND:
+    if decision.kind is PlanKind.REWIND and decision.inside:
+        # The parent is not forked: only the subgraphs' own checkpoints are (``inside``).
+        target = f"step {decision.step}, checkpoint {decision.checkpoint_id}, not forked"
+        grid.add_row("resume from", text(target))
+    elif decision.kind is PlanKind.REWIND:
         target = f"step {decision.step}, checkpoint {decision.checkpoint_id}"
         grid.add_row("rewind to", text(target if decision.checkpoint_id else "-"))
     for index, change in enumerate(decision.changes):
         grid.add_row("invalidated" if index == 0 else "", text(*change.describe().split("\n")))
+    for inner in decision.inside:
+        grid.add_row("subgraph", text(inner.describe()))
     grid.add_row("re-runs", text(", ".join(decision.rerun) or "-"))
-    grid.add_row("kept", text(", ".join(decision.kept) or "-"))
+    grid.add_row("kept", text(_kept(decision)))
     if decision.step_summary():
         grid.add_row("steps", text(decision.step_summary()))
     if decision.estimated_cost is not None:
@@ -84,6 +92,21 @@ def plan_panel(decision: ResumePlan) -> Panel:
         grid.add_row("note", text(note))
     title = text(f"thread {decision.thread_id}")
     return Panel(grid, title=title, border_style=style, expand=False)
+
+
+def _kept(decision: ResumePlan) -> str:
+    """The nodes kept whole, then the kept steps of nodes that also re-run (an agent's
+    model call before a changed tool's step): never "-" beside a kept step."""
+    partly: dict[str, list[int]] = {}
+    for step in decision.steps:
+        if step.kept and step.node not in decision.kept:
+            partly.setdefault(step.node, []).append(step.step)
+    shown = [*decision.kept]
+    shown += [
+        f"{node} (step{'s' * (len(at) > 1)} {', '.join(map(str, at))})"
+        for node, at in partly.items()
+    ]
+    return ", ".join(shown) or "-"
 
 
 def print_check(
@@ -206,6 +229,31 @@ def _status(entry: HistoryEntry, node: str) -> str:
     if ChangeReason.REMOVED in reasons:
         return "removed"
     return "unknown" if ChangeReason.UNKNOWN in reasons else "changed"
+
+
+class JsonList:
+    """A JSON document ``{"<key>": [items], **rest}`` printed an item at a time as the
+    items come (``check`` and ``upgrade`` stream theirs, so nothing holds them all), laid
+    out exactly as ``to_json`` lays out the whole document."""
+
+    def __init__(self, key: str) -> None:
+        self._key = key
+        self._count = 0
+
+    def open(self) -> None:
+        """Print the document's start, up to the list's opening bracket."""
+        typer.echo("{\n  " + json.dumps(self._key) + ": [", nl=False)
+
+    def add(self, item: object) -> None:
+        """Print one item of the list."""
+        self._count += 1
+        separator = ",\n" if self._count > 1 else "\n"
+        typer.echo(separator + textwrap.indent(to_json(item), "    "), nl=False)
+
+    def close(self, rest: Mapping[str, object]) -> None:
+        """Print the list's end, then the document's other keys."""
+        end = "\n  ]" if self._count else "]"
+        typer.echo(end + ("," + to_json(dict(rest))[1:] if rest else "\n}"))
 
 
 def to_json(value: object) -> str:

@@ -39,11 +39,11 @@ from neograph_ext.cli._boundary import CliError, DebugOpt, boundary, reading
 from neograph_ext.cli._check import SHOWN
 from neograph_ext.cli._confirm import YesOpt, confirm
 from neograph_ext.cli._cost import Limits
-from neograph_ext.cli._database import open_database
+from neograph_ext.cli._database import DbOpt, open_database
 from neograph_ext.cli._graphs import attach, load
 from neograph_ext.cli._jobs import made
 from neograph_ext.cli._serde import reader
-from neograph_ext.cli._show import JsonOpt, console, progress, text, to_json
+from neograph_ext.cli._show import JsonList, JsonOpt, console, progress, text
 from neograph_ext.types import ThreadUpgrade, UpgradeAction
 
 __all__ = ["BATCH", "upgrade_command"]
@@ -61,9 +61,6 @@ _GraphArg = Annotated[
         metavar="GRAPH",
         help="module:attribute or path/to/file.py:attribute: the code deployed",
     ),
-]
-_DbOpt = Annotated[
-    str, typer.Option(metavar="URL", help="SQLite path, sqlite:///path or postgresql://...")
 ]
 _ThreadOpt = Annotated[
     list[str] | None,
@@ -107,7 +104,7 @@ _JobsOpt = Annotated[
 
 def upgrade_command(
     graph: _GraphArg,
-    db: _DbOpt,
+    db: DbOpt,
     thread: _ThreadOpt = None,
     apply: _ApplyOpt = False,
     dry_run: _DryRunOpt = False,
@@ -146,17 +143,18 @@ def upgrade_command(
                 if apply:
                     confirm(
                         "upgrade --apply writes to",
-                        lambda: _summary(_tally(upgrades(dry), as_json=False, shown=[]), False),
+                        lambda: _summary(_tally(upgrades(dry), listed=None, shown=[]), False),
                         yes,
                         "no --apply",
                     )
                 writes = partial(dry, apply=apply, rewind=rewind, max_cost=cap if limits else None)
                 found = upgrades(writes, write=apply)
                 shown: list[ThreadUpgrade] = []
+                listed = JsonList("threads") if as_json else None
                 with progress() as bar:
                     counts = _tally(_progressed(found, bar, len(names) if names else None),
-                                    as_json=as_json, shown=shown)  # fmt: skip
-    _report(counts, shown, apply=apply, canary=canary, as_json=as_json)
+                                    listed=listed, shown=shown)  # fmt: skip
+    _report(counts, shown, apply=apply, canary=canary, listed=listed)
     if apply and (counts["busy"] or counts["blocked"] or counts["rewind not run"]):
         raise typer.Exit(1)
 
@@ -195,16 +193,15 @@ def _label(upgrade: ThreadUpgrade) -> str:
 
 
 def _tally(
-    found: Iterable[ThreadUpgrade], *, as_json: bool, shown: list[ThreadUpgrade]
+    found: Iterable[ThreadUpgrade], *, listed: JsonList | None, shown: list[ThreadUpgrade]
 ) -> Counter[str]:
     counts = Counter[str]()
-    if as_json:
-        typer.echo('{"threads": [', nl=False)
+    if listed is not None:
+        listed.open()
     for upgrade in found:
         counts[_label(upgrade)] += 1
-        if as_json:
-            separator = "," if counts.total() > 1 else ""
-            typer.echo(separator + to_json(_record(upgrade)), nl=False)
+        if listed is not None:
+            listed.add(_record(upgrade))
         elif upgrade.action not in _QUIET and len(shown) < SHOWN:
             shown.append(upgrade)
     return counts
@@ -230,10 +227,10 @@ def _report(
     *,
     apply: bool,
     canary: float | None,
-    as_json: bool,
+    listed: JsonList | None,
 ) -> None:
-    if as_json:
-        typer.echo("], " + to_json({"applied": apply, "totals": dict(sorted(counts.items()))})[1:])
+    if listed is not None:
+        listed.close({"applied": apply, "totals": dict(sorted(counts.items()))})
         return
     if shown:
         acted = counts.total() - counts["nothing"] - counts["later"]

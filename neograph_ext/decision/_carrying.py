@@ -8,7 +8,9 @@ Rules:
   under the current type. It runs no user code: migrations run only when executing
   (``converted``, called by ``_migrate``).
 - Validation never trusts a revived model instance (the serializer may build one with
-  ``model_construct``, unvalidated): its fields are validated again, as plain data.
+  ``model_construct``, unvalidated): its fields are validated again, as plain data, by
+  the current version of its own class (the declared class of its module and name, as
+  the serializer matched it), never by another member of a union they would fit too.
 - A migration that raises, or returns what does not validate, is a
   ``CheckpointSchemaError`` naming the migration and the channel.
 - Pure: no I/O; this module reads values already read and writes nothing.
@@ -22,11 +24,13 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any, get_args, get_origin
 
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import BaseModel, RootModel, ValidationError
 
 from neograph_ext.decision._errors import CheckpointSchemaError
 from neograph_ext.decision._plan import Carry, ResumePlan
+from neograph_ext.decision._revive import revived_classes
 from neograph_ext.decision._typeforms import QUALIFIERS
+from neograph_ext.decision._validation import adapter
 
 __all__ = [
     "Carrying",
@@ -213,14 +217,11 @@ def invalid(tp: object, value: object) -> str | None:
     """Why a stored ``value`` does not validate as ``tp`` (its first error, where), or
     None when it does, or when nothing judges it (a JSON schema, a type pydantic cannot
     validate)."""
-    if isinstance(tp, Mapping):
+    found = None if isinstance(tp, Mapping) else adapter(tp)
+    if found is None:  # a type pydantic has no schema for: nothing to judge by
         return None
     try:
-        adapter = TypeAdapter[Any](tp)  # type: ignore[arg-type]
-    except Exception:  # a type pydantic has no schema for: nothing to judge by
-        return None
-    try:
-        adapter.validate_python(_plain(value))
+        found.validate_python(_revalidated(value, _own_classes(tp)))
     except ValidationError as exc:
         first, *rest = exc.errors()
         where = ".".join(map(str, first["loc"]))
@@ -234,21 +235,45 @@ def invalid(tp: object, value: object) -> str | None:
 def _fits(tp: object, value: object) -> tuple[Any] | None:
     """``(value validated as tp,)``, or None when it does not validate, or ``tp`` is a
     JSON schema (a structured response declared as one), which no value is checked by."""
-    if isinstance(tp, Mapping):
+    found = None if isinstance(tp, Mapping) else adapter(tp)
+    if found is None:
         return None
     try:
-        return (TypeAdapter[Any](tp).validate_python(_plain(value)),)  # type: ignore[arg-type]
+        return (found.validate_python(_revalidated(value, _own_classes(tp))),)
     except (ValidationError, AttributeError, TypeError, ValueError):
         return None
 
 
-def _plain(value: object) -> object:
-    """Revived model instances as plain data, so that their fields are validated again."""
+_Classes = Mapping[tuple[str, str], type[BaseModel]]
+"""The pydantic models a declared type holds, by the ``(module, __name__)`` the
+serializer stores an instance under and revives it by."""
+
+
+def _own_classes(tp: object) -> _Classes:
+    return {
+        (cls.__module__, cls.__name__): cls
+        for cls in revived_classes(tp)
+        if issubclass(cls, BaseModel)
+    }
+
+
+def _revalidated(value: object, classes: _Classes) -> object:
+    """A stored value to validate: each revived model instance validated again, from its
+    fields as plain data, as the current version of its own class (the declared class of
+    its module and name, as the serializer matched it, else its own), never as another
+    member of a union that its fields would fit too.
+
+    Raises:
+        ValidationError: A model's fields do not validate as its current class.
+    """
     if isinstance(value, BaseModel):
+        cls = classes.get((type(value).__module__, type(value).__name__), type(value))
+        if isinstance(value, RootModel):
+            return cls.model_validate(_revalidated(value.root, classes))
         data = {**value.__dict__, **(value.__pydantic_extra__ or {})}
-        return {key: _plain(item) for key, item in data.items()}
+        return cls.model_validate({key: _revalidated(item, classes) for key, item in data.items()})
     if isinstance(value, dict):
-        return {key: _plain(item) for key, item in value.items()}
+        return {key: _revalidated(item, classes) for key, item in value.items()}
     if isinstance(value, list | tuple):
-        return type(value)(_plain(item) for item in value)
+        return type(value)(_revalidated(item, classes) for item in value)
     return value

@@ -496,6 +496,9 @@ class InnerHead(NamedTuple):
     """The newest checkpoint of that namespace."""
     next_nodes: frozenset[str]
     """The inner nodes it waits on."""
+    tasks: int = 1
+    """How many tasks of its node the enclosing checkpoint holds: a ``Send`` fan-out
+    into a subgraph node makes one per send, each under a namespace of its own."""
 
 
 def inner_heads(
@@ -515,7 +518,8 @@ def inner_heads(
             configurable.get("checkpoint_id"),
         )
         if isinstance(namespace, str) and isinstance(checkpoint_id, str):
-            found.append(InnerHead(here, namespace, checkpoint_id, frozenset(inner.next)))
+            tasks = sum(other.name == task.name for other in state.tasks)
+            found.append(InnerHead(here, namespace, checkpoint_id, frozenset(inner.next), tasks))
             found += inner_heads(inner, nodes, here)
     return tuple(found)
 

@@ -30,6 +30,10 @@ Rules:
   of the subgraph; what the current code ran after its own fork is its own.
 - What cannot be judged (a stamp that does not describe the path) is said, and the
   parent node re-runs as a whole.
+- Proven or not taken (``refusal``): a rewind inside, or a resume where it is, is taken
+  only where LangGraph then reaches what a fresh run of the current code reaches; else
+  the parent node re-runs as a whole and the plan says why. A human edit inside that a
+  rewind would drop refuses the rewind (``dropped_edits``), as one at the top level does.
 """
 
 from __future__ import annotations
@@ -40,7 +44,15 @@ from dataclasses import dataclass, field
 from neograph_ext.decision._history import Record
 from neograph_ext.decision._stamp import Stamp, StampRef
 
-__all__ = ["InnerLineage", "Inside", "InsideJudged", "judged", "path_of"]
+__all__ = [
+    "InnerLineage",
+    "Inside",
+    "InsideJudged",
+    "dropped_edits",
+    "judged",
+    "path_of",
+    "refusal",
+]
 
 
 @dataclass(frozen=True)
@@ -61,6 +73,14 @@ class InnerLineage:
     nested: bool = True
     """Whether the namespaces of the subgraphs it waits on were read too (not for a
     graph a tool calls, whose state LangGraph's ``get_state`` does not read)."""
+    tasks: int = 1
+    """How many tasks of its node the enclosing checkpoint holds: a ``Send`` fan-out
+    into a subgraph node makes one per send, each under a namespace of its own."""
+    answered: bool = False
+    """Whether a question asked inside it was answered in its latest invocation (a
+    ``__resume__`` write in its namespace)."""
+    delta: frozenset[str] = frozenset()
+    """The subgraph's ``DeltaChannel`` channels."""
 
 
 @dataclass(frozen=True)
@@ -140,13 +160,94 @@ def judged(
         if (node,) not in by_path:
             continue  # no checkpoint of its own yet: it starts afresh anyway
         found = _level(by_path, (node,), current, outer)
-        if isinstance(found, Inside):
+        why = found if isinstance(found, str) else refusal(_of(lineages, node), found)
+        if why is not None:
+            why_not[node] = why
+        elif isinstance(found, Inside):
             forks[node] = found
-        elif found is None:
-            settled.add(node)
         else:
-            why_not[node] = found
+            settled.add(node)
     return InsideJudged(forks, frozenset(settled), why_not)
+
+
+def refusal(lineages: Sequence[InnerLineage], fork: Inside | None) -> str | None:
+    """Why the subgraph node whose pending namespaces are ``lineages`` must re-run as a
+    whole rather than be resumed inside, where LangGraph would not then reach the state
+    a fresh run of the current code reaches; None when it would.
+
+    Resuming inside is taken only when:
+    - each of its namespaces, at every depth, belongs to the one task of its node: a
+      ``Send`` fan-out makes one namespace per send, which a single fork cannot cover,
+      and a finished send's result stays in the parent whatever its namespace holds;
+    - for a fork (``fork``, from ``_level``), no question inside was answered in the
+      latest invocation: LangGraph files the answer at the parent's checkpoint too, so
+      the first question asked after the fork is handed it, whatever it asks;
+    - for a fork, the forked subgraph has no ``DeltaChannel``: the fork is written as
+      its base's child and would replay the base's writes onto it (an item twice).
+
+    A human edit the fork would drop is not a reason to re-run the parent, which drops it
+    too: the rewind is refused (``dropped_edits``).
+
+    Args:
+        lineages: The pending namespaces of one subgraph node of the head, at any depth.
+        fork: The rewind inside it ``_level`` found; None when nothing that finished
+            inside changed (it is resumed where it is).
+    """
+    shared = next((lineage for lineage in lineages if lineage.tasks > 1), None)
+    if shared is not None:
+        return (
+            f"{path_of(shared.path)} runs {shared.tasks} tasks (a Send each), every one "
+            "under a namespace of its own: one fork inside cannot cover them, so the step "
+            "re-runs at the parent"
+        )
+    if fork is None:
+        return None
+    if any(lineage.answered for lineage in lineages):
+        return (
+            "a question inside it was answered: LangGraph keeps the answer at the parent's "
+            "checkpoint too, where a fork inside cannot take it back, and the next question "
+            "asked inside would be given it"
+        )
+    delta = next((lineage.delta for lineage in lineages if lineage.path == fork.path), None)
+    if delta:
+        return (
+            f"{path_of(fork.path)} holds DeltaChannel {', '.join(f'`{c}`' for c in sorted(delta))}:"
+            " a fork inside would replay its base's writes onto it"
+        )
+    return None
+
+
+def dropped_edits(
+    lineages: Sequence[InnerLineage], forks: Sequence[Inside] | None
+) -> tuple[tuple[tuple[str, ...], Record], ...]:
+    """The human edits (``update_state`` inside a subgraph, a checkpoint of source
+    ``update``) a rewind would drop, with the path of the subgraph each was made in.
+
+    Args:
+        lineages: The pending namespaces the head waits on, at any depth.
+        forks: The rewinds inside the plan takes: an edit after a fork's checkpoint in
+            its namespace, or in a namespace below it, is dropped (the subgraph there
+            starts afresh); one elsewhere is kept. None when the parent node re-runs
+            as a whole: every edit of a namespace's latest invocation is dropped.
+    """
+    found: list[tuple[tuple[str, ...], Record]] = []
+    for lineage in lineages:
+        records = lineage.records[_turn(lineage.records) :]
+        if forks is not None:
+            fork = next((f for f in forks if lineage.path[: len(f.path)] == f.path), None)
+            if fork is None:
+                continue
+            if lineage.path == fork.path:
+                ids = [record.checkpoint_id for record in records]
+                start = ids.index(fork.checkpoint_id) + 1 if fork.checkpoint_id in ids else 0
+                records = records[start:]
+        found += [(lineage.path, r) for r in records if r.source == "update" and r.wrote]
+    return tuple(found)
+
+
+def _of(lineages: Sequence[InnerLineage], node: str) -> tuple[InnerLineage, ...]:
+    """The namespaces of ``node``'s task, at any depth."""
+    return tuple(lineage for lineage in lineages if lineage.path[0] == node)
 
 
 def _level(

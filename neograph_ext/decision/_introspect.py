@@ -19,11 +19,11 @@ from __future__ import annotations
 import inspect
 import logging
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Annotated, Any, NamedTuple, get_args, get_origin
 
 from langgraph.channels import BinaryOperatorAggregate, Topic
-from langgraph.graph import StateGraph
+from langgraph.graph import START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.pregel import Pregel
 from langgraph.types import Command
@@ -41,6 +41,7 @@ from neograph_ext.decision._fingerprint import Signature, UnresolvedTypeError, d
 from neograph_ext.decision._langgraph_agents import (
     RESPONSE_CHANNEL,
     makes_tool_calls,
+    overwrites,
     prebuilt_output,
     response_schema,
     sub_agents,
@@ -69,6 +70,7 @@ def build_stamp(
     renames: Mapping[str, str] | None = None,
     *,
     enclosing: frozenset[int] = frozenset(),
+    paused_before: Iterable[str] | str | None = None,
 ) -> Stamp:
     """Fingerprint a StateGraph builder's nodes and channels.
 
@@ -79,6 +81,8 @@ def build_stamp(
         renames: Old node name -> current name, for nodes that were only renamed.
         enclosing: The ids of the builders whose stamps this one is part of (a graph
             called from a node's code may call its caller back): not stamped again.
+        paused_before: The compiled graph's ``interrupt_before``: a turn paused before
+            the node that starts it shows an earlier turn's values, so none is replaced.
 
     Returns:
         The stamp to write into every checkpoint of the compiled graph.
@@ -115,6 +119,7 @@ def build_stamp(
         renames=renames or None,
         clears=(RESPONSE_CHANNEL,) if _response_type(builder) is not None else None,
         accumulates=_accumulating(builder),
+        replaced=_replaced(builder, known.output_types, paused_before),
     )
 
 
@@ -254,6 +259,56 @@ def _accumulating(builder: StateGraph[Any, Any, Any, Any]) -> tuple[str, ...] | 
         if isinstance(ch, _FOLDING) or (isinstance(ch, Topic) and ch.accumulate)
     )
     return tuple(found) or None
+
+
+def _replaced(
+    builder: StateGraph[Any, Any, Any, Any],
+    output_types: Mapping[str, object],
+    paused_before: Iterable[str] | str | None,
+) -> tuple[str, ...] | None:
+    """The channels every turn writes before any node reads them: each node a turn starts
+    with (where ``START`` leads) writes them on every call without reading them. That is
+    ``create_agent``'s model node for its structured response (``overwrites``), and a
+    node whose input schema leaves the channel out while its declared output type, a
+    TypedDict, requires it."""
+    starts = {end for start, end in builder.edges if start == START}
+    starts |= _routes(builder).get(START, set())
+    paused = {"*"} if isinstance(paused_before, str) else set(paused_before or ())
+    if not starts or not starts <= builder.nodes.keys() or "*" in paused or starts & paused:
+        return None  # END, any node ("*"), or a pause before the turn's first node
+    found: frozenset[str] | None = None
+    for name in starts:
+        spec = builder.nodes[name]
+        out = output_types.get(name) or return_type(spec.runnable)
+        own = overwrites(spec.runnable) | _required_unread(builder, spec.input_schema, out)
+        found = own if found is None else found & own
+    return tuple(sorted((found or frozenset()) & builder.channels.keys())) or None
+
+
+def _required_unread(
+    builder: StateGraph[Any, Any, Any, Any], input_schema: object, out: object
+) -> frozenset[str]:
+    """The keys a node's declared output type (a TypedDict) requires that its input schema
+    (not the graph's state) leaves out: written on every call, never read."""
+    if out is None or input_schema is None or input_schema is builder.state_schema:
+        return frozenset()
+    try:
+        written, read = _fields(out), _fields(input_schema)
+    except UnresolvedTypeError as exc:
+        logger.debug("node types not resolved: %s", exc)
+        return frozenset()
+    if written is None or read is None or written[0] != "typeddict":
+        return frozenset()
+    return frozenset(k for k, field in written[1].items() if field["req"]) - read[1].keys()
+
+
+def _fields(tp: object) -> tuple[str, dict[str, Any]] | None:
+    """A class's kind and fields, as its signature describes them; None for another type."""
+    sig = signature(tp)
+    found = sig["defs"].get(sig["root"]) if isinstance(sig["root"], str) else None
+    if not isinstance(found, dict) or "fields" not in found:
+        return None
+    return found["kind"], found["fields"]
 
 
 def _reached(runnable: object, enclosing: frozenset[int]) -> dict[str, Stamp | dict[str, str]]:

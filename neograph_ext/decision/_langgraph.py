@@ -31,6 +31,8 @@ from langgraph.pregel._write import PASSTHROUGH, ChannelWrite, ChannelWriteTuple
 from langgraph.types import CachePolicy, Send
 from xxhash import xxh3_128_hexdigest
 
+from neograph_ext.decision._cache_key import CacheSalt
+
 __all__ = [
     "CHECKED_ON",
     "COMPILE_OPTIONS",
@@ -156,18 +158,20 @@ def compile_options(graph: CompiledStateGraph[Any, Any, Any, Any]) -> dict[str, 
     return found
 
 
-def fold_cache_keys(graph: Pregel[Any, Any, Any, Any], salts: Mapping[str, str]) -> None:
-    """Make each cached node's cache key depend on ``salts[node]`` (its fingerprint).
+def fold_cache_keys(graph: Pregel[Any, Any, Any, Any], salts: Mapping[str, CacheSalt]) -> None:
+    """Make each cached node's cache key depend on ``salts[node]``: the types its writes
+    and its input's values have (``_cache_key``).
 
     LangGraph keys a node's cached writes by the node's function name and
     ``cache_policy.key_func(input)``; nothing in the key changes when the code that
     produced the writes does. The compiled graph's ``PregelNode.cache_policy`` (where
     ``compile`` put the node's own or the builder's default policy) is replaced by one
-    whose key starts with the salt; ``ttl`` and the user's key function are kept.
+    whose key starts with the salt of the input it is given; ``ttl`` and the user's key
+    function are kept.
 
     Args:
         graph: The freshly compiled graph (changed in place).
-        salts: Per node name, a string that changes whenever its results would.
+        salts: Per node name, what its key is salted with.
     """
     for name, node in graph.nodes.items():
         policy = getattr(node, "cache_policy", None)
@@ -176,19 +180,20 @@ def fold_cache_keys(graph: Pregel[Any, Any, Any, Any], salts: Mapping[str, str])
             inner = cast(
                 "Callable[..., str | bytes]", getattr(policy.key_func, _SALTED, policy.key_func)
             )
-            node.cache_policy = replace(policy, key_func=_salted(inner, salts[name]))
+            node.cache_policy = replace(policy, key_func=_salted(inner, salts[name].of))
 
 
-def fold_task_cache_keys(tasks: Mapping[str, object], salts: Mapping[str, str]) -> None:
+def fold_task_cache_keys(tasks: Mapping[str, object], salts: Mapping[str, CacheSalt]) -> None:
     """``fold_cache_keys`` for an entrypoint's ``@task``s: their ``cache_policy`` lives on
     the task object (``_TaskFunction.cache_policy``), which LangGraph hands each call.
 
     The task object is the user's, shared by every entrypoint calling it, so its key is
-    salted from the user's own key function each time (``_SALTED``), never twice.
+    salted from the user's own key function each time (``_SALTED``), never twice. A
+    task's input is its arguments, no state: only the salt's fixed part applies.
 
     Args:
         tasks: Per task name, the object ``@task`` made (others are skipped).
-        salts: Per task name, a string that changes whenever its results would.
+        salts: Per task name, what its key is salted with.
     """
     for name, task in tasks.items():
         policy = getattr(task, "cache_policy", None)
@@ -196,7 +201,8 @@ def fold_task_cache_keys(tasks: Mapping[str, object], salts: Mapping[str, str]) 
             inner = cast(
                 "Callable[..., str | bytes]", getattr(policy.key_func, _SALTED, policy.key_func)
             )
-            salted = replace(policy, key_func=_salted(inner, salts[name]))
+            salt = CacheSalt(salts[name].fixed)  # no channels: its fixed part
+            salted = replace(policy, key_func=_salted(inner, salt.of))
             task.cache_policy = salted  # type: ignore[attr-defined]
 
 
@@ -204,11 +210,14 @@ _SALTED = "__neograph_ext_inner__"
 """Attribute of a salted key function: the user's key function it wraps."""
 
 
-def _salted(key_func: Callable[..., str | bytes], salt: str) -> Callable[..., bytes]:
-    prefix = f"neograph_ext:{salt}:".encode()
-
+def _salted(
+    key_func: Callable[..., str | bytes], salt: Callable[[object], str]
+) -> Callable[..., bytes]:
     def key(*args: Any, **kwargs: Any) -> bytes:
         inner = key_func(*args, **kwargs)
+        # A node's key function is given its input alone; a task's, its arguments.
+        given = args[0] if len(args) == 1 and not kwargs else None
+        prefix = f"neograph_ext:{salt(given)}:".encode()
         return prefix + (inner.encode() if isinstance(inner, str) else inner)
 
     setattr(key, _SALTED, key_func)

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 __all__ = [
     "RESPONSE_CHANNEL",
     "makes_tool_calls",
+    "overwrites",
     "prebuilt_output",
     "response_schema",
     "sub_agents",
@@ -72,6 +73,29 @@ def response_schema(runnable: object) -> object | None:
     strategy = inspect.getclosurevars(fn).nonlocals.get("initial_response_format")
     schema: object | None = getattr(strategy, "schema", None)
     return schema
+
+
+def overwrites(runnable: object) -> frozenset[str]:
+    """The channels a node writes on every call without reading them first.
+
+    ``create_agent``'s model node with a ``response_format`` writes ``RESPONSE_CHANNEL``
+    on every call (the response, or None "to avoid a stale value from a previous
+    checkpointed turn") and reads only the messages; a ``wrap_model_call`` middleware
+    is handed the whole state, so with one the node may read it.
+
+    Returns:
+        ``{RESPONSE_CHANNEL}`` for such a model node; empty for any other node.
+    """
+    if response_schema(runnable) is None:
+        return frozenset()
+    for attr in ("func", "afunc"):
+        fn = getattr(runnable, attr, None)
+        if not inspect.isfunction(fn):
+            continue
+        found = inspect.getclosurevars(fn).nonlocals
+        if found.get("wrap_model_call_handler") or found.get("awrap_model_call_handler"):
+            return frozenset()
+    return frozenset({RESPONSE_CHANNEL})
 
 
 def sub_agents(tool: object) -> dict[str, object] | None:

@@ -24,11 +24,20 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Annotated, Any, NotRequired, Required, get_args, get_origin
 
 from langgraph.checkpoint.base import CheckpointTuple
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import BaseModel, ValidationError
 from typing_extensions import is_typeddict
 
 from neograph_ext.decision._langgraph import TASKS_CHANNEL
-from neograph_ext.decision._revive import Revival, by_path, revived_classes, same_class, type_hints
+from neograph_ext.decision._revive import (
+    Revival,
+    by_path,
+    holds_refused,
+    refused,
+    revived_classes,
+    same_class,
+    type_hints,
+)
+from neograph_ext.decision._validation import adapter
 
 __all__ = [
     "class_mismatch",
@@ -57,8 +66,11 @@ def misread(checked: Revival, values: Mapping[str, Any]) -> dict[str, str]:
         if channel not in values:
             continue
         miss = mismatch(tp, values[channel])
-        if miss is not None and channel in checked.coerced and _validates(tp, values[channel]):
-            miss = None  # a pydantic state validates it into the declared type on read
+        validated = checked.coerced | checked.validated
+        if miss is not None and channel in validated and _validates(tp, values[channel]):
+            # Validated into the declared type when a node reads it: by a pydantic state
+            # schema, or, for a class the serializer cannot rebuild, ``_validated_reads``.
+            miss = None
         if miss is not None:
             expected, got = miss
             found[channel] = (
@@ -68,8 +80,11 @@ def misread(checked: Revival, values: Mapping[str, Any]) -> dict[str, str]:
 
 
 def _validates(tp: object, value: object) -> bool:
+    found = adapter(tp)
+    if found is None:
+        return False
     try:
-        TypeAdapter[Any](tp).validate_python(value)  # type: ignore[arg-type]
+        found.validate_python(value)
     except (ValidationError, TypeError, ValueError, AttributeError):
         return False
     return True
@@ -291,11 +306,7 @@ def turn_misread(checked: Revival, head: CheckpointTuple | None) -> dict[str, st
 
 def unrevivable_tasks(checked: Revival, returns: Mapping[str, object]) -> frozenset[str]:
     """The tasks of an entrypoint whose declared return type holds a class no checkpoint
-    revives here (``checked.findings``): a cached result of theirs always comes back as
-    data."""
-    bad = {f.type_name for f in checked.findings}
-    return frozenset(
-        task
-        for task, tp in returns.items()
-        if any(f"{c.__module__}.{c.__qualname__}" in bad for c in revived_classes(tp))
-    )
+    revives here (``refused``: a script's own class revives in the script): a cached
+    result of theirs always comes back as data."""
+    bad = refused(checked.findings)
+    return frozenset(task for task, tp in returns.items() if holds_refused(tp, bad))

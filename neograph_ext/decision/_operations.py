@@ -104,6 +104,9 @@ class ReadStampOrder(NamedTuple):
     owner: str
     """The stamp id of the code that wrote the thread last: the order a process kept
     is read again only when it lacks this stamp."""
+    declared: tuple[str, str] | None = None
+    """The running code's stamp id and the release it declares (``NEOGRAPH_EXT_RELEASE``
+    at compile), ranked with that release whatever the database kept for the stamp."""
 
 
 class ReadTasks(NamedTuple):

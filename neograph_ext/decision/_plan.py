@@ -15,8 +15,10 @@ Rules:
   (``HeadFacts.inner``) changes its node, pending at the head. A paused thread is not
   rewound for a value no checkpoint revives: the answer would meet it again.
 - A change inside a subgraph the head waits on is rewound inside it when only such
-  changes are pending at the head (``_inside``): the plan names the inner fork
-  (``inside``) and the parent resumes from its head.
+  changes are pending at the head and the fork is proven (``_inside.refusal``): the
+  plan names the inner fork (``inside``) and the parent resumes from its head; else the
+  notes say why the node re-runs whole. A rewind that would drop a human edit made
+  inside one is blocked, as one forking from before an edit at the top level is.
 - Checkpoints without a trustworthy stamp never count as changed (``unverified``).
 - A stamp whose description cannot be found (a reference left unresolved) counts
   as changed for every node it covers: a rewind that may not be minimal, never a
@@ -50,7 +52,7 @@ from neograph_ext.decision._decision import (
     TaskStep,
 )
 from neograph_ext.decision._history import Record
-from neograph_ext.decision._inside import judged
+from neograph_ext.decision._inside import Inside, dropped_edits, judged, path_of
 from neograph_ext.decision._lineage_facts import (
     StepChanges,
     alive,
@@ -257,7 +259,12 @@ def _decide_steps(
     # A new turn on a finished thread: every turn is history, judged as an earlier one.
     history = facts is not None and facts.new_turn
     walked = _Walk(records, current, turn, history, writers, (verified_until, judged))
-    found_in, notes, unread = _changed_steps(walked)
+    found_in, notes, unread, replaced = _changed_steps(walked)
+    if misread and _replaced_since(walked):
+        # An earlier turn's value the turn under way replaces unread is not read back.
+        gone = frozenset(current.replaced or ())
+        earlier = {ch for ch in gone if history or writers.get(ch, turn) < turn}
+        misread = {ch: why for ch, why in misread.items() if ch not in earlier}
     found_in = _misread_steps(found_in, records, writers, misread, facts)
     # An accumulating channel a carrying fork converted is carried again by a rewind to
     # before that fork (``_settlements``): the policy is asked about it too.
@@ -272,6 +279,8 @@ def _decide_steps(
     )
     if unread:
         base = replace(base, notes=(*base.notes, *map(kept_valid, unique(unread))))
+    if replaced:
+        base = replace(base, notes=(*base.notes, *map(_replaced_note, unique(replaced))))
     settling = Settling(
         records,
         base,
@@ -336,6 +345,7 @@ def _rewound_inside(
             f"{', '.join(f'`{n}`' for n in finished)} finished: LangGraph resumes a subgraph "
             "from its own checkpoints only while its task is pending, so it re-runs as a whole"
         )
+    inside: tuple[Inside, ...] = ()
     if head.inside and plan.checkpoint_id == head.checkpoint_id:
         outer = records[-1].stamp if isinstance(records[-1].stamp, Stamp) else None
         waiting = frozenset(c.node for c in waiting_subgraphs(records[-1], current))
@@ -343,8 +353,30 @@ def _rewound_inside(
         notes += [f"`{node}` re-runs as a whole: {why}" for node, why in found.why_not.items()]
         if found.forks and plan.invalidated_nodes <= found.forks.keys():
             inside = tuple(found.forks[node] for node in sorted(found.forks))
-            return replace(plan, inside=inside, notes=tuple(notes))
+    edits = dropped_edits(head.inside, inside or None)
+    if edits:
+        return replace(plan, notes=tuple(notes), blocker=_edits_inside(plan, edits))
+    if inside:
+        return replace(plan, inside=inside, notes=tuple(notes))
     return replace(plan, notes=tuple(notes)) if len(notes) != len(plan.notes) else plan
+
+
+def _edits_inside(plan: ResumePlan, edits: Sequence[tuple[tuple[str, ...], Record]]) -> str:
+    """Why a rewind that would drop human edits made inside a subgraph is refused, as
+    one that forks from before an edit at the top level is (``_settlements``)."""
+    named = "; ".join(
+        f"checkpoint {r.checkpoint_id} of {path_of(path)} set "
+        + ", ".join(f"`{ch}`" for ch in sorted(r.wrote))
+        for path, r in edits
+    )
+    return (
+        f"thread {plan.thread_id!r}: the rewind would drop {len(edits)} edit(s) made by "
+        f"hand with update_state inside a subgraph the thread waits on ({named}): the "
+        "subgraph's work from before them runs again. Ways out: neograph_ext.accept(graph, "
+        "config) records that you handled the thread by hand (a subgraph compiled "
+        "checkpointer=True keeps the edit; a plain one starts afresh, its task renamed by "
+        "the fork); or start a new thread_id"
+    )
 
 
 def _concluded(
@@ -388,11 +420,25 @@ class _Walk(NamedTuple):
 _Found = list[tuple[int, tuple[NodeChange, ...], frozenset[str]]]
 
 
-def _changed_steps(walk: _Walk) -> tuple[_Found, list[str], list[NodeChange]]:
+def _replaced_since(walk: _Walk) -> bool:
+    """Whether the turn a call runs (a new one, or the latest, unless an edit by hand
+    moved it on) starts with the nodes that write ``Stamp.replaced``: an earlier turn's
+    value there is then replaced before any node reads it."""
+    if not walk.current.replaced:
+        return False
+    return walk.history or all(r.source != "update" for r in walk.records[walk.turn + 1 :])
+
+
+def _changed_steps(
+    walk: _Walk,
+) -> tuple[_Found, list[str], list[NodeChange], list[NodeChange]]:
     """Each step with changes still live, as ``(index, changes, live channels)``; the
-    notes on steps whose stamp cannot be trusted; and the changes of a finished turn
-    kept because the items they appended are still valid."""
+    notes on steps whose stamp cannot be trusted; the changes of a finished turn kept
+    because the items they appended are still valid; and the changes of an earlier turn
+    whose values the turn a call runs replaces before any node reads them."""
     records, current, turn, history, writers = walk[:5]
+    replaced = frozenset(current.replaced or ()) if _replaced_since(walk) else frozenset()
+    gone: list[NodeChange] = []
     verified_until, judged = walk.verified
     # Most records of a long thread wrote nothing still live: skip building their sets.
     holders = frozenset(writers.values())
@@ -425,11 +471,16 @@ def _changed_steps(walk: _Walk) -> tuple[_Found, list[str], list[NodeChange]]:
         live = last | (record.wrote & accumulates) if accumulates else last
         if index < turn or history:
             still = alive(changes, live, last)
+            if live & replaced:
+                live, last = live - replaced, last - replaced
+                kept = alive(changes, live, last)
+                gone += [c for c in still if c not in kept]
+                still = kept
             if history and live - last:  # items it appended are still part of a value
                 unread += [c for c in changes if c.channel is None and c not in still]
             changes = still
         found_in.append((index, changes, live))
-    return found_in, notes, unread
+    return found_in, notes, unread, gone
 
 
 def _misread_steps(
@@ -460,6 +511,15 @@ def kept_valid(change: NodeChange) -> str:
         else "the items it appended to the state are of their channel's type"
     )
     return f"{change.describe().splitlines()[0]} in a finished turn; {what}: kept: still valid"
+
+
+def _replaced_note(change: NodeChange) -> str:
+    """Why a change of an earlier turn's value does not block the turn a call runs."""
+    what = f"`{change.channel}`" if change.channel else "what it wrote"
+    return (
+        f"{change.describe().splitlines()[0]} in an earlier turn; the turn under way "
+        f"writes {what} before any node reads it: replaced by the new turn"
+    )
 
 
 def _storage_kinds_noted(base: ResumePlan, records: Sequence[Record], current: Stamp) -> ResumePlan:

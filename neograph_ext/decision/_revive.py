@@ -11,14 +11,26 @@ Rules:
 - One rule (``why_not``), the serializer's, read from ``jsonplus.py`` and
   ``_internal/_serde.py`` of langgraph 1.2.24 (checkpoint 4.3.2): the allowlist first
   (``MSGPACK_ALLOWLIST``: langgraph-checkpoint 3 has none), then the import by module
-  and ``__name__`` (not ``__qualname__``: a nested class is looked up at module level).
+  and ``__name__`` (not ``__qualname__``: a nested class is looked up at module level),
+  then the call: a pydantic model is revived as ``cls(**data)``, else
+  ``cls.model_construct(**data)``, so one whose data is not a mapping (a ``RootModel``)
+  never comes back as itself. A parametrised generic model is looked up by its name
+  (``Box[int]``), which pydantic binds in a module only where it is first parametrised
+  at the module's top level.
   A class of ``__main__`` is importable only in a process whose main script defines it,
   so it counts as not revivable; when that is all (``Finding.script``) the script itself
-  reads its values back, so the finding is guidance, never a refusal.
+  reads its values back, so the finding is guidance, never a refusal, and a value of it
+  a rewind writes reads back in this process: only the others are ``refused``.
+- A class that only the call or a generic's name fails for (``Finding.rebuilt``) is at
+  hand in the process: a value of a channel declaring it (``Revival.validated``) that
+  comes back as its data is validated into the declared type when a node reads it
+  (``_validated_reads``), so it is guidance too, and no reason to rewind.
 - At compile time every declared type (state channels, node outputs) is walked for the
   classes the serializer revives by path (``revived_classes``); each that cannot come
   back gets one warning naming it, the reason and the fix (``Finding``); strict mode
-  makes it a ``GraphError``, but for a script's own class.
+  makes it a ``GraphError``, but for a script's own class, which gets one INFO line per
+  process and class instead: nothing needs doing while the script runs alone, and one
+  rebuilt from data, which stays a warning.
 - On resume, the head's stored values are checked against the declared types
   (``_misread``), by the same rule (``by_path``, ``same_class``).
 - ``WriteChecks(readback=True)`` round-trips every value a node writes as it is
@@ -29,6 +41,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import importlib
 import logging
 import types
@@ -40,7 +53,7 @@ from typing import Annotated, Any, Literal, Optional, get_args, get_origin
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.graph import StateGraph
-from pydantic import BaseModel
+from pydantic import BaseModel, RootModel
 from typing_extensions import is_typeddict
 
 from neograph_ext.decision._errors import GraphError
@@ -65,7 +78,9 @@ __all__ = [
     "entrypoint_revival",
     "expected",
     "findings",
+    "holds_refused",
     "node_inputs",
+    "refused",
     "report",
     "revival",
     "revived_classes",
@@ -97,9 +112,23 @@ class Finding:
     """Whether the one reason is that the class is the running script's (``__main__``):
     its values read back in this script, not in a process that imports the graph from a
     module (a worker, a server). Strict mode warns about it instead of refusing it."""
+    rebuilt: bool = False
+    """Whether the one reason is that the serializer cannot rebuild the class from its
+    data (a ``RootModel``): a graph's node reading a channel that declares it is handed
+    the data validated into the declared type. Strict mode warns about it instead of
+    refusing it."""
 
     def describe(self) -> str:
         """One paragraph: the type, where it is declared, why, and the fix."""
+        if self.rebuilt:
+            name = self.type_name.rpartition(".")[2]
+            return (
+                f"values of {self.type_name} (declared by {', '.join(self.where)}) come back "
+                f"from a checkpoint as their plain data: {'; '.join(self.reasons)}. A node of "
+                f"the graph that reads the channel is handed the data validated into {name}; "
+                f"the graph's state as read from outside (invoke's result, get_state) holds "
+                f"the plain data. Fix, to have it read back everywhere: {self.fix}"
+            )
         if self.script:
             return (
                 f"values of {self.type_name} (declared by {', '.join(self.where)}) read back "
@@ -126,8 +155,9 @@ class Revival:
     findings: tuple[Finding, ...] = ()
     """The declared classes that cannot come back as themselves (compile-time check)."""
     unrevivable: frozenset[str] = frozenset()
-    """Channels whose declared type holds such a class: converting a stored value of
-    theirs cannot help, it would not read back either."""
+    """Channels whose declared type holds such a class, not a script's own (``refused``):
+    converting a stored value of theirs cannot help, nor re-running its writer, it would
+    not read back either."""
     inputs: Mapping[str, type] = dataclasses.field(default_factory=dict)
     """Per node whose input is a class of its own, not the state: a ``Send`` to it is
     stored with its argument whole, which must read back as that class."""
@@ -135,6 +165,14 @@ class Revival:
     """Per node running a compiled subgraph that declares a class stored by path, the
     subgraph's own: its checkpoint holds values the parent's head does not
     (``_subgraph_misread``)."""
+    called: Mapping[str, Revival] = dataclasses.field(default_factory=dict)
+    """Per graph a node's code calls that declares a class stored by path (keyed
+    ``<node>/<name>``), its own: its checkpoints store that class too, so it is declared
+    (``expected``); its values are not judged."""
+    validated: frozenset[str] = frozenset()
+    """Channels whose declared type holds a class the serializer cannot rebuild from its
+    data (``Finding.rebuilt``) and none it cannot import: a value of theirs that comes
+    back as data is validated into the declared type when a node reads it."""
 
 
 def allowed_pairs(saver: object, registered: set[tuple[str, ...]] | None) -> Allowed:
@@ -182,8 +220,31 @@ def why_not(cls: type, allowed: Allowed) -> tuple[str, ...]:
             "`__main__` and gets a plain dict"
         )
     elif not same_class(_imported(module, name), cls):
-        reasons.append(f"`{module}.{name}` does not import it")
+        reasons.append(
+            f"{_UNBOUND_GENERIC}, which the serializer looks up as `{module}.{name}`: "
+            "pydantic binds that name in a module only where the model is first "
+            "parametrised at the module's top level (not in a class body)"
+            if _parametrised(cls)
+            else f"`{module}.{name}` does not import it"
+        )
+    if issubclass(cls, RootModel):
+        reasons.append(_NOT_A_MAPPING)
     return tuple(reasons)
+
+
+_NOT_A_MAPPING = (
+    "it is a pydantic RootModel, and LangGraph's serializer revives a model as "
+    "`cls(**data)`, which fails for data that is not a mapping, and hands back the data"
+)
+_UNBOUND_GENERIC = "it is a parametrised generic model"
+
+
+def _parametrised(cls: type) -> bool:
+    """Whether ``cls`` is a pydantic generic model with its parameters given (``Box[int]``)."""
+    meta = (
+        getattr(cls, "__pydantic_generic_metadata__", None) if issubclass(cls, BaseModel) else None
+    )
+    return bool(meta and meta.get("origin") is not None)
 
 
 def same_class(found: object, cls: type) -> bool:
@@ -200,6 +261,17 @@ def same_class(found: object, cls: type) -> bool:
 def _fix(cls: type, reasons: Sequence[str]) -> str:
     name = cls.__name__
     fixes: list[str] = []
+    if _NOT_A_MAPPING in reasons:
+        fixes.append(
+            f"declare a model with a field holding {name}'s data in its place (or a pydantic "
+            "state schema, which validates the channel on every read)"
+        )
+    if _parametrised(cls) and _rebuilt_only(reasons):
+        return (
+            f"parametrise it once at the top level of `{cls.__module__}`, before any class "
+            f"body does (`{name.partition('[')[0]}Of = {name}`), or declare a pydantic state "
+            "schema, which validates the channel on every read"
+        )
     if _script_only(reasons):
         return (
             f"define {name} at the top level of an importable module and import it into the "
@@ -218,6 +290,14 @@ def _fix(cls: type, reasons: Sequence[str]) -> str:
 
 def _script_only(reasons: Sequence[str]) -> bool:
     return len(reasons) == 1 and "`__main__`" in reasons[0]
+
+
+def _rebuilt_only(reasons: Sequence[str]) -> bool:
+    """Whether the class is importable and the serializer alone cannot rebuild it: the
+    declared type, at hand in the process, validates its data."""
+    return len(reasons) == 1 and (
+        reasons[0] == _NOT_A_MAPPING or reasons[0].startswith(_UNBOUND_GENERIC)
+    )
 
 
 def _imported(module: str, name: str) -> object:
@@ -309,22 +389,43 @@ def findings(declared: Sequence[tuple[str, object]], allowed: Allowed) -> tuple[
         if reasons:
             name = f"{cls.__module__}.{cls.__qualname__}"
             fix = _fix(cls, reasons)
-            found.append(Finding(name, tuple(places), reasons, fix, _script_only(reasons)))
+            found.append(
+                Finding(
+                    name,
+                    tuple(places),
+                    reasons,
+                    fix,
+                    _script_only(reasons),
+                    _rebuilt_only(reasons),
+                )
+            )
     return tuple(found)
+
+
+def refused(found: Iterable[Finding]) -> frozenset[str]:
+    """The names of the classes of ``found`` whose values this process cannot read back:
+    all but a script's own (``Finding.script``), which the script revives."""
+    return frozenset(f.type_name for f in found if not f.script)
+
+
+def holds_refused(tp: object, names: frozenset[str]) -> bool:
+    """Whether declared type ``tp`` holds a class ``names`` (``refused``) lists."""
+    return any(f"{c.__module__}.{c.__qualname__}" in names for c in revived_classes(tp))
 
 
 def expected(checked: Revival) -> frozenset[tuple[str, str]]:
     """The ``(module, name)`` of each class ``checked`` declares, its subgraphs' too, that
     reads back in this process (a script's own class included): what the serializer
     revives, and what its ``allowed_msgpack_modules`` must list under strict msgpack."""
-    refused = {f.type_name for f in checked.findings if not f.script}
+    refused_names = refused(checked.findings)
     found = {
         (cls.__module__, cls.__name__)
         for tp in [*checked.types.values(), *checked.inputs.values()]
         for cls in revived_classes(tp)
-        if f"{cls.__module__}.{cls.__qualname__}" not in refused
+        if f"{cls.__module__}.{cls.__qualname__}" not in refused_names
     }
-    return frozenset(found).union(*(expected(inner) for inner in checked.subgraphs.values()))
+    inner = [*checked.subgraphs.values(), *checked.called.values()]
+    return frozenset(found).union(*(expected(graph) for graph in inner))
 
 
 def cleared(channel_types: Mapping[str, object], clears: Iterable[str]) -> dict[str, object]:
@@ -359,18 +460,21 @@ def revival(
     declared = [(f"channel `{ch}`", tp) for ch, tp in channel_types.items() if ch not in coerced]
     declared += [(f"node `{node}` output", tp) for node, tp in _updates(outputs, coerced)]
     found = findings(declared, allowed)
-    bad = {f.type_name for f in found}
     channel_types = dict(channel_types)
     for _, key, tp in declared_fields(outputs):
         if channel_types.get(key, tp) in (Any, object):
             # An untyped channel holds what its writer declares: that is what must revive.
             channel_types[key] = tp
-    unrevivable = frozenset(
-        ch
-        for ch, tp in channel_types.items()
-        if any(f"{c.__module__}.{c.__qualname__}" in bad for c in revived_classes(tp))
+    bad = refused(f for f in found if not f.rebuilt)
+    unrevivable = frozenset(ch for ch, tp in channel_types.items() if holds_refused(tp, bad))
+    rebuilt = frozenset(f.type_name for f in found if f.rebuilt)
+    validated = (
+        frozenset(ch for ch, tp in channel_types.items() if holds_refused(tp, rebuilt))
+        - unrevivable
     )
-    return Revival(dict(channel_types), coerced, found, unrevivable, dict(inputs or {}))
+    return Revival(
+        dict(channel_types), coerced, found, unrevivable, dict(inputs or {}), validated=validated
+    )
 
 
 def node_inputs(builder: StateGraph[Any, Any, Any, Any]) -> dict[str, type]:
@@ -403,13 +507,10 @@ def entrypoint_revival(
     """
     declared = [(f"entrypoint `{name}` save", tp) for tp in saves.values()]
     declared += [(f"task `{task}` output", tp) for task, tp in sorted(returns.items())]
-    found = findings(declared, allowed)
-    bad = {f.type_name for f in found}
-    unrevivable = frozenset(
-        ch
-        for ch, tp in saves.items()
-        if any(f"{c.__module__}.{c.__qualname__}" in bad for c in revived_classes(tp))
-    )
+    # No node reads what an entrypoint saved or a task returned: nothing validates it.
+    found = tuple(dataclasses.replace(f, rebuilt=False) for f in findings(declared, allowed))
+    bad = refused(found)
+    unrevivable = frozenset(ch for ch, tp in saves.items() if holds_refused(tp, bad))
     return Revival(dict(saves), frozenset(), found, unrevivable)
 
 
@@ -442,7 +543,9 @@ def declared_fields(outputs: Mapping[str, object]) -> Iterator[tuple[str, str, o
 
 
 def report(checked: Revival, graph_name: str, strict: bool) -> None:
-    """Log each finding once, or, in strict mode, raise those but a script's classes.
+    """Log each finding once (a script's own class at INFO, once per process), or, in
+    strict mode, raise those but a script's classes and those a node is handed validated
+    (``Finding.rebuilt``).
     LangGraph's own line for a declared class that reads back (``expect_classes``) is
     spared: it says nothing a user must act on.
 
@@ -450,14 +553,34 @@ def report(checked: Revival, graph_name: str, strict: bool) -> None:
         GraphError: ``strict`` and some declared class cannot come back as itself, even
             where the graph is imported from its module.
     """
-    refused = [finding for finding in checked.findings if strict and not finding.script]
+    refused = [
+        finding
+        for finding in checked.findings
+        if strict and not finding.script and not finding.rebuilt
+    ]
     if refused:
         raise GraphError(
             f"graph {graph_name!r}: " + "\n".join(finding.describe() for finding in refused)
         )
     for finding in checked.findings:
-        logger.warning("graph %r: %s", graph_name, finding.describe())
+        if finding.script:
+            _note_script_class(finding.type_name)
+        else:
+            logger.warning("graph %r: %s", graph_name, finding.describe())
     expect_classes(expected(checked))
+
+
+@functools.cache
+def _note_script_class(type_name: str) -> None:
+    """One short INFO line per process and class for a script's own class: the script
+    reads its values back, so nothing needs doing until a worker or server runs the graph
+    (a script compiles its graph again and again, and a class redefined there keeps its
+    name). ``cache`` is what remembers the classes already named."""
+    logger.info(
+        "%s is the running script's own class: its values read back in this script, not in "
+        "a worker or server that imports the graph (docs/read-back.md)",
+        type_name,
+    )
 
 
 def declared(

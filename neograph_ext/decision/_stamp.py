@@ -170,11 +170,16 @@ class Stamp(BaseModel):
     """Channels whose reducer accumulates (``operator.add``, ``add_messages``): every
     write of an earlier turn is still part of the value, not only the last one. The
     decision's input, never stored (not part of ``id``)."""
+    replaced: tuple[_Name, ...] | None = None
+    """Channels every turn writes before any node reads them (``create_agent``'s
+    ``structured_response``): an earlier turn's value there is replaced by the next turn,
+    never read, whatever its type. The decision's input, never stored (not part of
+    ``id``)."""
 
     def encode(self) -> str:
         """The description as JSON: what the stamp store keeps (and 0.1.0's metadata held)."""
         return self.model_dump_json(
-            exclude_defaults=True, exclude={"renames", "clears", "accumulates"}
+            exclude_defaults=True, exclude={"renames", "clears", "accumulates", "replaced"}
         )
 
 

@@ -239,13 +239,13 @@ def _refuse_before_running(call: ThreadCall, decision: ResumePlan) -> None:
         raise CheckpointSchemaError(_unverified(decision), decision)
     if decision.kind is PlanKind.REWIND and strict:
         ways = (
-            "run with resume=ResumePolicy(on_change='rewind') (before 0.3: auto_resume=True) "
-            "to rewind and re-run them, keeping the upstream work, or start a new thread_id"
+            "run with resume=ResumePolicy(on_change='rewind') to rewind "
+            "and re-run them, keeping the upstream work, or start a new thread_id"
         )
         raise CheckpointSchemaError(_message(decision, ways + _carrying(decision)), decision)
     if decision.kind is PlanKind.MIGRATE and strict:
         ways = (
-            "run with resume=ResumePolicy(on_change='rewind') (before 0.3: auto_resume=True) "
+            "run with resume=ResumePolicy(on_change='rewind') "
             "to convert them, or start a new thread_id"
         )
         raise CheckpointSchemaError(_message(decision, ways + _carrying(decision)), decision)
@@ -574,9 +574,8 @@ def _unverified(decision: ResumePlan) -> str:
         "be verified (written without a stamp: by plain LangGraph, or through a saver that "
         "drops it; or by a graph a node called that no stamp describes), so nothing can be "
         f"compared with the current graph:\n{notes}\n"
-        "To proceed: run with ResumePolicy(on_unverified='resume') (before 0.3: without "
-        "strict_unverified=True) to resume it as LangGraph would, "
-        "neograph_ext.accept(graph, config) to record that you checked it by hand, or "
+        "To proceed: run with ResumePolicy(on_unverified='resume') to resume it as LangGraph "
+        "would, neograph_ext.accept(graph, config) to record that you checked it by hand, or "
         "start a new thread_id."
     )
 

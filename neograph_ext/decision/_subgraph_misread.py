@@ -10,7 +10,9 @@ Rules:
   ``Revival``: its own when ``neograph_ext.compile`` made it (that compile reported its
   findings), else one built from its builder for the parent's serializer, which stores
   the subgraph's checkpoints; those findings are the parent's, naming the subgraph.
-  Only subgraphs that declare a class the serializer stores by path are kept.
+  Only subgraphs that declare a class the serializer stores by path are kept. So are,
+  apart (``Revival.called``), the graphs a node's code calls: their checkpoints store
+  their classes, which must revive as themselves; their values are not judged here.
 - On resume, only the subgraphs the head waits on are read (``ReadSubgraphValues``), and
   only the unfinished ones are judged (``subgraph_values``).
 - A value in one that does not read back changes its node (``inner_changes``): the
@@ -28,6 +30,7 @@ from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import StateSnapshot
 
+from neograph_ext.decision._called import called_graphs
 from neograph_ext.decision._changes import ChangeReason, NodeChange
 from neograph_ext.decision._misread import misread, revived_as_data
 from neograph_ext.decision._revive import (
@@ -40,7 +43,13 @@ from neograph_ext.decision._revive import (
     revived_classes,
 )
 
-__all__ = ["inner_changes", "inner_misread", "subgraph_revivals", "subgraph_values"]
+__all__ = [
+    "called_revivals",
+    "inner_changes",
+    "inner_misread",
+    "subgraph_revivals",
+    "subgraph_values",
+]
 
 
 def subgraph_revivals(
@@ -57,21 +66,61 @@ def subgraph_revivals(
     found: dict[str, Revival] = {}
     findings: list[Finding] = []
     for name, spec in builder.nodes.items():
-        runnable = spec.runnable
-        inner = getattr(runnable, "neograph_ext_revival", None)
-        if not isinstance(inner, Revival):
-            sub = getattr(runnable, "builder", None)
-            if not isinstance(runnable, CompiledStateGraph) or not isinstance(sub, StateGraph):
-                continue
-            channels, coerced, outputs = declared(sub, None)
-            inner = revival(channels, coerced, outputs, allowed, node_inputs(sub))
-            findings += [
-                replace(f, where=tuple(f"subgraph `{name}` {w}" for w in f.where))
-                for f in inner.findings
-            ]
-        if inner.inputs or any(next(revived_classes(tp), None) for tp in inner.types.values()):
+        inner, own = _graph_revival(spec.runnable, allowed)
+        if inner is None:
+            continue
+        findings += [
+            replace(f, where=tuple(f"subgraph `{name}` {w}" for w in f.where)) for f in own
+        ]
+        if _stores_classes(inner):
             found[name] = inner
     return found, tuple(findings)
+
+
+def called_revivals(builder: StateGraph[Any, Any, Any, Any]) -> dict[str, Revival]:
+    """Per graph a node's code calls (``_called``) that declares a class stored by path,
+    keyed ``<node>/<name>``, its ``Revival``: its checkpoints, written under the calling
+    task's namespace, store that class, which the serializer must revive as itself. Built
+    as if the serializer let every class through: the classes are what it must be given
+    (``expected``), not what it gives now (a reader given the graph's own allowlist,
+    which LangGraph builds from added subgraphs only, would leave them out)."""
+    found: dict[str, Revival] = {}
+    for name, spec in builder.nodes.items():
+        for held, graph in called_graphs(spec.runnable).items():
+            inner, _ = _graph_revival(graph, True)
+            if inner is not None and _stores_classes(inner):
+                found[f"{name}/{held}"] = inner
+    return found
+
+
+def _graph_revival(
+    runnable: object, allowed: Allowed
+) -> tuple[Revival | None, tuple[Finding, ...]]:
+    """The ``Revival`` of a compiled ``StateGraph`` graph: its own when
+    ``neograph_ext.compile`` made it, else one built from its builder, with its findings;
+    None for anything else."""
+    inner = getattr(runnable, "neograph_ext_revival", None)
+    if isinstance(inner, Revival):
+        return inner, ()
+    sub = getattr(runnable, "builder", None)
+    if not isinstance(runnable, CompiledStateGraph) or not isinstance(sub, StateGraph):
+        return None, ()
+    channels, coerced, outputs = declared(sub, None)
+    built = revival(channels, coerced, outputs, allowed, node_inputs(sub))
+    # Compiled by LangGraph alone: no node of it is handed data validated
+    # (``_validated_reads``), so a class rebuilt from data is lost there.
+    built = replace(
+        built,
+        findings=tuple(replace(f, rebuilt=False) for f in built.findings),
+        unrevivable=built.unrevivable | built.validated,
+        validated=frozenset(),
+    )
+    return built, built.findings
+
+
+def _stores_classes(inner: Revival) -> bool:
+    """Whether a graph's values include a class stored by path."""
+    return bool(inner.inputs) or any(next(revived_classes(tp), None) for tp in inner.types.values())
 
 
 def subgraph_values(state: StateSnapshot, nodes: frozenset[str]) -> dict[str, Mapping[str, Any]]:

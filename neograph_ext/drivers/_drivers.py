@@ -365,7 +365,8 @@ ROWS: Mapping[type, Row] = {
     ReadInnerHeads: _state(lambda state, op: inner_heads(state, op.nodes), True),
     ReadTasks: _state(lambda state, _: state.tasks),
     ReadStampOrder: lambda d, op: How(
-        lambda _: order(d.call.saver, op.owner), lambda _: aorder(d.call.saver, op.owner)
+        lambda _: order(d.call.saver, op.owner, op.declared),
+        lambda _: aorder(d.call.saver, op.owner, op.declared),
     ),
     TakeLock: _take_lock,
     Store: lambda d, op: How(lambda _: op.run(*op.args), lambda _: op.arun(*op.args)),

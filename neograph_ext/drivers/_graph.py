@@ -20,8 +20,6 @@ Rules:
 
 from __future__ import annotations
 
-import hashlib
-import json
 import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping
 from contextlib import aclosing
@@ -56,7 +54,7 @@ from neograph_ext.storage._stamp_store import averify as acheck_saver
 from neograph_ext.storage._stamp_store import verify as check_saver
 from neograph_ext.storage._telemetry import Telemetry
 
-__all__ = ["StampedGraph", "cache_salts", "marking", "metadata_of"]
+__all__ = ["StampedGraph", "marking", "metadata_of"]
 
 _RUN_MARK: ContextVar[tuple[str, str] | None] = ContextVar("neograph_ext_run_mark", default=None)
 """``(stamp id, run mark)`` while ``run()`` invokes a graph of that stamp."""
@@ -266,14 +264,3 @@ class marking:
 
     def __exit__(self, *exc: object) -> None:
         _RUN_MARK.reset(self._token)
-
-
-def cache_salts(stamp: Stamp) -> dict[str, str]:
-    """Per node, what its cache key must include: its fingerprint and every channel's
-    (an unannotated node is judged by the channels it writes, which are not known
-    before it runs)."""
-    channels = json.dumps(stamp.channels, sort_keys=True)
-    return {
-        name: hashlib.sha256(f"{node.fp}:{channels}".encode()).hexdigest()
-        for name, node in stamp.nodes.items()
-    }

@@ -17,13 +17,14 @@ Rules:
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from functools import partial
 from typing import Any, NamedTuple
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple
+from langgraph.pregel import Pregel
 
 from neograph_ext.decision._call_order import CallProgram, Judged, StoredCall, judged
 from neograph_ext.decision._calls import decide_calls
@@ -53,6 +54,7 @@ from neograph_ext.decision._langgraph_calls import (
     recorded_digest,
     returned,
 )
+from neograph_ext.decision._langgraph_questions import RESUME
 from neograph_ext.decision._lineage_facts import verified
 from neograph_ext.decision._misread import (
     head_misread,
@@ -153,7 +155,9 @@ def planned(
     holder = owner(records)
     if holder is not None and holder != call.stamp.id:
         # Other code wrote the thread last: whether it is newer decides (``_ownership``).
-        facts = replace(facts, stamp_order=(yield ReadStampOrder(holder)))
+        release = call.graph.neograph_ext_release
+        declared = (call.stamp.id, release) if release is not None else None
+        facts = replace(facts, stamp_order=(yield ReadStampOrder(holder, declared)))
     if facts.replaying is not None:
         listed = yield ListThread(call.config)
         facts = replace(facts, owed=owed_turns(listed, facts.checkpoint_id, facts.replaying))
@@ -232,12 +236,22 @@ def _inner_lineages(
     found: list[InnerLineage] = []
     heads = yield ReadInnerHeads(head.config, frozenset(waits))
     for inner in heads:
-        listed = yield ListThread(call.config, inner.namespace)
+        listed = list((yield ListThread(call.config, inner.namespace)))
         with reading(call.thread_id):
             records = lineage(
                 listed, inner.checkpoint_id, next_nodes=inner.next_nodes, described=described
             )
-        found.append(InnerLineage(inner.path, inner.namespace, records, inner.next_nodes))
+        found.append(
+            InnerLineage(
+                inner.path,
+                inner.namespace,
+                records,
+                inner.next_nodes,
+                tasks=inner.tasks,
+                answered=_answered(listed, records),
+                delta=_delta_inside(call.graph, inner.path),
+            )
+        )
     found += yield from _tool_called(call, head, waits - {h.path[0] for h in heads}, described)
     resolved_found = []
     for inner_lineage in found:
@@ -247,6 +261,34 @@ def _inner_lineages(
         records = resolved(inner_lineage.records, described)
         resolved_found.append(replace(inner_lineage, records=records))
     return tuple(resolved_found)
+
+
+def _answered(listed: Sequence[CheckpointTuple], records: Sequence[Record]) -> bool:
+    """Whether a question was answered in the latest invocation of the namespace whose
+    checkpoints are ``listed`` and lineage ``records``: a ``__resume__`` write on one of
+    them since its latest ``input`` checkpoint."""
+    sources = [record.source for record in records]
+    start = len(sources) - 1 - sources[::-1].index("input") if "input" in sources else 0
+    ids = {record.checkpoint_id for record in records[start:]}
+    return any(
+        channel == RESUME
+        for tup in listed
+        if tup.config["configurable"].get("checkpoint_id") in ids
+        for _, channel, _ in tup.pending_writes or ()
+    )
+
+
+def _delta_inside(graph: Pregel[Any, Any, Any, Any], path: Sequence[str]) -> frozenset[str]:
+    """The ``DeltaChannel`` channels of the compiled subgraph that runs at ``path``
+    (``get_subgraphs``); none when one along it is not found so (a graph a node's code
+    calls)."""
+    found = graph
+    for name in path:
+        sub = dict(found.get_subgraphs(namespace=name)).get(name)
+        if not isinstance(sub, Pregel):
+            return frozenset()
+        found = sub
+    return frozenset(delta_channels(found))
 
 
 def _tool_called(
@@ -278,7 +320,17 @@ def _tool_called(
             )
         agent = newest.metadata.get("lc_agent_name")
         called = agent if isinstance(agent, str) else None
-        found.append(InnerLineage((task.name,), namespace, records, waiting, called, nested=False))
+        found.append(
+            InnerLineage(
+                (task.name,),
+                namespace,
+                records,
+                waiting,
+                called,
+                nested=False,
+                answered=_answered(listed, records),
+            )
+        )
     return found
 
 
@@ -293,10 +345,10 @@ def thread_plan(call: ThreadCall) -> Flow[ResumePlan]:
 
 
 _FOR_THE_STORED_RESULT = (
-    "planned without an input, as run(graph, None, config): for the finished turn's "
-    "stored result; a new input starts a new turn, for which the finished turns are "
-    "history: plan(graph, config, input=...) plans that"
+    "planned for the stored result (no input); plan(graph, config, input=...) plans a new turn"
 )
+"""Why a finished thread's plan rewinds although the next new turn may not: a new input
+starts a turn for which the finished turns are history (docs/long-lived-threads.md)."""
 
 
 class Seen(NamedTuple):

@@ -12,7 +12,9 @@ import operator
 from itertools import pairwise
 from typing import Annotated, Any, TypedDict
 
+from langgraph.channels import LastValue
 from langgraph.graph import END, START, StateGraph
+from langgraph.pregel import NodeBuilder, Pregel
 from langgraph.types import interrupt
 from pydantic import BaseModel, create_model
 
@@ -84,10 +86,18 @@ local_model = _with_local_model()
 compiled_v2 = neograph_ext.compile(v2, checkpointer=None)
 """``v2`` compiled by neograph-ext: the CLI attaches the database's saver to it."""
 
-plain_v1 = v1.compile()
-"""``v1`` compiled by plain LangGraph: no stamp, so the CLI refuses it."""
+plain_v2 = v2.compile()
+"""``v2`` compiled by plain LangGraph: the CLI compiles it with neograph-ext."""
 
 not_a_graph = 42
+
+raw_pregel = Pregel(
+    nodes={"a": NodeBuilder().subscribe_only("a").do(str.upper).write_to("b")},
+    channels={"a": LastValue(str), "b": LastValue(str)},
+    input_channels="a",
+    output_channels="b",
+)
+"""A Pregel built by hand, of no builder and no ``@entrypoint``: nothing to fingerprint."""
 
 HOSTILE = "\x1b]0;pwned\x07\x1b[2J[red]x[/red]\x9b\x7f"
 """Stored text that would retitle the window and clear the screen if printed raw: an
@@ -199,3 +209,61 @@ briefing_v1 = briefing(BriefV1, Memo)
 
 briefing_v2 = briefing(BriefV2, cli_moved.Memo)
 """After it: ``Brief.words`` is required, and ``Memo`` moved to ``cli_moved``."""
+
+
+def waiting_inside(draft: type) -> StateGraph[Any, Any, Any, Any]:
+    """``research -> worker``; ``worker`` runs ``prep -> draft -> review``, ``review``
+    asks a question; ``draft`` writes ``draft`` typed ``draft``."""
+    keys = {"doc": str, "prep": str, "draft": draft, "review": str}
+    inner = TypedDict("Inner", keys, total=False)  # type: ignore[misc]
+    sub = StateGraph(inner)
+    sub.add_node("prep", lambda s: {"prep": "p"})
+    sub.add_node("draft", lambda s: {"draft": draft(1)})
+    sub.add_node("review", lambda s: {"review": str(interrupt("ok?"))})
+    sub.add_edge(START, "prep")
+    sub.add_edge("prep", "draft")
+    sub.add_edge("draft", "review")
+    builder = StateGraph(State)
+    builder.add_node("research", _node("research"))
+    builder.add_node("worker", sub.compile())
+    builder.add_edge(START, "research")
+    builder.add_edge("research", "worker")
+    return builder
+
+
+inside_v1, inside_v2 = waiting_inside(str), waiting_inside(int)
+"""A thread waiting inside ``worker``, before and after a deploy retyping ``draft``."""
+
+
+class Sketch(BaseModel):
+    """A class only a graph a node's code calls declares."""
+
+    text: str
+
+
+_sketching = TypedDict("Sketching", {"doc": str, "sketch": Sketch}, total=False)  # type: ignore[misc]  # noqa: UP013
+_sketcher = (
+    StateGraph(_sketching)
+    .add_node("sketch", lambda s: {"sketch": Sketch(text="s")})
+    .add_node("ask", lambda s: {"doc": str(interrupt("ok?"))})
+    .add_edge(START, "sketch")
+    .add_edge("sketch", "ask")
+    .compile()
+)
+
+
+def _call_sketcher(state: State) -> dict[str, Any]:
+    return {"log": [_sketcher.invoke({"doc": state.get("doc", "")})["sketch"].text]}
+
+
+calling_v1 = StateGraph(State).add_node("writer", _call_sketcher).add_edge(START, "writer")
+"""A node calling a graph (``_sketcher``) whose state holds a ``Sketch``, then asks."""
+
+calling_v2 = (
+    StateGraph(State)
+    .add_node("writer", _call_sketcher)
+    .add_node("after", _node("after"))
+    .add_edge(START, "writer")
+    .add_edge("writer", "after")
+)
+"""After a deploy adding a node after ``writer``: a thread waiting in it is read inside."""

@@ -77,6 +77,7 @@ def test_without_yes_off_a_terminal_it_refuses_and_writes_nothing(db: Database) 
     assert db.rows() == rows
 
 
+@pytest.mark.slow
 def test_an_open_stdin_that_is_no_terminal_is_never_waited_on(lite: Database) -> None:
     """A pipe nobody writes to or closes (a CI step): refused at once, not a hang."""
     lite.run(cli_graphs.v1, "t1")
@@ -101,6 +102,7 @@ def on_a_terminal(db: Database, answer: str) -> subprocess.CompletedProcess[str]
     return answered(answer, "accept", V2, "--db", db.url, "--thread", "t1")
 
 
+@pytest.mark.slow
 def test_on_a_terminal_it_asks_first_and_no_writes_nothing(lite: Database) -> None:
     lite.run(cli_graphs.v1, "t1")
     rows = lite.rows()
@@ -113,6 +115,7 @@ def test_on_a_terminal_it_asks_first_and_no_writes_nothing(lite: Database) -> No
     assert lite.rows() == rows
 
 
+@pytest.mark.slow
 def test_on_a_terminal_yes_writes(lite: Database) -> None:
     lite.run(cli_graphs.v1, "t1")
 

@@ -77,6 +77,7 @@ def test_only_threads_their_heads_do_not_settle_have_their_lineage_read(
     assert walked == ["t1", "t2"]
 
 
+@pytest.mark.slow
 def test_jobs_split_the_threads_over_processes_and_merge_their_checks_in_order(
     db: Database,
 ) -> None:

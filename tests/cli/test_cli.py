@@ -347,7 +347,7 @@ ERRORS = {
     "no file": (["plan", "no/such/file.py:g"], "does not exist"),
     "no attribute": (["plan", "tests.cli.cli_graphs:nope"], "has no attribute 'nope'"),
     "not a graph": (["plan", "tests.cli.cli_graphs:not_a_graph"], "not a StateGraph builder"),
-    "plain LangGraph": (["plan", "tests.cli.cli_graphs:plain_v1"], "neograph_ext.compile"),
+    "a Pregel of no builder": (["plan", "tests.cli.cli_graphs:raw_pregel"], "nor @entrypoint"),
     "unknown thread": (["plan", V1, "--thread", "nope"], "thread 'nope' has no checkpoints"),
     "unknown checkpoint": (["plan", V1, "--checkpoint", "nope"], "has no checkpoint 'nope'"),
     "history of an unknown thread": (["history", "--thread", "nope"], "'nope' has no checkpoints"),
@@ -414,6 +414,7 @@ def test_debug_shows_the_traceback(lite: Database) -> None:
 # --- as a program -----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_module_runs_as_a_program(lite: Database) -> None:
     lite.run(cli_graphs.v1, "t1")
 
@@ -426,6 +427,7 @@ def test_the_module_runs_as_a_program(lite: Database) -> None:
     assert "ok: 1 thread checked" in passed.stdout
 
 
+@pytest.mark.slow
 def test_without_the_cli_extra_it_says_what_to_install() -> None:
     result = program("--help", prelude="import sys; sys.modules['typer'] = None; ")
 

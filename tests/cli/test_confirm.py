@@ -50,6 +50,7 @@ def test_the_help_of_each_writing_command_states_the_rule(name: str) -> None:
     assert ASKS in flat and "--yes -y" in flat and "Write without asking" in flat
 
 
+@pytest.mark.slow
 def test_prune_on_a_terminal_says_what_it_would_delete_and_asks(lite: Database) -> None:
     args = _prune(lite)
     rows = lite.rows()

@@ -17,6 +17,8 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from tests.cli import cli_graphs
 from tests.cli.support import V1, Database, run_program
 
+pytestmark = pytest.mark.slow
+
 DEEP = "[" * 5000 + "]" * 5000
 DAMAGE: dict[str, str | bytes] = {
     "a number": "5",

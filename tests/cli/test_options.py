@@ -11,11 +11,13 @@ from urllib.parse import urlparse
 from urllib.request import url2pathname
 
 import pytest
+import typer
 
 import neograph_ext
-from neograph_ext.cli._app import DB_ENV
+from neograph_ext.cli import app
+from neograph_ext.cli._database import DB_ENV
 from tests.cli import cli_graphs
-from tests.cli.support import ROOT, V2, Database, cli, one_error_line
+from tests.cli.support import ROOT, V1, V2, Database, cli, one_error_line
 
 
 def test_version_is_the_package_metadata_version() -> None:
@@ -46,6 +48,49 @@ def test_db_is_read_from_the_environment_when_not_given(db: Database) -> None:
     assert from_env.stdout == given.stdout
 
 
+_EVERY_COMMAND = {
+    "plan": ["plan", V2, "--thread", "t1", "--json"],
+    "history": ["history", "--thread", "t1", "--json"],
+    "check": ["check", V2, "--json"],
+    "accept": ["accept", V2, "--thread", "t1", "--dry-run", "--json"],
+    "export": ["export", V2, "--out", "{out}"],
+    "prune": ["prune", V2, "--json"],
+    "upgrade": ["upgrade", V2, "--json"],
+    "threads": ["threads", "--json"],
+    "show": ["show", V2, "--thread", "t1", "--json"],
+    "diff": ["diff", V2, "--thread", "t1", "--json"],
+}
+"""Each command, its arguments but ``--db``: all read, none writes."""
+
+
+def test_every_command_is_listed_above() -> None:
+    assert set(_EVERY_COMMAND) == set(typer.main.get_command(app).commands)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("command", _EVERY_COMMAND)
+def test_every_command_reads_db_from_the_environment(
+    command: str, db: Database, tmp_path: Path
+) -> None:
+    """What ``--db`` gives, ``NEOGRAPH_EXT_DB`` gives, and the same output."""
+    db.run(cli_graphs.v1, "t1")
+    args = [str(a).replace("{out}", str(tmp_path / "out")) for a in _EVERY_COMMAND[command]]
+    given = cli(*args, "--db", db.url)
+    from_env = cli(*args, env={DB_ENV: db.url})
+    assert from_env.stdout == given.stdout, from_env.output
+    assert from_env.exit_code == given.exit_code, from_env.output
+    assert given.exit_code == (1 if command == "check" else 0), given.output  # t1 would rewind
+
+
+def test_check_fixtures_ignores_db_from_the_environment(lite: Database, tmp_path: Path) -> None:
+    """``check --fixtures`` refuses a ``--db`` given, not one set for the other commands."""
+    lite.run(cli_graphs.v1, "t1")
+    out = tmp_path / "fixtures"
+    assert cli("export", V1, "--out", out, env={DB_ENV: lite.url}).exit_code == 0
+    from_env = cli("check", V1, "--fixtures", out, env={DB_ENV: lite.url})
+    assert from_env.exit_code == 0, from_env.output
+    assert "--db" in one_error_line(cli("check", V1, "--fixtures", out, "--db", lite.url))
+
+
 def test_db_given_wins_over_the_environment(db: Database, tmp_path) -> None:  # type: ignore[no-untyped-def]
     db.run(cli_graphs.v1, "t1")
     missing = str(tmp_path / "missing.sqlite")
@@ -71,3 +116,20 @@ def test_re_runs_and_kept_are_listed_in_the_order_the_nodes_run(db: Database) ->
     assert "kept         z, y" in result.stdout
     expected = db.plan(cli_graphs.backwards_v2, "t1")
     assert "re-runs: c, a\\nkept: z, y" in str(expected).replace("\n", "\\n")
+
+
+@pytest.mark.parametrize("threads", [(), ("t1", "t2")])
+@pytest.mark.parametrize("command", ["check", "upgrade"])
+def test_a_streamed_json_document_has_one_layout(
+    command: str, threads: tuple[str, ...], lite: Database
+) -> None:
+    """``check`` and ``upgrade`` print each thread as it comes; the document is laid out
+    as the same document printed whole would be."""
+    lite.run(cli_graphs.v1, *threads)
+
+    result = cli(command, V2, "--db", lite.url, "--json")
+
+    assert result.exit_code == (1 if command == "check" and threads else 0), result.output
+    document = json.loads(result.stdout)
+    assert len(document["plans" if command == "check" else "threads"]) == len(threads)
+    assert result.stdout == json.dumps(document, indent=2) + "\n"

@@ -106,6 +106,7 @@ def read_only_folder(folder: Path, *cli_args: object) -> subprocess.CompletedPro
 UNSHARE = ("unshare", "--user", "--map-root-user", "--mount")
 
 
+@pytest.mark.slow
 def test_a_folder_the_cli_cannot_write(closed: Path) -> None:
     before = listing(closed.parent)
 
@@ -126,6 +127,7 @@ def test_a_live_writer_s_commits_are_seen(open_writer: Database) -> None:
     assert '"kind": "rewind"' in result.stdout
 
 
+@pytest.mark.slow
 def test_a_live_writer_in_a_folder_the_cli_cannot_write(open_writer: Database) -> None:
     folder = Path(open_writer.url).parent
 
@@ -135,6 +137,7 @@ def test_a_live_writer_in_a_folder_the_cli_cannot_write(open_writer: Database) -
     assert "rewind" in result.stdout and result.stderr == ""
 
 
+@pytest.mark.slow
 def test_a_wal_file_without_its_shm_in_a_folder_the_cli_cannot_write(
     open_writer: Database, tmp_path: Path
 ) -> None:

@@ -71,6 +71,7 @@ NAMES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
 def test_no_command_prints_a_serializer_warning(demo_db: Path, name: str) -> None:
     done = program(*commands(demo_db)[name])
@@ -81,6 +82,7 @@ def test_no_command_prints_a_serializer_warning(demo_db: Path, name: str) -> Non
     assert done.stderr == ""
 
 
+@pytest.mark.slow
 def test_show_revives_the_demo_s_models(demo_db: Path) -> None:
     done = program("show", GRAPH, "--db", str(demo_db), "--thread", THREAD)
     assert done.returncode == 0, done.stderr
@@ -88,6 +90,7 @@ def test_show_revives_the_demo_s_models(demo_db: Path) -> None:
     assert "Review(verdict='approve')" in done.stdout
 
 
+@pytest.mark.slow
 def test_accept_yes_on_the_demo_prints_no_warning(demo_db: Path, tmp_path: Path) -> None:
     copy = tmp_path / "copy.sqlite"
     shutil.copy(demo_db, copy)
@@ -97,6 +100,7 @@ def test_accept_yes_on_the_demo_prints_no_warning(demo_db: Path, tmp_path: Path)
     assert done.stderr == ""
 
 
+@pytest.mark.slow
 def test_the_same_read_through_langgraph_s_default_serializer_warns(demo_db: Path) -> None:
     """What the allowlist prevents: a plain SqliteSaver reading the demo's database."""
     code = (
@@ -128,6 +132,7 @@ def test_the_allowlist_names_every_class_the_demo_s_graph_declares() -> None:
     assert allowlist(42) is None
 
 
+@pytest.mark.slow
 def test_the_plan_read_through_the_allowlist_is_the_app_s(demo_db: Path) -> None:
     """The allowlist changes no decision: the app, reading through LangGraph's default
     serializer, plans the same."""

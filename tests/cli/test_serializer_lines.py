@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from langchain_core.messages import HumanMessage
 
 import neograph_ext
 from tests.cli import cli_agent, cli_graphs
 from tests.cli.support import Database, program
+
+pytestmark = pytest.mark.slow
 
 MOVED = "tests.cli.cli_graphs:briefing_v2"
 

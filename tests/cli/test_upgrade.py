@@ -177,6 +177,7 @@ SqliteSaver.put_writes = counted(SqliteSaver.put_writes)
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("at", [1, 2, 5])
 def test_killed_at_a_write_and_run_again_ends_the_same(lite: Database, at: int) -> None:
     made = fleet(lite.saver, each=3)
@@ -210,6 +211,7 @@ def test_off_a_terminal_a_plain_line_per_batch(
     assert json.loads(result.stdout)["totals"]["rewind"] == 2
 
 
+@pytest.mark.slow
 def test_jobs_upgrade_in_processes_as_one_process_does(
     lite: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -96,7 +96,7 @@ def _killed_then_finished(db: Database, tmp_path: Path, kills: tuple[int, ...]) 
     return cut_short
 
 
-@pytest.mark.slow
+@pytest.mark.kills
 @pytest.mark.parametrize(
     "kills",
     [(8,), (27,), (9, 12)],

@@ -31,6 +31,8 @@ from pathlib import Path
 
 import pytest
 
+import neograph_ext
+
 ROOT = Path(__file__).resolve().parents[2]
 FILES = sorted([ROOT / "README.md", ROOT / "CHANGELOG.md", *(ROOT / "docs").glob("*.md")])
 PG_VARIABLE = "DATABASE_URL"
@@ -128,6 +130,7 @@ def test_the_pages_exist() -> None:
         assert page in names
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", [_param(path) for path in FILES if python_blocks(path)])
 def test_page_runs_as_a_script(path: Path, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     """The page's python blocks, pasted in order into one file, run as ``python page.py``."""
@@ -160,6 +163,15 @@ def test_the_changelog_opens_with_this_version() -> None:
     releases = re.findall(r"^## \[(\d+\.\d+\.\d+)\] - \d{4}-\d{2}-\d{2}$", text, re.MULTILINE)
     assert releases[:1] == [version["version"]], releases
     assert releases == sorted(releases, key=lambda v: tuple(map(int, v.split("."))), reverse=True)
+
+
+def test_the_package_is_the_release_the_readme_documents() -> None:
+    """The installed version (``__version__``, ``--version``) is the release whose upgrade
+    section the README opens with: 0.4 documents "Upgrading from 0.3"."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    newest = re.findall(r"^## Upgrading from (\d+\.\d+)", readme, re.MULTILINE)[0]
+    major, minor = map(int, neograph_ext.__version__.split(".")[:2])
+    assert newest == f"{major}.{minor - 1}", (newest, neograph_ext.__version__)
 
 
 def test_a_page_needing_postgresql_says_so_before_its_first_example() -> None:

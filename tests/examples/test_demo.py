@@ -100,7 +100,10 @@ def test_stage_3_rewinds_and_reruns_the_changed_node_and_downstream(
 def test_stage_4_strict_mode_raises_before_anything_runs(stages: dict[int, str]) -> None:
     text = stages[4]
     assert "stands in for a deploy" in text
-    assert "auto_resume=False" in text
+    assert "on_change='raise'" in text
+    # A new user meets 0.4's API alone: older spellings are the CHANGELOG's and the
+    # README's upgrade sections'.
+    assert "auto_resume" not in text and "before 0." not in text
     assert "CheckpointSchemaError" in text
     assert "node `review`: channel `review` type changed" in text
     assert 'Review.verdict: str -> Literal["approve", "revise"]' in text
@@ -109,6 +112,7 @@ def test_stage_4_strict_mode_raises_before_anything_runs(stages: dict[int, str])
     assert summary_line(text) == "none"
 
 
+@pytest.mark.slow
 def test_starts_from_a_fresh_database_each_time(workdir: Path, stages: dict[int, str]) -> None:
     assert (workdir / "demo.sqlite").is_file(), "the first run left its database"
     done = run_demo(workdir)  # the same directory again

@@ -46,6 +46,7 @@ def test_the_hint_names_the_program_by_a_path_that_exists_and_the_demo_graph(
         assert " examples/demo.py:builder " in hint
 
 
+@pytest.mark.slow
 def test_the_plan_hint_shows_the_pending_rewind_of_review(hints: list[str]) -> None:
     done = run_hint(hints[0])
     assert done.returncode == 0, done.stderr
@@ -56,6 +57,7 @@ def test_the_plan_hint_shows_the_pending_rewind_of_review(hints: list[str]) -> N
     assert re.search(r"kept +fetch, extract, summarize", done.stdout)
 
 
+@pytest.mark.slow
 def test_the_history_hint_lists_the_lineage_with_each_step_compared(hints: list[str]) -> None:
     done = run_hint(hints[1])
     assert done.returncode == 0, done.stderr

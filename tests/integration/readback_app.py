@@ -96,17 +96,20 @@ def opened(spec: str) -> Iterator[BaseCheckpointSaver[Any]]:
 
 class _Logged(logging.Handler):
     def __init__(self) -> None:
-        super().__init__(logging.WARNING)
+        super().__init__(logging.INFO)
         self.lines: list[str] = []
+        self.info: list[str] = []
 
     def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(record.getMessage())
+        said = self.lines if record.levelno >= logging.WARNING else self.info
+        said.append(record.getMessage())
 
 
 def main(argv: list[str] | None = None) -> None:
     role, spec, thread, *flags = argv if argv is not None else sys.argv[1:]
     logged = _Logged()
     logging.getLogger("neograph_ext").addHandler(logged)
+    logging.getLogger("neograph_ext").setLevel(logging.INFO)
     runs: Counter[str] = Counter()
     config: Any = {"configurable": {"thread_id": thread}}
     report: dict[str, Any] = {}
@@ -132,7 +135,8 @@ def main(argv: list[str] | None = None) -> None:
                 report["out"] = result.get("out")
         except Exception as exc:
             report["error"] = f"{type(exc).__name__}: {exc}"
-    report.update(runs=dict(runs), warnings=logged.lines, module=Draft.__module__)
+    report.update(runs=dict(runs), warnings=logged.lines, info=logged.info)
+    report.update(module=Draft.__module__)
     print(json.dumps(report))
 
 

@@ -66,7 +66,7 @@ def test_an_input_on_a_complete_thread_is_a_new_turn_as_in_langgraph(
     assert runs == Counter()
 
 
-@pytest.mark.parametrize("given", [{}, {"auto_resume": False}], ids=["left-out", "False"])
+@pytest.mark.parametrize("given", [{}, {"auto_resume": None}], ids=["left-out", "0.2's None"])
 def test_without_auto_resume_plain_calls_stay_plain(
     drive: Drive, saver: Saver, config: RunnableConfig, given: dict[str, Any], runs: Counter[str]
 ) -> None:
@@ -76,6 +76,28 @@ def test_without_auto_resume_plain_calls_stay_plain(
         graph = ne.compile(linear(runs, {"c": V2}), checkpointer=saver, **given)
     drive.invoke(graph, None, config)
     assert runs == Counter("d")  # LangGraph's resume: the stale `c` is kept
+
+
+def test_0_2s_auto_resume_false_warns_and_keeps_plain_calls_strict(
+    drive: Drive, saver: Saver, config: RunnableConfig, runs: Counter[str]
+) -> None:
+    """0.2's ``compile(auto_resume=False)`` made plain calls (a server's runs) strict and
+    left ``run`` rewinding: it keeps that meaning until 0.5, and says how to spell it."""
+    _crashed(drive, saver, config)
+    checkpoints = len(list(saver.list(config)))
+    with pytest.warns(DeprecationWarning, match=r"auto_resume=False\) is deprecated") as seen:
+        graph = ne.compile(linear(runs, {"c": V2}), checkpointer=saver, auto_resume=False)
+    message = str(seen[0].message)
+    assert "attach=[AutoResume()], resume=ResumePolicy(on_change='raise')" in message
+    assert "until 0.5" in message and seen[0].filename == __file__
+    with pytest.raises(ne.CheckpointSchemaError, match="Invalidated nodes: c"):
+        drive.invoke(graph, None, config)
+    with pytest.raises(ne.CheckpointSchemaError):
+        list(drive.graph_stream(graph, None, config))
+    assert runs == Counter()  # no stale `c` handed on to `d`
+    assert len(list(saver.list(config))) == checkpoints
+    assert drive.run(graph, None, config) == DONE  # run() keeps the graph's policy: rewinds
+    assert runs == Counter("cd")
 
 
 def test_a_copy_with_a_checkpointer_keeps_auto_resume(

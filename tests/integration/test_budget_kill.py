@@ -8,10 +8,14 @@ import subprocess
 import uuid
 from pathlib import Path
 
+import pytest
+
 import neograph_ext as ne
 from tests.cli.support import run_program
 from tests.graphs.budget import CALLS, STEPS, TOKENS
 from tests.integration.kill_worker import open_saver
+
+pytestmark = pytest.mark.kills
 
 
 def _worker(db: str, thread: str, *kill: str) -> subprocess.CompletedProcess[str]:

@@ -160,6 +160,7 @@ def _worker(db: str, thread: str, release: str) -> dict[str, Any]:
 
 
 # One way: the subject is a process boundary, one release per process.
+@pytest.mark.slow
 def test_a_release_in_another_process_serves_each_call_its_own_result(
     where: str, tmp_path: Path
 ) -> None:

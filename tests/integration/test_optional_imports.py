@@ -8,8 +8,12 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from tests.cli.support import run_program
 from tests.drive import SYNC_ONLY, Drive
+
+pytestmark = pytest.mark.slow
 
 OPTIONAL = ("langchain", "deepagents")
 

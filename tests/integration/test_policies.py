@@ -222,6 +222,17 @@ CASES = {
         Counter({"reply": 1}),  # plainly: raises, nothing runs
         ne.PlanKind.MIGRATE,
     ),
+    "compile auto_resume=False": Case(
+        _crashed,
+        lambda runs: linear(runs, {"c": V2}),
+        None,
+        ({"auto_resume": False}, {}),
+        ({"attach": [ne.AutoResume()], "resume": ResumePolicy(on_change="raise")}, {}),
+        Counter(),  # plainly: d, handed the stale `c`
+        ne.PlanKind.REWIND,
+        0,
+        "invoke",
+    ),
 }
 
 

@@ -7,7 +7,11 @@ import subprocess
 import uuid
 from pathlib import Path
 
+import pytest
+
 from tests.cli.support import run_program
+
+pytestmark = pytest.mark.kills
 
 
 def worker(db: str, thread: str, log: Path, *exit_in: str) -> subprocess.CompletedProcess[str]:

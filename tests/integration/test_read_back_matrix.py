@@ -99,6 +99,36 @@ def test_an_answer_after_its_values_class_moved_is_asked_again_then_applied(
     assert runs == Counter({"write": 1, "review": 1})
 
 
+def _script_class(monkeypatch: pytest.MonkeyPatch, name: str) -> type[BaseModel]:
+    """A class of the running script (``__main__``), as a notebook or ``python app.py``
+    defines it: this process revives it, a worker importing the graph would not."""
+    cls: type[BaseModel] = create_model(name, text=(str, ...), __module__="__main__")  # type: ignore[call-overload]
+    monkeypatch.setattr(sys.modules["__main__"], name, cls, raising=False)
+    return cls
+
+
+def test_an_answer_after_a_scripts_class_was_renamed_is_asked_again_then_applied(
+    drive: Drive,
+    saver: BaseCheckpointSaver[Any],
+    config: RunnableConfig,
+    monkeypatch: pytest.MonkeyPatch,
+    runs: Counter[str],
+) -> None:
+    # The script's `MDraft` became `MArticle`, the old name gone: the stored value comes
+    # back as a dict, but `MArticle` revives in this process, so the rewind's value reads
+    # back after the pause, as for a module's class above.
+    old = _script_class(monkeypatch, "MDraft")
+    assert "__interrupt__" in drive.run(reviewed(saver, Counter(), old), {}, config)
+    monkeypatch.delattr(sys.modules["__main__"], "MDraft")
+    graph = reviewed(saver, runs, _script_class(monkeypatch, "MArticle"))
+    plan = drive.plan(graph, config)
+    assert (plan.kind, plan.blocker) == (ne.PlanKind.REWIND, None)
+    assert "__interrupt__" in drive.run(graph, Command(resume="yes"), config)  # asked again
+    assert runs == Counter({"write": 1})
+    assert drive.run(graph, Command(resume="yes"), config)["out"] == "MArticle:yes"
+    assert runs == Counter({"write": 1, "review": 1})
+
+
 def mapped(runs: Counter[str], *, crash: bool = False) -> Any:
     """``fan`` sends ``work`` three jobs as ``{"job": Job}``, the node's private input
     schema (a TypedDict) holding a model of a local class; with ``crash``, the third

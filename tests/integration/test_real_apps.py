@@ -404,6 +404,7 @@ def _cache_worker(tmp_path: Path, thread: str, score_type: str) -> dict[str, int
 
 
 # One way: the subject is a cache two processes share; each worker runs the sync driver.
+@pytest.mark.slow
 def test_sqlite_cache_across_processes_serves_only_results_of_the_same_code(
     tmp_path: Path,
 ) -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 import neograph_ext as ne
@@ -148,3 +149,35 @@ def test_a_release_that_is_no_release_is_a_graph_error_at_compile(
     monkeypatch.setenv(RELEASE_ENV, bad)
     with pytest.raises(GraphError, match=RELEASE_ENV):
         ne.compile(linear(Counter()), checkpointer=None)
+
+
+def _released(
+    saver: Saver, mp: pytest.MonkeyPatch, names: str, runs: Counter[str], release: str | None
+) -> Any:
+    """``names`` compiled with ``release`` declared, or none."""
+    if release is not None:
+        mp.setenv(RELEASE_ENV, release)
+    graph = ne.compile(linear(runs, names=tuple(names)), checkpointer=saver)
+    mp.delenv(RELEASE_ENV, raising=False)
+    return graph
+
+
+def test_the_running_codes_release_is_compared_whatever_its_stamp_was_stored_with(
+    drive: Drive, saver: Saver, monkeypatch: pytest.MonkeyPatch, config: RunnableConfig
+) -> None:
+    """A test run before stored ``abcd``'s stamp undeclared; ``abc`` (release 1) wrote the
+    thread; ``abcd`` compiled as release 2 resumes it: release 2 is the newer code."""
+    other: RunnableConfig = {
+        "configurable": {"thread_id": f"{config['configurable']['thread_id']}-0"}
+    }
+    drive.run(_released(saver, monkeypatch, "abcd", Counter(), None), {"log": []}, other)
+    drive.run(_released(saver, monkeypatch, "abc", Counter(), "1"), {"log": []}, config)
+    runs: Counter[str] = Counter()
+    graph = _released(saver, monkeypatch, "abcd", runs, "2")
+    assert drive.plan(graph, config).kind is ne.PlanKind.REWIND
+    assert drive.run(graph, None, config)["log"] == list("abcd")
+    assert runs == Counter("cd")  # `c` re-runs (its successors changed), `d` is appended
+    # Once written, the database keeps release 2 for the stamp: release 1 is the older code.
+    assert drive.plan(_released(saver, monkeypatch, "abc", Counter(), "1"), config).kind is (
+        ne.PlanKind.SUPERSEDED
+    )

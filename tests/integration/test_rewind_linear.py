@@ -95,7 +95,7 @@ def test_strict_mode_raises_before_running_and_writes_nothing(
     assert caught.value.invalidated_nodes == {"c"}
     assert caught.value.plan.kind is ne.PlanKind.REWIND
     message = str(caught.value)
-    assert "node `c`" in message and "score" in message and "auto_resume" in message
+    assert "node `c`" in message and "score" in message and "on_change='rewind'" in message
     assert runs == Counter()
     assert count_checkpoints(saver, config) == before
 

@@ -82,6 +82,7 @@ def _write_in_subprocess(script: str) -> None:
     subprocess.run([sys.executable, "-c", textwrap.dedent(script)], check=True, timeout=120)
 
 
+@pytest.mark.slow
 def test_sqlite_path_is_shared_with_a_subprocess(sqlite_path: Path, config: RunnableConfig) -> None:
     thread_id = config["configurable"]["thread_id"]
     _write_in_subprocess(

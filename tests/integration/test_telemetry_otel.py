@@ -138,6 +138,7 @@ importlib.metadata.version = lambda name: "1.20.0" if name == "opentelemetry-api
 """
 
 
+@pytest.mark.slow
 @SYNC_ONLY  # its subject is the import of the package, in a subprocess
 @pytest.mark.parametrize("without", [ABSENT, TOO_OLD], ids=["absent", "too-old"])
 def test_without_opentelemetry_the_event_is_still_dispatched(drive: Drive, without: str) -> None:

@@ -35,16 +35,19 @@ _SLICE = settings(
 )
 
 
-@settings(_SLICE, max_examples=60)
-@given(case=cases())
-def test_a_resume_equals_a_fresh_run_of_the_new_code_in_memory(case: Case) -> None:
-    _check("memory", case)
+# Examples per saver in the slice: memory is the quicker, SQLite serializes as a
+# deployment does.
+_SLICE_EXAMPLES = {"memory": 60, "sqlite": 20}
 
 
-@settings(_SLICE, max_examples=20)
-@given(case=cases())
-def test_a_resume_equals_a_fresh_run_of_the_new_code_on_sqlite(case: Case) -> None:
-    _check("sqlite", case)
+@pytest.mark.parametrize("kind", list(_SLICE_EXAMPLES))
+def test_a_resume_equals_a_fresh_run_of_the_new_code(kind: str) -> None:
+    @settings(_SLICE, max_examples=_SLICE_EXAMPLES[kind])
+    @given(case=cases())
+    def resumes_as_fresh(case: Case) -> None:
+        _check(kind, case)
+
+    resumes_as_fresh()
 
 
 @pytest.mark.oracle

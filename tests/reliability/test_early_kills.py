@@ -11,9 +11,13 @@ import random
 import time
 from pathlib import Path
 
+import pytest
+
 import neograph_ext as ne
 from tests.reliability import harness as h
 from tests.reliability import worker
+
+pytestmark = pytest.mark.kills
 
 KILLS = 100
 WINDOW = 0.030

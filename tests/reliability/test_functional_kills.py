@@ -13,10 +13,14 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 import neograph_ext as ne
 from tests.reliability import functional_worker
 from tests.reliability.harness import _CTX, Worker, wait_for
 from tests.reliability.worker import executions, open_saver
+
+pytestmark = pytest.mark.kills
 
 REFERENCE = "t3(t2(t1(s0)))"
 

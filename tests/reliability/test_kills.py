@@ -16,6 +16,8 @@ import neograph_ext as ne
 from tests.reliability import harness as h
 from tests.reliability.worker import NODES, SIBLING, WRITES
 
+pytestmark = pytest.mark.kills
+
 V2 = "c=float"
 """The deploy between runs: node ``c`` now declares another output type."""
 

@@ -99,6 +99,7 @@ def _retried(
     return failures
 
 
+@pytest.mark.kills
 @pytest.mark.parametrize("name", sorted(PATHS))
 def test_a_kill_at_any_write_of_the_path_is_finished_by_the_retry(
     db: str, name: str, tmp_path: Path
@@ -106,6 +107,7 @@ def test_a_kill_at_any_write_of_the_path_is_finished_by_the_retry(
     _every_boundary(db, name, tmp_path, asynchronous=False)
 
 
+@pytest.mark.kills
 @pytest.mark.parametrize("name", sorted(n for n, path in PATHS.items() if path.acall))
 def test_a_kill_at_any_write_of_the_async_twin_is_finished_by_the_retry(
     db: str, name: str, tmp_path: Path
@@ -154,6 +156,7 @@ def _every_boundary(db: str, name: str, tmp_path: Path, *, asynchronous: bool) -
     assert not failures, "\n".join(failures)
 
 
+@pytest.mark.kills
 def test_a_kill_anywhere_in_a_claimed_step_leaves_the_old_code_refused(
     db: str, tmp_path: Path
 ) -> None:

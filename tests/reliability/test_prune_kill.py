@@ -17,6 +17,8 @@ import neograph_ext as ne
 from tests.cli.support import DATABASE_KINDS, Database, database, run_program
 from tests.graphs.pruning import LAST, THREADS, ids, reads, written
 
+pytestmark = pytest.mark.kills
+
 VICTIM = """
 import os, signal, sqlite3, sys
 import psycopg

@@ -21,6 +21,8 @@ import neograph_ext as ne
 from tests.reliability import harness as h
 from tests.reliability.worker import NODES
 
+pytestmark = pytest.mark.slow
+
 V2 = "c=float"
 RACERS = 3
 DELAY = 0.05

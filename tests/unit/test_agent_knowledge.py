@@ -9,6 +9,7 @@ from collections import Counter
 from typing import Any, TypeVar, get_args, get_type_hints
 
 import pytest
+from langchain.agents.middleware import AgentMiddleware
 from langchain.agents.structured_output import ProviderStrategy, ToolStrategy
 from langchain_core.messages import HumanMessage
 from langchain_core.tools import BaseTool, StructuredTool, tool
@@ -17,10 +18,11 @@ from langgraph.graph import StateGraph
 from langgraph.prebuilt import create_react_agent
 from pydantic import BaseModel
 
-from neograph_ext.decision._introspect import channel_types
+from neograph_ext.decision._introspect import build_stamp, channel_types
 from neograph_ext.decision._langgraph_agents import (
     RESPONSE_CHANNEL,
     makes_tool_calls,
+    overwrites,
     response_schema,
     sub_agents,
     tool_callables,
@@ -97,6 +99,48 @@ def test_create_agents_model_call_clears_the_structured_response_with_none() -> 
     assert RESPONSE_CHANNEL in steps[1] and steps[1][RESPONSE_CHANNEL] is None  # model
     assert isinstance(steps[3][RESPONSE_CHANNEL], Weather)  # the final model call
     assert runs["model"] == 2
+
+
+class _Wrap(AgentMiddleware[Any, Any, Any]):
+    """A ``wrap_model_call`` middleware: it is handed the request, the whole state in it."""
+
+    def __init__(self, runs: Counter[str]) -> None:
+        super().__init__()
+
+    def wrap_model_call(self, request: Any, handler: Any) -> Any:
+        return handler(request)
+
+
+class _Before(AgentMiddleware[Any, Any, Any]):
+    """A ``before_model`` hook: its node starts each turn, on the whole state."""
+
+    def __init__(self, runs: Counter[str]) -> None:
+        super().__init__()
+
+    def before_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        return None
+
+
+@pytest.mark.parametrize(
+    ("middleware", "replaced"),
+    [((), True), ((Audit,), True), ((_Wrap,), False), ((_Before,), False)],
+    ids=["none", "after_model", "wrap_model_call", "before_model"],
+)
+def test_a_turn_of_create_agent_starts_with_its_model_call_writing_the_response(
+    middleware: tuple[type[Any], ...], replaced: bool
+) -> None:
+    """The model node writes the structured response on every call (the response or
+    None, ``test_create_agents_model_call_clears_the_structured_response_with_none``)
+    and starts each turn; a ``wrap_model_call`` middleware (found by the name of the
+    handler the node closes over) may read the stored one, and so may a hook before."""
+    built = agent(Counter(), [], [], middleware=middleware, response_format=ToolStrategy(Weather))
+    model = built.builder.nodes["model"].runnable
+    assert (overwrites(model) == {RESPONSE_CHANNEL}) is (_Wrap not in middleware)
+    assert build_stamp(built.builder).replaced == ((RESPONSE_CHANNEL,) if replaced else None)
+    paused = build_stamp(built.builder, paused_before=["model"]).replaced
+    assert paused is None
+    plain = agent(Counter(), [], [], middleware=middleware)
+    assert overwrites(plain.builder.nodes["model"].runnable) == frozenset()
 
 
 def test_with_after_model_middleware_the_hook_routes_to_the_tools() -> None:

@@ -71,7 +71,7 @@ def test_the_documented_defaults_say_nothing() -> None:
         warnings.simplefilter("error")
         graph = ne.compile(
             _builder(),
-            auto_resume=False,
+            auto_resume=None,  # 0.2's default; False is 0.2's strict spelling
             verify_writes=False,
             verify_saver=True,
             budget=None,

@@ -13,6 +13,7 @@ import uuid
 from typing import Any
 
 import pydantic
+import pytest
 
 from neograph_ext.decision._call_digest import DIGEST_FORMAT, call_digest
 
@@ -82,6 +83,7 @@ def test_a_value_that_raises_while_read_gives_no_digest() -> None:
     assert _d(Broken.model_construct(x=1)) is None
 
 
+@pytest.mark.slow
 def test_the_digest_is_the_same_in_another_process_and_hash_seed() -> None:
     code = (
         "from neograph_ext.decision._call_digest import call_digest;"

@@ -114,6 +114,7 @@ def test_pinned_digests(models: ModuleType) -> None:
     assert {name: fingerprint_type(cases[name]) for name in PINNED} == PINNED
 
 
+@pytest.mark.slow
 def test_digest_is_the_same_in_other_processes_and_hash_seeds(models: ModuleType) -> None:
     here = {name: fingerprint_type(tp) for name, tp in models.cases().items()}
     code = (

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TypedDict
 
 from langgraph.graph import START, StateGraph
 
 import neograph_ext
 from neograph_ext.decision._history import Record
-from neograph_ext.decision._inside import InnerLineage, judged
+from neograph_ext.decision._inside import InnerLineage, dropped_edits, judged
 from neograph_ext.decision._introspect import build_stamp
 from neograph_ext.decision._stamp import Stamp, StampRef
 
@@ -159,3 +160,77 @@ def test_a_subgraph_without_checkpoints_of_its_own_is_left_as_it_is() -> None:
     # It starts afresh when its task runs: the change re-runs it whole, as before.
     found = judged([], _root("v2"), frozenset({"worker"}), _root("v1"))
     assert (found.forks, found.settled, found.why_not) == ({}, frozenset(), {})
+
+
+def _upstream_change(**fields: object) -> tuple[Stamp, Stamp, InnerLineage]:
+    """A lineage that ran ``prep`` and ``draft`` under ``v1`` and waits on ``review``,
+    with ``fields`` set; the stamps of ``v1`` and ``v2``."""
+    old, new = _root("v1"), _root("v2")
+    lineage = InnerLineage(
+        ("worker",), "worker:t", _records(old, ("prep", "draft")), frozenset({"review"})
+    )
+    return old, new, replace(lineage, **fields)  # type: ignore[arg-type]
+
+
+def test_a_node_with_several_tasks_re_runs_whole_even_when_nothing_finished_changed() -> None:
+    # A Send each: one fork cannot cover them, and a finished send's result is stale.
+    old, new = _root("v1"), _root("v2")
+    sends = [
+        InnerLineage(("worker",), f"worker:{t}", _records(old, ran), frozenset(), tasks=2)
+        for t, ran in (("a", ("prep", "draft")), ("b", ("prep",)))
+    ]
+    found = judged(sends, new, frozenset({"worker"}), old)
+    assert not found.forks and not found.settled
+    assert "worker runs 2 tasks (a Send each)" in found.why_not["worker"]
+    pending = [replace(sends[1], records=_records(old, ("prep",)))]
+    assert "runs 2 tasks" in judged(pending, new, frozenset({"worker"}), old).why_not["worker"]
+
+
+def test_an_answer_inside_refuses_a_fork_but_not_a_resume_where_it_is() -> None:
+    old, new, lineage = _upstream_change(answered=True)
+    assert "was answered" in judged([lineage], new, frozenset({"worker"}), old).why_not["worker"]
+    waiting = replace(lineage, records=_records(old, ("prep",)), next_nodes=frozenset({"draft"}))
+    assert judged([waiting], new, frozenset({"worker"}), old).settled == {"worker"}
+
+
+def test_a_delta_channel_refuses_a_fork_of_its_own_namespace_only() -> None:
+    old, new, lineage = _upstream_change(delta=frozenset({"items"}))
+    found = judged([lineage], new, frozenset({"worker"}), old)
+    assert "worker holds DeltaChannel `items`" in found.why_not["worker"]
+    old2, new2 = _root("v1", 2), _root("v2", 2)
+    outer = InnerLineage(
+        ("worker",), "worker:t", _records(old2, ("outline",)), frozenset({"mid"}),
+        delta=frozenset({"items"}),
+    )  # fmt: skip
+    inner = InnerLineage(
+        ("worker", "mid"), "worker:t|mid:u", _records(old2, ("prep", "draft")), frozenset()
+    )
+    assert judged([outer, inner], new2, frozenset({"worker"}), old2).forks["worker"]
+
+
+def test_an_edit_is_dropped_by_a_fork_before_it_and_by_a_whole_re_run() -> None:
+    old, new, lineage = _upstream_change()
+    records = lineage.records
+    edit = records[-1]._replace(
+        checkpoint_id="edit", parent_id=records[-1].checkpoint_id, source="update",
+        ran=frozenset({"draft"}), wrote=frozenset({"draft"}),
+    )  # fmt: skip
+    edited = replace(lineage, records=(*records, edit))
+    fork = judged([edited], new, frozenset({"worker"}), old).forks["worker"]
+    assert [r.checkpoint_id for _, r in dropped_edits([edited], [fork])] == ["edit"]
+    assert [r.checkpoint_id for _, r in dropped_edits([edited], None)] == ["edit"]
+    # A fork after the edit keeps it: only the nodes after the fork point run again.
+    later = replace(fork, checkpoint_id="edit")
+    assert dropped_edits([edited], [later]) == ()
+
+
+def test_sends_one_level_down_re_run_the_node_at_the_root_whole() -> None:
+    old, new = _root("v1", 2), _root("v2", 2)
+    outer = InnerLineage(("worker",), "worker:t", _records(old, ("outline",)), frozenset({"mid"}))
+    records = _records(old, ("prep", "draft"))
+    sends = [
+        InnerLineage(("worker", "mid"), f"worker:t|mid:{t}", records, frozenset(), tasks=2)
+        for t in "ab"
+    ]
+    found = judged([outer, *sends], new, frozenset({"worker"}), old)
+    assert "worker > mid runs 2 tasks" in found.why_not["worker"] and not found.forks

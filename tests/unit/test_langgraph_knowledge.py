@@ -22,6 +22,7 @@ from langgraph.store.memory import InMemoryStore
 from langgraph.types import CachePolicy, Command, Send, interrupt
 from pydantic import BaseModel
 
+from neograph_ext.decision._cache_key import CacheSalt
 from neograph_ext.decision._langgraph import (
     MSGPACK_ALLOWLIST,
     SAFE_MSGPACK_TYPES,
@@ -162,10 +163,12 @@ def test_cache_keys_are_salted_and_keep_the_users_key() -> None:
     builder = linear(Counter(), names=("a", "b"))
     builder.nodes["b"].cache_policy = CachePolicy(key_func=lambda state: "k", ttl=5)
     graph = builder.compile()
-    fold_cache_keys(graph, {"a": "s1", "b": "s1"})
+    salt = CacheSalt("s1", {"log": "f1"})
+    fold_cache_keys(graph, {"a": salt, "b": salt})
     policy = graph.nodes["b"].cache_policy
     assert isinstance(policy, CachePolicy) and policy.ttl == 5
     assert policy.key_func({}) == b"neograph_ext:s1:k"
+    assert policy.key_func({"log": []}) == f"neograph_ext:{salt.of({'log': []})}:k".encode()
     assert graph.nodes["a"].cache_policy is None
 
 

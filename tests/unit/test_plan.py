@@ -331,3 +331,28 @@ def test_a_verified_head_owing_replayed_turns_replays_them(paused: bool) -> None
     assert needs_lineage(facts)
     plan = decide([head], s, "t", head=facts)
     assert plan.kind is PlanKind.CONTINUE and plan.replayed == ("turn-3",)
+
+
+def _turns(old: Stamp, *later: Record) -> list[Record]:
+    """Turn one, whose node ``b`` wrote ``value`` last, and the records of turn two."""
+    turn_one = thread(old)
+    turn_one[3] = record(2, "b", ("log", "value"), stamp=old)
+    return [*turn_one, record(5, stamp=old, source="input", wrote=()), *later]
+
+
+def test_a_value_each_turn_replaces_unread_does_not_block_the_turn_under_way() -> None:
+    """``Stamp.replaced``: the turn under way writes ``value`` before any node reads it."""
+    new = stamp(b=V2).model_copy(update={"replaced": ("value",)})
+    started = _turns(stamp(b=V1), record(6, "a", LOG, stamp=stamp(b=V1), next_nodes="b"))
+    plan = decide(started, new, "t")
+    assert plan.kind is PlanKind.CONTINUE and plan.blocker is None
+    assert any("replaced by the new turn" in note for note in plan.notes)
+    assert decide(started, stamp(b=V2), "t").blocker  # not replaced: blocked as before
+
+
+def test_an_edit_by_hand_in_the_turn_under_way_keeps_an_earlier_value_live() -> None:
+    """``update_state`` may move the turn past the nodes that write ``value``."""
+    new = stamp(b=V2).model_copy(update={"replaced": ("value",)})
+    edited = _turns(stamp(b=V1), record(6, stamp=stamp(b=V1), source="update", wrote=LOG))
+    plan = decide(edited, new, "t")
+    assert plan.blocker and "earlier turn" in plan.blocker

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import importlib
 import inspect
+import pickle
+import traceback
+import typing
 import warnings
 
+import langgraph.errors
 import pytest
+from pydantic import TypeAdapter
 
 import neograph_ext
 
@@ -142,3 +148,56 @@ def test_reserved_threads_are_named_by_their_prefix() -> None:
     assert neograph_ext.is_reserved_thread("neograph-ext-stamp:" + "0" * 64)
     assert not neograph_ext.is_reserved_thread("ticket-1")
     assert not neograph_ext.is_reserved_thread(None)
+
+
+PUBLIC_MODULES = ("neograph_ext", *(f"neograph_ext.{name}" for name in sorted(SUBMODULES)))
+
+
+def _public_classes() -> list[tuple[str, type]]:
+    modules = [importlib.import_module(name) for name in PUBLIC_MODULES]
+    return [
+        (module.__name__, value)
+        for module in modules
+        for value in (getattr(module, name) for name in module.__all__)
+        if isinstance(value, type)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("module", "cls"), _public_classes(), ids=lambda v: getattr(v, "__name__", v)
+)
+def test_a_public_class_names_the_module_it_is_imported_from(module: str, cls: type) -> None:
+    """Tracebacks, ``help()`` and a generated reference name the public path."""
+    assert cls.__module__ == module
+    assert getattr(importlib.import_module(cls.__module__), cls.__qualname__) is cls
+    typing.get_type_hints(cls)  # its annotations still resolve (pydantic, FastAPI read them)
+
+
+def test_a_traceback_names_the_public_exception() -> None:
+    try:
+        raise neograph_ext.CheckpointSchemaError("changed", _plan())
+    except neograph_ext.CheckpointSchemaError as exc:
+        said = "".join(traceback.format_exception_only(exc))
+    assert said.startswith("neograph_ext.CheckpointSchemaError: changed")
+    assert type(pickle.loads(pickle.dumps(neograph_ext.GraphError("x")))) is neograph_ext.GraphError
+
+
+def test_pydantic_still_reads_a_public_record() -> None:
+    schema = TypeAdapter(neograph_ext.ResumePlan).json_schema()
+    assert schema["title"] == "ResumePlan" and "kind" in schema["properties"]
+
+
+def _plan() -> neograph_ext.ResumePlan:
+    return neograph_ext.ResumePlan(kind=neograph_ext.PlanKind.FRESH, thread_id="t1")
+
+
+def test_langgraph_has_no_error_of_the_same_name() -> None:
+    """``neograph_ext.GraphError`` is no LangGraph error, and shares no LangGraph error's
+    name, so an ``except`` cannot catch the wrong one. Should LangGraph add a
+    ``GraphError``, this fails: ours then subclasses it or takes a name of its own."""
+    assert not hasattr(langgraph.errors, "GraphError")
+    assert not issubclass(neograph_ext.GraphError, tuple(_langgraph_errors()))
+
+
+def _langgraph_errors() -> list[type]:
+    return [v for v in vars(langgraph.errors).values() if isinstance(v, type)]

@@ -227,3 +227,53 @@ def test_a_take_over_run_mark_names_the_stamp_it_took_from_and_fits_the_budget()
     assert (
         read_run({**metadata, RUN_KEY: encode_run(current, "rewind", None)}, ref).took_from is None
     )
+
+
+class _Turn(TypedDict, total=False):
+    question: str
+    answer: str
+    draft: str
+
+
+class _Question(TypedDict):
+    question: str
+
+
+class _Answered(TypedDict):
+    answer: str
+
+
+class _Drafted(TypedDict, total=False):
+    answer: str
+
+
+def _first(returns: type, reads: type | None, *, second: type | None = None) -> Any:
+    """A graph whose turn starts with ``first`` (and ``second``, returning ``second``)."""
+
+    def node(returned: type) -> Any:
+        def write(inputs: Any) -> Any:
+            return {"answer": inputs["question"]}
+
+        write.__annotations__["return"] = returned
+        return write
+
+    builder = StateGraph(_Turn)
+    builder.add_node("first", node(returns), input_schema=reads)
+    builder.add_edge(START, "first")
+    if second is not None:
+        builder.add_node("second", node(second), input_schema=reads)
+        builder.add_edge(START, "second")
+    return builder
+
+
+def test_a_channel_the_turns_first_node_requires_and_cannot_read_is_replaced() -> None:
+    assert build_stamp(_first(_Answered, _Question)).replaced == ("answer",)
+    # Read (its input is the state), or not written on every call: not replaced.
+    assert build_stamp(_first(_Answered, None)).replaced is None
+    assert build_stamp(_first(_Drafted, _Question)).replaced is None
+    # A pause before the node that starts a turn shows the old value.
+    assert build_stamp(_first(_Answered, _Question), paused_before=["first"]).replaced is None
+    assert build_stamp(_first(_Answered, _Question), paused_before="*").replaced is None
+    # Every node a turn starts with must write it.
+    assert build_stamp(_first(_Answered, _Question, second=_Answered)).replaced == ("answer",)
+    assert build_stamp(_first(_Answered, _Question, second=_Drafted)).replaced is None

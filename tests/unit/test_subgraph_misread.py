@@ -8,7 +8,7 @@ from typing import Any, TypedDict
 
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, StateGraph
-from pydantic import BaseModel
+from pydantic import BaseModel, RootModel
 
 import neograph_ext as ne
 from neograph_ext.decision._changes import ChangeReason
@@ -66,6 +66,23 @@ def test_subgraphs_declaring_classes_stored_by_path_are_checked() -> None:
     [finding] = findings
     assert finding.where == ("subgraph `held` channel `draft`",)
     assert found["held"].unrevivable == {"draft"}
+
+
+class Tags(RootModel[list[str]]):
+    pass
+
+
+class Tagged(TypedDict, total=False):
+    tags: Tags
+
+
+def test_a_root_model_is_validated_on_read_only_inside_a_subgraph_neograph_ext_compiled() -> None:
+    stamped = ne.compile(_sub(Tagged), checkpointer=InMemorySaver())
+    found, _ = subgraph_revivals(_parent(plain=_sub(Tagged).compile(), stamped=stamped), True)
+    assert found["stamped"].validated == {"tags"} and not found["stamped"].unrevivable
+    # No node of a subgraph LangGraph alone compiled is handed the data validated.
+    assert found["plain"].unrevivable == {"tags"} and not found["plain"].validated
+    assert not found["plain"].findings[0].rebuilt
 
 
 def test_a_misread_value_inside_names_its_subgraph_node() -> None:
