@@ -59,7 +59,9 @@ jobs gives each at least this many. Measured: at 2,000 threads, ``--jobs 2`` too
 the CPU of ``--jobs 1``."""
 
 _SENT = 200
-"""Threads a process is given at a time, at most."""
+"""Threads a process is given at a time, at most. Each chunk loads the graph and opens the
+database again: measured on SQLite in a warm process, 6 ms, against 0.8 ms a thread
+planned (about 4% of a chunk of 200)."""
 
 
 def made(
