@@ -31,7 +31,7 @@ from neograph_ext.decision._decision import PlanKind, ResumePlan
 from neograph_ext.decision._head_state import started_input
 from neograph_ext.decision._policy import ResumePolicy, asked
 from neograph_ext.decision._stamp import encode_run, input_digest
-from neograph_ext.decision._steps import takes_head
+from neograph_ext.decision._steps import marked_kind, takes_head
 from neograph_ext.drivers._call_match import CallsUnmatched, checking
 from neograph_ext.drivers._drivers import AsyncDriver, Driver, amarked
 from neograph_ext.drivers._graph import StampedGraph, marking
@@ -195,7 +195,8 @@ def _plain_mark(
     call: ThreadCall, decision: ResumePlan | None, head: CheckpointTuple | None, input: Any
 ) -> str:
     """The run mark of a served call LangGraph runs as given: the plan's kind (so an
-    unverified thread stays unverified) and the input its turn started with."""
-    kind = decision.kind if decision is not None else PlanKind.FRESH
+    unverified thread stays unverified, a rewind cut short a rewind: ``marked_kind``)
+    and the input its turn started with."""
+    kind = marked_kind(call, decision, head) if decision is not None else PlanKind.FRESH
     given = None if input is None or isinstance(input, Command) else input_digest(input)
     return encode_run(call.stamp, kind, given if given is not None else started_input(head))

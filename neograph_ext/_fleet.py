@@ -35,7 +35,7 @@ from langgraph.pregel import Pregel
 from neograph_ext._lineage import alist_threads, list_threads
 from neograph_ext.decision._claim import last_writer
 from neograph_ext.decision._decision import ResumePlan
-from neograph_ext.decision._head_state import is_paused
+from neograph_ext.decision._head_state import is_paused, rewind_cut_short
 from neograph_ext.decision._history import lineage
 from neograph_ext.decision._operations import Flow, ReadLineage, ReadTuple
 from neograph_ext.decision._stamp import read_marks
@@ -85,6 +85,9 @@ class ThreadCheck:
     """Its newest checkpoint waits on a question (an ``interrupt()`` or a breakpoint)."""
     current: bool = False
     """``written_by`` is the stamp of the graph checked: the current code wrote it."""
+    rewinding: bool = False
+    """Its newest checkpoint was left by a rewind that did not finish (a process killed
+    in it): resuming it runs the rest of the rewind."""
 
     @property
     def unfinished(self) -> bool:
@@ -254,7 +257,8 @@ def _checked(call: ThreadCall) -> Flow[ThreadCheck]:
         return ThreadCheck(plan, None, False)
     written_by = last_writer(read_marks(head.metadata or {})[0], head.pending_writes or ())
     paused = is_paused(call.graph, head)
-    return ThreadCheck(plan, written_by, paused, written_by == call.stamp.id)
+    rewinding = rewind_cut_short(call.graph, head)
+    return ThreadCheck(plan, written_by, paused, written_by == call.stamp.id, rewinding)
 
 
 def _batches(

@@ -12,7 +12,8 @@ Rules:
 - A dry run by default: nothing is locked or written until ``apply``.
 - Resumable: a thread brought forward plans as having nothing to carry, so a re-run
   (after a kill, or after a canary) skips it; the carry itself is kill-safe as a
-  resume's is (``_keep.incomplete``).
+  resume's is (``_keep.incomplete``). A rewind cut short (``ThreadCheck.rewinding``) is
+  still a rewind: a re-run with ``rewind`` finishes it, one without lists it.
 - A thread another process holds is skipped (``busy``), never waited for; a thread newer
   code owns is left alone (``superseded``).
 - A canary is a stable pick: a thread is in the first ``canary`` percent by a hash of
@@ -54,7 +55,8 @@ class UpgradeAction(StrEnum):
     CARRY = "carry"
     """Its values are carried forward and stamped (a fork), no node run."""
     REWIND = "rewind"
-    """It needs node runs: listed, or run with ``rewind=True``."""
+    """It needs node runs: listed, or run with ``rewind=True``; a rewind cut short (a
+    process killed in it) too: the rest of it."""
     NOTHING = "nothing"
     """The next resume has nothing to bring forward (up to date, or its own work left)."""
     SUPERSEDED = "superseded"
@@ -195,14 +197,16 @@ def _found(check: ThreadCheck, canary: float | None) -> ThreadUpgrade:
         action = UpgradeAction.CARRY
     elif plan.kind is PlanKind.UNVERIFIED and not plan.next_nodes:
         action = UpgradeAction.CARRY  # a finished thread plain LangGraph wrote: adopted, stamped
-    elif plan.kind is PlanKind.REWIND:
-        action = UpgradeAction.REWIND
+    elif plan.kind is PlanKind.REWIND or (plan.kind is PlanKind.CONTINUE and check.rewinding):
+        action = UpgradeAction.REWIND  # a rewind cut short (this upgrade killed, say) is owed
     else:
         action = UpgradeAction.NOTHING
     return ThreadUpgrade(plan.thread_id, action, plan, check.written_by)
 
 
 def _costed(found: ThreadUpgrade, ledger: Ledger | None) -> ThreadUpgrade:
+    if found.plan.kind is not PlanKind.REWIND:
+        return found  # the rest of a rewind cut short: which steps are left, no ledger says
     cost = DeployCost().plus(found.plan, found.written_by, ledger).total
     spend = None if cost.unrecorded else cost.spend
     return replace(found, cost=spend)
@@ -217,6 +221,8 @@ def _bounded(
         return found, found.cost or Spend()
     if found.cost is None:
         why = "not run: no budget ledger recorded what it costs, and a max cost is set"
+        if found.plan.kind is not PlanKind.REWIND:
+            why = "not run: a rewind cut short, whose rest no ledger prices, and a max cost is set"
         return replace(found, note=why), None
     after = spent + found.cost
     limits = {"supersteps": cap.max_supersteps, "model_calls": cap.max_model_calls}

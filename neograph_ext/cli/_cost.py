@@ -12,6 +12,7 @@ Rules:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, fields
 from typing import Any
@@ -30,6 +31,13 @@ MEASURES = tuple(f.name for f in fields(Spend))
 """What ``--max-cost`` may cap: ``supersteps``, ``model_calls``, ``tokens``."""
 
 
+_DIGITS = 18
+"""The most digits ``--max-cost`` takes for N."""
+_WHOLE = re.compile(f"[0-9]{{1,{_DIGITS}}}")
+_SHOWN = 60
+"""The most characters of a refused ``--max-cost`` value its error line repeats."""
+
+
 @dataclass(frozen=True)
 class Limits:
     """The thresholds ``check`` fails on, as given."""
@@ -45,10 +53,15 @@ class Limits:
         spend = []
         for cap in caps:
             measure, _, value = cap.partition("=")
-            if measure not in MEASURES or not value.isdigit():
+            # ASCII digits alone: ``str.isdigit`` also takes "²" (which ``int`` refuses)
+            # and "٣" (which ``int`` reads as 3); the bound keeps ``int`` from refusing a
+            # number past its digits limit, and every count fits 64 bits.
+            if measure not in MEASURES or not _WHOLE.fullmatch(value):
+                shown = cap if len(cap) <= _SHOWN else cap[: _SHOWN - 3] + "..."
                 raise CliError(
-                    f"--max-cost {cap!r}: give MEASURE=N, a whole number for one of "
-                    f"{', '.join(MEASURES)} (say --max-cost model_calls=500)"
+                    f"--max-cost {shown!r}: give MEASURE=N, a whole number of at most "
+                    f"{_DIGITS} digits 0-9 for one of {', '.join(MEASURES)} (say --max-cost "
+                    "model_calls=500)"
                 )
             spend.append((measure, int(value)))
         return cls(reruns, tuple(spend))

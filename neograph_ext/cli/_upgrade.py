@@ -14,6 +14,8 @@ Rules:
   report alone.
 - ``--max-cost`` caps the rewinds' running total in the threads' order, which one
   process alone keeps: with it, one process (``--jobs`` above 1 is refused).
+- A thread named (``--thread``) that has no checkpoint is refused (exit 2) before
+  any thread is planned or written, as ``check`` refuses it.
 - Exit 1 when, with ``--apply``, a thread was skipped (busy, blocked, a rewind not run
   past ``--max-cost``): a later call picks it up; 0 otherwise, a canary included.
 """
@@ -28,6 +30,7 @@ from functools import partial
 from typing import Annotated, Any
 
 import typer
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from rich.table import Table
 
 from neograph_ext import upgrade_threads
@@ -132,6 +135,8 @@ def upgrade_command(
         names = list(dict.fromkeys(thread)) if thread else None
         with open_database(db, write=apply, serde=reader(target)) as saver:
             compiled = attach(target, saver, graph)
+            with reading("the checkpoints in this database"):
+                _existing(saver, names or ())
             upgrades = partial(made, graph, db, compiled, saver, names, 1 if limits else jobs)
             dry = partial(upgrade_threads, canary=canary)
             with reading("the checkpoints in this database"):
@@ -152,6 +157,14 @@ def upgrade_command(
     _report(counts, shown, apply=apply, canary=canary, listed=listed)
     if apply and (counts["busy"] or counts["blocked"] or counts["rewind not run"]):
         raise typer.Exit(1)
+
+
+def _existing(saver: BaseCheckpointSaver[Any], names: Iterable[str]) -> None:
+    """Refuse a thread named that has no checkpoint, as ``check --thread`` does, before
+    anything is written (a typo must not pass as a thread with nothing to do)."""
+    for name in names:
+        if saver.get_tuple({"configurable": {"thread_id": name, "checkpoint_ns": ""}}) is None:
+            raise CliError(f"thread {name!r} has no checkpoints in this database")
 
 
 def _progressed(

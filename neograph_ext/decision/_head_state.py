@@ -17,7 +17,7 @@ from langgraph.errors import EmptyChannelError
 from langgraph.pregel import Pregel
 
 from neograph_ext.decision._claim import CLAIM, CONTROL, unclaimed
-from neograph_ext.decision._decision import HeadStep
+from neograph_ext.decision._decision import HeadStep, PlanKind
 from neograph_ext.decision._langgraph import NULL_TASK, delta_channels, head_tasks
 from neograph_ext.decision._langgraph_renames import renamed
 from neograph_ext.decision._owed import pulled, waiting
@@ -29,6 +29,7 @@ __all__ = [
     "head_step",
     "is_paused",
     "output_of",
+    "rewind_cut_short",
     "started_input",
     "stored_result",
     "waiting_nodes",
@@ -102,6 +103,15 @@ def is_paused(graph: Pregel[Any, Any, Any, Any], head: CheckpointTuple) -> bool:
         return False
     waits = waiting_nodes(graph, head)
     return bool(waits) and (before == "*" or bool(waits & set(before)))
+
+
+def rewind_cut_short(graph: Pregel[Any, Any, Any, Any], head: CheckpointTuple | None) -> bool:
+    """Whether ``head`` was left by a rewind that did not finish (its process died, or the
+    process continuing it did): written under a ``rewind`` run mark, with nodes left to
+    run, and not waiting on a question (a rewind that reached one is as far as it goes)."""
+    if head is None or read_marks(head.metadata or {})[1].decision != PlanKind.REWIND:
+        return False
+    return bool(waiting_nodes(graph, head)) and not is_paused(graph, head)
 
 
 def stored_result(

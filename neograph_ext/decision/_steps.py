@@ -34,6 +34,7 @@ from neograph_ext.decision._errors import CheckpointSchemaError, GraphError, Thr
 from neograph_ext.decision._head_state import (
     has_interrupt,
     is_paused,
+    rewind_cut_short,
     started_input,
     stored_result,
     waiting_nodes,
@@ -55,7 +56,7 @@ from neograph_ext.decision._stamp import (
     input_digest,
     read_marks,
 )
-from neograph_ext.drivers._thread import ThreadCall, at_checkpoint
+from neograph_ext.drivers._thread import ThreadCall, at_checkpoint, named_checkpoint
 
 __all__ = [
     "Due",
@@ -64,6 +65,7 @@ __all__ = [
     "Work",
     "durable",
     "is_due",
+    "marked_kind",
     "takes_head",
     "work_for",
 ]
@@ -149,7 +151,7 @@ def work_for(
     source = _source(decision, head)
     took = decision.taken_from
     unread = _not_adopted(call, decision, head)
-    verdict = PLAIN_CALL if unread else decision.kind
+    verdict = PLAIN_CALL if unread else marked_kind(call, decision, head)
     here = encode_run(call.stamp, ASK_AGAIN if asking else verdict, stored_input, source, took)
     complete = head is not None and not decision.next_nodes and not has_interrupt(head)
     # A complete thread given another input starts a new turn; the same input (or an
@@ -185,6 +187,18 @@ def work_for(
         steps = (forked or _claimed(call, head, resume, took),)
     stored = stored_result(call.graph, head) if complete and not steps else None
     return Work(steps, durable(kwargs, call.graph), stored, warnings=tuple(said))
+
+
+def marked_kind(call: ThreadCall, decision: ResumePlan, head: CheckpointTuple | None) -> str:
+    """The decision the run mark of a call records: the plan's kind, but a rewind cut
+    short that the call continues from the thread's newest checkpoint stays a rewind
+    until it finishes, as a question asked again stays owed (``ASK_AGAIN``): so the
+    rewind is known unfinished however often its process dies (``upgrade_threads``
+    finishes it)."""
+    continues = decision.kind is PlanKind.CONTINUE and named_checkpoint(call.config) is None
+    if continues and rewind_cut_short(call.graph, head):
+        return PlanKind.REWIND
+    return decision.kind
 
 
 def _not_adopted(call: ThreadCall, decision: ResumePlan, head: CheckpointTuple | None) -> str:

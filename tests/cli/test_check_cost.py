@@ -8,7 +8,9 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from tests.cli.support import Database, cli
+import pytest
+
+from tests.cli.support import Database, cli, one_error_line
 from tests.graphs.releases import PER_RUN, TOKENS, compiled, fleet, resumed_calls
 
 GRAPH = "tests.graphs.releases:current"
@@ -114,3 +116,25 @@ def test_offline_the_fixtures_give_the_estimate_the_database_gives(
     assert "what resuming would spend again" in within.stdout
     assert over.exit_code == 1
     assert "60 tokens estimated, over --max-cost tokens=1" in over.stdout
+
+
+@pytest.mark.parametrize(
+    "cap",
+    ["tokens=²", "tokens=٣", "model_calls=\uff13", "tokens=" + "9" * 5000, "tokens=" + "9" * 19,
+     "tokens=-1", "tokens=1e3", "tokens= 3", "tokens="],
+)  # fmt: skip
+@pytest.mark.parametrize(
+    "command", [("check",), ("upgrade", "--apply", "--yes", "--rewind")], ids=["check", "upgrade"]
+)
+def test_a_max_cost_that_is_not_ascii_digits_within_bounds_is_one_usage_line(
+    db: Database, cap: str, command: tuple[str, ...]
+) -> None:
+    fleet(db.saver, each=1)
+    before = db.rows()
+
+    result = cli(command[0], GRAPH, "--db", db.url, *command[1:], "--max-cost", cap)
+
+    line = one_error_line(result)
+    assert "give MEASURE=N, a whole number of at most 18 digits 0-9" in line
+    assert len(line) < 300
+    assert db.rows() == before

@@ -16,9 +16,8 @@ from typing import Any
 import pytest
 
 from neograph_ext._upgrade import in_canary
-from neograph_ext.cli._jobs import shard_of
 from neograph_ext.storage._lock import thread_lock
-from tests.cli.support import Database, cli, program
+from tests.cli.support import Database, cli, one_error_line, program
 from tests.graphs.releases import CALLS, PER_RUN, compiled, fleet, resumed_calls
 
 GRAPH = "tests.graphs.releases:current"
@@ -147,6 +146,21 @@ def test_apply_off_a_terminal_needs_yes(db: Database) -> None:
     assert db.rows() == before
 
 
+@pytest.mark.parametrize("args", [(), ("--apply", "--yes"), ("--apply", "--yes", "--jobs", "2")])
+def test_a_thread_named_that_does_not_exist_is_refused_before_any_write(
+    db: Database, args: tuple[str, ...]
+) -> None:
+    made = fleet(db.saver, each=1)
+    before = db.rows()
+
+    result = cli("upgrade", GRAPH, "--db", db.url, "--thread", made["carry"][0], "--thread",
+                 "no-such-thread", *args)  # fmt: skip
+
+    line = one_error_line(result)
+    assert line == "error: thread 'no-such-thread' has no checkpoints in this database"
+    assert db.rows() == before  # the thread named first, which exists, was not carried
+
+
 _KILL = """
 import os
 from langgraph.checkpoint.sqlite import SqliteSaver
@@ -198,9 +212,11 @@ def test_off_a_terminal_a_plain_line_per_batch(
 
 
 @pytest.mark.slow
-def test_jobs_upgrade_in_processes_as_one_process_does(lite: Database, tmp_path: Path) -> None:
+def test_jobs_upgrade_in_processes_as_one_process_does(
+    lite: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     made = fleet(lite.saver, each=5)
-    assert {shard_of(t, 2) for t in made["carry"]} == {0, 1}  # both processes carry some
+    monkeypatch.setattr("neograph_ext.cli._jobs._SENT", 2)  # 11 chunks, the carries in 3
     twin = Database(str(tmp_path / "twin.sqlite"), lite.saver, lite.rows)
     with contextlib.closing(sqlite3.connect(twin.url)) as copy:
         lite.saver.conn.backup(copy)  # type: ignore[attr-defined]
