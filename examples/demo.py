@@ -186,9 +186,7 @@ def main(workdir: Path) -> None:
     try:
         ne.run(graph, INPUT, CONFIG, resume=ne.ResumePolicy(on_change="raise"))
     except ne.CheckpointSchemaError as exc:
-        print(
-            "  run(..., resume=ResumePolicy(on_change='raise')) raised CheckpointSchemaError:"
-        )
+        print("  run(..., resume=ResumePolicy(on_change='raise')) raised CheckpointSchemaError:")
         print(indent(str(exc)))
         print(f"  invalidated_nodes: {sorted(exc.invalidated_nodes)}")
         rerun = [node for node in exc.plan.order if node in exc.plan.rerun]  # execution order
