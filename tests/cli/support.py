@@ -142,6 +142,27 @@ def one_error_line(result: Result) -> str:
     return lines[0]
 
 
+def killed_at_write(at: int) -> str:
+    """A prelude for ``program``: the process ends (``os._exit(17)``) just before the
+    ``at``-th write of LangGraph's SQLite or PostgreSQL saver (0: never)."""
+    return f"""
+import os
+from langgraph.checkpoint.postgres import PostgresSaver
+from langgraph.checkpoint.sqlite import SqliteSaver
+writes = [0]
+def counted(method):
+    def wrapper(self, *args, **kwargs):
+        writes[0] += 1
+        if writes[0] == {at}:
+            os._exit(17)
+        return method(self, *args, **kwargs)
+    return wrapper
+for saver in (SqliteSaver, PostgresSaver):
+    saver.put = counted(saver.put)
+    saver.put_writes = counted(saver.put_writes)
+"""
+
+
 def program(*args: str, prelude: str = "") -> subprocess.CompletedProcess[str]:
     code = f"{prelude}import runpy; runpy.run_module('neograph_ext.cli', run_name='__main__')"
     return run_program("-c", code, *args)

@@ -17,7 +17,7 @@ import pytest
 
 from neograph_ext._upgrade import in_canary
 from neograph_ext.storage._lock import thread_lock
-from tests.cli.support import Database, cli, one_error_line, program
+from tests.cli.support import Database, cli, killed_at_write, one_error_line, program
 from tests.graphs.releases import CALLS, PER_RUN, compiled, fleet, resumed_calls
 
 GRAPH = "tests.graphs.releases:current"
@@ -161,22 +161,6 @@ def test_a_thread_named_that_does_not_exist_is_refused_before_any_write(
     assert db.rows() == before  # the thread named first, which exists, was not carried
 
 
-_KILL = """
-import os
-from langgraph.checkpoint.sqlite import SqliteSaver
-writes = [0]
-def counted(method):
-    def wrapper(self, *args, **kwargs):
-        writes[0] += 1
-        if writes[0] == {at}:
-            os._exit(17)
-        return method(self, *args, **kwargs)
-    return wrapper
-SqliteSaver.put = counted(SqliteSaver.put)
-SqliteSaver.put_writes = counted(SqliteSaver.put_writes)
-"""
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("at", [1, 2, 5])
 def test_killed_at_a_write_and_run_again_ends_the_same(lite: Database, at: int) -> None:
@@ -184,7 +168,7 @@ def test_killed_at_a_write_and_run_again_ends_the_same(lite: Database, at: int) 
     said = _check(lite)
 
     killed = program(
-        "upgrade", GRAPH, "--db", lite.url, "--apply", "--yes", prelude=_KILL.format(at=at)
+        "upgrade", GRAPH, "--db", lite.url, "--apply", "--yes", prelude=killed_at_write(at)
     )
     report = _upgrade(lite, "--apply", "--yes")
 

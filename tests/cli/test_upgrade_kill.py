@@ -18,28 +18,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.support import Database, cli, program
+from tests.cli.support import Database, cli, killed_at_write, program
 from tests.graphs.releases import PER_RUN, fleet, resumed_calls
 
 GRAPH = "tests.graphs.releases:current"
 APPLY = ("--apply", "--yes", "--rewind", "--json")
 
-_PRELUDE = """
-import os
-from langgraph.checkpoint.postgres import PostgresSaver
-from langgraph.checkpoint.sqlite import SqliteSaver
+_LOGGED = """
 import tests.graphs.budget as budget
-writes = [0]
-def counted(method):
-    def wrapper(self, *args, **kwargs):
-        writes[0] += 1
-        if writes[0] == {at}:
-            os._exit(17)
-        return method(self, *args, **kwargs)
-    return wrapper
-for saver in (SqliteSaver, PostgresSaver):
-    saver.put = counted(saver.put)
-    saver.put_writes = counted(saver.put_writes)
 answer = budget.UsageChat.answer
 def logged(self, messages):
     with open({log!r}, "a") as calls:
@@ -52,9 +38,8 @@ budget.UsageChat.answer = logged
 def _upgrade(db: Database, log: Path, at: int = 0) -> tuple[int, str]:
     """``upgrade --apply --rewind`` in a process of its own, ended before its write ``at``
     (0: never): its exit code and its stdout."""
-    done = program(
-        "upgrade", GRAPH, "--db", db.url, *APPLY, prelude=_PRELUDE.format(at=at, log=str(log))
-    )
+    prelude = killed_at_write(at) + _LOGGED.format(log=str(log))
+    done = program("upgrade", GRAPH, "--db", db.url, *APPLY, prelude=prelude)
     return done.returncode, done.stdout
 
 
