@@ -19,7 +19,6 @@ from typing import Annotated, Any, Literal, TypedDict
 import pytest
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool
-from langgraph.channels.delta import DeltaChannel
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import START, StateGraph
 from langgraph.types import Command, Send, interrupt
@@ -27,7 +26,6 @@ from pydantic import BaseModel
 
 import neograph_ext as ne
 from tests.drive import Drive
-from tests.graphs.delta import extend
 from tests.graphs.pipelines import deployed, model
 
 Builder = StateGraph[Any, Any, Any, Any]
@@ -331,6 +329,12 @@ class Logged(TypedDict, total=False):
 def _logged(runs: Counter[str], release: int) -> Builder:
     """``worker``: ``prep -> shape -> after -> review``, each appending its name to a
     ``DeltaChannel``; ``shape`` writes a ``Draft``; ``review`` asks and reports the log."""
+    # Imported here: DeltaChannel arrived in langgraph 1.2, and the rest of this module
+    # runs on the oldest versions too (make test-oldest).
+    from langgraph.channels.delta import DeltaChannel
+
+    from tests.graphs.delta import extend
+
     draft = _draft(release)
 
     items = Annotated[list[str], DeltaChannel(extend, snapshot_frequency=1000)]
