@@ -137,10 +137,8 @@ def compile(
         lock: How a resume waits for a thread another process runs (``LockPolicy``).
         attach: Records that add to what the graph does, one of each kind:
             ``AutoResume()``, ``WriteChecks(...)``, ``budget.Budget(...)``,
-            ``Telemetry()`` (each documents itself). 0.3's ``auto_resume=``,
-            ``verify_writes=``, ``verify_saver=``, ``budget=``, ``telemetry=`` still work,
-            deprecated; ``auto_resume=False`` keeps its 0.2 meaning until 0.5 (plain calls
-            plan first, strictly, while ``run`` keeps ``resume``).
+            ``Telemetry()`` (each documents itself). 0.3's keywords for them still work,
+            deprecated; ``auto_resume=False`` keeps 0.2's strict plain calls until 0.5.
         **compile_kwargs: Every other keyword of ``StateGraph.compile``.
 
     Returns:

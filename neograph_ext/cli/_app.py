@@ -215,6 +215,21 @@ _JobsOpt = Annotated[
 ]
 
 
+def _database_options(
+    ctx: typer.Context, thread: list[str] | None, strict_unverified: bool
+) -> list[str]:
+    """The options of a database check given to ``check --fixtures``, which refuses them.
+    NEOGRAPH_EXT_DB set for the other commands is no --db given here. (By name: typer
+    bundles its own click, whose ParameterSource is not public.)"""
+    source = ctx.get_parameter_source("db")
+    given = {
+        "--db": source is not None and source.name == "COMMANDLINE",
+        "--thread": bool(thread),
+        "--strict-unverified": strict_unverified,
+    }
+    return [k for k, v in given.items() if v]
+
+
 @app.command("check", cls=Command)
 def check_command(
     graph: GraphArg,
@@ -236,15 +251,7 @@ def check_command(
     exit 1 if any would rewind or is blocked (with --max-reruns or --max-cost: if the
     rewinds pass those, or any is blocked)."""
     if fixtures is not None:
-        # NEOGRAPH_EXT_DB set for the other commands is no --db given here. (By name: typer
-        # bundles its own click, whose ParameterSource is not public.)
-        source = ctx.get_parameter_source("db")
-        given = {
-            "--db": source is not None and source.name == "COMMANDLINE",
-            "--thread": bool(thread),
-            "--strict-unverified": strict_unverified,
-        }
-        options = [k for k, v in given.items() if v]
+        options = _database_options(ctx, thread, strict_unverified)
         costs = (cost, max_reruns, max_cost or [])
         fixture_check(graph, fixtures, options, allow or [], as_json, debug, costs)
         return
