@@ -36,7 +36,7 @@ from pydantic import BaseModel
 import neograph_ext as ne
 from tests.graphs.pipelines import Crash, deployed
 from tests.integration.agreement import Executions, install
-from tests.oracle.spec import Counted, Spec, build, changed_nodes, models
+from tests.oracle.spec import Counted, Spec, build, changed_nodes, converted, models
 
 __all__ = ["Case", "check", "typed"]
 
@@ -55,6 +55,9 @@ class Case:
     resume: ne.ResumePolicy | None = None
     by_id: bool = False
     """Answers are keyed by interrupt id (``Command(resume={id: value})``), even one."""
+    next_turn: bool = False
+    """Release 1's last turn finished; release 2 runs the thread's next turn (with the
+    next input) rather than resuming."""
 
 
 def doc(turn: int) -> str:
@@ -127,6 +130,10 @@ class Story:
             values["results"] = [e for e in values["results"] if e.startswith(f"{len(mine)}/")]
         if "msgs" in values:
             values["msgs"] = [m for m in values["msgs"] if str(m.id).endswith(f"-{mine}")]
+        if "picks" in values:
+            values["picks"] = [p for p in values["picks"] if p.text.startswith(f"{mine}/")]
+        if "notes" in values:
+            values["notes"] = [n for n in values["notes"] if n["text"].startswith(f"{mine}/")]
         return values
 
 
@@ -143,13 +150,13 @@ def _release(spec: Spec, saver: BaseCheckpointSaver[Any], case: Case, thread: st
     return Story(graph, {"configurable": {"thread_id": thread}}, counted, by_id=case.by_id)
 
 
-def _turns(story: Story, case: Case, *, crash: str | None, limit: float) -> None:
-    for turn in range(1, case.turns):
+def _turns(story: Story, turns: int, *, crash: str | None, limit: float) -> None:
+    for turn in range(1, turns):
         story.drive({"doc": doc(turn)})
     story.executions, story.asked, story.answered = Executions(), [], []
     story.counted.runs.clear()
     story.counted.arm(crash)
-    story.drive({"doc": doc(case.turns)}, limit=limit, stop_on_crash=True)
+    story.drive({"doc": doc(turns)}, limit=limit, stop_on_crash=True)
     story.counted.arm(None)
 
 
@@ -158,10 +165,12 @@ def check(case: Case, saver: BaseCheckpointSaver[Any]) -> str:
     word (``rewind``, ``continue``, ``up_to_date``, ``refused``)."""
     thread = str(uuid.uuid4())
     old = _release(case.old, saver, case, thread)
-    _turns(old, case, crash=case.crash, limit=case.answered)
+    _turns(old, case.turns, crash=case.crash, limit=case.answered)
     fresh = _release(case.new, InMemorySaver(), case, str(uuid.uuid4()))
-    _turns(fresh, case, crash=None, limit=math.inf)
+    _turns(fresh, case.turns + case.next_turn, crash=None, limit=math.inf)
     new = _release(case.new, saver, case, thread)
+    if case.next_turn:
+        return _next_turn(case, fresh, new)
     pending = old.graph.get_state(old.config).interrupts
     plan = ne.plan(new.graph, new.config)
     first = new.answer(pending) if pending else None
@@ -174,10 +183,40 @@ def check(case: Case, saver: BaseCheckpointSaver[Any]) -> str:
             assert not new.counted.runs, f"refused after running {new.counted.runs}"
             return "refused"
         first_step = _first_step(new.executions)
-        if pending_now := _pending(new):
-            new.drive(new.answer(pending_now))
+        if pending_now := _pending(new):  # a question asked over and over fails, not hangs
+            new.drive(new.answer(pending_now), limit=len(fresh.asked))
     _compare(case, old, fresh, new, plan, first_step, {str(p.value) for p in pending})
     return str(plan.kind)
+
+
+def _next_turn(case: Case, fresh: Story, new: Story) -> str:
+    """Release 2 runs the next turn of the thread release 1 finished: it equals a fresh
+    run's, runs each node as often, and no stored value is read as another class; or it
+    refuses, as the plan said, before any node ran."""
+    assert not new.graph.get_state(new.config).interrupts, "release 1's last turn unfinished"
+    turn = {"doc": doc(case.turns + 1)}
+    plan = ne.plan(new.graph, new.config, input=turn)
+    with pytest.MonkeyPatch.context() as patch:
+        install(patch)
+        try:
+            new.drive(turn, limit=len(fresh.asked))
+        except ne.CheckpointSchemaError as refused:
+            assert plan.blocker, f"refused without a plan saying so: {refused}\n{plan}"
+            assert not new.counted.runs, f"refused after running {new.counted.runs}"
+            return "refused"
+    assert plan.blocker is None, f"ran though the plan said it would refuse\n{plan}"
+    got, want = new.final(case.turns + 1), fresh.final(case.turns + 1)
+    assert typed(got) == typed(want), f"the next turn differs from a fresh run's\n{plan}"
+    assert new.counted.runs == fresh.counted.runs, f"{new.counted.runs} != {fresh.counted.runs}"
+    assert new.asked == fresh.asked, f"asked {new.asked}, a fresh run {fresh.asked}\n{plan}"
+    _not_converted(new, plan)
+    return str(plan.kind)
+
+
+def _not_converted(story: Story, plan: ne.ResumePlan) -> None:
+    """No stored item of a union is handed back as another member of it, in any turn."""
+    wrong = converted(story.graph.get_state(story.config).values)
+    assert not wrong, f"stored items read as another class: {wrong}\n{plan}"
 
 
 def _pending(story: Story) -> Any:
@@ -202,6 +241,7 @@ def _compare(
 ) -> None:
     got, want = typed(new.final(case.turns)), typed(fresh.final(case.turns))
     assert got == want, f"resumed state differs from a fresh run\n{plan}"
+    _not_converted(new, plan)
     more = {n: c for n, c in new.counted.runs.items() if c > fresh.counted.runs[n]}
     assert not more, f"ran more often than a fresh run: {more} > {fresh.counted.runs}\n{plan}"
     step = {node: s for s, node in old.executions.tasks}

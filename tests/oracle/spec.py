@@ -8,6 +8,11 @@ node writes its own channel (or the shared ``out`` channel, typed as the union o
 writers' models) and appends to the ``log`` reducer (and to ``add_messages`` ``msgs``).
 A node's value is built from its inputs alone, so two runs of the same spec agree.
 
+The first node may also write one more channel of a shape found wrong after a deploy
+(``Node.also``): a reducer of a union of two models (``picks``), a ``RootModel`` value
+(``tags``, read by the next layer), a value every turn writes before any node reads it
+(``reply``), or a reducer of ``typing.TypedDict`` items (``notes``).
+
 Two specs with the same node names are two releases of one app: their models share a
 module and qualname (``pipelines.model``), so a stored value revives as the class bound
 in the process (``pipelines.deployed``), as one class exists per worker.
@@ -16,8 +21,10 @@ in the process (``pipelines.deployed``), as one class exists per worker.
 from __future__ import annotations
 
 import operator
+import sys
 import threading
 import time
+import types
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -27,11 +34,23 @@ from langchain_core.messages import AIMessage, AnyMessage
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.types import Command, Send, interrupt
-from pydantic import BaseModel
+from pydantic import BaseModel, RootModel
 
-from tests.graphs.pipelines import Crash, model
+from tests.graphs.pipelines import MODULE, Crash, model
 
-__all__ = ["Fan", "Node", "Spec", "as_named", "build", "changed_nodes", "members", "models"]
+__all__ = [
+    "ALSO",
+    "Fan",
+    "Node",
+    "OracleTags",
+    "Spec",
+    "as_named",
+    "build",
+    "changed_nodes",
+    "converted",
+    "members",
+    "models",
+]
 
 TYPES: Mapping[str, Callable[[int], Any]] = {
     "int": int,
@@ -43,6 +62,13 @@ TYPES: Mapping[str, Callable[[int], Any]] = {
 _ITEM = 1000
 """The seeds of a fan's items are ``k * _ITEM`` apart: the first is below it."""
 _ANNOTATIONS: Mapping[str, object] = {"int": int, "str": str, "float": float, "list": list[int]}
+ALSO = ("union", "root", "replaced", "typeddict")
+"""The shapes of ``Node.also``: the channels ``picks``, ``tags``, ``reply``, ``notes``."""
+_ALSO_CHANNEL = {"union": "picks", "root": "tags", "replaced": "reply", "typeddict": "notes"}
+
+
+class OracleTags(RootModel[list[str]]):
+    """The ``tags`` value: a model whose data is a list, defined where it imports from."""
 
 
 @dataclass(frozen=True)
@@ -66,6 +92,11 @@ class Node:
     key: str | None = None
     """The channel it writes (and its model's and log entries' name), when not its
     name: a node renamed keeps what it writes."""
+    also: str | None = None
+    """One more channel it writes, of a shape of ``ALSO``; the first node alone."""
+    also_changed: bool = False
+    """Release 2's form of that channel's classes: a required field added (to one member
+    of the union; to ``reply``'s model; to the ``TypedDict`` item)."""
 
     @property
     def channel(self) -> str:
@@ -206,13 +237,72 @@ def _state(spec: Spec, made: Mapping[str, type[BaseModel]]) -> type:
     for n in spec.nodes():
         if isinstance(n, Node) and not n.shared:
             fields[n.channel] = made[n.name]
+        if isinstance(n, Node) and n.also:
+            fields[_ALSO_CHANNEL[n.also]] = _also_type(n)
     return TypedDict("OracleState", fields, total=False)  # type: ignore[operator]
+
+
+def _also_classes(n: Node) -> dict[str, Any]:
+    """The classes of ``n.also``'s channel, by name, as the release ``n`` is of defines
+    them; bound in their module, as a deploy does (one version of a class per process)."""
+    more: dict[str, Any] = {"score": (int, ...)} if n.also_changed else {}
+    made: dict[str, Any] = {}
+    if n.also == "union":
+        made = {"A": model("Oracle_PickA", text=(str, ...), **more)}
+        made["B"] = model("Oracle_PickB", text=(str, ...))
+    elif n.also == "root":
+        made = {"tags": OracleTags}
+    elif n.also == "replaced":
+        made = {"reply": model("Oracle_Reply", seed=(int, ...), **more)}
+    elif n.also == "typeddict":
+        keys = {"text": str, "score": int} if n.also_changed else {"text": str}
+        note = TypedDict("Oracle_Note", keys)  # type: ignore[operator]
+        note.__module__ = MODULE
+        made = {"note": note}
+    module = sys.modules.setdefault(MODULE, types.ModuleType(MODULE))
+    for cls in made.values():
+        if cls is not OracleTags:
+            setattr(module, cls.__name__, cls)
+    return made
+
+
+def _also_type(n: Node) -> Any:
+    made = list(_also_classes(n).values())
+    if n.also in ("union", "typeddict"):  # a reducer of the items
+        item: Any = made[0] | made[1] if n.also == "union" else made[0]
+        return Annotated[list[item], operator.add]
+    return made[0]
+
+
+def _also_update(n: Node, doc: str, seed: int) -> dict[str, Any]:
+    """What ``n`` writes to its ``also`` channel; each item tagged with its turn's input
+    and its class (``final`` keeps the last turn's; ``converted`` finds a changed class)."""
+    made = _also_classes(n)
+    more = {"score": seed} if n.also_changed else {}
+    if n.also == "union":
+        picks = [made["A"](text=f"{doc}/A:{seed}", **more), made["B"](text=f"{doc}/B:{seed}")]
+        return {"picks": picks}
+    if n.also == "root":
+        return {"tags": OracleTags([doc, str(seed)])}
+    if n.also == "replaced":
+        return {"reply": made["reply"](seed=seed, **more)}
+    return {"notes": [made["note"](text=f"{doc}/note:{seed}", **more)]}
+
+
+def converted(values: Mapping[str, Any]) -> list[str]:
+    """The items of ``picks`` stored as another member of the union than their own."""
+    return [
+        f"{type(item).__name__}:{item.text}"
+        for item in values.get("picks", ())
+        if not type(item).__name__.endswith(item.text.split("/")[-1].split(":")[0])
+    ]
 
 
 def build(spec: Spec, counted: Counted) -> StateGraph[Any, Any, Any, Any]:
     """The graph ``spec`` describes, counting into ``counted``."""
     made = models(spec)
-    builder = StateGraph(_state(spec, made))
+    schema = _state(spec, made)
+    builder = StateGraph(schema)
     layers = spec.layers
     for i, layer in enumerate(layers):
         after = layers[i + 1] if i + 1 < len(layers) else None
@@ -226,6 +316,13 @@ def build(spec: Spec, counted: Counted) -> StateGraph[Any, Any, Any, Any]:
             fn = _node(n, spec, counted, made[n.name], reads, siblings, goto)
             if goto is not None:  # where it may go, as LangGraph reads it (and stamps it)
                 fn.__annotations__ = {"return": Command[Literal[tuple(_names(after))]]}  # type: ignore[misc]
+            elif n.also == "replaced":  # reads the input alone, writes ``reply`` each call
+                written = "out" if n.shared else n.channel
+                reply = {"reply": _also_type(n), written: schema.__annotations__[written]}
+                fn.__annotations__ = {
+                    "state": TypedDict("OracleInput", {"doc": str}, total=False),  # type: ignore[operator]
+                    "return": TypedDict("OracleReplies", reply),  # type: ignore[operator]
+                }
             builder.add_node(n.name, fn)
     for name in _names(layers[0]):
         builder.add_edge(START, name)
@@ -248,7 +345,8 @@ def _names(layer: Layer | None) -> list[str]:
 
 
 def _channels(layer: Layer) -> list[str]:
-    return [m.channel if isinstance(m, Node) else m.name for m in members(layer)]
+    found = [m.channel if isinstance(m, Node) else m.name for m in members(layer)]
+    return found + ["tags" for m in members(layer) if isinstance(m, Node) and m.also == "root"]
 
 
 def _goto(after: Layer | None, made: Mapping[str, type[BaseModel]]) -> Any:
@@ -268,7 +366,8 @@ def _seed(state: Mapping[str, Any], reads: list[str]) -> int:
     seed = len(state.get("doc", ""))
     for name in reads:
         value = state.get(name)
-        seed += int(getattr(value, "seed", 0) or 0)
+        # ``tags`` read as the model it was written as (a list lacks ``root``).
+        seed += len(value.root) if name == "tags" else int(getattr(value, "seed", 0) or 0)
     return seed
 
 
@@ -298,6 +397,8 @@ def _node(
             "out" if n.shared else n.channel: made(**fields),
             "log": [f"{state.get('doc')}/{n.channel}:{seed}:{','.join(answers)}"],
         }
+        if n.also:
+            update.update(_also_update(n, str(state.get("doc")), seed))
         if spec.messages:
             update["msgs"] = [AIMessage(content=n.channel, id=f"{n.channel}-{state.get('doc')}")]
         if goto is not None:

@@ -410,3 +410,47 @@ def test_reanswer_gives_again_an_answer_keyed_by_id_to_a_task_that_finished(
     new = S_TWICE.with_node("a", extra="required")
     case = Case(S_TWICE, new, answered=2, resume=REANSWER, by_id=True)
     assert oracle(kind, tmp_path, case) == "rewind"
+
+
+UNION_ITEMS = Spec(((Node("a", also="union"),), (Node("b"),)))
+TAGS = Spec(((Node("a", also="root"),), (Node("b", asks=1),)))
+REPLY = Spec(((Node("a", also="replaced"),), (Node("b"),)))
+TYPING_NOTES = Spec(((Node("a", also="typeddict"),),))
+SHAPES: dict[str, tuple[Case, str]] = {
+    "2: a union member changed, the next turn": (
+        Case(UNION_ITEMS, UNION_ITEMS.with_node("a", also_changed=True), turns=2, next_turn=True),
+        "refused",
+    ),
+    "3: a RootModel written, a question after it waits, no deploy": (
+        Case(TAGS, TAGS, answered=0),
+        "continue",
+    ),
+    "4: a value the next turn writes before any node reads it changed": (
+        Case(REPLY, REPLY.with_node("a", also_changed=True), turns=2, next_turn=True),
+        "up_to_date",
+    ),
+    "8: a typing.TypedDict item changed, the next turn": (
+        Case(
+            TYPING_NOTES,
+            TYPING_NOTES.with_node("a", also_changed=True),
+            turns=2,
+            next_turn=True,
+        ),
+        "refused",
+    ),
+}
+"""The shapes of the issue of silent wrongs after a deploy the generated apps now have
+(``Node.also``), each in its smallest form: a union's item keeps its own class (a
+finished turn's changed items refuse, with the ways out, rather than read as the other
+member); a ``RootModel`` reads back without re-running its writer; a value the next turn
+replaces does not block it; a ``typing.TypedDict`` item is validated (the policy's
+``CheckpointSchemaError``, not pydantic's error on Python 3.11)."""
+
+
+@pytest.mark.parametrize("row", SHAPES)
+@pytest.mark.parametrize("kind", SAVERS)
+def test_a_shape_found_wrong_after_a_deploy_resumes_as_fresh(
+    kind: str, row: str, tmp_path: Path
+) -> None:
+    case, planned = SHAPES[row]
+    assert oracle(kind, tmp_path, case) == planned
